@@ -1,0 +1,285 @@
+//! The catalog: the namespace (collections and data objects), replicas, metadata, principals,
+//! tokens, ACLs and resources of one zone.
+//!
+//! One [`Catalog`] trait; one implementation over sqlx for both SQLite (the embedded default)
+//! and PostgreSQL (production), with schema migrations per dialect. This is the only crate
+//! that imports sqlx. Every method is one transaction: a failure changes nothing.
+
+use async_trait::async_trait;
+use std::sync::Arc;
+use weft_types::{
+    Checksum, Error, LogicalPath, MetaCondition, Millis, NodeKind, Permission, PrincipalName, ReplicaState,
+    ResourceKind, ResourceName,
+};
+
+mod sql;
+
+pub use sql::SqlCatalog;
+
+/// Which SQL dialect a catalog speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrincipalKind {
+    User,
+    Group,
+}
+
+impl PrincipalKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrincipalKind::User => "user",
+            PrincipalKind::Group => "group",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub id: i64,
+    pub name: PrincipalName,
+    pub kind: PrincipalKind,
+    pub is_admin: bool,
+    pub created: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRecord {
+    pub id: i64,
+    pub user_id: i64,
+    pub label: String,
+    pub created: Millis,
+    /// `None`: valid until deleted.
+    pub expires: Option<Millis>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewResource {
+    pub name: ResourceName,
+    pub kind: ResourceKind,
+    /// Kind-specific settings as JSON (root directory, endpoint, bucket, credentials...).
+    pub config: String,
+    pub tier: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    pub id: i64,
+    pub name: ResourceName,
+    pub kind: ResourceKind,
+    pub config: String,
+    pub tier: String,
+    pub is_default: bool,
+    pub created: Millis,
+}
+
+/// A collection or data object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub id: i64,
+    /// `None` only for the zone root collection.
+    pub parent_id: Option<i64>,
+    pub path: LogicalPath,
+    pub kind: NodeKind,
+    /// Bytes of a data object; 0 for collections.
+    pub size: i64,
+    /// Whole-object checksum of a data object.
+    pub checksum: Option<Checksum>,
+    pub owner_id: i64,
+    pub owner: PrincipalName,
+    pub created: Millis,
+    pub modified: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replica {
+    pub id: i64,
+    pub node_id: i64,
+    pub resource_id: i64,
+    pub resource: ResourceName,
+    /// Key of the bytes inside the resource; never derived from the logical path, so that
+    /// moves and renames touch only the catalog.
+    pub physical_key: String,
+    pub size: i64,
+    pub checksum: Option<Checksum>,
+    pub state: ReplicaState,
+    pub created: Millis,
+    pub verified: Option<Millis>,
+}
+
+/// A data object to register with its first good replica.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewObject {
+    pub path: LogicalPath,
+    pub owner_id: i64,
+    pub size: i64,
+    pub checksum: Checksum,
+    pub resource_id: i64,
+    pub physical_key: String,
+    /// Replace an existing data object at `path` (never a collection).
+    pub overwrite: bool,
+}
+
+/// What registering an object did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    pub node: Node,
+    /// Replicas of the object this one replaced; their bytes are now garbage.
+    pub replaced: Vec<Replica>,
+}
+
+/// An attribute-value-unit triple.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Avu {
+    pub attr: String,
+    pub value: String,
+    pub unit: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclEntry {
+    pub principal: PrincipalName,
+    pub kind: PrincipalKind,
+    pub permission: Permission,
+}
+
+/// A search below `root` (not including `root`); all conditions are ANDed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FindQuery {
+    pub root: LogicalPath,
+    /// `*` and `?` wildcards over the last path component.
+    pub name_glob: Option<String>,
+    pub meta: Vec<MetaCondition>,
+    pub kind: Option<NodeKind>,
+    /// Cursor: only nodes with a larger id.
+    pub after_id: Option<i64>,
+    pub limit: u32,
+}
+
+#[async_trait]
+pub trait Catalog: Send + Sync + 'static {
+    fn dialect(&self) -> Dialect;
+
+    // --- principals -------------------------------------------------------------------
+    /// Errors: `already_exists`.
+    async fn create_principal(
+        &self,
+        name: &PrincipalName,
+        kind: PrincipalKind,
+        is_admin: bool,
+    ) -> Result<Principal, Error>;
+    async fn get_principal(&self, name: &PrincipalName) -> Result<Option<Principal>, Error>;
+    async fn list_principals(&self, kind: PrincipalKind) -> Result<Vec<Principal>, Error>;
+    /// Deletes the principal, its tokens, memberships and ACL entries. Errors: `not_found`;
+    /// `conflict` while it still owns nodes.
+    async fn delete_principal(&self, name: &PrincipalName) -> Result<(), Error>;
+    /// Errors: `not_found` (either), `already_exists`.
+    async fn add_member(&self, group: &PrincipalName, user: &PrincipalName) -> Result<(), Error>;
+    /// Errors: `not_found` (either, or not a member).
+    async fn remove_member(&self, group: &PrincipalName, user: &PrincipalName) -> Result<(), Error>;
+    async fn members(&self, group: &PrincipalName) -> Result<Vec<Principal>, Error>;
+    /// Ids of the groups `user_id` belongs to.
+    async fn group_ids_of(&self, user_id: i64) -> Result<Vec<i64>, Error>;
+
+    // --- tokens -----------------------------------------------------------------------
+    /// Stores a token by the hash of its secret (never the secret).
+    async fn create_token(
+        &self,
+        user_id: i64,
+        secret_hash: &str,
+        label: &str,
+        expires: Option<Millis>,
+    ) -> Result<TokenRecord, Error>;
+    /// The token and its user, if the hash is known (expiry is the caller's to check).
+    async fn find_token(&self, secret_hash: &str) -> Result<Option<(TokenRecord, Principal)>, Error>;
+
+    // --- resources --------------------------------------------------------------------
+    /// The first resource created becomes the default. Errors: `already_exists`.
+    async fn create_resource(&self, r: &NewResource) -> Result<Resource, Error>;
+    async fn list_resources(&self) -> Result<Vec<Resource>, Error>;
+    async fn get_resource(&self, name: &ResourceName) -> Result<Option<Resource>, Error>;
+    async fn get_resource_by_id(&self, id: i64) -> Result<Option<Resource>, Error>;
+    /// Errors: `not_found`; `conflict` while replicas live on it or it is the default.
+    async fn delete_resource(&self, name: &ResourceName) -> Result<(), Error>;
+    /// Errors: `not_found`.
+    async fn set_default_resource(&self, name: &ResourceName) -> Result<(), Error>;
+
+    // --- namespace --------------------------------------------------------------------
+    async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error>;
+    /// Creates a collection. With `parents`, missing ancestors are created too and an
+    /// existing collection at `path` is not an error (`mkdir -p`). Errors: `not_found`
+    /// (parent, without `parents`), `already_exists`, `not_a_collection` (an ancestor is a
+    /// data object).
+    async fn create_collection(
+        &self,
+        path: &LogicalPath,
+        owner_id: i64,
+        parents: bool,
+    ) -> Result<Node, Error>;
+    /// Children of a collection ordered by name, after the cursor `after_name`.
+    async fn list_children(
+        &self,
+        parent_id: i64,
+        after_name: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Node>, Error>;
+    /// Registers a data object with one good replica, in one transaction. The parent
+    /// collection must exist. Errors: `not_found` (parent), `not_a_collection` (parent),
+    /// `is_a_collection` (path), `already_exists` (path, without `overwrite`).
+    async fn register_object(&self, o: &NewObject) -> Result<Registered, Error>;
+    /// Registers many objects in one transaction (grouped catalog writes for trees of
+    /// small files). All or nothing.
+    async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error>;
+    async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error>;
+    /// Removes a data object or a collection; with `recursive` a collection's whole subtree.
+    /// Returns the replicas whose bytes are now garbage. Errors: `not_found`,
+    /// `collection_not_empty` (without `recursive`), `invalid_argument` (zone root).
+    async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Vec<Replica>, Error>;
+    /// Moves (renames) a node and its subtree. The target's parent must be an existing
+    /// collection and the target must not exist. Errors: `not_found`, `already_exists`,
+    /// `not_a_collection`, `invalid_argument` (into itself, zone root).
+    async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error>;
+    async fn touch_replica_verified(&self, replica_id: i64, at: Millis) -> Result<(), Error>;
+
+    // --- metadata ---------------------------------------------------------------------
+    /// Errors: `already_exists` (the same triple).
+    async fn add_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error>;
+    /// Replaces every value of `avu.attr` by this one.
+    async fn set_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error>;
+    /// Removes `attr` (only the given value, if any). Errors: `not_found`.
+    async fn remove_avu(&self, node_id: i64, attr: &str, value: Option<&str>) -> Result<(), Error>;
+    async fn list_avus(&self, node_id: i64) -> Result<Vec<Avu>, Error>;
+    /// Answers from the (parent/path, attribute/value, attribute/number) indexes.
+    async fn find(&self, q: &FindQuery) -> Result<Vec<Node>, Error>;
+    /// The database's query plan for `find(q)`, as text (for tests and operators).
+    async fn explain_find(&self, q: &FindQuery) -> Result<String, Error>;
+
+    // --- access control ---------------------------------------------------------------
+    /// Sets (or with `Permission::None` removes) an ACL entry; with `recursive` on the
+    /// whole subtree too.
+    async fn set_acl(
+        &self,
+        path: &LogicalPath,
+        principal_id: i64,
+        permission: Permission,
+        recursive: bool,
+    ) -> Result<(), Error>;
+    async fn list_acl(&self, node_id: i64) -> Result<Vec<AclEntry>, Error>;
+    /// The highest permission any of `principal_ids` holds on `path` or a collection above
+    /// it; owning a node counts as `own`.
+    async fn effective_permission(
+        &self,
+        path: &LogicalPath,
+        principal_ids: &[i64],
+    ) -> Result<Permission, Error>;
+}
+
+/// Opens (creating if needed) and migrates the catalog at `url`: `sqlite://FILE` or
+/// `postgres://...`.
+pub async fn connect(url: &str) -> Result<Arc<dyn Catalog>, Error> {
+    Ok(Arc::new(SqlCatalog::connect(url).await?))
+}

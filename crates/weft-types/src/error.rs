@@ -1,0 +1,188 @@
+//! Error codes shared by every layer. The string form of a code is part of the public API
+//! (`{"code": "...", "message": "..."}`) and must never change once released.
+
+use std::fmt;
+
+/// A stable error code. `http_status` maps it onto the wire; `is_temporary` tells the transfer
+/// engine (the one place that retries) whether trying again can help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    InvalidPath,
+    InvalidName,
+    InvalidArgument,
+    InvalidJson,
+    PathTooLong,
+    NameTooLong,
+    UnknownZone,
+    UnknownResource,
+    NotFound,
+    AlreadyExists,
+    NotACollection,
+    IsACollection,
+    CollectionNotEmpty,
+    ChecksumMismatch,
+    SizeMismatch,
+    IncompleteBody,
+    LengthRequired,
+    RangeNotSatisfiable,
+    Unauthenticated,
+    TokenExpired,
+    Forbidden,
+    Conflict,
+    StorageUnavailable,
+    StorageError,
+    CatalogError,
+    Internal,
+}
+
+impl ErrorCode {
+    pub const ALL: &'static [ErrorCode] = &[
+        Self::InvalidPath,
+        Self::InvalidName,
+        Self::InvalidArgument,
+        Self::InvalidJson,
+        Self::PathTooLong,
+        Self::NameTooLong,
+        Self::UnknownZone,
+        Self::UnknownResource,
+        Self::NotFound,
+        Self::AlreadyExists,
+        Self::NotACollection,
+        Self::IsACollection,
+        Self::CollectionNotEmpty,
+        Self::ChecksumMismatch,
+        Self::SizeMismatch,
+        Self::IncompleteBody,
+        Self::LengthRequired,
+        Self::RangeNotSatisfiable,
+        Self::Unauthenticated,
+        Self::TokenExpired,
+        Self::Forbidden,
+        Self::Conflict,
+        Self::StorageUnavailable,
+        Self::StorageError,
+        Self::CatalogError,
+        Self::Internal,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidPath => "invalid_path",
+            Self::InvalidName => "invalid_name",
+            Self::InvalidArgument => "invalid_argument",
+            Self::InvalidJson => "invalid_json",
+            Self::PathTooLong => "path_too_long",
+            Self::NameTooLong => "name_too_long",
+            Self::UnknownZone => "unknown_zone",
+            Self::UnknownResource => "unknown_resource",
+            Self::NotFound => "not_found",
+            Self::AlreadyExists => "already_exists",
+            Self::NotACollection => "not_a_collection",
+            Self::IsACollection => "is_a_collection",
+            Self::CollectionNotEmpty => "collection_not_empty",
+            Self::ChecksumMismatch => "checksum_mismatch",
+            Self::SizeMismatch => "size_mismatch",
+            Self::IncompleteBody => "incomplete_body",
+            Self::LengthRequired => "length_required",
+            Self::RangeNotSatisfiable => "range_not_satisfiable",
+            Self::Unauthenticated => "unauthenticated",
+            Self::TokenExpired => "token_expired",
+            Self::Forbidden => "forbidden",
+            Self::Conflict => "conflict",
+            Self::StorageUnavailable => "storage_unavailable",
+            Self::StorageError => "storage_error",
+            Self::CatalogError => "catalog_error",
+            Self::Internal => "internal",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ErrorCode> {
+        Self::ALL.iter().copied().find(|c| c.as_str() == s)
+    }
+
+    pub fn http_status(self) -> u16 {
+        match self {
+            Self::InvalidPath
+            | Self::InvalidName
+            | Self::InvalidArgument
+            | Self::InvalidJson
+            | Self::PathTooLong
+            | Self::NameTooLong
+            | Self::UnknownZone
+            | Self::UnknownResource
+            | Self::ChecksumMismatch
+            | Self::SizeMismatch
+            | Self::IncompleteBody => 400,
+            Self::Unauthenticated | Self::TokenExpired => 401,
+            Self::Forbidden => 403,
+            Self::NotFound => 404,
+            Self::AlreadyExists
+            | Self::NotACollection
+            | Self::IsACollection
+            | Self::CollectionNotEmpty
+            | Self::Conflict => 409,
+            Self::LengthRequired => 411,
+            Self::RangeNotSatisfiable => 416,
+            Self::StorageUnavailable => 503,
+            Self::StorageError | Self::CatalogError | Self::Internal => 500,
+        }
+    }
+
+    /// Whether a retry may succeed: the fault is in the environment, not in the request.
+    pub fn is_temporary(self) -> bool {
+        matches!(self, Self::StorageUnavailable | Self::IncompleteBody)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The one error type of the domain layers: a stable code and a message for people.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct Error {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl Error {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn not_found(what: impl fmt::Display) -> Self {
+        Self::new(ErrorCode::NotFound, format!("{what} does not exist"))
+    }
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Forbidden, message)
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidArgument, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for c in ErrorCode::ALL {
+            assert!(seen.insert(c.as_str()), "duplicate code {c}");
+            assert_eq!(ErrorCode::parse(c.as_str()), Some(*c));
+            assert!((400..600).contains(&c.http_status()));
+        }
+        assert_eq!(ErrorCode::parse("nope"), None);
+    }
+}

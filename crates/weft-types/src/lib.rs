@@ -1,0 +1,20 @@
+//! The vocabulary of weft (DESIGN.md §2): names, logical paths, checksums, permissions and
+//! the error codes every layer speaks. This crate performs no I/O and depends on no other
+//! weft crate.
+
+pub mod checksum;
+pub mod error;
+pub mod meta;
+pub mod model;
+pub mod names;
+pub mod path;
+
+pub use checksum::{Checksum, ChecksumAlgo, ChunkedBlake3, PieceDigest, PieceHasher, PieceSize};
+pub use error::{Error, ErrorCode, Result};
+pub use meta::{MetaCondition, MetaOp};
+pub use model::{NodeKind, Permission, ReplicaState, ResourceKind};
+pub use names::{PrincipalName, ResourceName, ZoneName};
+pub use path::LogicalPath;
+
+/// Milliseconds since the Unix epoch; the one time representation stored in the catalog.
+pub type Millis = i64;

@@ -1,0 +1,93 @@
+//! Small enums of the domain, with their stable string forms.
+
+use crate::error::{Error, ErrorCode};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+macro_rules! string_enum {
+    ($(#[$doc:meta])* $ty:ident { $($variant:ident => $s:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum $ty { $($variant),+ }
+
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+            pub fn as_str(self) -> &'static str {
+                match self { $($ty::$variant => $s),+ }
+            }
+            pub fn parse(s: &str) -> Result<Self, Error> {
+                match s {
+                    $($s => Ok($ty::$variant),)+
+                    _ => Err(Error::new(
+                        ErrorCode::InvalidArgument,
+                        format!(concat!("unknown ", stringify!($ty), " {:?}; expected one of: {}"), s,
+                            [$($s),+].join(", ")),
+                    )),
+                }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
+        }
+        impl std::str::FromStr for $ty {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self, Error> { Self::parse(s) }
+        }
+    };
+}
+
+string_enum!(
+    /// An access level; each level includes the ones below it.
+    Permission { None => "none", Read => "read", Write => "write", Own => "own" }
+);
+string_enum!(
+    /// The state of one physical copy.
+    ReplicaState { Writing => "writing", Good => "good", Stale => "stale" }
+);
+string_enum!(
+    /// The kind of storage behind a resource.
+    ResourceKind { Fs => "fs", S3 => "s3" }
+);
+string_enum!(
+    /// What a logical path names.
+    NodeKind { Collection => "collection", Object => "object" }
+);
+
+impl Permission {
+    pub fn level(self) -> i64 {
+        match self {
+            Permission::None => 0,
+            Permission::Read => 1,
+            Permission::Write => 2,
+            Permission::Own => 3,
+        }
+    }
+    pub fn from_level(level: i64) -> Permission {
+        match level {
+            i64::MIN..=0 => Permission::None,
+            1 => Permission::Read,
+            2 => Permission::Write,
+            _ => Permission::Own,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        for p in Permission::ALL {
+            assert_eq!(Permission::parse(p.as_str()).unwrap(), *p);
+            assert_eq!(Permission::from_level(p.level()), *p);
+        }
+        assert!(Permission::Own > Permission::Write && Permission::Read > Permission::None);
+        assert_eq!(ReplicaState::parse("good").unwrap(), ReplicaState::Good);
+        assert_eq!(
+            ResourceKind::parse("tape").unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+    }
+}
