@@ -1,1 +1,160 @@
+//! Resources: where replica bytes live. A [`Store`] is one resource of a zone, a file-system
+//! directory or an S3 bucket, with the capabilities the data path needs: sequential writes
+//! that become visible only on commit, writes at offsets (for parallel streams), ranged
+//! reads, deletes and removal of temporary data left by a crash.
+//!
+//! S3 goes through OpenDAL. The file-system resource is written with positional I/O
+//! directly, because OpenDAL's writer is append-only and parallel streams need `pwrite` at
+//! arbitrary offsets into one file.
 
+mod config;
+mod fs;
+mod s3;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use std::ops::Range;
+use std::path::PathBuf;
+use weft_types::{Error, ErrorCode, ResourceKind};
+
+pub use config::{FsConfig, S3Config};
+
+/// A stream of a replica's bytes.
+pub type ByteStream = BoxStream<'static, Result<Bytes, Error>>;
+
+/// Size of the buffers that reads produce and writes coalesce to: big enough to amortise a
+/// system call or an S3 request, small enough that memory stays bounded per stream.
+pub const IO_BUFFER: usize = 1 << 20;
+
+/// One opened resource.
+#[derive(Clone)]
+pub enum Store {
+    Fs(fs::FsStore),
+    S3(s3::S3Store),
+}
+
+impl Store {
+    /// Opens a resource from its kind and JSON settings. `staging_dir` is local scratch space
+    /// for resources that cannot write at offsets (S3 stages parallel pieces there).
+    pub fn open(kind: ResourceKind, config_json: &str, staging_dir: PathBuf) -> Result<Store, Error> {
+        let bad = |e: serde_json::Error| {
+            Error::new(ErrorCode::InvalidArgument, format!("invalid {kind} resource settings: {e}"))
+        };
+        Ok(match kind {
+            ResourceKind::Fs => Store::Fs(fs::FsStore::new(serde_json::from_str(config_json).map_err(bad)?)?),
+            ResourceKind::S3 => {
+                Store::S3(s3::S3Store::new(serde_json::from_str(config_json).map_err(bad)?, staging_dir)?)
+            }
+        })
+    }
+
+    /// Proves the resource is reachable and writable (used before a resource is added).
+    pub async fn check(&self) -> Result<(), Error> {
+        match self {
+            Store::Fs(s) => s.check().await,
+            Store::S3(s) => s.check().await,
+        }
+    }
+
+    /// A fresh physical key. Keys never derive from logical paths, so renames are catalog-only.
+    pub fn new_key() -> String {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        format!("data/{}/{}/{}", &id[..2], &id[2..4], id)
+    }
+
+    /// Starts writing `key` sequentially; nothing is visible at `key` before `commit`.
+    pub async fn writer(&self, key: &str) -> Result<Writer, Error> {
+        Ok(match self {
+            Store::Fs(s) => Writer::Fs(s.writer(key).await?),
+            Store::S3(s) => Writer::S3(s.writer(key).await?),
+        })
+    }
+
+    /// Starts a write of `size` bytes in pieces at arbitrary offsets, from many tasks at once.
+    pub async fn offset_writer(&self, key: &str, size: u64) -> Result<OffsetWriter, Error> {
+        match self {
+            Store::Fs(s) => s.offset_writer(key, size).await,
+            Store::S3(s) => s.offset_writer(key, size).await,
+        }
+    }
+
+    /// Reads `range` of `key` as a stream of buffers of at most [`IO_BUFFER`] bytes.
+    pub async fn read(&self, key: &str, range: Range<u64>) -> Result<ByteStream, Error> {
+        match self {
+            Store::Fs(s) => s.read(key, range).await,
+            Store::S3(s) => s.read(key, range).await,
+        }
+    }
+
+    /// Deletes `key`; a missing key is not an error (deletes are retried after crashes).
+    pub async fn delete(&self, key: &str) -> Result<(), Error> {
+        match self {
+            Store::Fs(s) => s.delete(key).await,
+            Store::S3(s) => s.delete(key).await,
+        }
+    }
+
+    /// Makes every write committed without `durable` so far durable (file systems: one
+    /// `syncfs`; S3: writes are durable when they complete).
+    pub async fn sync_filesystem(&self) -> Result<(), Error> {
+        match self {
+            Store::Fs(s) => s.sync_filesystem().await,
+            Store::S3(_) => Ok(()),
+        }
+    }
+
+    /// Removes temporary data that interrupted writes left behind. Called at zone start,
+    /// before any write begins. Returns how many temporary items were removed.
+    pub async fn remove_temporary(&self) -> Result<u64, Error> {
+        match self {
+            Store::Fs(s) => s.remove_temporary().await,
+            Store::S3(s) => s.remove_temporary().await,
+        }
+    }
+}
+
+/// A sequential write in progress.
+pub enum Writer {
+    Fs(fs::FsWriter),
+    S3(s3::S3Writer),
+}
+
+impl Writer {
+    pub async fn write(&mut self, data: Bytes) -> Result<(), Error> {
+        match self {
+            Writer::Fs(w) => w.write(data).await,
+            Writer::S3(w) => w.write(data).await,
+        }
+    }
+    /// Makes the bytes visible at the key, and durable unless the caller makes a whole group
+    /// durable at once with [`Store::sync_filesystem`]. Returns the number of bytes written.
+    pub async fn commit(self, durable: bool) -> Result<u64, Error> {
+        match self {
+            Writer::Fs(w) => w.commit(durable).await,
+            Writer::S3(w) => w.commit().await,
+        }
+    }
+    /// Discards everything written.
+    pub async fn abort(self) {
+        match self {
+            Writer::Fs(w) => w.abort().await,
+            Writer::S3(w) => w.abort().await,
+        }
+    }
+}
+
+pub use fs::OffsetWriter;
+
+/// Maps an I/O error to a weft error naming what failed; a full disk and similar
+/// environment faults are `storage_unavailable` (temporary), the rest `storage_error`.
+pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
+    let code = match e.raw_os_error() {
+        Some(libc_enospc) if libc_enospc == 28 || libc_enospc == 122 => ErrorCode::StorageUnavailable,
+        _ => match e.kind() {
+            std::io::ErrorKind::NotFound => ErrorCode::NotFound,
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted => ErrorCode::StorageUnavailable,
+            _ => ErrorCode::StorageError,
+        },
+    };
+    Error::new(code, format!("{what}: {e}"))
+}

@@ -1,1 +1,100 @@
+//! Use cases of one zone and its composition root [`Zone`]. Everything the API offers is a
+//! method here taking the authenticated [`Caller`]; permission checks happen here, once,
+//! so that every interface (REST today, peer zones later) gets the same rules.
 
+mod access;
+mod bootstrap;
+mod committer;
+mod data;
+mod meta;
+mod namespace;
+mod principals;
+mod resources;
+mod upload;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::RwLock;
+use weft_catalog::{Catalog, Resource};
+use weft_storage::Store;
+use weft_types::{Error, ErrorCode, LogicalPath, ResourceName, ZoneName};
+
+pub use access::Caller;
+pub use bootstrap::{Bootstrap, ResourceSpec, ZoneConfig};
+pub use data::{ObjectRead, PutOutcome};
+pub use meta::MetaEdit;
+pub use namespace::{Listing, NodeInfo, ReplicaInfo};
+pub use principals::NewToken;
+pub use resources::ResourceInfo;
+pub use upload::{UploadInfo, PIECE_SIZE_DEFAULT};
+pub use weft_catalog::{Avu, FindQuery, Node, Principal, PrincipalKind};
+
+/// One zone: its catalog, its opened resources and the work in flight.
+pub struct Zone {
+    name: ZoneName,
+    data_dir: PathBuf,
+    catalog: Arc<dyn Catalog>,
+    stores: RwLock<HashMap<i64, (Resource, Store)>>,
+    uploads: upload::Uploads,
+    committer: committer::Committer,
+}
+
+impl Zone {
+    pub fn name(&self) -> &ZoneName {
+        &self.name
+    }
+
+    pub fn catalog(&self) -> &Arc<dyn Catalog> {
+        &self.catalog
+    }
+
+    /// Staging space for resources that cannot write at offsets.
+    fn staging_dir(&self) -> PathBuf {
+        staging_dir(&self.data_dir)
+    }
+
+    /// Checks `path` belongs to this zone.
+    fn local(&self, path: &LogicalPath) -> Result<(), Error> {
+        if path.zone() != self.name.as_str() {
+            return Err(Error::new(
+                ErrorCode::UnknownZone,
+                format!("zone {:?} of {path} is not this zone ({}) and no federation is configured", path.zone(), self.name),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn store_by_id(&self, id: i64) -> Result<(Resource, Store), Error> {
+        self.stores
+            .read()
+            .await
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| Error::internal(format!("resource #{id} is in the catalog but not opened")))
+    }
+
+    /// The resource named, or the zone default.
+    async fn store_for_write(&self, name: Option<&ResourceName>) -> Result<(Resource, Store), Error> {
+        let stores = self.stores.read().await;
+        let found = match name {
+            Some(n) => stores.values().find(|(r, _)| &r.name == n),
+            None => stores.values().find(|(r, _)| r.is_default),
+        };
+        found.cloned().ok_or_else(|| match name {
+            Some(n) => Error::new(ErrorCode::UnknownResource, format!("resource {n:?} does not exist in zone {}", self.name)),
+            None => Error::new(ErrorCode::UnknownResource, format!("zone {} has no default resource", self.name)),
+        })
+    }
+}
+
+fn staging_dir(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join("staging")
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

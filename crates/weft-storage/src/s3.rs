@@ -1,0 +1,164 @@
+//! S3 resources through OpenDAL. A write is a multipart upload to the final key, invisible
+//! until completed; the catalog registers the replica only after that, so a crash leaves at
+//! most an unregistered object, never a visible partial one.
+
+use crate::fs::{FsStore, OffsetWriter};
+use crate::{ByteStream, S3Config, IO_BUFFER};
+use bytes::Bytes;
+use futures::StreamExt;
+use opendal::{services, Operator};
+use std::fs::File;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use weft_types::{Error, ErrorCode};
+
+/// Part size of multipart uploads and the size of ranged requests.
+const PART: usize = 8 << 20;
+/// Parts or ranges in flight per object.
+const CONCURRENCY: usize = 4;
+
+#[derive(Clone)]
+pub struct S3Store {
+    op: Operator,
+    describe: String,
+    staging: FsStore,
+}
+
+impl S3Store {
+    pub fn new(config: S3Config, staging_dir: PathBuf) -> Result<Self, Error> {
+        if config.bucket.is_empty() || config.endpoint.is_empty() {
+            return Err(Error::invalid("an S3 resource needs an endpoint and a bucket"));
+        }
+        let builder = services::S3::default()
+            .endpoint(&config.endpoint)
+            .bucket(&config.bucket)
+            .region(&config.region)
+            .access_key_id(&config.access_key)
+            .secret_access_key(&config.secret_key)
+            .root(&format!("/{}", config.prefix.trim_matches('/')))
+            // Credentials come from the resource settings only, never from the server's
+            // environment or instance metadata.
+            .disable_config_load()
+            .disable_ec2_metadata();
+        let op = Operator::new(builder).map_err(|e| s3_error("cannot configure S3 resource", e))?.finish();
+        let describe = format!("s3://{}/{} at {}", config.bucket, config.prefix, config.endpoint);
+        let staging = FsStore::new(crate::FsConfig { root: staging_dir })?;
+        Ok(S3Store { op, describe, staging })
+    }
+
+    pub async fn check(&self) -> Result<(), Error> {
+        let probe = format!(".weft-probe-{}", uuid::Uuid::new_v4().simple());
+        self.op
+            .write(&probe, Bytes::from_static(b"weft"))
+            .await
+            .map_err(|e| s3_error(&format!("cannot write to {}", self.describe), e))?;
+        self.op.delete(&probe).await.map_err(|e| s3_error(&format!("cannot delete from {}", self.describe), e))
+    }
+
+    pub async fn writer(&self, key: &str) -> Result<S3Writer, Error> {
+        let w = self
+            .op
+            .writer_with(key)
+            .chunk(PART)
+            .concurrent(CONCURRENCY)
+            .await
+            .map_err(|e| s3_error(&format!("cannot start upload of {key} to {}", self.describe), e))?;
+        Ok(S3Writer { w, key: key.to_owned(), written: 0 })
+    }
+
+    pub async fn offset_writer(&self, key: &str, size: u64) -> Result<OffsetWriter, Error> {
+        OffsetWriter::staged_for_s3(&self.staging, size, self.clone(), key.to_owned()).await
+    }
+
+    /// Uploads a staged local file to `key`.
+    pub(crate) async fn upload_file(&self, key: &str, file: File, path: PathBuf, size: u64) -> Result<(), Error> {
+        let mut w = self.writer(key).await?;
+        let file = std::sync::Arc::new(file);
+        let mut pos = 0u64;
+        while pos < size {
+            let n = ((size - pos) as usize).min(IO_BUFFER * 4);
+            let (f, p) = (file.clone(), path.clone());
+            let buf = crate::fs::blocking(move || {
+                let mut buf = vec![0u8; n];
+                f.read_exact_at(&mut buf, pos).map_err(|e| crate::io_error(&format!("cannot read {}", p.display()), e))?;
+                Ok(Bytes::from(buf))
+            })
+            .await;
+            let r = match buf {
+                Ok(buf) => w.write(buf).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = r {
+                w.abort().await;
+                return Err(e);
+            }
+            pos += n as u64;
+        }
+        w.commit().await.map(|_| ())
+    }
+
+    pub async fn read(&self, key: &str, range: Range<u64>) -> Result<ByteStream, Error> {
+        let what = format!("cannot read {key} from {}", self.describe);
+        let reader = self
+            .op
+            .reader_with(key)
+            .chunk(PART)
+            .concurrent(CONCURRENCY)
+            .await
+            .map_err(|e| s3_error(&what, e))?;
+        let stream = reader.into_bytes_stream(range).await.map_err(|e| s3_error(&what, e))?;
+        let key = key.to_owned();
+        Ok(Box::pin(stream.map(move |r| {
+            r.map_err(|e| Error::new(ErrorCode::StorageUnavailable, format!("cannot read {key}: {e}")))
+        })))
+    }
+
+    pub async fn delete(&self, key: &str) -> Result<(), Error> {
+        self.op.delete(key).await.map_err(|e| s3_error(&format!("cannot delete {key} from {}", self.describe), e))
+    }
+
+    /// S3 keeps nothing temporary that is visible: an interrupted multipart upload never
+    /// becomes an object. Staged pieces live in the zone's local staging directory.
+    pub async fn remove_temporary(&self) -> Result<u64, Error> {
+        self.staging.remove_temporary().await
+    }
+}
+
+pub struct S3Writer {
+    w: opendal::Writer,
+    key: String,
+    written: u64,
+}
+
+impl S3Writer {
+    pub async fn write(&mut self, data: Bytes) -> Result<(), Error> {
+        self.written += data.len() as u64;
+        self.w.write(data).await.map_err(|e| s3_error(&format!("cannot upload {}", self.key), e))
+    }
+
+    pub async fn commit(mut self) -> Result<u64, Error> {
+        match self.w.close().await {
+            Ok(_) => Ok(self.written),
+            Err(e) => {
+                let _ = self.w.abort().await;
+                Err(s3_error(&format!("cannot complete upload of {}", self.key), e))
+            }
+        }
+    }
+
+    pub async fn abort(mut self) {
+        let _ = self.w.abort().await;
+    }
+}
+
+fn s3_error(what: &str, e: opendal::Error) -> Error {
+    let code = match e.kind() {
+        opendal::ErrorKind::NotFound => ErrorCode::NotFound,
+        opendal::ErrorKind::PermissionDenied => ErrorCode::Forbidden,
+        opendal::ErrorKind::ConfigInvalid => ErrorCode::InvalidArgument,
+        _ if e.is_temporary() => ErrorCode::StorageUnavailable,
+        _ => ErrorCode::StorageError,
+    };
+    Error::new(code, format!("{what}: {e}"))
+}

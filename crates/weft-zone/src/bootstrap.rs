@@ -1,0 +1,168 @@
+//! Opening a zone: catalog, first-start setup (admin, home collections, default resource,
+//! admin token), resources and the removal of what interrupted writes left behind.
+
+use crate::{committer::Committer, staging_dir, upload::Uploads, Zone};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::RwLock;
+use weft_catalog::{NewResource, PrincipalKind};
+use weft_storage::{FsConfig, Store};
+use weft_types::{Error, LogicalPath, PrincipalName, ResourceKind, ResourceName, ZoneName};
+
+/// What a zone is opened with (from flags, `WEFT_*` variables and the TOML file).
+#[derive(Debug, Clone)]
+pub struct ZoneConfig {
+    pub name: ZoneName,
+    pub data_dir: PathBuf,
+    /// `sqlite://…` or `postgres://…`; default: SQLite in the data directory.
+    pub catalog_url: Option<String>,
+    /// Resources to create at start when missing.
+    pub resources: Vec<ResourceSpec>,
+}
+
+/// A resource declared in the configuration file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceSpec {
+    pub name: ResourceName,
+    pub kind: ResourceKind,
+    #[serde(default = "default_tier")]
+    pub tier: String,
+    #[serde(default)]
+    pub default: bool,
+    /// Kind-specific settings (`root` for fs; `endpoint`, `bucket`, keys for s3).
+    pub settings: serde_json::Value,
+}
+
+fn default_tier() -> String {
+    "disk".into()
+}
+
+/// What happened while opening, for the server's log.
+#[derive(Debug, Default)]
+pub struct Bootstrap {
+    /// Set on the first start of an empty zone: where the admin token was written.
+    pub admin_token_file: Option<PathBuf>,
+    pub temporary_removed: u64,
+}
+
+pub const ADMIN: &str = "admin";
+
+impl Zone {
+    pub async fn open(config: ZoneConfig) -> Result<(Arc<Zone>, Bootstrap), Error> {
+        let data_dir = config.data_dir.clone();
+        std::fs::create_dir_all(&data_dir)
+            .map_err(|e| Error::internal(format!("cannot create data directory {}: {e}", data_dir.display())))?;
+        let url = config
+            .catalog_url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("catalog.db").display()));
+        let catalog = weft_catalog::connect(&url).await?;
+        let committer = Committer::start(catalog.clone());
+        let zone = Arc::new(Zone {
+            name: config.name.clone(),
+            data_dir: data_dir.clone(),
+            catalog,
+            stores: RwLock::new(HashMap::new()),
+            uploads: Uploads::default(),
+            committer,
+        });
+        let mut report = Bootstrap::default();
+        let admin_name = PrincipalName::parse(ADMIN).expect("valid name");
+        let (admin, first_start) = match zone.catalog.get_principal(&admin_name).await? {
+            Some(a) => (a, false),
+            None => (zone.catalog.create_principal(&admin_name, PrincipalKind::User, true).await?, true),
+        };
+        let root = LogicalPath::zone_root(&zone.name);
+        zone.catalog.create_collection(&root, admin.id, true).await?;
+        zone.catalog.create_collection(&root.join("home")?, admin.id, true).await?;
+        zone.ensure_home(&admin).await?;
+        zone.ensure_resources(&config).await?;
+        zone.open_stores().await?;
+        report.temporary_removed = zone.remove_temporary().await?;
+        if first_start {
+            let token = zone.issue_token(admin.id, "admin (first start)", None).await?;
+            let file = data_dir.join("admin.token");
+            write_secret(&file, &token)?;
+            report.admin_token_file = Some(file);
+        }
+        Ok((zone, report))
+    }
+
+    async fn ensure_resources(&self, config: &ZoneConfig) -> Result<(), Error> {
+        let existing = self.catalog.list_resources().await?;
+        for spec in &config.resources {
+            if existing.iter().all(|r| r.name != spec.name) {
+                let settings = serde_json::to_string(&spec.settings).map_err(|e| Error::invalid(e.to_string()))?;
+                Store::open(spec.kind, &settings, staging_dir(&self.data_dir))?.check().await?;
+                self.catalog
+                    .create_resource(&NewResource {
+                        name: spec.name.clone(),
+                        kind: spec.kind,
+                        config: settings,
+                        tier: spec.tier.clone(),
+                    })
+                    .await?;
+            }
+            if spec.default {
+                self.catalog.set_default_resource(&spec.name).await?;
+            }
+        }
+        if existing.is_empty() && config.resources.is_empty() {
+            let root = self.data_dir.join("resources").join("default");
+            let settings = serde_json::to_string(&FsConfig { root }).expect("serialisable");
+            self.catalog
+                .create_resource(&NewResource {
+                    name: ResourceName::parse("default").expect("valid name"),
+                    kind: ResourceKind::Fs,
+                    config: settings,
+                    tier: default_tier(),
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn open_stores(&self) -> Result<(), Error> {
+        let mut stores = HashMap::new();
+        for r in self.catalog.list_resources().await? {
+            let store = Store::open(r.kind, &r.config, self.staging_dir())?;
+            stores.insert(r.id, (r, store));
+        }
+        *self.stores.write().await = stores;
+        Ok(())
+    }
+
+    /// Deletes temporary data of every resource and the staging area. Only safe before
+    /// writes start, i.e. at zone start.
+    async fn remove_temporary(&self) -> Result<u64, Error> {
+        let mut n = 0;
+        for (r, store) in self.stores.read().await.values() {
+            n += store.remove_temporary().await.map_err(|e| Error::new(e.code, format!("resource {}: {}", r.name, e.message)))?;
+        }
+        let staging = Store::open(
+            ResourceKind::Fs,
+            &serde_json::to_string(&FsConfig { root: self.staging_dir() }).expect("serialisable"),
+            self.staging_dir(),
+        )?;
+        n += staging.remove_temporary().await?;
+        Ok(n)
+    }
+}
+
+/// Writes a secret readable by the owner only (mode 0600 from the start, never wider).
+fn write_secret(path: &std::path::Path, secret: &str) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| Error::internal(format!("cannot write {}: {e}", path.display())))?;
+    f.write_all(format!("{secret}\n").as_bytes())
+        .map_err(|e| Error::internal(format!("cannot write {}: {e}", path.display())))
+}

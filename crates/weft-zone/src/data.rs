@@ -1,0 +1,267 @@
+//! Data objects: streaming put with the checksum computed in flight, ranged reads,
+//! server-side copy and re-verification of replicas.
+
+use crate::{Caller, Zone};
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use std::ops::Range;
+use weft_catalog::{NewObject, Node, Resource};
+use weft_storage::{ByteStream, Store, Writer};
+use weft_types::{Checksum, Error, ErrorCode, LogicalPath, NodeKind, Permission, ReplicaState, ResourceName};
+
+/// Objects at least this large are synced on their own; smaller ones are made durable in
+/// groups by the committer.
+pub(crate) const OWN_SYNC_THRESHOLD: u64 = 4 << 20;
+
+pub struct PutOutcome {
+    pub node: Node,
+}
+
+/// An open read of (part of) a data object.
+pub struct ObjectRead {
+    pub node: Node,
+    pub range: Range<u64>,
+    pub stream: ByteStream,
+}
+
+/// Where a new object goes, after the checks.
+pub(crate) struct PutTarget {
+    pub resource: Resource,
+    pub store: Store,
+}
+
+impl Zone {
+    /// Checks that `caller` may create (or with `overwrite`, replace) a data object at
+    /// `path` and picks the resource.
+    pub(crate) async fn prepare_put(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        resource: Option<&ResourceName>,
+        overwrite: bool,
+    ) -> Result<PutTarget, Error> {
+        self.local(path)?;
+        let parent_path = path.parent().ok_or_else(|| Error::invalid("a zone root is a collection, not a data object"))?;
+        let (resource, store) = self.store_for_write(resource).await?;
+        let parent = self.catalog.get_node(&parent_path).await?.ok_or_else(|| Error::not_found(&parent_path))?;
+        if parent.kind != NodeKind::Collection {
+            return Err(Error::new(ErrorCode::NotACollection, format!("{parent_path} is a data object, not a collection")));
+        }
+        match self.catalog.get_node(path).await? {
+            Some(n) if n.kind == NodeKind::Collection => {
+                return Err(Error::new(ErrorCode::IsACollection, format!("{path} is a collection; cannot write data onto it")))
+            }
+            Some(_) if !overwrite => {
+                return Err(Error::new(ErrorCode::AlreadyExists, format!("{path} exists; overwrite it explicitly (--force)")))
+            }
+            Some(_) => self.require(caller, path, Permission::Write).await?,
+            None => self.require(caller, &parent_path, Permission::Write).await?,
+        }
+        Ok(PutTarget { resource, store })
+    }
+
+    /// Stores a stream of exactly `size` bytes as the data object `path`. Nothing becomes
+    /// visible unless every byte arrived and the checksum matches `expected` (when given).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn put_stream<S>(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        size: u64,
+        expected: Option<&Checksum>,
+        resource: Option<&ResourceName>,
+        overwrite: bool,
+        body: S,
+    ) -> Result<PutOutcome, Error>
+    where
+        S: Stream<Item = Result<Bytes, Error>> + Send,
+    {
+        let target = self.prepare_put(caller, path, resource, overwrite).await?;
+        let key = Store::new_key();
+        let mut writer = target.store.writer(&key).await?;
+        let received = copy_hashing(body, size, Some(&mut writer)).await;
+        let checksum = match received.and_then(|sum| check_expected(path, sum, expected)) {
+            Ok(sum) => sum,
+            Err(e) => {
+                writer.abort().await;
+                return Err(e);
+            }
+        };
+        let durable = size >= OWN_SYNC_THRESHOLD;
+        writer.commit(durable).await?;
+        self.register(caller, path, size, checksum, &target, key, overwrite, durable).await
+    }
+
+    /// Registers bytes already committed at `key`; removes them again if that fails.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn register(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        size: u64,
+        checksum: Checksum,
+        target: &PutTarget,
+        key: String,
+        overwrite: bool,
+        durable: bool,
+    ) -> Result<PutOutcome, Error> {
+        let object = NewObject {
+            path: path.clone(),
+            owner_id: caller.user_id,
+            size: size as i64,
+            checksum,
+            resource_id: target.resource.id,
+            physical_key: key.clone(),
+            overwrite,
+        };
+        let unsynced = (!durable).then(|| target.store.clone());
+        match self.committer.register(object, unsynced).await {
+            Ok(done) => {
+                self.delete_bytes(&done.replaced).await;
+                Ok(PutOutcome { node: done.node })
+            }
+            Err(e) => {
+                if let Err(de) = target.store.delete(&key).await {
+                    tracing::warn!(%key, error = %de, "could not remove bytes of a failed registration");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Opens `range` (default: everything) of a good replica of `path`.
+    pub async fn read(&self, caller: &Caller, path: &LogicalPath, range: Option<Range<u64>>) -> Result<ObjectRead, Error> {
+        let node = self.node(path).await?;
+        self.require(caller, path, Permission::Read).await?;
+        if node.kind != NodeKind::Object {
+            return Err(Error::new(ErrorCode::IsACollection, format!("{path} is a collection; list it instead")));
+        }
+        let size = node.size as u64;
+        let range = range.unwrap_or(0..size);
+        if range.start > range.end || range.end > size || (range.start == range.end && size > 0) {
+            return Err(Error::new(
+                ErrorCode::RangeNotSatisfiable,
+                format!("range {}-{} is outside {path} ({size} bytes)", range.start, range.end.saturating_sub(1)),
+            ));
+        }
+        let (_, store, key) = self.good_replica(&node).await?;
+        let stream = store.read(&key, range.clone()).await?;
+        Ok(ObjectRead { node, range, stream })
+    }
+
+    async fn good_replica(&self, node: &Node) -> Result<(Resource, Store, String), Error> {
+        let replicas = self.catalog.replicas(node.id).await?;
+        let good = replicas.iter().filter(|r| r.state == ReplicaState::Good);
+        let mut last_err = None;
+        for r in good {
+            match self.store_by_id(r.resource_id).await {
+                Ok((res, store)) => return Ok((res, store, r.physical_key.clone())),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| {
+            Error::new(ErrorCode::StorageUnavailable, format!("{} has no good replica", node.path))
+        }))
+    }
+
+    /// Server-side copy: the bytes go from replica to replica inside the zone, hashed on
+    /// the way and compared with the source checksum.
+    pub async fn copy(
+        &self,
+        caller: &Caller,
+        from: &LogicalPath,
+        to: &LogicalPath,
+        resource: Option<&ResourceName>,
+        overwrite: bool,
+    ) -> Result<PutOutcome, Error> {
+        let src = self.read(caller, from, None).await?;
+        let size = src.node.size as u64;
+        let target = self.prepare_put(caller, to, resource, overwrite).await?;
+        let key = Store::new_key();
+        let mut writer = target.store.writer(&key).await?;
+        let copied = copy_hashing(src.stream, size, Some(&mut writer)).await;
+        let checksum = match copied.and_then(|sum| check_source(from, sum, src.node.checksum.as_ref())) {
+            Ok(sum) => sum,
+            Err(e) => {
+                writer.abort().await;
+                return Err(e);
+            }
+        };
+        let durable = size >= crate::data::OWN_SYNC_THRESHOLD;
+        writer.commit(durable).await?;
+        self.register(caller, to, size, checksum, &target, key, overwrite, durable).await
+    }
+
+    /// Re-reads every replica of `path` and compares it with the recorded checksum.
+    pub async fn verify(&self, caller: &Caller, path: &LogicalPath) -> Result<Vec<(crate::ReplicaInfo, Checksum)>, Error> {
+        let node = self.node(path).await?;
+        self.require(caller, path, Permission::Read).await?;
+        if node.kind != NodeKind::Object {
+            return Err(Error::new(ErrorCode::IsACollection, format!("{path} is a collection; verify its objects")));
+        }
+        let mut out = Vec::new();
+        for r in self.catalog.replicas(node.id).await? {
+            let (_, store) = self.store_by_id(r.resource_id).await?;
+            let stream = store.read(&r.physical_key, 0..r.size as u64).await?;
+            let sum = copy_hashing(stream, r.size as u64, None).await?;
+            if r.checksum.as_ref() == Some(&sum) {
+                self.catalog.touch_replica_verified(r.id, crate::now_ms()).await?;
+            }
+            let mut info = self.replica_info(&r);
+            if r.checksum.as_ref() == Some(&sum) {
+                info.verified = Some(crate::now_ms());
+            }
+            out.push((info, sum));
+        }
+        Ok(out)
+    }
+}
+
+/// Passes every chunk of `body` to `sink` (if any) while hashing it; fails unless exactly
+/// `size` bytes arrive.
+pub(crate) async fn copy_hashing<S>(body: S, size: u64, mut sink: Option<&mut Writer>) -> Result<Checksum, Error>
+where
+    S: Stream<Item = Result<Bytes, Error>> + Send,
+{
+    let mut hasher = blake3::Hasher::new();
+    let mut received = 0u64;
+    let mut body = std::pin::pin!(body);
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk?;
+        received += chunk.len() as u64;
+        if received > size {
+            return Err(Error::new(ErrorCode::SizeMismatch, format!("more than the declared {size} bytes arrived")));
+        }
+        hasher.update(&chunk);
+        if let Some(w) = sink.as_mut() {
+            w.write(chunk).await?;
+        }
+    }
+    if received != size {
+        return Err(Error::new(
+            ErrorCode::IncompleteBody,
+            format!("the body ended after {received} of {size} bytes; nothing was stored"),
+        ));
+    }
+    Ok(Checksum::blake3(&hasher.finalize()))
+}
+
+fn check_expected(path: &LogicalPath, got: Checksum, expected: Option<&Checksum>) -> Result<Checksum, Error> {
+    match expected {
+        Some(want) if *want != got => Err(Error::new(
+            ErrorCode::ChecksumMismatch,
+            format!("{path}: the bytes received hash to {got}, the client sent {want}; nothing was stored"),
+        )),
+        _ => Ok(got),
+    }
+}
+
+fn check_source(path: &LogicalPath, got: Checksum, recorded: Option<&Checksum>) -> Result<Checksum, Error> {
+    match recorded {
+        Some(want) if *want != got => Err(Error::new(
+            ErrorCode::StorageError,
+            format!("replica of {path} is corrupt: it hashes to {got}, the catalog records {want}"),
+        )),
+        _ => Ok(got),
+    }
+}

@@ -1,0 +1,62 @@
+//! Metadata (AVUs) and search.
+
+use crate::namespace::MAX_PAGE;
+use crate::{Caller, Zone};
+use weft_catalog::{Avu, FindQuery, Node};
+use weft_types::meta::validate_avu_part;
+use weft_types::{Error, LogicalPath, Permission};
+
+pub enum MetaEdit {
+    Add(Avu),
+    Set(Avu),
+    Remove { attr: String, value: Option<String> },
+}
+
+impl Zone {
+    pub async fn edit_meta(&self, caller: &Caller, path: &LogicalPath, edit: MetaEdit) -> Result<(), Error> {
+        let node = self.node(path).await?;
+        self.require(caller, path, Permission::Write).await?;
+        match edit {
+            MetaEdit::Add(avu) => {
+                validate(&avu)?;
+                self.catalog.add_avu(node.id, &avu).await
+            }
+            MetaEdit::Set(avu) => {
+                validate(&avu)?;
+                self.catalog.set_avu(node.id, &avu).await
+            }
+            MetaEdit::Remove { attr, value } => self.catalog.remove_avu(node.id, &attr, value.as_deref()).await,
+        }
+    }
+
+    pub async fn list_meta(&self, caller: &Caller, path: &LogicalPath) -> Result<Vec<Avu>, Error> {
+        let node = self.node(path).await?;
+        self.require(caller, path, Permission::Read).await?;
+        self.catalog.list_avus(node.id).await
+    }
+
+    /// Searches below `q.root`. Results the caller may not read are left out.
+    pub async fn find(&self, caller: &Caller, mut q: FindQuery) -> Result<(Vec<Node>, Option<String>), Error> {
+        self.node(&q.root).await?;
+        self.require(caller, &q.root, Permission::Read).await?;
+        for c in &q.meta {
+            c.validate()?;
+        }
+        q.limit = q.limit.clamp(1, MAX_PAGE);
+        let found = self.catalog.find(&q).await?;
+        let next = (found.len() as u32 == q.limit).then(|| found.last().expect("non-empty").id.to_string());
+        let mut visible = Vec::with_capacity(found.len());
+        for n in found {
+            if caller.is_admin || self.require(caller, &n.path, Permission::Read).await.is_ok() {
+                visible.push(n);
+            }
+        }
+        Ok((visible, next))
+    }
+}
+
+fn validate(avu: &Avu) -> Result<(), Error> {
+    validate_avu_part("attribute", &avu.attr)?;
+    validate_avu_part("value", &avu.value)?;
+    validate_avu_part("unit", &avu.unit)
+}

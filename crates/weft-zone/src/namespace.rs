@@ -1,0 +1,148 @@
+//! Collections and the shape of the namespace: stat, list, mkdir, rm, mv.
+
+use crate::{Caller, Zone};
+use base64::Engine;
+use weft_catalog::{Node, Replica};
+use weft_types::{Checksum, Error, ErrorCode, LogicalPath, Millis, NodeKind, Permission, ReplicaState};
+
+/// A node as the interfaces show it.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub node: Node,
+    /// Replicas of a data object (empty for collections and in listings).
+    pub replicas: Vec<ReplicaInfo>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReplicaInfo {
+    pub zone: String,
+    pub resource: String,
+    pub state: ReplicaState,
+    pub size: i64,
+    pub checksum: Option<Checksum>,
+    pub created: Millis,
+    pub verified: Option<Millis>,
+}
+
+pub struct Listing {
+    pub items: Vec<Node>,
+    pub next_cursor: Option<String>,
+}
+
+pub const MAX_PAGE: u32 = 1000;
+
+impl Zone {
+    pub(crate) fn replica_info(&self, r: &Replica) -> ReplicaInfo {
+        ReplicaInfo {
+            zone: self.name.to_string(),
+            resource: r.resource.to_string(),
+            state: r.state,
+            size: r.size,
+            checksum: r.checksum.clone(),
+            created: r.created,
+            verified: r.verified,
+        }
+    }
+
+    /// The node at `path`, or `not_found`.
+    pub(crate) async fn node(&self, path: &LogicalPath) -> Result<Node, Error> {
+        self.local(path)?;
+        self.catalog.get_node(path).await?.ok_or_else(|| Error::not_found(path))
+    }
+
+    pub async fn stat(&self, caller: &Caller, path: &LogicalPath) -> Result<NodeInfo, Error> {
+        let node = self.node(path).await?;
+        self.require(caller, path, Permission::Read).await?;
+        let replicas = match node.kind {
+            NodeKind::Object => self.catalog.replicas(node.id).await?.iter().map(|r| self.replica_info(r)).collect(),
+            NodeKind::Collection => Vec::new(),
+        };
+        Ok(NodeInfo { node, replicas })
+    }
+
+    /// Lists a collection by name, one page after `cursor`; a data object lists as itself.
+    pub async fn list(&self, caller: &Caller, path: &LogicalPath, cursor: Option<&str>, limit: u32) -> Result<Listing, Error> {
+        let node = self.node(path).await?;
+        self.require(caller, path, Permission::Read).await?;
+        if node.kind == NodeKind::Object {
+            return Ok(Listing { items: vec![node], next_cursor: None });
+        }
+        let after = cursor.map(decode_cursor).transpose()?;
+        let limit = limit.clamp(1, MAX_PAGE);
+        let items = self.catalog.list_children(node.id, after.as_deref(), limit).await?;
+        let next_cursor = (items.len() as u32 == limit).then(|| encode_cursor(items.last().expect("non-empty").path.name()));
+        Ok(Listing { items, next_cursor })
+    }
+
+    pub async fn mkdir(&self, caller: &Caller, path: &LogicalPath, parents: bool) -> Result<Node, Error> {
+        self.local(path)?;
+        // Permission is checked on the deepest collection that exists already.
+        let mut existing = None;
+        for p in path.ancestors_and_self().iter().rev() {
+            if let Some(n) = self.catalog.get_node(p).await? {
+                existing = Some(n);
+                break;
+            }
+        }
+        let Some(anchor) = existing else { return Err(Error::not_found(LogicalPath::parse(&format!("/{}", path.zone()))?)) };
+        if anchor.path == *path {
+            if parents && anchor.kind == NodeKind::Collection {
+                return Ok(anchor);
+            }
+            return Err(Error::new(ErrorCode::AlreadyExists, format!("{path} already exists as a {}", anchor.kind)));
+        }
+        if anchor.kind == NodeKind::Object {
+            return Err(Error::new(ErrorCode::NotACollection, format!("{} is a data object, not a collection", anchor.path)));
+        }
+        self.require(caller, &anchor.path, Permission::Write).await?;
+        self.catalog.create_collection(path, caller.user_id, parents).await
+    }
+
+    pub async fn remove(&self, caller: &Caller, path: &LogicalPath, recursive: bool) -> Result<(), Error> {
+        self.node(path).await?;
+        if path.is_zone_root() {
+            return Err(Error::invalid(format!("the zone root {path} cannot be removed")));
+        }
+        self.require(caller, path, Permission::Write).await?;
+        let garbage = self.catalog.delete_node(path, recursive).await?;
+        self.delete_bytes(&garbage).await;
+        Ok(())
+    }
+
+    /// Deletes the bytes of replicas the catalog no longer knows. A failure leaves an
+    /// unreferenced file, never a dangling catalog entry, so it is logged and not raised.
+    pub(crate) async fn delete_bytes(&self, replicas: &[Replica]) {
+        for r in replicas {
+            match self.store_by_id(r.resource_id).await {
+                Ok((_, store)) => {
+                    if let Err(e) = store.delete(&r.physical_key).await {
+                        tracing::warn!(resource = %r.resource, key = %r.physical_key, error = %e, "could not delete replica bytes");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "could not delete replica bytes"),
+            }
+        }
+    }
+
+    pub async fn rename(&self, caller: &Caller, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
+        self.node(from).await?;
+        self.local(to)?;
+        let to_parent = to.parent().ok_or_else(|| Error::invalid("cannot move onto a zone root"))?;
+        self.require(caller, from, Permission::Write).await?;
+        self.node(&to_parent).await?;
+        self.require(caller, &to_parent, Permission::Write).await?;
+        self.catalog.move_node(from, to).await
+    }
+}
+
+pub(crate) fn encode_cursor(s: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
+}
+
+pub(crate) fn decode_cursor(c: &str) -> Result<String, Error> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(c)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| Error::invalid(format!("cursor {c:?} is not one this zone issued")))
+}

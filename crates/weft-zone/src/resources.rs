@@ -1,0 +1,75 @@
+//! Resources of the zone: add (after proving the storage works), list, remove.
+
+use crate::{Caller, Zone};
+use weft_catalog::{NewResource, Resource};
+use weft_storage::{S3Config, Store};
+use weft_types::{Error, ResourceKind, ResourceName};
+
+/// A resource as listings show it: settings without secrets.
+#[derive(Debug, Clone)]
+pub struct ResourceInfo {
+    pub resource: Resource,
+    pub settings: serde_json::Value,
+}
+
+impl Zone {
+    fn info(r: &Resource) -> ResourceInfo {
+        let settings = match r.kind {
+            ResourceKind::S3 => serde_json::from_str::<S3Config>(&r.config).map(|c| c.redacted()).unwrap_or_default(),
+            ResourceKind::Fs => serde_json::from_str(&r.config).unwrap_or_default(),
+        };
+        ResourceInfo { resource: r.clone(), settings }
+    }
+
+    pub async fn list_resources(&self, _caller: &Caller) -> Result<Vec<ResourceInfo>, Error> {
+        Ok(self.catalog.list_resources().await?.iter().map(Self::info).collect())
+    }
+
+    /// Adds a resource after checking the storage is reachable and writable, so a typo in
+    /// an endpoint or a wrong key fails here and not at the first put.
+    pub async fn add_resource(
+        &self,
+        caller: &Caller,
+        name: &ResourceName,
+        kind: ResourceKind,
+        settings: &serde_json::Value,
+        tier: &str,
+        make_default: bool,
+    ) -> Result<ResourceInfo, Error> {
+        caller.require_admin("adding a resource")?;
+        let config = settings.to_string();
+        let store = Store::open(kind, &config, self.staging_dir())?;
+        store.check().await?;
+        let r = self
+            .catalog
+            .create_resource(&NewResource { name: name.clone(), kind, config, tier: tier.to_owned() })
+            .await?;
+        if make_default {
+            self.catalog.set_default_resource(name).await?;
+        }
+        let r = self.catalog.get_resource(name).await?.unwrap_or(r);
+        self.stores.write().await.insert(r.id, (r.clone(), store));
+        self.refresh_defaults().await?;
+        Ok(Self::info(&r))
+    }
+
+    pub async fn remove_resource(&self, caller: &Caller, name: &ResourceName) -> Result<(), Error> {
+        caller.require_admin("removing a resource")?;
+        let r = self.catalog.get_resource(name).await?.ok_or_else(|| Error::not_found(format!("resource {name}")))?;
+        self.catalog.delete_resource(name).await?;
+        self.stores.write().await.remove(&r.id);
+        Ok(())
+    }
+
+    /// Re-reads which resource is the default into the opened stores.
+    async fn refresh_defaults(&self) -> Result<(), Error> {
+        let fresh = self.catalog.list_resources().await?;
+        let mut stores = self.stores.write().await;
+        for r in fresh {
+            if let Some((cached, _)) = stores.get_mut(&r.id) {
+                *cached = r;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,186 @@
+//! Uploads in pieces: a large file moves as several ranged streams at once. Each piece is
+//! written at its offset and hashed on the way (a BLAKE3 subtree); on completion the piece
+//! hashes combine into the whole-file checksum, which must equal the client's.
+//!
+//! Sessions live in memory: a zone restart drops them and removes their temporary data
+//! (the client then starts again). Persisted, resumable transfers are the transfer
+//! engine's job.
+
+use crate::data::PutTarget;
+use crate::{Caller, PutOutcome, Zone};
+use bytes::{Bytes, BytesMut};
+use futures::{Stream, StreamExt};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::RwLock;
+use weft_storage::{OffsetWriter, Store, IO_BUFFER};
+use weft_types::{Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, PieceDigest, PieceHasher, PieceSize, ResourceName};
+
+/// Default piece size: large enough that per-request cost vanishes, small enough that
+/// four streams keep busy on a file of a few hundred MiB.
+pub const PIECE_SIZE_DEFAULT: u64 = 32 << 20;
+
+#[derive(Default)]
+pub(crate) struct Uploads {
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+struct Session {
+    id: String,
+    path: LogicalPath,
+    owner_id: i64,
+    size: u64,
+    piece: PieceSize,
+    overwrite: bool,
+    target: PutTarget,
+    key: String,
+    writer: RwLock<Option<OffsetWriter>>,
+    digests: Mutex<Vec<Option<PieceDigest>>>,
+}
+
+/// An upload session as the interfaces show it.
+#[derive(Debug, Clone)]
+pub struct UploadInfo {
+    pub id: String,
+    pub path: LogicalPath,
+    pub size: u64,
+    pub piece_size: u64,
+    pub pieces: u64,
+}
+
+impl Zone {
+    pub async fn begin_upload(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        size: u64,
+        piece_size: Option<u64>,
+        resource: Option<&ResourceName>,
+        overwrite: bool,
+    ) -> Result<UploadInfo, Error> {
+        let piece = PieceSize::new(piece_size.unwrap_or(PIECE_SIZE_DEFAULT))?;
+        let target = self.prepare_put(caller, path, resource, overwrite).await?;
+        let key = Store::new_key();
+        let writer = target.store.offset_writer(&key, size).await?;
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let pieces = piece.count(size);
+        let session = Session {
+            id: id.clone(),
+            path: path.clone(),
+            owner_id: caller.user_id,
+            size,
+            piece,
+            overwrite,
+            target,
+            key,
+            writer: RwLock::new(Some(writer)),
+            digests: Mutex::new(vec![None; pieces as usize]),
+        };
+        self.uploads.sessions.lock().expect("not poisoned").insert(id.clone(), Arc::new(session));
+        Ok(UploadInfo { id, path: path.clone(), size, piece_size: piece.get(), pieces })
+    }
+
+    fn session(&self, caller: &Caller, id: &str) -> Result<Arc<Session>, Error> {
+        let s = self.uploads.sessions.lock().expect("not poisoned").get(id).cloned();
+        match s {
+            Some(s) if s.owner_id == caller.user_id => Ok(s),
+            _ => Err(Error::not_found(format!("upload {id:?}"))),
+        }
+    }
+
+    /// Receives piece `index`; returns its BLAKE3 chaining value (hex) so the client can
+    /// compare it with its own before completing.
+    pub async fn upload_piece<S>(&self, caller: &Caller, id: &str, index: u64, body: S) -> Result<String, Error>
+    where
+        S: Stream<Item = Result<Bytes, Error>> + Send,
+    {
+        let s = self.session(caller, id)?;
+        if index >= s.piece.count(s.size) {
+            return Err(Error::invalid(format!("upload {id} has {} pieces; there is no piece {index}", s.piece.count(s.size))));
+        }
+        let range = s.piece.range(index, s.size);
+        let guard = s.writer.read().await;
+        let writer = guard.as_ref().ok_or_else(|| Error::new(ErrorCode::Conflict, format!("upload {id} is completing")))?;
+        let mut hasher = PieceHasher::new(range.start);
+        let mut pos = range.start;
+        let mut buf = BytesMut::new();
+        let mut body = std::pin::pin!(body);
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk?;
+            if pos + (buf.len() + chunk.len()) as u64 > range.end {
+                return Err(Error::new(
+                    ErrorCode::SizeMismatch,
+                    format!("piece {index} of upload {id} is longer than its {} bytes", range.end - range.start),
+                ));
+            }
+            hasher.update(&chunk);
+            buf.extend_from_slice(&chunk);
+            if buf.len() >= IO_BUFFER {
+                let full = buf.split().freeze();
+                let n = full.len() as u64;
+                writer.write_at(pos, full).await?;
+                pos += n;
+            }
+        }
+        if !buf.is_empty() {
+            let n = buf.len() as u64;
+            writer.write_at(pos, buf.freeze()).await?;
+            pos += n;
+        }
+        if pos != range.end {
+            return Err(Error::new(
+                ErrorCode::IncompleteBody,
+                format!("piece {index} of upload {id} ended after {} of {} bytes", pos - range.start, range.end - range.start),
+            ));
+        }
+        let digest = hasher.finish();
+        s.digests.lock().expect("not poisoned")[index as usize] = Some(digest);
+        Ok(hex(&digest.cv))
+    }
+
+    /// Combines the pieces, checks the whole-file checksum against `expected` and makes
+    /// the object visible.
+    pub async fn complete_upload(&self, caller: &Caller, id: &str, expected: Option<&Checksum>) -> Result<PutOutcome, Error> {
+        let s = self.session(caller, id)?;
+        let digests: Vec<PieceDigest> = {
+            let d = s.digests.lock().expect("not poisoned");
+            let missing: Vec<usize> = d.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(i, _)| i).collect();
+            if !missing.is_empty() {
+                return Err(Error::new(ErrorCode::Conflict, format!("upload {id} still misses pieces {missing:?}")));
+            }
+            d.iter().map(|p| p.expect("checked")).collect()
+        };
+        let checksum = ChunkedBlake3::combine(s.piece, s.size, &digests)?;
+        let writer = s
+            .writer
+            .write()
+            .await
+            .take()
+            .ok_or_else(|| Error::new(ErrorCode::Conflict, format!("upload {id} is already completing")))?;
+        self.uploads.sessions.lock().expect("not poisoned").remove(&s.id);
+        if let Some(want) = expected {
+            if *want != checksum {
+                writer.abort().await;
+                return Err(Error::new(
+                    ErrorCode::ChecksumMismatch,
+                    format!("{}: the pieces received hash to {checksum}, the client sent {want}; nothing was stored", s.path),
+                ));
+            }
+        }
+        writer.commit(true).await?;
+        self.register(caller, &s.path, s.size, checksum, &s.target, s.key.clone(), s.overwrite, true).await
+    }
+
+    pub async fn abort_upload(&self, caller: &Caller, id: &str) -> Result<(), Error> {
+        let s = self.session(caller, id)?;
+        self.uploads.sessions.lock().expect("not poisoned").remove(&s.id);
+        if let Some(w) = s.writer.write().await.take() {
+            w.abort().await;
+        }
+        Ok(())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
