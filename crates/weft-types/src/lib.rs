@@ -8,6 +8,7 @@ pub mod meta;
 pub mod model;
 pub mod names;
 pub mod path;
+pub mod wire;
 
 pub use checksum::{Checksum, ChecksumAlgo, ChunkedBlake3, PieceDigest, PieceHasher, PieceSize};
 pub use error::{Error, ErrorCode, Result};

@@ -1,0 +1,272 @@
+//! The JSON of REST API v1, shared by the server (weft-api) and the client (weft-client).
+//! Kept apart from the domain types so that the wire format changes only on purpose.
+//!
+//! Routes (all under `/api/v1`; every path parameter `{*path}` is the logical path without
+//! its leading slash, each component percent-encoded):
+//!
+//! | method | route | body → answer |
+//! |---|---|---|
+//! | GET | `/health` | → `Health` (no auth) |
+//! | GET | `/openapi.json` | → OpenAPI 3 (no auth) |
+//! | GET | `/whoami` | → `WhoAmI` |
+//! | GET | `/stat/{*path}` | → `NodeStat` (with replicas) |
+//! | GET | `/list/{*path}?cursor&limit` | → `Page<NodeStat>` (children, by name) |
+//! | POST | `/mkdir/{*path}?parents=bool` | → `NodeStat` (201) |
+//! | DELETE | `/nodes/{*path}?recursive=bool` | → 204 |
+//! | POST | `/move` | `MoveRequest` → `NodeStat` |
+//! | POST | `/copy` | `CopyRequest` → `NodeStat` (201) |
+//! | PUT | `/data/{*path}?resource&overwrite` | bytes (Content-Length required; header `x-weft-checksum` optional) → `NodeStat` (201) |
+//! | GET | `/data/{*path}` | → bytes; `Range: bytes=a-b` → 206; headers `x-weft-checksum`, `accept-ranges` |
+//! | POST | `/uploads` | `UploadRequest` → `Upload` (201) |
+//! | PUT | `/uploads/{id}/{index}` | bytes of piece `index` → `PieceReceipt` |
+//! | POST | `/uploads/{id}/complete` | `CompleteUpload` → `NodeStat` (201) |
+//! | DELETE | `/uploads/{id}` | → 204 |
+//! | POST | `/checksum/{*path}?verify=bool` | → `ChecksumReport` |
+//! | GET | `/meta/{*path}` | → `Vec<AvuWire>` |
+//! | POST | `/meta/{*path}` | `MetaRequest` → 204 |
+//! | GET | `/find?path&name&meta(repeated)&kind&cursor&limit` | → `Page<NodeStat>` |
+//! | GET, POST | `/users` | → `Vec<PrincipalWire>`; `NewUser` → `PrincipalWire` (201) |
+//! | DELETE | `/users/{name}` | → 204 |
+//! | GET, POST | `/groups` | → `Vec<PrincipalWire>`; `NewGroup` → `PrincipalWire` (201) |
+//! | DELETE | `/groups/{name}` | → 204 |
+//! | GET | `/groups/{name}/members` | → `Vec<PrincipalWire>` |
+//! | PUT, DELETE | `/groups/{name}/members/{user}` | → 204 |
+//! | POST | `/tokens` | `TokenRequest` → `TokenCreated` (201) |
+//! | GET | `/acl/{*path}` | → `Vec<AclWire>` |
+//! | POST | `/acl/{*path}` | `AclRequest` → 204 |
+//! | GET, POST | `/resources` | → `Vec<ResourceWire>`; `NewResourceWire` → `ResourceWire` (201) |
+//! | DELETE | `/resources/{name}` | → 204 |
+//!
+//! Errors: any 4xx/5xx carries `ErrorBody`.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Header carrying a whole-object checksum (`blake3:<hex>`), in both directions.
+pub const CHECKSUM_HEADER: &str = "x-weft-checksum";
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    /// Stable machine-readable code, e.g. `not_found`.
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    pub status: String,
+    pub zone: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WhoAmI {
+    pub user: String,
+    pub zone: String,
+    pub admin: bool,
+    pub home: String,
+    pub groups: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ReplicaWire {
+    pub zone: String,
+    pub resource: String,
+    /// `writing`, `good` or `stale`.
+    pub state: String,
+    pub size: u64,
+    pub checksum: Option<String>,
+    /// Milliseconds since the epoch.
+    pub created: i64,
+    pub verified: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NodeStat {
+    pub path: String,
+    pub name: String,
+    /// `collection` or `object`.
+    pub kind: String,
+    pub size: u64,
+    pub checksum: Option<String>,
+    pub owner: String,
+    pub created: i64,
+    pub modified: i64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaWire>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MoveRequest {
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CopyRequest {
+    pub from: String,
+    pub to: String,
+    pub resource: Option<String>,
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct UploadRequest {
+    pub path: String,
+    pub size: u64,
+    /// Power of two, at least 1024; default 32 MiB.
+    pub piece_size: Option<u64>,
+    pub resource: Option<String>,
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Upload {
+    pub id: String,
+    pub path: String,
+    pub size: u64,
+    pub piece_size: u64,
+    pub pieces: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PieceReceipt {
+    pub index: u64,
+    /// BLAKE3 chaining value of the piece as the server hashed it (hex); the client
+    /// compares it with its own.
+    pub cv: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CompleteUpload {
+    /// The whole-file checksum as the client computed it.
+    pub checksum: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ReplicaCheck {
+    pub replica: ReplicaWire,
+    /// What the bytes hash to now.
+    pub computed: String,
+    pub ok: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ChecksumReport {
+    pub path: String,
+    pub checksum: Option<String>,
+    /// Present when `verify=true`: one entry per replica.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<ReplicaCheck>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AvuWire {
+    pub attr: String,
+    pub value: String,
+    #[serde(default)]
+    pub unit: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MetaRequest {
+    /// `add`, `set` or `rm`.
+    pub op: String,
+    pub attr: String,
+    /// Required for `add` and `set`; for `rm`, removes only this value.
+    pub value: Option<String>,
+    #[serde(default)]
+    pub unit: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PrincipalWire {
+    pub name: String,
+    /// `user` or `group`.
+    pub kind: String,
+    pub admin: bool,
+    pub created: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NewUser {
+    pub name: String,
+    #[serde(default)]
+    pub admin: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NewGroup {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TokenRequest {
+    /// Default: the caller. Another user needs an administrator.
+    pub user: Option<String>,
+    #[serde(default)]
+    pub label: String,
+    /// Lifetime in seconds; default: until deleted.
+    pub ttl_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TokenCreated {
+    pub user: String,
+    pub token: String,
+    pub expires: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AclWire {
+    pub principal: String,
+    /// `user` or `group`.
+    pub kind: String,
+    /// `read`, `write` or `own`.
+    pub permission: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AclRequest {
+    pub principal: String,
+    /// `read`, `write`, `own` or `none` (removes the entry).
+    pub permission: String,
+    #[serde(default)]
+    pub recursive: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ResourceWire {
+    pub name: String,
+    /// `fs` or `s3`.
+    pub kind: String,
+    pub tier: String,
+    pub default: bool,
+    /// Settings without secrets.
+    pub settings: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NewResourceWire {
+    pub name: String,
+    pub kind: String,
+    #[serde(default = "default_tier")]
+    pub tier: String,
+    #[serde(default)]
+    pub default: bool,
+    /// fs: `{"root": "/abs/dir"}`; s3: `{"endpoint", "bucket", "access_key", "secret_key", "region"?, "prefix"?}`.
+    pub settings: serde_json::Value,
+}
+
+fn default_tier() -> String {
+    "disk".into()
+}
