@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Installs the real components the tests start (DESIGN.md §7) into a cache dir outside
+# the repo: ${WEFT_CACHE:-$HOME/.cache/weft}/tools. Idempotent: a tool already present is
+# left alone, so CI pays the (long) Go builds only once per machine.
+# One line per step; any failure stops the script with a message naming the step.
+set -euo pipefail
+
+# Pinned versions. MinIO and rclone are pinned to what `@latest` resolved to when this was
+# written, so a new upstream release cannot break CI behind our back.
+MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
+TOXIPROXY_VERSION="v2.5.0"
+RCLONE_VERSION="v1.76.0"
+KEYCLOAK_VERSION="26.0.7"
+PG_BIN="/usr/lib/postgresql/15/bin"
+
+TOOLS="${WEFT_CACHE:-$HOME/.cache/weft}/tools"
+BIN="$TOOLS/bin"
+mkdir -p "$BIN"
+
+# One installer at a time per cache (two test runs may call it at once); then clear the
+# scratch dirs an interrupted run left behind.
+exec 9>"$TOOLS/.lock"
+flock 9
+rm -rf "$TOOLS"/.go-* "$TOOLS"/.kc-*
+
+# Go's official tarball lives outside the default PATH of non-login shells (CI).
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then PATH="$PATH:/usr/local/go/bin"; fi
+
+STEP=""
+trap 'rc=$?; [ $rc -ne 0 ] && echo "install-tools: FAILED at step \"$STEP\" (exit $rc)" >&2' EXIT
+
+# quiet CMD...: keeps the tools' chatter (go downloads, apt, maven) out of the output, and
+# shows its tail only when the command fails.
+LOG="$TOOLS/.install.log"
+quiet() {
+  if ! "$@" >"$LOG" 2>&1; then
+    echo "install-tools: $STEP: command failed: $*" >&2
+    tail -n 40 "$LOG" >&2
+    exit 1
+  fi
+}
+
+# step NAME: remembers the step name for the failure message and its start time.
+step() { STEP="$1"; T0=$SECONDS; }
+done_msg() { echo "install-tools: $STEP: $1 ($((SECONDS - T0)) s)"; }
+
+APT_UPDATED=0
+apt_install() {
+  if [ "$APT_UPDATED" = 0 ]; then quiet apt-get update; APT_UPDATED=1; fi
+  # noninteractive: iperf3's package asks whether to start a daemon.
+  quiet env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
+}
+
+# go_install PKG@VER NAME: builds into a scratch GOBIN, then moves the binary into place
+# under NAME, so an interrupted build never leaves a half-written binary that the next
+# run would take as installed.
+go_install() {
+  local pkg="$1" name="$2" scratch
+  command -v go >/dev/null || { echo "install-tools: $STEP: 'go' not found on PATH" >&2; exit 1; }
+  scratch="$(mktemp -d "$TOOLS/.go-XXXXXX")"
+  quiet env GOBIN="$scratch" CGO_ENABLED=0 go install "$pkg"
+  local built
+  built="$(find "$scratch" -maxdepth 1 -type f | head -n1)"
+  [ -n "$built" ] || { echo "install-tools: $STEP: go install $pkg produced no binary" >&2; exit 1; }
+  mv "$built" "$BIN/$name"
+  rm -rf "$scratch"
+}
+
+# (a) PostgreSQL 15 from Debian.
+step postgresql
+if [ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/pg_ctl" ] && [ -x "$PG_BIN/postgres" ] && command -v psql >/dev/null; then
+  done_msg "present in $PG_BIN"
+else
+  apt_install postgresql
+  [ -x "$PG_BIN/initdb" ] || { echo "install-tools: postgresql installed but $PG_BIN/initdb missing (not PostgreSQL 15?)" >&2; exit 1; }
+  done_msg "installed via apt"
+fi
+
+# (b) MinIO.
+step minio
+if [ -x "$BIN/minio" ]; then
+  done_msg "present"
+else
+  go_install "github.com/minio/minio@$MINIO_VERSION" minio
+  done_msg "built $MINIO_VERSION"
+fi
+
+# (c) toxiproxy: the module's command is called `server`, renamed to something findable.
+step toxiproxy
+if [ -x "$BIN/toxiproxy-server" ]; then
+  done_msg "present"
+else
+  go_install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" toxiproxy-server
+  done_msg "built $TOXIPROXY_VERSION"
+fi
+
+# (d) rclone (benchmarks compare against it).
+step rclone
+if [ -x "$BIN/rclone" ]; then
+  done_msg "present"
+else
+  go_install "github.com/rclone/rclone@$RCLONE_VERSION" rclone
+  done_msg "built $RCLONE_VERSION"
+fi
+
+# (e) Keycloak from Maven Central, unzipped into the cache (same move-into-place trick) and
+# pre-built once for an in-memory database (`kc.sh build --db=dev-mem`). weft-testkit then
+# runs `kc.sh start --optimized` with a per-run home dir: no re-augmentation per test
+# (start-dev re-augments every time, ~30 s, writing into the shared lib/) and no shared
+# state between runs. The marker file records that the build is ours.
+step keycloak
+KC_DIR="$TOOLS/keycloak-$KEYCLOAK_VERSION"
+KC_MARKER=".weft-build-dev-mem"
+command -v java >/dev/null || { echo "install-tools: keycloak: 'java' not found (Keycloak $KEYCLOAK_VERSION runs on Java 17+)" >&2; exit 1; }
+if [ -x "$KC_DIR/bin/kc.sh" ] && [ -f "$KC_DIR/$KC_MARKER" ]; then
+  done_msg "present"
+else
+  command -v mvn >/dev/null || { echo "install-tools: keycloak: 'mvn' not found on PATH" >&2; exit 1; }
+  command -v unzip >/dev/null || apt_install unzip
+  quiet mvn -q -B -Dstyle.color=never dependency:get -Dtransitive=false \
+    -Dartifact="org.keycloak:keycloak-quarkus-dist:$KEYCLOAK_VERSION:zip"
+  M2="${MAVEN_REPO:-$HOME/.m2/repository}"
+  ZIP="$M2/org/keycloak/keycloak-quarkus-dist/$KEYCLOAK_VERSION/keycloak-quarkus-dist-$KEYCLOAK_VERSION.zip"
+  [ -f "$ZIP" ] || { echo "install-tools: keycloak: $ZIP not found after mvn dependency:get" >&2; exit 1; }
+  scratch="$(mktemp -d "$TOOLS/.kc-XXXXXX")"
+  quiet unzip -q "$ZIP" -d "$scratch"
+  quiet "$scratch/keycloak-$KEYCLOAK_VERSION/bin/kc.sh" build --db=dev-mem
+  touch "$scratch/keycloak-$KEYCLOAK_VERSION/$KC_MARKER"
+  rm -rf "$KC_DIR"
+  mv "$scratch/keycloak-$KEYCLOAK_VERSION" "$KC_DIR"
+  rm -rf "$scratch"
+  done_msg "unzipped and built $KEYCLOAK_VERSION"
+fi
+
+# (f) iperf3 (benchmarks: raw network baseline).
+step iperf3
+if command -v iperf3 >/dev/null; then
+  done_msg "present"
+else
+  apt_install iperf3
+  done_msg "installed via apt"
+fi
+
+STEP=""
+echo "install-tools: all tools ready in $TOOLS"
