@@ -1,1 +1,103 @@
+//! REST API v1 of a zone: the axum router, authentication (API tokens, OIDC JWT), the
+//! OpenAPI document and the mapping of domain errors onto HTTP.
 
+mod auth;
+mod convert;
+mod error;
+mod extract;
+mod oidc;
+pub mod routes;
+
+use axum::extract::State;
+use axum::response::IntoResponse;
+use axum::{Json, Router};
+use std::sync::Arc;
+use utoipa::OpenApi;
+use weft_types::wire::Health;
+use weft_types::ErrorCode;
+use weft_zone::Zone;
+
+pub use error::ApiError;
+pub use oidc::{OidcIdentity, OidcIssuer, OidcVerifier};
+
+/// What every handler sees.
+pub struct AppState {
+    pub zone: Arc<Zone>,
+    pub oidc: OidcVerifier,
+}
+
+/// The whole API as one router.
+pub fn router(zone: Arc<Zone>, issuers: Vec<OidcIssuer>) -> Router {
+    let state = Arc::new(AppState {
+        zone,
+        oidc: OidcVerifier::new(issuers),
+    });
+    routes::table().router.fallback(no_route).with_state(state)
+}
+
+async fn no_route(uri: http::Uri) -> ApiError {
+    ApiError::new(
+        ErrorCode::NotFound,
+        format!("no route {} in API v1; see /api/v1/openapi.json", uri.path()),
+    )
+}
+
+#[utoipa::path(get, path = "/api/v1/health", tag = "zone", responses((status = 200, body = Health)))]
+pub async fn health(State(s): State<Arc<AppState>>) -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+        zone: s.zone.name().to_string(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    })
+}
+
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "zone", responses((status = 200, description = "this document")))]
+pub async fn openapi_json() -> impl IntoResponse {
+    Json(ApiDoc::openapi())
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "weft zone API",
+        version = "1",
+        description = "Namespace, data, metadata, principals, ACLs and resources of a weft zone. Authenticate with `Authorization: Bearer <token>` (a zone API token or an OIDC access token)."
+    ),
+    paths(
+        health,
+        openapi_json,
+        routes::admin::whoami,
+        routes::namespace::stat,
+        routes::namespace::list,
+        routes::namespace::mkdir,
+        routes::namespace::remove,
+        routes::namespace::rename,
+        routes::namespace::copy,
+        routes::data::put,
+        routes::data::get,
+        routes::data::begin_upload,
+        routes::data::upload_piece,
+        routes::data::complete_upload,
+        routes::data::abort_upload,
+        routes::data::checksum,
+        routes::meta::list,
+        routes::meta::edit,
+        routes::meta::find,
+        routes::admin::list_users,
+        routes::admin::add_user,
+        routes::admin::remove_user,
+        routes::admin::list_groups,
+        routes::admin::add_group,
+        routes::admin::remove_group,
+        routes::admin::members,
+        routes::admin::add_member,
+        routes::admin::remove_member,
+        routes::admin::create_token,
+        routes::admin::list_acl,
+        routes::admin::set_acl,
+        routes::admin::list_resources,
+        routes::admin::add_resource,
+        routes::admin::remove_resource,
+    )
+)]
+pub struct ApiDoc;

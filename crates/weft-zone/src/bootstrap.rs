@@ -53,8 +53,12 @@ pub const ADMIN: &str = "admin";
 impl Zone {
     pub async fn open(config: ZoneConfig) -> Result<(Arc<Zone>, Bootstrap), Error> {
         let data_dir = config.data_dir.clone();
-        std::fs::create_dir_all(&data_dir)
-            .map_err(|e| Error::internal(format!("cannot create data directory {}: {e}", data_dir.display())))?;
+        std::fs::create_dir_all(&data_dir).map_err(|e| {
+            Error::internal(format!(
+                "cannot create data directory {}: {e}",
+                data_dir.display()
+            ))
+        })?;
         let url = config
             .catalog_url
             .clone()
@@ -73,11 +77,18 @@ impl Zone {
         let admin_name = PrincipalName::parse(ADMIN).expect("valid name");
         let (admin, first_start) = match zone.catalog.get_principal(&admin_name).await? {
             Some(a) => (a, false),
-            None => (zone.catalog.create_principal(&admin_name, PrincipalKind::User, true).await?, true),
+            None => (
+                zone.catalog
+                    .create_principal(&admin_name, PrincipalKind::User, true)
+                    .await?,
+                true,
+            ),
         };
         let root = LogicalPath::zone_root(&zone.name);
         zone.catalog.create_collection(&root, admin.id, true).await?;
-        zone.catalog.create_collection(&root.join("home")?, admin.id, true).await?;
+        zone.catalog
+            .create_collection(&root.join("home")?, admin.id, true)
+            .await?;
         zone.ensure_home(&admin).await?;
         zone.ensure_resources(&config).await?;
         zone.open_stores().await?;
@@ -95,8 +106,11 @@ impl Zone {
         let existing = self.catalog.list_resources().await?;
         for spec in &config.resources {
             if existing.iter().all(|r| r.name != spec.name) {
-                let settings = serde_json::to_string(&spec.settings).map_err(|e| Error::invalid(e.to_string()))?;
-                Store::open(spec.kind, &settings, staging_dir(&self.data_dir))?.check().await?;
+                let settings =
+                    serde_json::to_string(&spec.settings).map_err(|e| Error::invalid(e.to_string()))?;
+                Store::open(spec.kind, &settings, staging_dir(&self.data_dir))?
+                    .check()
+                    .await?;
                 self.catalog
                     .create_resource(&NewResource {
                         name: spec.name.clone(),
@@ -140,11 +154,17 @@ impl Zone {
     async fn remove_temporary(&self) -> Result<u64, Error> {
         let mut n = 0;
         for (r, store) in self.stores.read().await.values() {
-            n += store.remove_temporary().await.map_err(|e| Error::new(e.code, format!("resource {}: {}", r.name, e.message)))?;
+            n += store
+                .remove_temporary()
+                .await
+                .map_err(|e| Error::new(e.code, format!("resource {}: {}", r.name, e.message)))?;
         }
         let staging = Store::open(
             ResourceKind::Fs,
-            &serde_json::to_string(&FsConfig { root: self.staging_dir() }).expect("serialisable"),
+            &serde_json::to_string(&FsConfig {
+                root: self.staging_dir(),
+            })
+            .expect("serialisable"),
             self.staging_dir(),
         )?;
         n += staging.remove_temporary().await?;

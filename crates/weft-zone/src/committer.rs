@@ -31,13 +31,22 @@ impl Committer {
 
     /// Registers `object`, after syncing `unsynced` if given, grouped with whatever else is
     /// waiting.
-    pub(crate) async fn register(&self, object: NewObject, unsynced: Option<Store>) -> Result<Registered, Error> {
+    pub(crate) async fn register(
+        &self,
+        object: NewObject,
+        unsynced: Option<Store>,
+    ) -> Result<Registered, Error> {
         let (reply, rx) = oneshot::channel();
         self.tx
-            .send(Job { object, unsynced, reply })
+            .send(Job {
+                object,
+                unsynced,
+                reply,
+            })
             .await
             .map_err(|_| Error::internal("the committer has stopped"))?;
-        rx.await.map_err(|_| Error::internal("the committer dropped a registration"))?
+        rx.await
+            .map_err(|_| Error::internal("the committer dropped a registration"))?
     }
 }
 

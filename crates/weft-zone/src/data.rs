@@ -41,18 +41,33 @@ impl Zone {
         overwrite: bool,
     ) -> Result<PutTarget, Error> {
         self.local(path)?;
-        let parent_path = path.parent().ok_or_else(|| Error::invalid("a zone root is a collection, not a data object"))?;
+        let parent_path = path
+            .parent()
+            .ok_or_else(|| Error::invalid("a zone root is a collection, not a data object"))?;
         let (resource, store) = self.store_for_write(resource).await?;
-        let parent = self.catalog.get_node(&parent_path).await?.ok_or_else(|| Error::not_found(&parent_path))?;
+        let parent = self
+            .catalog
+            .get_node(&parent_path)
+            .await?
+            .ok_or_else(|| Error::not_found(&parent_path))?;
         if parent.kind != NodeKind::Collection {
-            return Err(Error::new(ErrorCode::NotACollection, format!("{parent_path} is a data object, not a collection")));
+            return Err(Error::new(
+                ErrorCode::NotACollection,
+                format!("{parent_path} is a data object, not a collection"),
+            ));
         }
         match self.catalog.get_node(path).await? {
             Some(n) if n.kind == NodeKind::Collection => {
-                return Err(Error::new(ErrorCode::IsACollection, format!("{path} is a collection; cannot write data onto it")))
+                return Err(Error::new(
+                    ErrorCode::IsACollection,
+                    format!("{path} is a collection; cannot write data onto it"),
+                ))
             }
             Some(_) if !overwrite => {
-                return Err(Error::new(ErrorCode::AlreadyExists, format!("{path} exists; overwrite it explicitly (--force)")))
+                return Err(Error::new(
+                    ErrorCode::AlreadyExists,
+                    format!("{path} exists; overwrite it explicitly (--force)"),
+                ))
             }
             Some(_) => self.require(caller, path, Permission::Write).await?,
             None => self.require(caller, &parent_path, Permission::Write).await?,
@@ -89,7 +104,8 @@ impl Zone {
         };
         let durable = size >= OWN_SYNC_THRESHOLD;
         writer.commit(durable).await?;
-        self.register(caller, path, size, checksum, &target, key, overwrite, durable).await
+        self.register(caller, path, size, checksum, &target, key, overwrite, durable)
+            .await
     }
 
     /// Registers bytes already committed at `key`; removes them again if that fails.
@@ -130,18 +146,30 @@ impl Zone {
     }
 
     /// Opens `range` (default: everything) of a good replica of `path`.
-    pub async fn read(&self, caller: &Caller, path: &LogicalPath, range: Option<Range<u64>>) -> Result<ObjectRead, Error> {
+    pub async fn read(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        range: Option<Range<u64>>,
+    ) -> Result<ObjectRead, Error> {
         let node = self.node(path).await?;
         self.require(caller, path, Permission::Read).await?;
         if node.kind != NodeKind::Object {
-            return Err(Error::new(ErrorCode::IsACollection, format!("{path} is a collection; list it instead")));
+            return Err(Error::new(
+                ErrorCode::IsACollection,
+                format!("{path} is a collection; list it instead"),
+            ));
         }
         let size = node.size as u64;
         let range = range.unwrap_or(0..size);
         if range.start > range.end || range.end > size || (range.start == range.end && size > 0) {
             return Err(Error::new(
                 ErrorCode::RangeNotSatisfiable,
-                format!("range {}-{} is outside {path} ({size} bytes)", range.start, range.end.saturating_sub(1)),
+                format!(
+                    "range {}-{} is outside {path} ({size} bytes)",
+                    range.start,
+                    range.end.saturating_sub(1)
+                ),
             ));
         }
         let (_, store, key) = self.good_replica(&node).await?;
@@ -160,7 +188,10 @@ impl Zone {
             }
         }
         Err(last_err.unwrap_or_else(|| {
-            Error::new(ErrorCode::StorageUnavailable, format!("{} has no good replica", node.path))
+            Error::new(
+                ErrorCode::StorageUnavailable,
+                format!("{} has no good replica", node.path),
+            )
         }))
     }
 
@@ -189,15 +220,23 @@ impl Zone {
         };
         let durable = size >= crate::data::OWN_SYNC_THRESHOLD;
         writer.commit(durable).await?;
-        self.register(caller, to, size, checksum, &target, key, overwrite, durable).await
+        self.register(caller, to, size, checksum, &target, key, overwrite, durable)
+            .await
     }
 
     /// Re-reads every replica of `path` and compares it with the recorded checksum.
-    pub async fn verify(&self, caller: &Caller, path: &LogicalPath) -> Result<Vec<(crate::ReplicaInfo, Checksum)>, Error> {
+    pub async fn verify(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+    ) -> Result<Vec<(crate::ReplicaInfo, Checksum)>, Error> {
         let node = self.node(path).await?;
         self.require(caller, path, Permission::Read).await?;
         if node.kind != NodeKind::Object {
-            return Err(Error::new(ErrorCode::IsACollection, format!("{path} is a collection; verify its objects")));
+            return Err(Error::new(
+                ErrorCode::IsACollection,
+                format!("{path} is a collection; verify its objects"),
+            ));
         }
         let mut out = Vec::new();
         for r in self.catalog.replicas(node.id).await? {
@@ -219,7 +258,11 @@ impl Zone {
 
 /// Passes every chunk of `body` to `sink` (if any) while hashing it; fails unless exactly
 /// `size` bytes arrive.
-pub(crate) async fn copy_hashing<S>(body: S, size: u64, mut sink: Option<&mut Writer>) -> Result<Checksum, Error>
+pub(crate) async fn copy_hashing<S>(
+    body: S,
+    size: u64,
+    mut sink: Option<&mut Writer>,
+) -> Result<Checksum, Error>
 where
     S: Stream<Item = Result<Bytes, Error>> + Send,
 {
@@ -230,7 +273,10 @@ where
         let chunk = chunk?;
         received += chunk.len() as u64;
         if received > size {
-            return Err(Error::new(ErrorCode::SizeMismatch, format!("more than the declared {size} bytes arrived")));
+            return Err(Error::new(
+                ErrorCode::SizeMismatch,
+                format!("more than the declared {size} bytes arrived"),
+            ));
         }
         hasher.update(&chunk);
         if let Some(w) = sink.as_mut() {

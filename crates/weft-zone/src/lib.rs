@@ -28,7 +28,7 @@ pub use namespace::{Listing, NodeInfo, ReplicaInfo};
 pub use principals::NewToken;
 pub use resources::ResourceInfo;
 pub use upload::{UploadInfo, PIECE_SIZE_DEFAULT};
-pub use weft_catalog::{Avu, FindQuery, Node, Principal, PrincipalKind};
+pub use weft_catalog::{AclEntry, Avu, FindQuery, Node, Principal, PrincipalKind};
 
 /// One zone: its catalog, its opened resources and the work in flight.
 pub struct Zone {
@@ -59,7 +59,11 @@ impl Zone {
         if path.zone() != self.name.as_str() {
             return Err(Error::new(
                 ErrorCode::UnknownZone,
-                format!("zone {:?} of {path} is not this zone ({}) and no federation is configured", path.zone(), self.name),
+                format!(
+                    "zone {:?} of {path} is not this zone ({}) and no federation is configured",
+                    path.zone(),
+                    self.name
+                ),
             ));
         }
         Ok(())
@@ -82,8 +86,14 @@ impl Zone {
             None => stores.values().find(|(r, _)| r.is_default),
         };
         found.cloned().ok_or_else(|| match name {
-            Some(n) => Error::new(ErrorCode::UnknownResource, format!("resource {n:?} does not exist in zone {}", self.name)),
-            None => Error::new(ErrorCode::UnknownResource, format!("zone {} has no default resource", self.name)),
+            Some(n) => Error::new(
+                ErrorCode::UnknownResource,
+                format!("resource {n:?} does not exist in zone {}", self.name),
+            ),
+            None => Error::new(
+                ErrorCode::UnknownResource,
+                format!("zone {} has no default resource", self.name),
+            ),
         })
     }
 }

@@ -25,7 +25,9 @@ impl Zone {
                 validate(&avu)?;
                 self.catalog.set_avu(node.id, &avu).await
             }
-            MetaEdit::Remove { attr, value } => self.catalog.remove_avu(node.id, &attr, value.as_deref()).await,
+            MetaEdit::Remove { attr, value } => {
+                self.catalog.remove_avu(node.id, &attr, value.as_deref()).await
+            }
         }
     }
 
@@ -36,7 +38,11 @@ impl Zone {
     }
 
     /// Searches below `q.root`. Results the caller may not read are left out.
-    pub async fn find(&self, caller: &Caller, mut q: FindQuery) -> Result<(Vec<Node>, Option<String>), Error> {
+    pub async fn find(
+        &self,
+        caller: &Caller,
+        mut q: FindQuery,
+    ) -> Result<(Vec<Node>, Option<String>), Error> {
         self.node(&q.root).await?;
         self.require(caller, &q.root, Permission::Read).await?;
         for c in &q.meta {

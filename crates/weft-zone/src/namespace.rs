@@ -47,30 +47,52 @@ impl Zone {
     /// The node at `path`, or `not_found`.
     pub(crate) async fn node(&self, path: &LogicalPath) -> Result<Node, Error> {
         self.local(path)?;
-        self.catalog.get_node(path).await?.ok_or_else(|| Error::not_found(path))
+        self.catalog
+            .get_node(path)
+            .await?
+            .ok_or_else(|| Error::not_found(path))
     }
 
     pub async fn stat(&self, caller: &Caller, path: &LogicalPath) -> Result<NodeInfo, Error> {
         let node = self.node(path).await?;
         self.require(caller, path, Permission::Read).await?;
         let replicas = match node.kind {
-            NodeKind::Object => self.catalog.replicas(node.id).await?.iter().map(|r| self.replica_info(r)).collect(),
+            NodeKind::Object => self
+                .catalog
+                .replicas(node.id)
+                .await?
+                .iter()
+                .map(|r| self.replica_info(r))
+                .collect(),
             NodeKind::Collection => Vec::new(),
         };
         Ok(NodeInfo { node, replicas })
     }
 
     /// Lists a collection by name, one page after `cursor`; a data object lists as itself.
-    pub async fn list(&self, caller: &Caller, path: &LogicalPath, cursor: Option<&str>, limit: u32) -> Result<Listing, Error> {
+    pub async fn list(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<Listing, Error> {
         let node = self.node(path).await?;
         self.require(caller, path, Permission::Read).await?;
         if node.kind == NodeKind::Object {
-            return Ok(Listing { items: vec![node], next_cursor: None });
+            return Ok(Listing {
+                items: vec![node],
+                next_cursor: None,
+            });
         }
         let after = cursor.map(decode_cursor).transpose()?;
         let limit = limit.clamp(1, MAX_PAGE);
-        let items = self.catalog.list_children(node.id, after.as_deref(), limit).await?;
-        let next_cursor = (items.len() as u32 == limit).then(|| encode_cursor(items.last().expect("non-empty").path.name()));
+        let items = self
+            .catalog
+            .list_children(node.id, after.as_deref(), limit)
+            .await?;
+        let next_cursor = (items.len() as u32 == limit)
+            .then(|| encode_cursor(items.last().expect("non-empty").path.name()));
         Ok(Listing { items, next_cursor })
     }
 
@@ -84,18 +106,31 @@ impl Zone {
                 break;
             }
         }
-        let Some(anchor) = existing else { return Err(Error::not_found(LogicalPath::parse(&format!("/{}", path.zone()))?)) };
+        let Some(anchor) = existing else {
+            return Err(Error::not_found(LogicalPath::parse(&format!(
+                "/{}",
+                path.zone()
+            ))?));
+        };
         if anchor.path == *path {
             if parents && anchor.kind == NodeKind::Collection {
                 return Ok(anchor);
             }
-            return Err(Error::new(ErrorCode::AlreadyExists, format!("{path} already exists as a {}", anchor.kind)));
+            return Err(Error::new(
+                ErrorCode::AlreadyExists,
+                format!("{path} already exists as a {}", anchor.kind),
+            ));
         }
         if anchor.kind == NodeKind::Object {
-            return Err(Error::new(ErrorCode::NotACollection, format!("{} is a data object, not a collection", anchor.path)));
+            return Err(Error::new(
+                ErrorCode::NotACollection,
+                format!("{} is a data object, not a collection", anchor.path),
+            ));
         }
         self.require(caller, &anchor.path, Permission::Write).await?;
-        self.catalog.create_collection(path, caller.user_id, parents).await
+        self.catalog
+            .create_collection(path, caller.user_id, parents)
+            .await
     }
 
     pub async fn remove(&self, caller: &Caller, path: &LogicalPath, recursive: bool) -> Result<(), Error> {
@@ -127,7 +162,9 @@ impl Zone {
     pub async fn rename(&self, caller: &Caller, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
         self.node(from).await?;
         self.local(to)?;
-        let to_parent = to.parent().ok_or_else(|| Error::invalid("cannot move onto a zone root"))?;
+        let to_parent = to
+            .parent()
+            .ok_or_else(|| Error::invalid("cannot move onto a zone root"))?;
         self.require(caller, from, Permission::Write).await?;
         self.node(&to_parent).await?;
         self.require(caller, &to_parent, Permission::Write).await?;

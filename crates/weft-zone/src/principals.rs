@@ -23,13 +23,26 @@ pub fn token_hash(secret: &str) -> String {
 
 impl Zone {
     pub(crate) async fn ensure_home(&self, user: &Principal) -> Result<(), Error> {
-        let home = LogicalPath::zone_root(&self.name).join("home")?.join(user.name.as_str())?;
-        self.catalog.create_collection(&home, user.id, true).await.map(|_| ())
+        let home = LogicalPath::zone_root(&self.name)
+            .join("home")?
+            .join(user.name.as_str())?;
+        self.catalog
+            .create_collection(&home, user.id, true)
+            .await
+            .map(|_| ())
     }
 
-    pub async fn add_user(&self, caller: &Caller, name: &PrincipalName, admin: bool) -> Result<Principal, Error> {
+    pub async fn add_user(
+        &self,
+        caller: &Caller,
+        name: &PrincipalName,
+        admin: bool,
+    ) -> Result<Principal, Error> {
         caller.require_admin("adding a user")?;
-        let user = self.catalog.create_principal(name, PrincipalKind::User, admin).await?;
+        let user = self
+            .catalog
+            .create_principal(name, PrincipalKind::User, admin)
+            .await?;
         self.ensure_home(&user).await?;
         Ok(user)
     }
@@ -40,10 +53,16 @@ impl Zone {
         if let Some(p) = self.catalog.get_principal(name).await? {
             return Ok(p);
         }
-        let user = match self.catalog.create_principal(name, PrincipalKind::User, false).await {
-            Err(e) if e.code == ErrorCode::AlreadyExists => {
-                self.catalog.get_principal(name).await?.ok_or_else(|| Error::not_found(name))?
-            }
+        let user = match self
+            .catalog
+            .create_principal(name, PrincipalKind::User, false)
+            .await
+        {
+            Err(e) if e.code == ErrorCode::AlreadyExists => self
+                .catalog
+                .get_principal(name)
+                .await?
+                .ok_or_else(|| Error::not_found(name))?,
             other => other?,
         };
         self.ensure_home(&user).await?;
@@ -54,7 +73,9 @@ impl Zone {
     pub async fn group_ids(&self, names: &[String]) -> Result<Vec<i64>, Error> {
         let mut ids = Vec::new();
         for n in names {
-            let Ok(name) = PrincipalName::parse(n.trim_start_matches('/')) else { continue };
+            let Ok(name) = PrincipalName::parse(n.trim_start_matches('/')) else {
+                continue;
+            };
             if let Some(p) = self.catalog.get_principal(&name).await? {
                 if p.kind == PrincipalKind::Group {
                     ids.push(p.id);
@@ -64,13 +85,26 @@ impl Zone {
         Ok(ids)
     }
 
-    pub async fn list_principals(&self, _caller: &Caller, kind: PrincipalKind) -> Result<Vec<Principal>, Error> {
+    pub async fn list_principals(
+        &self,
+        _caller: &Caller,
+        kind: PrincipalKind,
+    ) -> Result<Vec<Principal>, Error> {
         self.catalog.list_principals(kind).await
     }
 
-    pub async fn remove_principal(&self, caller: &Caller, name: &PrincipalName, kind: PrincipalKind) -> Result<(), Error> {
+    pub async fn remove_principal(
+        &self,
+        caller: &Caller,
+        name: &PrincipalName,
+        kind: PrincipalKind,
+    ) -> Result<(), Error> {
         caller.require_admin(&format!("removing a {}", kind.as_str()))?;
-        let p = self.catalog.get_principal(name).await?.ok_or_else(|| Error::not_found(format!("{} {name}", kind.as_str())))?;
+        let p = self
+            .catalog
+            .get_principal(name)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("{} {name}", kind.as_str())))?;
         if p.kind != kind {
             return Err(Error::not_found(format!("{} {name}", kind.as_str())));
         }
@@ -79,12 +113,17 @@ impl Zone {
         }
         if kind == PrincipalKind::User {
             // An empty home goes with its user; a home with data keeps the user (conflict).
-            let home = LogicalPath::zone_root(&self.name).join("home")?.join(name.as_str())?;
+            let home = LogicalPath::zone_root(&self.name)
+                .join("home")?
+                .join(name.as_str())?;
             match self.catalog.delete_node(&home, false).await {
                 Ok(_) => {}
                 Err(e) if e.code == ErrorCode::NotFound => {}
                 Err(e) => {
-                    return Err(Error::new(ErrorCode::Conflict, format!("user {name} still has data in {home}: {}", e.message)))
+                    return Err(Error::new(
+                        ErrorCode::Conflict,
+                        format!("user {name} still has data in {home}: {}", e.message),
+                    ))
                 }
             }
         }
@@ -93,10 +132,18 @@ impl Zone {
 
     pub async fn add_group(&self, caller: &Caller, name: &PrincipalName) -> Result<Principal, Error> {
         caller.require_admin("adding a group")?;
-        self.catalog.create_principal(name, PrincipalKind::Group, false).await
+        self.catalog
+            .create_principal(name, PrincipalKind::Group, false)
+            .await
     }
 
-    pub async fn edit_membership(&self, caller: &Caller, group: &PrincipalName, user: &PrincipalName, add: bool) -> Result<(), Error> {
+    pub async fn edit_membership(
+        &self,
+        caller: &Caller,
+        group: &PrincipalName,
+        user: &PrincipalName,
+        add: bool,
+    ) -> Result<(), Error> {
         caller.require_admin("changing group membership")?;
         if add {
             self.catalog.add_member(group, user).await
@@ -109,11 +156,21 @@ impl Zone {
         self.catalog.members(group).await
     }
 
-    pub(crate) async fn issue_token(&self, user_id: i64, label: &str, expires: Option<Millis>) -> Result<String, Error> {
+    pub(crate) async fn issue_token(
+        &self,
+        user_id: i64,
+        label: &str,
+        expires: Option<Millis>,
+    ) -> Result<String, Error> {
         let mut raw = [0u8; 32];
         rand::thread_rng().fill_bytes(&mut raw);
-        let secret = format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw));
-        self.catalog.create_token(user_id, &token_hash(&secret), label, expires).await?;
+        let secret = format!(
+            "{TOKEN_PREFIX}{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+        );
+        self.catalog
+            .create_token(user_id, &token_hash(&secret), label, expires)
+            .await?;
         Ok(secret)
     }
 
@@ -128,26 +185,46 @@ impl Zone {
         let principal = match user {
             Some(u) if *u != caller.name => {
                 caller.require_admin("creating a token for another user")?;
-                self.catalog.get_principal(u).await?.ok_or_else(|| Error::not_found(format!("user {u}")))?
+                self.catalog
+                    .get_principal(u)
+                    .await?
+                    .ok_or_else(|| Error::not_found(format!("user {u}")))?
             }
-            _ => self.catalog.get_principal(&caller.name).await?.ok_or_else(|| Error::not_found(&caller.name))?,
+            _ => self
+                .catalog
+                .get_principal(&caller.name)
+                .await?
+                .ok_or_else(|| Error::not_found(&caller.name))?,
         };
         if principal.kind != PrincipalKind::User {
-            return Err(Error::invalid(format!("{} is a group; tokens belong to users", principal.name)));
+            return Err(Error::invalid(format!(
+                "{} is a group; tokens belong to users",
+                principal.name
+            )));
         }
         let expires = ttl_seconds.map(|s| crate::now_ms() + (s as i64).saturating_mul(1000));
         let secret = self.issue_token(principal.id, label, expires).await?;
-        Ok(NewToken { user: principal.name, secret, expires })
+        Ok(NewToken {
+            user: principal.name,
+            secret,
+            expires,
+        })
     }
 
     /// The user holding API token `secret`. Errors: `unauthenticated`, `token_expired`.
     pub async fn authenticate_token(&self, secret: &str) -> Result<Principal, Error> {
         let found = self.catalog.find_token(&token_hash(secret)).await?;
         let Some((token, user)) = found else {
-            return Err(Error::new(ErrorCode::Unauthenticated, "the token is not known to this zone"));
+            return Err(Error::new(
+                ErrorCode::Unauthenticated,
+                "the token is not known to this zone",
+            ));
         };
         if token.expires.is_some_and(|e| e <= crate::now_ms()) {
-            return Err(Error::new(ErrorCode::TokenExpired, "the token has expired; create a new one with `weft token create`"));
+            return Err(Error::new(
+                ErrorCode::TokenExpired,
+                "the token has expired; create a new one with `weft token create`",
+            ));
         }
         Ok(user)
     }
@@ -174,5 +251,17 @@ impl Zone {
         let node = self.node(path).await?;
         self.require(caller, path, Permission::Read).await?;
         self.catalog.list_acl(node.id).await
+    }
+}
+
+impl Zone {
+    /// Names of the groups the caller belongs to (stored memberships and token claims).
+    pub async fn group_names(&self, caller: &Caller) -> Result<Vec<String>, Error> {
+        let groups = self.catalog.list_principals(PrincipalKind::Group).await?;
+        Ok(groups
+            .into_iter()
+            .filter(|g| caller.principal_ids.contains(&g.id))
+            .map(|g| g.name.to_string())
+            .collect())
     }
 }

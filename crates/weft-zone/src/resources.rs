@@ -15,14 +15,25 @@ pub struct ResourceInfo {
 impl Zone {
     fn info(r: &Resource) -> ResourceInfo {
         let settings = match r.kind {
-            ResourceKind::S3 => serde_json::from_str::<S3Config>(&r.config).map(|c| c.redacted()).unwrap_or_default(),
+            ResourceKind::S3 => serde_json::from_str::<S3Config>(&r.config)
+                .map(|c| c.redacted())
+                .unwrap_or_default(),
             ResourceKind::Fs => serde_json::from_str(&r.config).unwrap_or_default(),
         };
-        ResourceInfo { resource: r.clone(), settings }
+        ResourceInfo {
+            resource: r.clone(),
+            settings,
+        }
     }
 
     pub async fn list_resources(&self, _caller: &Caller) -> Result<Vec<ResourceInfo>, Error> {
-        Ok(self.catalog.list_resources().await?.iter().map(Self::info).collect())
+        Ok(self
+            .catalog
+            .list_resources()
+            .await?
+            .iter()
+            .map(Self::info)
+            .collect())
     }
 
     /// Adds a resource after checking the storage is reachable and writable, so a typo in
@@ -42,7 +53,12 @@ impl Zone {
         store.check().await?;
         let r = self
             .catalog
-            .create_resource(&NewResource { name: name.clone(), kind, config, tier: tier.to_owned() })
+            .create_resource(&NewResource {
+                name: name.clone(),
+                kind,
+                config,
+                tier: tier.to_owned(),
+            })
             .await?;
         if make_default {
             self.catalog.set_default_resource(name).await?;
@@ -55,7 +71,11 @@ impl Zone {
 
     pub async fn remove_resource(&self, caller: &Caller, name: &ResourceName) -> Result<(), Error> {
         caller.require_admin("removing a resource")?;
-        let r = self.catalog.get_resource(name).await?.ok_or_else(|| Error::not_found(format!("resource {name}")))?;
+        let r = self
+            .catalog
+            .get_resource(name)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("resource {name}")))?;
         self.catalog.delete_resource(name).await?;
         self.stores.write().await.remove(&r.id);
         Ok(())

@@ -14,7 +14,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::RwLock;
 use weft_storage::{OffsetWriter, Store, IO_BUFFER};
-use weft_types::{Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, PieceDigest, PieceHasher, PieceSize, ResourceName};
+use weft_types::{
+    Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, PieceDigest, PieceHasher, PieceSize, ResourceName,
+};
 
 /// Default piece size: large enough that per-request cost vanishes, small enough that
 /// four streams keep busy on a file of a few hundred MiB.
@@ -76,12 +78,28 @@ impl Zone {
             writer: RwLock::new(Some(writer)),
             digests: Mutex::new(vec![None; pieces as usize]),
         };
-        self.uploads.sessions.lock().expect("not poisoned").insert(id.clone(), Arc::new(session));
-        Ok(UploadInfo { id, path: path.clone(), size, piece_size: piece.get(), pieces })
+        self.uploads
+            .sessions
+            .lock()
+            .expect("not poisoned")
+            .insert(id.clone(), Arc::new(session));
+        Ok(UploadInfo {
+            id,
+            path: path.clone(),
+            size,
+            piece_size: piece.get(),
+            pieces,
+        })
     }
 
     fn session(&self, caller: &Caller, id: &str) -> Result<Arc<Session>, Error> {
-        let s = self.uploads.sessions.lock().expect("not poisoned").get(id).cloned();
+        let s = self
+            .uploads
+            .sessions
+            .lock()
+            .expect("not poisoned")
+            .get(id)
+            .cloned();
         match s {
             Some(s) if s.owner_id == caller.user_id => Ok(s),
             _ => Err(Error::not_found(format!("upload {id:?}"))),
@@ -90,17 +108,28 @@ impl Zone {
 
     /// Receives piece `index`; returns its BLAKE3 chaining value (hex) so the client can
     /// compare it with its own before completing.
-    pub async fn upload_piece<S>(&self, caller: &Caller, id: &str, index: u64, body: S) -> Result<String, Error>
+    pub async fn upload_piece<S>(
+        &self,
+        caller: &Caller,
+        id: &str,
+        index: u64,
+        body: S,
+    ) -> Result<String, Error>
     where
         S: Stream<Item = Result<Bytes, Error>> + Send,
     {
         let s = self.session(caller, id)?;
         if index >= s.piece.count(s.size) {
-            return Err(Error::invalid(format!("upload {id} has {} pieces; there is no piece {index}", s.piece.count(s.size))));
+            return Err(Error::invalid(format!(
+                "upload {id} has {} pieces; there is no piece {index}",
+                s.piece.count(s.size)
+            )));
         }
         let range = s.piece.range(index, s.size);
         let guard = s.writer.read().await;
-        let writer = guard.as_ref().ok_or_else(|| Error::new(ErrorCode::Conflict, format!("upload {id} is completing")))?;
+        let writer = guard
+            .as_ref()
+            .ok_or_else(|| Error::new(ErrorCode::Conflict, format!("upload {id} is completing")))?;
         let mut hasher = PieceHasher::new(range.start);
         let mut pos = range.start;
         let mut buf = BytesMut::new();
@@ -110,7 +139,10 @@ impl Zone {
             if pos + (buf.len() + chunk.len()) as u64 > range.end {
                 return Err(Error::new(
                     ErrorCode::SizeMismatch,
-                    format!("piece {index} of upload {id} is longer than its {} bytes", range.end - range.start),
+                    format!(
+                        "piece {index} of upload {id} is longer than its {} bytes",
+                        range.end - range.start
+                    ),
                 ));
             }
             hasher.update(&chunk);
@@ -130,7 +162,11 @@ impl Zone {
         if pos != range.end {
             return Err(Error::new(
                 ErrorCode::IncompleteBody,
-                format!("piece {index} of upload {id} ended after {} of {} bytes", pos - range.start, range.end - range.start),
+                format!(
+                    "piece {index} of upload {id} ended after {} of {} bytes",
+                    pos - range.start,
+                    range.end - range.start
+                ),
             ));
         }
         let digest = hasher.finish();
@@ -140,23 +176,34 @@ impl Zone {
 
     /// Combines the pieces, checks the whole-file checksum against `expected` and makes
     /// the object visible.
-    pub async fn complete_upload(&self, caller: &Caller, id: &str, expected: Option<&Checksum>) -> Result<PutOutcome, Error> {
+    pub async fn complete_upload(
+        &self,
+        caller: &Caller,
+        id: &str,
+        expected: Option<&Checksum>,
+    ) -> Result<PutOutcome, Error> {
         let s = self.session(caller, id)?;
         let digests: Vec<PieceDigest> = {
             let d = s.digests.lock().expect("not poisoned");
-            let missing: Vec<usize> = d.iter().enumerate().filter(|(_, p)| p.is_none()).map(|(i, _)| i).collect();
+            let missing: Vec<usize> = d
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.is_none())
+                .map(|(i, _)| i)
+                .collect();
             if !missing.is_empty() {
-                return Err(Error::new(ErrorCode::Conflict, format!("upload {id} still misses pieces {missing:?}")));
+                return Err(Error::new(
+                    ErrorCode::Conflict,
+                    format!("upload {id} still misses pieces {missing:?}"),
+                ));
             }
             d.iter().map(|p| p.expect("checked")).collect()
         };
         let checksum = ChunkedBlake3::combine(s.piece, s.size, &digests)?;
-        let writer = s
-            .writer
-            .write()
-            .await
-            .take()
-            .ok_or_else(|| Error::new(ErrorCode::Conflict, format!("upload {id} is already completing")))?;
+        let writer =
+            s.writer.write().await.take().ok_or_else(|| {
+                Error::new(ErrorCode::Conflict, format!("upload {id} is already completing"))
+            })?;
         self.uploads.sessions.lock().expect("not poisoned").remove(&s.id);
         if let Some(want) = expected {
             if *want != checksum {
@@ -168,7 +215,17 @@ impl Zone {
             }
         }
         writer.commit(true).await?;
-        self.register(caller, &s.path, s.size, checksum, &s.target, s.key.clone(), s.overwrite, true).await
+        self.register(
+            caller,
+            &s.path,
+            s.size,
+            checksum,
+            &s.target,
+            s.key.clone(),
+            s.overwrite,
+            true,
+        )
+        .await
     }
 
     pub async fn abort_upload(&self, caller: &Caller, id: &str) -> Result<(), Error> {

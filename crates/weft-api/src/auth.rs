@@ -1,0 +1,65 @@
+//! Authentication: every request but health and the OpenAPI document carries
+//! `Authorization: Bearer <token>`, either a zone-issued API token (`weft_…`) or an OIDC
+//! access token (JWT) from a configured issuer.
+
+use crate::error::ApiError;
+use crate::AppState;
+use axum::extract::FromRequestParts;
+use http::request::Parts;
+use std::sync::Arc;
+use weft_types::{ErrorCode, PrincipalName};
+use weft_zone::Caller;
+
+/// The authenticated caller of a request.
+pub struct Authed(pub Caller);
+
+impl FromRequestParts<Arc<AppState>> for Authed {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, ApiError> {
+        let header = parts.headers.get(http::header::AUTHORIZATION).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Unauthenticated,
+                "no Authorization header; send `Authorization: Bearer <token>`",
+            )
+        })?;
+        let value = header.to_str().map_err(|_| {
+            ApiError::new(
+                ErrorCode::Unauthenticated,
+                "the Authorization header is not ASCII",
+            )
+        })?;
+        let token = value
+            .strip_prefix("Bearer ")
+            .or_else(|| value.strip_prefix("bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::Unauthenticated,
+                    "the Authorization header is not `Bearer <token>`",
+                )
+            })?;
+        let zone = &state.zone;
+        if token.starts_with("weft_") {
+            let user = zone.authenticate_token(token).await?;
+            return Ok(Authed(zone.caller_for(&user, &[]).await?));
+        }
+        if state.oidc.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::Unauthenticated,
+                "the token is not known to this zone (no OIDC issuer is configured)",
+            ));
+        }
+        let id = state.oidc.verify(token).await?;
+        let name = PrincipalName::parse(&id.user.to_lowercase()).map_err(|e| {
+            ApiError::new(
+                ErrorCode::Unauthenticated,
+                format!("the token's user name cannot be a weft user: {}", e.message),
+            )
+        })?;
+        let user = zone.oidc_user(&name).await?;
+        let groups = zone.group_ids(&id.groups).await?;
+        Ok(Authed(zone.caller_for(&user, &groups).await?))
+    }
+}

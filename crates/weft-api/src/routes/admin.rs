@@ -1,0 +1,254 @@
+//! Principals, tokens, ACLs and resources.
+
+use crate::auth::Authed;
+use crate::convert;
+use crate::error::ApiResult;
+use crate::extract::{PathParam, WireJson};
+use crate::AppState;
+use axum::extract::{Path, State};
+use axum::Json;
+use http::StatusCode;
+use std::sync::Arc;
+use weft_types::wire::{
+    AclRequest, AclWire, NewGroup, NewResourceWire, NewUser, PrincipalWire, ResourceWire, TokenCreated,
+    TokenRequest, WhoAmI,
+};
+use weft_types::{Permission, PrincipalName, ResourceKind, ResourceName};
+use weft_zone::PrincipalKind;
+
+#[utoipa::path(get, path = "/api/v1/whoami", tag = "principals", responses((status = 200, body = WhoAmI)))]
+pub async fn whoami(State(s): State<Arc<AppState>>, Authed(c): Authed) -> ApiResult<Json<WhoAmI>> {
+    let groups = s.zone.group_names(&c).await?;
+    Ok(Json(WhoAmI {
+        user: c.name.to_string(),
+        zone: s.zone.name().to_string(),
+        admin: c.is_admin,
+        home: format!("/{}/home/{}", s.zone.name(), c.name),
+        groups,
+    }))
+}
+
+#[utoipa::path(get, path = "/api/v1/users", tag = "principals", responses((status = 200, body = Vec<PrincipalWire>)))]
+pub async fn list_users(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+) -> ApiResult<Json<Vec<PrincipalWire>>> {
+    Ok(Json(
+        s.zone
+            .list_principals(&c, PrincipalKind::User)
+            .await?
+            .iter()
+            .map(convert::principal)
+            .collect(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/users", tag = "principals", request_body = NewUser,
+    responses((status = 201, body = PrincipalWire), (status = 403, body = weft_types::wire::ErrorBody)))]
+pub async fn add_user(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WireJson(r): WireJson<NewUser>,
+) -> ApiResult<(StatusCode, Json<PrincipalWire>)> {
+    let p = s
+        .zone
+        .add_user(&c, &PrincipalName::parse(&r.name)?, r.admin)
+        .await?;
+    Ok((StatusCode::CREATED, Json(convert::principal(&p))))
+}
+
+#[utoipa::path(delete, path = "/api/v1/users/{name}", tag = "principals", params(("name" = String, Path)),
+    responses((status = 204)))]
+pub async fn remove_user(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    s.zone
+        .remove_principal(&c, &PrincipalName::parse(&name)?, PrincipalKind::User)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/api/v1/groups", tag = "principals", responses((status = 200, body = Vec<PrincipalWire>)))]
+pub async fn list_groups(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+) -> ApiResult<Json<Vec<PrincipalWire>>> {
+    Ok(Json(
+        s.zone
+            .list_principals(&c, PrincipalKind::Group)
+            .await?
+            .iter()
+            .map(convert::principal)
+            .collect(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/groups", tag = "principals", request_body = NewGroup,
+    responses((status = 201, body = PrincipalWire)))]
+pub async fn add_group(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WireJson(r): WireJson<NewGroup>,
+) -> ApiResult<(StatusCode, Json<PrincipalWire>)> {
+    let p = s.zone.add_group(&c, &PrincipalName::parse(&r.name)?).await?;
+    Ok((StatusCode::CREATED, Json(convert::principal(&p))))
+}
+
+#[utoipa::path(delete, path = "/api/v1/groups/{name}", tag = "principals", params(("name" = String, Path)),
+    responses((status = 204)))]
+pub async fn remove_group(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    s.zone
+        .remove_principal(&c, &PrincipalName::parse(&name)?, PrincipalKind::Group)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/api/v1/groups/{name}/members", tag = "principals", params(("name" = String, Path)),
+    responses((status = 200, body = Vec<PrincipalWire>)))]
+pub async fn members(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Vec<PrincipalWire>>> {
+    Ok(Json(
+        s.zone
+            .members(&c, &PrincipalName::parse(&name)?)
+            .await?
+            .iter()
+            .map(convert::principal)
+            .collect(),
+    ))
+}
+
+#[utoipa::path(put, path = "/api/v1/groups/{name}/members/{user}", tag = "principals",
+    params(("name" = String, Path), ("user" = String, Path)), responses((status = 204)))]
+pub async fn add_member(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path((group, user)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    s.zone
+        .edit_membership(
+            &c,
+            &PrincipalName::parse(&group)?,
+            &PrincipalName::parse(&user)?,
+            true,
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(delete, path = "/api/v1/groups/{name}/members/{user}", tag = "principals",
+    params(("name" = String, Path), ("user" = String, Path)), responses((status = 204)))]
+pub async fn remove_member(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path((group, user)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    s.zone
+        .edit_membership(
+            &c,
+            &PrincipalName::parse(&group)?,
+            &PrincipalName::parse(&user)?,
+            false,
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/api/v1/tokens", tag = "principals", request_body = TokenRequest,
+    responses((status = 201, body = TokenCreated)))]
+pub async fn create_token(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WireJson(r): WireJson<TokenRequest>,
+) -> ApiResult<(StatusCode, Json<TokenCreated>)> {
+    let user = r.user.as_deref().map(PrincipalName::parse).transpose()?;
+    let t = s
+        .zone
+        .create_token(&c, user.as_ref(), &r.label, r.ttl_seconds)
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(TokenCreated {
+            user: t.user.to_string(),
+            token: t.secret,
+            expires: t.expires,
+        }),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/acl/{path}", tag = "access", params(("path" = String, Path)),
+    responses((status = 200, body = Vec<AclWire>)))]
+pub async fn list_acl(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    PathParam(p): PathParam,
+) -> ApiResult<Json<Vec<AclWire>>> {
+    Ok(Json(
+        s.zone.list_acl(&c, &p).await?.iter().map(convert::acl).collect(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/acl/{path}", tag = "access", params(("path" = String, Path)),
+    request_body = AclRequest, responses((status = 204), (status = 403, body = weft_types::wire::ErrorBody)))]
+pub async fn set_acl(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    PathParam(p): PathParam,
+    WireJson(r): WireJson<AclRequest>,
+) -> ApiResult<StatusCode> {
+    let principal = PrincipalName::parse(&r.principal)?;
+    s.zone
+        .set_acl(&c, &p, &principal, Permission::parse(&r.permission)?, r.recursive)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/api/v1/resources", tag = "resources", responses((status = 200, body = Vec<ResourceWire>)))]
+pub async fn list_resources(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+) -> ApiResult<Json<Vec<ResourceWire>>> {
+    Ok(Json(
+        s.zone
+            .list_resources(&c)
+            .await?
+            .iter()
+            .map(convert::resource)
+            .collect(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/resources", tag = "resources", request_body = NewResourceWire,
+    responses((status = 201, body = ResourceWire)))]
+pub async fn add_resource(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WireJson(r): WireJson<NewResourceWire>,
+) -> ApiResult<(StatusCode, Json<ResourceWire>)> {
+    let name = ResourceName::parse(&r.name)?;
+    let kind = ResourceKind::parse(&r.kind)?;
+    let info = s
+        .zone
+        .add_resource(&c, &name, kind, &r.settings, &r.tier, r.default)
+        .await?;
+    Ok((StatusCode::CREATED, Json(convert::resource(&info))))
+}
+
+#[utoipa::path(delete, path = "/api/v1/resources/{name}", tag = "resources", params(("name" = String, Path)),
+    responses((status = 204)))]
+pub async fn remove_resource(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    s.zone.remove_resource(&c, &ResourceName::parse(&name)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,106 @@
+//! Metadata and search routes.
+
+use crate::auth::Authed;
+use crate::convert;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{PathParam, QueryPairs, WireJson};
+use crate::AppState;
+use axum::extract::State;
+use axum::Json;
+use http::StatusCode;
+use std::sync::Arc;
+use weft_types::wire::{AvuWire, MetaRequest, NodeStat, Page};
+use weft_types::{ErrorCode, LogicalPath, MetaCondition, NodeKind};
+use weft_zone::{Avu, FindQuery, MetaEdit};
+
+#[utoipa::path(get, path = "/api/v1/meta/{path}", tag = "metadata", params(("path" = String, Path)),
+    responses((status = 200, body = Vec<AvuWire>)))]
+pub async fn list(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    PathParam(p): PathParam,
+) -> ApiResult<Json<Vec<AvuWire>>> {
+    Ok(Json(
+        s.zone.list_meta(&c, &p).await?.iter().map(convert::avu).collect(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/meta/{path}", tag = "metadata", params(("path" = String, Path)),
+    request_body = MetaRequest, responses((status = 204), (status = 409, body = weft_types::wire::ErrorBody)))]
+pub async fn edit(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    PathParam(p): PathParam,
+    WireJson(r): WireJson<MetaRequest>,
+) -> ApiResult<StatusCode> {
+    let need_value = || {
+        r.value
+            .clone()
+            .ok_or_else(|| ApiError::new(ErrorCode::InvalidArgument, format!("`{}` needs a value", r.op)))
+    };
+    let edit = match r.op.as_str() {
+        "add" => MetaEdit::Add(Avu {
+            attr: r.attr.clone(),
+            value: need_value()?,
+            unit: r.unit.clone(),
+        }),
+        "set" => MetaEdit::Set(Avu {
+            attr: r.attr.clone(),
+            value: need_value()?,
+            unit: r.unit.clone(),
+        }),
+        "rm" => MetaEdit::Remove {
+            attr: r.attr.clone(),
+            value: r.value.clone(),
+        },
+        other => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidArgument,
+                format!("unknown metadata op {other:?}; use add, set or rm"),
+            ))
+        }
+    };
+    s.zone.edit_meta(&c, &p, edit).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/api/v1/find", tag = "metadata",
+    params(("path" = String, Query, description = "search below this collection"),
+        ("name" = Option<String>, Query, description = "glob over the last component: * and ?"),
+        ("meta" = Option<Vec<String>>, Query, description = "repeatable: attr=value, attr!=value, attr>number, <, <=, >="),
+        ("kind" = Option<String>, Query, description = "collection or object"),
+        ("cursor" = Option<String>, Query), ("limit" = Option<u32>, Query)),
+    responses((status = 200, body = Page<NodeStat>)))]
+pub async fn find(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    q: QueryPairs,
+) -> ApiResult<Json<Page<NodeStat>>> {
+    let root = q
+        .get("path")
+        .ok_or_else(|| ApiError::new(ErrorCode::InvalidArgument, "find needs `path`"))?;
+    let meta = q
+        .all("meta")
+        .map(MetaCondition::parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    let after_id = q
+        .get("cursor")
+        .map(|c| {
+            c.parse::<i64>()
+                .map_err(|_| ApiError::new(ErrorCode::InvalidArgument, "cursor is not one this zone issued"))
+        })
+        .transpose()?;
+    let query = FindQuery {
+        root: LogicalPath::parse(root)?,
+        name_glob: q.get("name").map(str::to_owned),
+        meta,
+        kind: q.get("kind").map(NodeKind::parse).transpose()?,
+        after_id,
+        limit: q.number::<u32>("limit")?.unwrap_or(1000),
+    };
+    let (items, next_cursor) = s.zone.find(&c, query).await?;
+    Ok(Json(Page {
+        items: items.iter().map(convert::node).collect(),
+        next_cursor,
+    }))
+}

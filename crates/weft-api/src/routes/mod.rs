@@ -1,0 +1,89 @@
+//! The routes of API v1, registered through [`RouteTable`] so that the list of routes the
+//! server answers is known (and checked against the OpenAPI document).
+
+pub mod admin;
+pub mod data;
+pub mod meta;
+pub mod namespace;
+
+use crate::AppState;
+use axum::handler::Handler;
+use axum::routing::{on, MethodFilter};
+use axum::Router;
+use http::Method;
+use std::sync::Arc;
+
+/// A router that remembers what it routes.
+pub struct RouteTable {
+    pub router: Router<Arc<AppState>>,
+    pub routes: Vec<(Method, &'static str)>,
+}
+
+impl RouteTable {
+    pub fn new() -> Self {
+        RouteTable {
+            router: Router::new(),
+            routes: Vec::new(),
+        }
+    }
+
+    pub fn add<H, T>(mut self, method: Method, path: &'static str, handler: H) -> Self
+    where
+        H: Handler<T, Arc<AppState>>,
+        T: 'static,
+    {
+        let filter = MethodFilter::try_from(method.clone()).expect("a routable method");
+        self.routes.push((method, path));
+        self.router = self.router.route(path, on(filter, handler));
+        self
+    }
+}
+
+impl Default for RouteTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub fn table() -> RouteTable {
+    use http::Method as M;
+    RouteTable::new()
+        .add(M::GET, "/api/v1/health", crate::health)
+        .add(M::GET, "/api/v1/openapi.json", crate::openapi_json)
+        .add(M::GET, "/api/v1/whoami", admin::whoami)
+        .add(M::GET, "/api/v1/stat/{*path}", namespace::stat)
+        .add(M::GET, "/api/v1/list/{*path}", namespace::list)
+        .add(M::POST, "/api/v1/mkdir/{*path}", namespace::mkdir)
+        .add(M::DELETE, "/api/v1/nodes/{*path}", namespace::remove)
+        .add(M::POST, "/api/v1/move", namespace::rename)
+        .add(M::POST, "/api/v1/copy", namespace::copy)
+        .add(M::PUT, "/api/v1/data/{*path}", data::put)
+        .add(M::GET, "/api/v1/data/{*path}", data::get)
+        .add(M::POST, "/api/v1/uploads", data::begin_upload)
+        .add(M::PUT, "/api/v1/uploads/{id}/{index}", data::upload_piece)
+        .add(M::POST, "/api/v1/uploads/{id}/complete", data::complete_upload)
+        .add(M::DELETE, "/api/v1/uploads/{id}", data::abort_upload)
+        .add(M::POST, "/api/v1/checksum/{*path}", data::checksum)
+        .add(M::GET, "/api/v1/meta/{*path}", meta::list)
+        .add(M::POST, "/api/v1/meta/{*path}", meta::edit)
+        .add(M::GET, "/api/v1/find", meta::find)
+        .add(M::GET, "/api/v1/users", admin::list_users)
+        .add(M::POST, "/api/v1/users", admin::add_user)
+        .add(M::DELETE, "/api/v1/users/{name}", admin::remove_user)
+        .add(M::GET, "/api/v1/groups", admin::list_groups)
+        .add(M::POST, "/api/v1/groups", admin::add_group)
+        .add(M::DELETE, "/api/v1/groups/{name}", admin::remove_group)
+        .add(M::GET, "/api/v1/groups/{name}/members", admin::members)
+        .add(M::PUT, "/api/v1/groups/{name}/members/{user}", admin::add_member)
+        .add(
+            M::DELETE,
+            "/api/v1/groups/{name}/members/{user}",
+            admin::remove_member,
+        )
+        .add(M::POST, "/api/v1/tokens", admin::create_token)
+        .add(M::GET, "/api/v1/acl/{*path}", admin::list_acl)
+        .add(M::POST, "/api/v1/acl/{*path}", admin::set_acl)
+        .add(M::GET, "/api/v1/resources", admin::list_resources)
+        .add(M::POST, "/api/v1/resources", admin::add_resource)
+        .add(M::DELETE, "/api/v1/resources/{name}", admin::remove_resource)
+}

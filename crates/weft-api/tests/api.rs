@@ -1,0 +1,501 @@
+//! The API end to end against an in-process zone with its real SQLite catalog and
+//! file-system resource.
+
+mod common;
+
+use common::{code, start};
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn health_needs_no_token_and_names_the_zone() {
+    let z = start().await;
+    let r = z.http.get(z.api("health")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["zone"], "z");
+}
+
+#[tokio::test]
+async fn every_route_is_in_the_openapi_document() {
+    let z = start().await;
+    let doc: Value = z
+        .http
+        .get(z.api("openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let paths = doc["paths"].as_object().unwrap();
+    let table = weft_api::routes::table().routes;
+    assert!(table.len() > 30);
+    for (method, path) in &table {
+        let documented = path.replace("{*path}", "{path}");
+        let ops = paths
+            .get(&documented)
+            .unwrap_or_else(|| panic!("{path} is not in the OpenAPI document"));
+        assert!(
+            ops.get(method.as_str().to_lowercase()).is_some(),
+            "{method} {path} is not documented"
+        );
+    }
+    // And the document lists nothing the server does not route.
+    let routed: Vec<String> = table
+        .iter()
+        .map(|(m, p)| format!("{} {}", m.as_str().to_lowercase(), p.replace("{*path}", "{path}")))
+        .collect();
+    for (p, ops) in paths {
+        for m in ops.as_object().unwrap().keys() {
+            assert!(
+                routed.contains(&format!("{m} {p}")),
+                "{m} {p} is documented but not routed"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn namespace_round_trip() {
+    let z = start().await;
+    let t = z.admin_token.clone();
+    let r = z
+        .post("mkdir/z/home/admin/a/b?parents=true", &t)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let r = z.put_bytes("/z/home/admin/a/b/x.txt", b"hello weft", &t).await;
+    assert_eq!(r.status(), 201);
+    let stat: Value = r.json().await.unwrap();
+    assert_eq!(stat["size"], 10);
+    assert_eq!(
+        stat["checksum"],
+        format!("blake3:{}", blake3::hash(b"hello weft").to_hex())
+    );
+
+    let stat: Value = z
+        .get("stat/z/home/admin/a/b/x.txt", &t)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stat["replicas"][0]["state"], "good");
+    assert_eq!(stat["replicas"][0]["resource"], "default");
+    assert_eq!(stat["replicas"][0]["zone"], "z");
+
+    let body = z.get("data/z/home/admin/a/b/x.txt", &t).send().await.unwrap();
+    assert_eq!(
+        body.headers()["x-weft-checksum"],
+        stat["checksum"].as_str().unwrap()
+    );
+    assert_eq!(body.bytes().await.unwrap().as_ref(), b"hello weft");
+
+    let part = z
+        .get("data/z/home/admin/a/b/x.txt", &t)
+        .header("Range", "bytes=6-")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(part.status(), 206);
+    assert_eq!(part.headers()["content-range"], "bytes 6-9/10");
+    assert_eq!(part.bytes().await.unwrap().as_ref(), b"weft");
+
+    // mv is catalog-only; cp is server-side and checks the bytes.
+    let r = z
+        .post("move", &t)
+        .json(&json!({"from": "/z/home/admin/a", "to": "/z/home/admin/c"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        code(z.get("stat/z/home/admin/a/b/x.txt", &t).send().await.unwrap())
+            .await
+            .0,
+        404
+    );
+    let r = z
+        .post("copy", &t)
+        .json(&json!({"from": "/z/home/admin/c/b/x.txt", "to": "/z/home/admin/y.txt"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let y = z
+        .get("data/z/home/admin/y.txt", &t)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(y.as_ref(), b"hello weft");
+
+    let list: Value = z
+        .get("list/z/home/admin", &t)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["c", "y.txt"]);
+
+    let r = z
+        .delete("nodes/z/home/admin/c?recursive=true", &t)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(
+        code(z.get("stat/z/home/admin/c", &t).send().await.unwrap())
+            .await
+            .0,
+        404
+    );
+}
+
+#[tokio::test]
+async fn listing_pages_by_cursor() {
+    let z = start().await;
+    let t = z.admin_token.clone();
+    for i in 0..25 {
+        assert_eq!(
+            z.put_bytes(&format!("/z/home/admin/f{i:02}"), b"x", &t)
+                .await
+                .status(),
+            201
+        );
+    }
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut req = z.get("list/z/home/admin", &t).query(&[("limit", "10")]);
+        if let Some(c) = &cursor {
+            req = req.query(&[("cursor", c)]);
+        }
+        let page: Value = req.send().await.unwrap().json().await.unwrap();
+        pages += 1;
+        names.extend(
+            page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["name"].as_str().unwrap().to_owned()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    let want: Vec<String> = (0..25).map(|i| format!("f{i:02}")).collect();
+    assert_eq!(names, want);
+}
+
+#[tokio::test]
+async fn upload_in_pieces_combines_to_the_whole_file_checksum() {
+    let z = start().await;
+    let t = z.admin_token.clone();
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let up: Value = z
+        .post("uploads", &t)
+        .json(&json!({"path": "/z/home/admin/big", "size": data.len(), "piece_size": 65536}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = up["id"].as_str().unwrap();
+    assert_eq!(up["pieces"], 5);
+    // Pieces in reverse order, to show order does not matter.
+    for i in (0..5u64).rev() {
+        let range = (i as usize * 65536)..((i as usize + 1) * 65536).min(data.len());
+        let r = z
+            .put(&format!("uploads/{id}/{i}"), &t)
+            .body(data[range].to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    }
+    // Not visible before completion.
+    assert_eq!(
+        code(z.get("stat/z/home/admin/big", &t).send().await.unwrap())
+            .await
+            .0,
+        404
+    );
+    let want = format!("blake3:{}", blake3::hash(&data).to_hex());
+    let r = z
+        .post(&format!("uploads/{id}/complete"), &t)
+        .json(&json!({"checksum": want}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let got = z
+        .get("data/z/home/admin/big", &t)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(got.as_ref(), &data[..]);
+    let report: Value = z
+        .post("checksum/z/home/admin/big?verify=true", &t)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(report["checksum"], want);
+    assert_eq!(report["checks"][0]["ok"], true);
+}
+
+#[tokio::test]
+async fn upload_with_a_wrong_checksum_leaves_nothing() {
+    let z = start().await;
+    let t = z.admin_token.clone();
+    let before = z.snapshot().await;
+    let up: Value = z
+        .post("uploads", &t)
+        .json(&json!({"path": "/z/home/admin/big", "size": 2048, "piece_size": 1024}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = up["id"].as_str().unwrap();
+    for i in 0..2 {
+        z.put(&format!("uploads/{id}/{i}"), &t)
+            .body(vec![7u8; 1024])
+            .send()
+            .await
+            .unwrap();
+    }
+    let wrong = format!("blake3:{}", blake3::hash(b"something else").to_hex());
+    let r = z
+        .post(&format!("uploads/{id}/complete"), &t)
+        .json(&json!({"checksum": wrong}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (400, "checksum_mismatch".into()));
+    assert_eq!(z.snapshot().await, before);
+}
+
+#[tokio::test]
+async fn metadata_and_find() {
+    let z = start().await;
+    let t = z.admin_token.clone();
+    for (name, temp, sample) in [("a.nc", "4.5", "s1"), ("b.nc", "10", "s1"), ("c.txt", "20", "s2")] {
+        z.put_bytes(&format!("/z/home/admin/{name}"), name.as_bytes(), &t)
+            .await;
+        for (attr, value) in [("temp", temp), ("sample", sample)] {
+            let r = z
+                .post(&format!("meta/z/home/admin/{name}"), &t)
+                .json(&json!({"op": "add", "attr": attr, "value": value}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 204);
+        }
+    }
+    let find = |q: Vec<(&'static str, &'static str)>| {
+        let z = &z;
+        let t = t.clone();
+        async move {
+            let page: Value = z
+                .get("find", &t)
+                .query(&q)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let mut names: Vec<String> = page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["name"].as_str().unwrap().to_owned())
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(
+        find(vec![("path", "/z"), ("meta", "sample=s1")]).await,
+        ["a.nc", "b.nc"]
+    );
+    assert_eq!(
+        find(vec![("path", "/z"), ("meta", "temp>5")]).await,
+        ["b.nc", "c.txt"]
+    );
+    assert_eq!(
+        find(vec![("path", "/z"), ("meta", "temp>5"), ("meta", "sample=s1")]).await,
+        ["b.nc"]
+    );
+    assert_eq!(
+        find(vec![("path", "/z"), ("name", "*.nc"), ("meta", "temp<=10")]).await,
+        ["a.nc", "b.nc"]
+    );
+    let r = z
+        .post("meta/z/home/admin/a.nc", &t)
+        .json(&json!({"op": "set", "attr": "temp", "value": "99", "unit": "C"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let avus: Value = z
+        .get("meta/z/home/admin/a.nc", &t)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(avus
+        .as_array()
+        .unwrap()
+        .contains(&json!({"attr": "temp", "value": "99", "unit": "C"})));
+    let r = z
+        .post("meta/z/home/admin/a.nc", &t)
+        .json(&json!({"op": "rm", "attr": "temp"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(
+        find(vec![("path", "/z"), ("meta", "temp>50")]).await,
+        Vec::<String>::new()
+    );
+}
+
+#[tokio::test]
+async fn users_groups_tokens_and_acls() {
+    let z = start().await;
+    let admin = z.admin_token.clone();
+    let alice = z.user("alice").await;
+    let bob = z.user("bob").await;
+
+    // Homes exist and belong to their users.
+    let me: Value = z
+        .get("whoami", &alice)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["home"], "/z/home/alice");
+    assert_eq!(
+        z.put_bytes("/z/home/alice/data.bin", b"alice's", &alice)
+            .await
+            .status(),
+        201
+    );
+
+    // bob cannot read alice's data: 403, and cannot administer: 403.
+    assert_eq!(
+        code(z.get("data/z/home/alice/data.bin", &bob).send().await.unwrap()).await,
+        (403, "forbidden".into())
+    );
+    let r = z
+        .post("users", &bob)
+        .json(&json!({"name": "mallory"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await, (403, "forbidden".into()));
+
+    // A grant on the collection is inherited by what is below it, through a group.
+    z.post("groups", &admin)
+        .json(&json!({"name": "physics"}))
+        .send()
+        .await
+        .unwrap();
+    let r = z.put("groups/physics/members/bob", &admin).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    let r = z
+        .post("acl/z/home/alice", &alice)
+        .json(&json!({"principal": "physics", "permission": "read"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let got = z.get("data/z/home/alice/data.bin", &bob).send().await.unwrap();
+    assert_eq!(got.status(), 200);
+    // Read does not allow writing.
+    assert_eq!(
+        code(z.put_bytes("/z/home/alice/bob.txt", b"x", &bob).await)
+            .await
+            .0,
+        403
+    );
+    let acl: Value = z
+        .get("acl/z/home/alice", &alice)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        acl,
+        json!([{"principal": "physics", "kind": "group", "permission": "read"}])
+    );
+    // Removing bob from the group removes the access.
+    z.delete("groups/physics/members/bob", &admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        code(z.get("data/z/home/alice/data.bin", &bob).send().await.unwrap())
+            .await
+            .0,
+        403
+    );
+
+    // A token expires.
+    let r: Value = z
+        .post("tokens", &alice)
+        .json(&json!({"ttl_seconds": 1}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let short = r["token"].as_str().unwrap().to_owned();
+    assert_eq!(z.get("whoami", &short).send().await.unwrap().status(), 200);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        code(z.get("whoami", &short).send().await.unwrap()).await,
+        (401, "token_expired".into())
+    );
+
+    // A user with data keeps existing; an empty one can go.
+    assert_eq!(
+        code(z.delete("users/alice", &admin).send().await.unwrap())
+            .await
+            .0,
+        409
+    );
+    assert_eq!(z.delete("users/bob", &admin).send().await.unwrap().status(), 204);
+    assert_eq!(code(z.get("whoami", &bob).send().await.unwrap()).await.0, 401);
+}

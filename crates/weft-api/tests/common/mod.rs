@@ -1,0 +1,175 @@
+//! An in-process zone on 127.0.0.1:0 with its API, and a few request helpers.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use weft_api::OidcIssuer;
+use weft_types::ZoneName;
+use weft_zone::{Zone, ZoneConfig};
+
+pub struct TestZone {
+    pub url: String,
+    pub admin_token: String,
+    pub data_dir: PathBuf,
+    pub http: reqwest::Client,
+    _dir: tempfile::TempDir,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for TestZone {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+pub async fn start() -> TestZone {
+    start_with(None, Vec::new()).await
+}
+
+pub async fn start_with(catalog_url: Option<String>, oidc: Vec<OidcIssuer>) -> TestZone {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let config = ZoneConfig {
+        name: ZoneName::parse("z").unwrap(),
+        data_dir: data_dir.clone(),
+        catalog_url,
+        resources: vec![],
+    };
+    let (zone, boot) = Zone::open(config).await.unwrap();
+    let token_file = boot.admin_token_file.expect("first start writes the admin token");
+    let admin_token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = weft_api::router(zone, oidc);
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    TestZone {
+        url,
+        admin_token,
+        data_dir,
+        http: reqwest::Client::new(),
+        _dir: dir,
+        server,
+    }
+}
+
+impl TestZone {
+    pub fn api(&self, rest: &str) -> String {
+        format!("{}/api/v1/{}", self.url, rest.trim_start_matches('/'))
+    }
+
+    pub fn get(&self, rest: &str, token: &str) -> reqwest::RequestBuilder {
+        self.http.get(self.api(rest)).bearer_auth(token)
+    }
+    pub fn post(&self, rest: &str, token: &str) -> reqwest::RequestBuilder {
+        self.http.post(self.api(rest)).bearer_auth(token)
+    }
+    pub fn put(&self, rest: &str, token: &str) -> reqwest::RequestBuilder {
+        self.http.put(self.api(rest)).bearer_auth(token)
+    }
+    pub fn delete(&self, rest: &str, token: &str) -> reqwest::RequestBuilder {
+        self.http.delete(self.api(rest)).bearer_auth(token)
+    }
+
+    /// Creates a user and returns a token for it.
+    pub async fn user(&self, name: &str) -> String {
+        let r = self
+            .post("users", &self.admin_token)
+            .json(&serde_json::json!({"name": name}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+        let r = self
+            .post("tokens", &self.admin_token)
+            .json(&serde_json::json!({"user": name}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        r.json::<serde_json::Value>().await.unwrap()["token"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    pub async fn put_bytes(&self, path: &str, data: &[u8], token: &str) -> reqwest::Response {
+        self.put(&format!("data{path}"), token)
+            .body(data.to_vec())
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Everything a user could observe: every node with size and checksum, and every file
+    /// under the data directory except the catalog itself. Bad input must not change it.
+    pub async fn snapshot(&self) -> (Vec<String>, Vec<String>) {
+        let mut nodes = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut q = vec![("path".to_owned(), "/z".to_owned())];
+            if let Some(c) = &cursor {
+                q.push(("cursor".into(), c.clone()));
+            }
+            let page: serde_json::Value = self
+                .get("find", &self.admin_token)
+                .query(&q)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            for n in page["items"].as_array().unwrap() {
+                let meta: serde_json::Value = self
+                    .get(&format!("meta{}", n["path"].as_str().unwrap()), &self.admin_token)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                nodes.push(format!(
+                    "{} {} {} {} {meta}",
+                    n["path"], n["kind"], n["size"], n["checksum"]
+                ));
+            }
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => break,
+            }
+        }
+        nodes.sort();
+        let mut files = Vec::new();
+        walk(&self.data_dir, &mut files);
+        files.retain(|f| !f.contains("catalog.db"));
+        files.sort();
+        (nodes, files)
+    }
+}
+
+fn walk(dir: &std::path::Path, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else {
+            out.push(format!(
+                "{} {}",
+                p.display(),
+                e.metadata().map(|m| m.len()).unwrap_or(0)
+            ));
+        }
+    }
+}
+
+/// The stable error code of a response (and the status), for assertions.
+pub async fn code(r: reqwest::Response) -> (u16, String) {
+    let status = r.status().as_u16();
+    let body: serde_json::Value = r.json().await.unwrap_or_default();
+    (status, body["code"].as_str().unwrap_or("<no code>").to_owned())
+}

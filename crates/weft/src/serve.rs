@@ -1,0 +1,130 @@
+//! `weft serve`: one zone process. Works with no configuration at all (SQLite catalog and a
+//! file-system resource under the data directory, on 127.0.0.1); every setting can come
+//! from a flag, a `WEFT_*` environment variable or the TOML file, in that order.
+
+use anyhow::Context;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use weft_api::OidcIssuer;
+use weft_types::ZoneName;
+use weft_zone::{ResourceSpec, Zone, ZoneConfig};
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8640";
+pub const DEFAULT_ZONE: &str = "weft";
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Zone name: the first component of every logical path.
+    #[arg(long, env = "WEFT_ZONE")]
+    pub zone: Option<String>,
+    /// Address to listen on [default: 127.0.0.1:8640].
+    #[arg(long, env = "WEFT_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Directory for the catalog, the default resource and the admin token
+    /// [default: ~/.local/share/weft].
+    #[arg(long, env = "WEFT_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Catalog URL: sqlite://FILE or postgres://USER@HOST/DB [default: SQLite in the data dir].
+    #[arg(long, env = "WEFT_CATALOG")]
+    pub catalog: Option<String>,
+    /// TOML file with the settings above plus [[resources]] and [[oidc]] tables.
+    #[arg(long, env = "WEFT_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// The TOML configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub zone: Option<String>,
+    pub listen: Option<SocketAddr>,
+    pub data_dir: Option<PathBuf>,
+    pub catalog: Option<String>,
+    #[serde(default)]
+    pub resources: Vec<ResourceSpec>,
+    #[serde(default)]
+    pub oidc: Vec<OidcIssuer>,
+}
+
+pub struct Settings {
+    pub zone: ZoneConfig,
+    pub listen: SocketAddr,
+    pub oidc: Vec<OidcIssuer>,
+}
+
+impl ServeArgs {
+    /// Flags and environment first, then the file, then the defaults.
+    pub fn settings(self) -> anyhow::Result<Settings> {
+        let file = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("cannot read config file {}", path.display()))?;
+                toml::from_str::<FileConfig>(&text).with_context(|| format!("invalid config file {}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let zone = self.zone.or(file.zone).unwrap_or_else(|| DEFAULT_ZONE.into());
+        let zone = ZoneName::parse(&zone).map_err(|e| anyhow::anyhow!("--zone: {}", e.message))?;
+        let listen = match self.listen.or(file.listen) {
+            Some(l) => l,
+            None => DEFAULT_LISTEN.parse().expect("valid default"),
+        };
+        let data_dir = match self.data_dir.or(file.data_dir) {
+            Some(d) => d,
+            None => dirs::data_dir().context("no home directory; pass --data-dir")?.join("weft"),
+        };
+        let data_dir = std::path::absolute(&data_dir).with_context(|| format!("bad data dir {}", data_dir.display()))?;
+        Ok(Settings {
+            zone: ZoneConfig {
+                name: zone,
+                data_dir,
+                catalog_url: self.catalog.or(file.catalog),
+                resources: file.resources,
+            },
+            listen,
+            oidc: file.oidc,
+        })
+    }
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    init_logging();
+    let settings = args.settings()?;
+    let data_dir = settings.zone.data_dir.clone();
+    let name = settings.zone.name.clone();
+    let (zone, boot) = Zone::open(settings.zone).await.map_err(|e| anyhow::anyhow!("cannot open zone {name}: {e}"))?;
+    if boot.temporary_removed > 0 {
+        tracing::info!(items = boot.temporary_removed, "removed temporary data of interrupted writes");
+    }
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", settings.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(zone = %name, url = %format!("http://{addr}"), data_dir = %data_dir.display(), "zone ready");
+    if let Some(file) = &boot.admin_token_file {
+        tracing::info!(
+            file = %file.display(),
+            "first start: created user admin and wrote an admin API token (mode 0600). Use it with: \
+             export WEFT_URL=http://{addr} WEFT_TOKEN=$(cat {})",
+            file.display()
+        );
+    }
+    let app = weft_api::router(zone, settings.oidc);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("server failed")?;
+    tracing::info!("zone stopped");
+    Ok(())
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term.recv() => {},
+    }
+}
