@@ -1,0 +1,304 @@
+//! Metadata (AVUs) and `find`. Every AVU stores the numeric reading of its value beside it
+//! (`value_num`), so that `attr>number` is answered from the (attr, value_num) index.
+
+use super::rows::{self, NODE_COLS, NODE_FROM};
+use super::{affected, db, db_ctx, subtree_range, SqlCatalog};
+use crate::{Avu, Dialect, FindQuery, Node};
+use weft_types::meta::{parse_number, validate_avu_part};
+use weft_types::{Error, ErrorCode, MetaOp};
+
+/// AVUs per multi-row INSERT in `add_avus` (6 parameters each).
+const CHUNK: usize = 500;
+
+fn validate(avu: &Avu) -> Result<(), Error> {
+    validate_avu_part("attribute", &avu.attr)?;
+    validate_avu_part("value", &avu.value)?;
+    validate_avu_part("unit", &avu.unit)
+}
+
+/// The numeric reading of a value as two bindable parameters, `(number or 0, is a number)`,
+/// stored with `CASE WHEN $flag THEN $number END`. Never bind `Option<f64>`: sqlx 0.8.6's
+/// `Any` driver sends a NULL f64 to PostgreSQL as float4 (`AnyArguments::convert_to` swaps
+/// the NULL mapping of Real and Double), which breaks the cached statement for non-NULL values.
+fn number(value: &str) -> (f64, bool) {
+    match parse_number(value) {
+        Some(x) => (x, true),
+        None => (0.0, false),
+    }
+}
+
+fn what(node_id: i64, avu: &Avu) -> String {
+    format!("metadata {}={} on node {node_id}", avu.attr, avu.value)
+}
+
+pub(super) async fn add_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(), Error> {
+    validate(avu)?;
+    // One statement: insert unless the same triple is there. (Large values rule out a unique
+    // index over the triple on PostgreSQL.)
+    let r = sqlx::query(
+        "INSERT INTO avus (node_id, attr, value, unit, value_num) \
+         SELECT $1, $2, $3, $4, CASE WHEN $6 THEN $5 END \
+         WHERE NOT EXISTS (SELECT 1 FROM avus WHERE node_id = $1 AND attr = $2 AND value = $3 AND unit = $4)",
+    )
+    .bind(node_id)
+    .bind(&avu.attr)
+    .bind(&avu.value)
+    .bind(&avu.unit)
+    .bind(number(&avu.value).0)
+    .bind(number(&avu.value).1)
+    .execute(c.pool())
+    .await
+    .map_err(|e| db_ctx(e, what(node_id, avu)))?;
+    if affected(r) == 0 {
+        return Err(Error::new(
+            ErrorCode::AlreadyExists,
+            format!("{} already exists", what(node_id, avu)),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) async fn set_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(), Error> {
+    validate(avu)?;
+    let mut tx = c.begin_write().await?;
+    sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2")
+        .bind(node_id)
+        .bind(&avu.attr)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    sqlx::query(
+        "INSERT INTO avus (node_id, attr, value, unit, value_num) \
+         VALUES ($1, $2, $3, $4, CASE WHEN $6 THEN $5 END)",
+    )
+    .bind(node_id)
+    .bind(&avu.attr)
+    .bind(&avu.value)
+    .bind(&avu.unit)
+    .bind(number(&avu.value).0)
+    .bind(number(&avu.value).1)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db_ctx(e, what(node_id, avu)))?;
+    tx.commit().await.map_err(db)
+}
+
+pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(), Error> {
+    for (_, avu) in items {
+        validate(avu)?;
+    }
+    let mut tx = c.begin_write().await?;
+    for chunk in items.chunks(CHUNK) {
+        let mut sql = String::from("INSERT INTO avus (node_id, attr, value, unit, value_num) VALUES ");
+        for i in 0..chunk.len() {
+            let b = 1 + i * 6;
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!(
+                "(${}, ${}, ${}, ${}, CASE WHEN ${} THEN ${} END)",
+                b,
+                b + 1,
+                b + 2,
+                b + 3,
+                b + 5,
+                b + 4
+            ));
+        }
+        let mut q = sqlx::query(&sql);
+        for (node_id, avu) in chunk {
+            q = q
+                .bind(*node_id)
+                .bind(avu.attr.as_str())
+                .bind(avu.value.as_str())
+                .bind(avu.unit.as_str())
+                .bind(number(&avu.value).0)
+                .bind(number(&avu.value).1);
+        }
+        q.execute(&mut *tx).await.map_err(|e| db_ctx(e, "metadata"))?;
+    }
+    tx.commit().await.map_err(db)
+}
+
+pub(super) async fn remove_avu(
+    c: &SqlCatalog,
+    node_id: i64,
+    attr: &str,
+    value: Option<&str>,
+) -> Result<(), Error> {
+    let r = match value {
+        Some(v) => {
+            sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2 AND value = $3")
+                .bind(node_id)
+                .bind(attr)
+                .bind(v)
+                .execute(c.pool())
+                .await
+        }
+        None => {
+            sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2")
+                .bind(node_id)
+                .bind(attr)
+                .execute(c.pool())
+                .await
+        }
+    }
+    .map_err(db)?;
+    if affected(r) == 0 {
+        let what = match value {
+            Some(v) => format!("metadata {attr}={v} on node {node_id}"),
+            None => format!("metadata {attr} on node {node_id}"),
+        };
+        return Err(Error::not_found(what));
+    }
+    Ok(())
+}
+
+pub(super) async fn list_avus(c: &SqlCatalog, node_id: i64) -> Result<Vec<Avu>, Error> {
+    sqlx::query("SELECT attr, value, unit FROM avus WHERE node_id = $1 ORDER BY attr, value, unit")
+        .bind(node_id)
+        .fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| {
+            Ok(Avu {
+                attr: rows::get(r, 0)?,
+                value: rows::get(r, 1)?,
+                unit: rows::get(r, 2)?,
+            })
+        })
+        .collect()
+}
+
+enum Arg {
+    I(i64),
+    F(f64),
+    S(String),
+}
+
+/// Translates a `*`/`?` glob for the dialect's pattern operator.
+fn glob_pattern(dialect: Dialect, glob: &str) -> String {
+    let mut out = String::with_capacity(glob.len() + 4);
+    for ch in glob.chars() {
+        match (dialect, ch) {
+            // GLOB: `*` and `?` carry over; `[` would open a class.
+            (Dialect::Sqlite, '[') => out.push_str("[[]"),
+            (Dialect::Sqlite, c) => out.push(c),
+            // LIKE (escape character `\`, PostgreSQL's default).
+            (Dialect::Postgres, '*') => out.push('%'),
+            (Dialect::Postgres, '?') => out.push('_'),
+            (Dialect::Postgres, c @ ('%' | '_' | '\\')) => {
+                out.push('\\');
+                out.push(c);
+            }
+            (Dialect::Postgres, c) => out.push(c),
+        }
+    }
+    out
+}
+
+/// The SQL of `find` and its arguments.
+fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error> {
+    for m in &q.meta {
+        m.validate()?;
+    }
+    let (lo, hi) = subtree_range(&q.root);
+    let mut args = vec![Arg::S(lo), Arg::S(hi)];
+    let mut sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path >= $1 AND n.path < $2");
+    if let Some(glob) = &q.name_glob {
+        if glob.contains('\0') {
+            return Err(Error::invalid("name pattern contains a NUL byte"));
+        }
+        args.push(Arg::S(glob_pattern(dialect, glob)));
+        let op = match dialect {
+            Dialect::Sqlite => "GLOB",
+            Dialect::Postgres => "LIKE",
+        };
+        sql.push_str(&format!(" AND n.name {op} ${}", args.len()));
+    }
+    for m in &q.meta {
+        args.push(Arg::S(m.attr.clone()));
+        let a = args.len();
+        let cond = if m.op.is_numeric() {
+            let x = m
+                .number()
+                .ok_or_else(|| Error::invalid(format!("{m}: {:?} is not a number", m.value)))?;
+            args.push(Arg::F(x));
+            format!("value_num {} ${}", m.op.as_str(), args.len())
+        } else {
+            args.push(Arg::S(m.value.clone()));
+            let op = if m.op == MetaOp::Eq { "=" } else { "<>" };
+            format!("value {op} ${}", args.len())
+        };
+        sql.push_str(&format!(
+            " AND n.id IN (SELECT node_id FROM avus WHERE attr = ${a} AND {cond})"
+        ));
+    }
+    if let Some(kind) = q.kind {
+        args.push(Arg::S(kind.as_str().to_owned()));
+        sql.push_str(&format!(" AND n.kind = ${}", args.len()));
+    }
+    if let Some(after) = q.after_id {
+        args.push(Arg::I(after));
+        sql.push_str(&format!(" AND n.id > ${}", args.len()));
+    }
+    args.push(Arg::I(i64::from(q.limit)));
+    sql.push_str(&format!(" ORDER BY n.id LIMIT ${}", args.len()));
+    Ok((sql, args))
+}
+
+fn bind_all<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    args: &'q [Arg],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for a in args {
+        query = match a {
+            Arg::I(v) => query.bind(*v),
+            Arg::F(v) => query.bind(*v),
+            Arg::S(v) => query.bind(v.as_str()),
+        };
+    }
+    query
+}
+
+pub(super) async fn find(c: &SqlCatalog, q: &FindQuery) -> Result<Vec<Node>, Error> {
+    let (sql, args) = find_sql(c.dialect, q)?;
+    if q.limit == 0 {
+        return Ok(Vec::new());
+    }
+    bind_all(sqlx::query(&sql), &args)
+        .fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::node)
+        .collect()
+}
+
+pub(super) async fn explain_find(c: &SqlCatalog, q: &FindQuery) -> Result<String, Error> {
+    let (sql, args) = find_sql(c.dialect, q)?;
+    let (sql, col) = match c.dialect {
+        Dialect::Sqlite => (format!("EXPLAIN QUERY PLAN {sql}"), 3),
+        Dialect::Postgres => (format!("EXPLAIN {sql}"), 0),
+    };
+    let lines = bind_all(sqlx::query(&sql), &args)
+        .fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| rows::get::<String>(r, col))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(lines.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_translate_per_dialect() {
+        assert_eq!(glob_pattern(Dialect::Sqlite, "a[1]*.nc"), "a[[]1]*.nc");
+        assert_eq!(glob_pattern(Dialect::Postgres, "a_1%?*\\"), "a\\_1\\%_%\\\\");
+    }
+}

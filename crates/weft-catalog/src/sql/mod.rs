@@ -1,0 +1,472 @@
+//! [`SqlCatalog`]: the one [`Catalog`] implementation, over the sqlx `Any` driver, for SQLite
+//! and PostgreSQL. The few dialect-specific bits of SQL are decided by [`Dialect`].
+//!
+//! Layout: this module connects, migrates and holds the shared helpers (row decoding, error
+//! mapping, transactions); `principals`, `resources`, `namespace`, `meta` and `acl` hold the
+//! statements of each part of the trait.
+
+mod acl;
+mod meta;
+mod namespace;
+mod principals;
+mod resources;
+mod rows;
+
+use crate::{
+    AclEntry, Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, Node, Principal, PrincipalKind,
+    Registered, Replica, Resource, TokenRecord,
+};
+use async_trait::async_trait;
+use sqlx::any::{AnyPoolOptions, AnyQueryResult};
+use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+use sqlx::{Any, AnyPool, Executor, Transaction};
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+use weft_types::{Error, ErrorCode, LogicalPath, Millis, Permission, PrincipalName, ResourceName};
+
+/// Connections per pool. SQLite has one writer at a time anyway; readers run in parallel (WAL).
+const POOL_SIZE: u32 = 8;
+
+/// The catalog over SQLite or PostgreSQL.
+#[derive(Clone)]
+pub struct SqlCatalog {
+    pool: AnyPool,
+    dialect: Dialect,
+}
+
+impl fmt::Debug for SqlCatalog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqlCatalog")
+            .field("dialect", &self.dialect)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The migrations of one dialect, embedded in the binary: `(version, description, sql)`.
+/// Files are `migrations/<dialect>/NNNN_description.sql`, the layout `sqlx migrate` reads.
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+type Embedded = &'static [(i64, &'static str, &'static str)];
+
+const SQLITE_MIGRATIONS: Embedded = &[(1, "init", include_str!("../../migrations/sqlite/0001_init.sql"))];
+const POSTGRES_MIGRATIONS: Embedded = &[(1, "init", include_str!("../../migrations/postgres/0001_init.sql"))];
+
+#[derive(Debug)]
+struct EmbeddedMigrations(Embedded);
+
+impl MigrationSource<'static> for EmbeddedMigrations {
+    fn resolve(self) -> BoxFuture<'static, Result<Vec<Migration>, sqlx::error::BoxDynError>> {
+        Box::pin(async move {
+            Ok(self
+                .0
+                .iter()
+                .map(|(version, desc, sql)| {
+                    Migration::new(
+                        *version,
+                        Cow::Borrowed(*desc),
+                        MigrationType::Simple,
+                        Cow::Borrowed(*sql),
+                        false,
+                    )
+                })
+                .collect())
+        })
+    }
+}
+
+/// The per-connection settings of SQLite: WAL, NORMAL sync (durable at checkpoints, never
+/// corrupt), foreign keys, and a generous busy timeout since writers queue on one lock.
+const SQLITE_PRAGMAS: &[&str] = &[
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA synchronous = NORMAL",
+    "PRAGMA foreign_keys = ON",
+    "PRAGMA busy_timeout = 10000",
+    "PRAGMA cache_size = -16384",
+    "PRAGMA temp_store = MEMORY",
+];
+
+impl SqlCatalog {
+    /// Opens (creating if needed) and migrates the catalog at `url`: `sqlite://FILE`,
+    /// `sqlite::memory:` (one connection, for tests) or `postgres://...`.
+    pub async fn connect(url: &str) -> Result<SqlCatalog, Error> {
+        sqlx::any::install_default_drivers();
+        let (dialect, url, memory) = normalise_url(url)?;
+        let mut options = AnyPoolOptions::new()
+            .max_connections(if memory { 1 } else { POOL_SIZE })
+            // A dead connection surfaces as an error on use; do not pay a ping per acquire.
+            .test_before_acquire(false)
+            .acquire_timeout(Duration::from_secs(30));
+        if memory {
+            // The database lives as long as its one connection.
+            options = options.min_connections(1).idle_timeout(None).max_lifetime(None);
+        }
+        if dialect == Dialect::Sqlite {
+            options = options.after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    for pragma in SQLITE_PRAGMAS {
+                        conn.execute(*pragma).await?;
+                    }
+                    Ok(())
+                })
+            });
+        }
+        let pool = options.connect(&url).await.map_err(|e| {
+            Error::new(
+                ErrorCode::CatalogError,
+                format!("cannot open catalog {}: {e}", redact(&url)),
+            )
+        })?;
+        let catalog = SqlCatalog { pool, dialect };
+        catalog.migrate().await?;
+        Ok(catalog)
+    }
+
+    async fn migrate(&self) -> Result<(), Error> {
+        let source = match self.dialect {
+            Dialect::Sqlite => EmbeddedMigrations(SQLITE_MIGRATIONS),
+            Dialect::Postgres => EmbeddedMigrations(POSTGRES_MIGRATIONS),
+        };
+        let migrator = Migrator::new(source)
+            .await
+            .map_err(|e| Error::new(ErrorCode::CatalogError, format!("catalog migrations: {e}")))?;
+        migrator
+            .run(&self.pool)
+            .await
+            .map_err(|e| Error::new(ErrorCode::CatalogError, format!("migrating the catalog: {e}")))
+    }
+
+    /// Refreshes the planner's statistics (`ANALYZE`). Worth running after bulk loads; the
+    /// databases also do it on their own over time (autovacuum, `PRAGMA optimize`).
+    pub async fn analyze(&self) -> Result<(), Error> {
+        self.pool.execute("ANALYZE").await.map_err(db)?;
+        Ok(())
+    }
+
+    /// Adds many AVUs in one transaction (bulk metadata import). All or nothing; unlike
+    /// [`Catalog::add_avu`] it does not check for duplicate triples.
+    pub async fn add_avus(&self, items: &[(i64, Avu)]) -> Result<(), Error> {
+        meta::add_avus(self, items).await
+    }
+
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// Begins a transaction that will write. SQLite takes the write lock at once (`BEGIN
+    /// IMMEDIATE`), so a transaction that reads first never fails to upgrade its lock.
+    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Any>, Error> {
+        match self.dialect {
+            Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db),
+            Dialect::Postgres => self.pool.begin().await.map_err(db),
+        }
+    }
+
+    /// Row lock for a collection that new children will be attached to (PostgreSQL; SQLite
+    /// serialises writers anyway). Conflicts with the subtree lock of moves and deletes, so a
+    /// child is never inserted under a path that is being rewritten.
+    pub(crate) fn lock_parent(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR KEY SHARE",
+        }
+    }
+
+    /// Row lock for the nodes of a subtree about to be moved or deleted (PostgreSQL).
+    pub(crate) fn lock_subtree(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE",
+        }
+    }
+}
+
+/// Works out the dialect, and for SQLite makes sure a missing file is created.
+fn normalise_url(url: &str) -> Result<(Dialect, String, bool), Error> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok((Dialect::Postgres, url.to_owned(), false));
+    }
+    if let Some(rest) = url.strip_prefix("sqlite:") {
+        if rest == ":memory:" || rest.starts_with(":memory:?") || rest.starts_with("//:memory:") {
+            return Ok((Dialect::Sqlite, url.to_owned(), true));
+        }
+        let has_mode = url
+            .split_once('?')
+            .is_some_and(|(_, q)| q.split('&').any(|kv| kv.starts_with("mode=")));
+        let url = if has_mode {
+            url.to_owned()
+        } else if url.contains('?') {
+            format!("{url}&mode=rwc")
+        } else {
+            format!("{url}?mode=rwc")
+        };
+        return Ok((Dialect::Sqlite, url, false));
+    }
+    Err(Error::invalid(format!(
+        "catalog URL {:?} is neither sqlite://FILE nor postgres://...",
+        redact(url)
+    )))
+}
+
+/// The URL without a password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let userinfo = &url[s + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+pub(crate) fn now_ms() -> Millis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Maps a database error: unique violations are `already_exists`, missing referenced rows
+/// `not_found`, oversized index keys (PostgreSQL) `invalid_argument`; the rest `catalog_error`.
+pub(crate) fn db(e: sqlx::Error) -> Error {
+    db_ctx(e, "record")
+}
+
+/// As [`db`], naming `what` in the message.
+pub(crate) fn db_ctx(e: sqlx::Error, what: impl fmt::Display) -> Error {
+    if let sqlx::Error::Database(d) = &e {
+        match d.kind() {
+            sqlx::error::ErrorKind::UniqueViolation => {
+                return Error::new(ErrorCode::AlreadyExists, format!("{what} already exists"));
+            }
+            sqlx::error::ErrorKind::ForeignKeyViolation => {
+                return Error::new(
+                    ErrorCode::NotFound,
+                    format!("{what} refers to a record that does not exist ({})", d.message()),
+                );
+            }
+            _ => {}
+        }
+        // program_limit_exceeded: an index key above PostgreSQL's B-tree limit (~2.7 kB).
+        if d.code().as_deref() == Some("54000") {
+            return Error::invalid(format!("{what} is too long to index: {}", d.message()));
+        }
+    }
+    Error::new(ErrorCode::CatalogError, format!("catalog: {e}"))
+}
+
+pub(crate) fn affected(r: AnyQueryResult) -> u64 {
+    r.rows_affected()
+}
+
+/// `[lo, hi)`: the byte range of the paths strictly below `path`. `'0'` is `'/' + 1`.
+pub(crate) fn subtree_range(path: &LogicalPath) -> (String, String) {
+    (format!("{path}/"), format!("{path}0"))
+}
+
+/// `$first, $first+1, ... ` for `n` placeholders.
+pub(crate) fn placeholders(first: usize, n: usize) -> String {
+    let mut s = String::with_capacity(n * 5);
+    for i in 0..n {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push('$');
+        s.push_str(&(first + i).to_string());
+    }
+    s
+}
+
+#[async_trait]
+impl Catalog for SqlCatalog {
+    fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    async fn create_principal(
+        &self,
+        name: &PrincipalName,
+        kind: PrincipalKind,
+        is_admin: bool,
+    ) -> Result<Principal, Error> {
+        principals::create_principal(self, name, kind, is_admin).await
+    }
+    async fn get_principal(&self, name: &PrincipalName) -> Result<Option<Principal>, Error> {
+        principals::get_principal(self, name).await
+    }
+    async fn list_principals(&self, kind: PrincipalKind) -> Result<Vec<Principal>, Error> {
+        principals::list_principals(self, kind).await
+    }
+    async fn delete_principal(&self, name: &PrincipalName) -> Result<(), Error> {
+        principals::delete_principal(self, name).await
+    }
+    async fn add_member(&self, group: &PrincipalName, user: &PrincipalName) -> Result<(), Error> {
+        principals::add_member(self, group, user).await
+    }
+    async fn remove_member(&self, group: &PrincipalName, user: &PrincipalName) -> Result<(), Error> {
+        principals::remove_member(self, group, user).await
+    }
+    async fn members(&self, group: &PrincipalName) -> Result<Vec<Principal>, Error> {
+        principals::members(self, group).await
+    }
+    async fn group_ids_of(&self, user_id: i64) -> Result<Vec<i64>, Error> {
+        principals::group_ids_of(self, user_id).await
+    }
+
+    async fn create_token(
+        &self,
+        user_id: i64,
+        secret_hash: &str,
+        label: &str,
+        expires: Option<Millis>,
+    ) -> Result<TokenRecord, Error> {
+        principals::create_token(self, user_id, secret_hash, label, expires).await
+    }
+    async fn find_token(&self, secret_hash: &str) -> Result<Option<(TokenRecord, Principal)>, Error> {
+        principals::find_token(self, secret_hash).await
+    }
+
+    async fn create_resource(&self, r: &NewResource) -> Result<Resource, Error> {
+        resources::create_resource(self, r).await
+    }
+    async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
+        resources::list_resources(self).await
+    }
+    async fn get_resource(&self, name: &ResourceName) -> Result<Option<Resource>, Error> {
+        resources::get_resource(self, name).await
+    }
+    async fn get_resource_by_id(&self, id: i64) -> Result<Option<Resource>, Error> {
+        resources::get_resource_by_id(self, id).await
+    }
+    async fn delete_resource(&self, name: &ResourceName) -> Result<(), Error> {
+        resources::delete_resource(self, name).await
+    }
+    async fn set_default_resource(&self, name: &ResourceName) -> Result<(), Error> {
+        resources::set_default_resource(self, name).await
+    }
+
+    async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error> {
+        namespace::get_node(self, path).await
+    }
+    async fn create_collection(
+        &self,
+        path: &LogicalPath,
+        owner_id: i64,
+        parents: bool,
+    ) -> Result<Node, Error> {
+        namespace::create_collection(self, path, owner_id, parents).await
+    }
+    async fn list_children(
+        &self,
+        parent_id: i64,
+        after_name: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Node>, Error> {
+        namespace::list_children(self, parent_id, after_name, limit).await
+    }
+    async fn register_object(&self, o: &NewObject) -> Result<Registered, Error> {
+        let mut out = namespace::register_objects(self, std::slice::from_ref(o)).await?;
+        out.pop()
+            .ok_or_else(|| Error::internal("registering one object returned nothing"))
+    }
+    async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error> {
+        namespace::register_objects(self, objects).await
+    }
+    async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error> {
+        namespace::replicas(self, node_id).await
+    }
+    async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Vec<Replica>, Error> {
+        namespace::delete_node(self, path, recursive).await
+    }
+    async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
+        namespace::move_node(self, from, to).await
+    }
+    async fn touch_replica_verified(&self, replica_id: i64, at: Millis) -> Result<(), Error> {
+        namespace::touch_replica_verified(self, replica_id, at).await
+    }
+
+    async fn add_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error> {
+        meta::add_avu(self, node_id, avu).await
+    }
+    async fn set_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error> {
+        meta::set_avu(self, node_id, avu).await
+    }
+    async fn remove_avu(&self, node_id: i64, attr: &str, value: Option<&str>) -> Result<(), Error> {
+        meta::remove_avu(self, node_id, attr, value).await
+    }
+    async fn list_avus(&self, node_id: i64) -> Result<Vec<Avu>, Error> {
+        meta::list_avus(self, node_id).await
+    }
+    async fn find(&self, q: &FindQuery) -> Result<Vec<Node>, Error> {
+        meta::find(self, q).await
+    }
+    async fn explain_find(&self, q: &FindQuery) -> Result<String, Error> {
+        meta::explain_find(self, q).await
+    }
+
+    async fn set_acl(
+        &self,
+        path: &LogicalPath,
+        principal_id: i64,
+        permission: Permission,
+        recursive: bool,
+    ) -> Result<(), Error> {
+        acl::set_acl(self, path, principal_id, permission, recursive).await
+    }
+    async fn list_acl(&self, node_id: i64) -> Result<Vec<AclEntry>, Error> {
+        acl::list_acl(self, node_id).await
+    }
+    async fn effective_permission(
+        &self,
+        path: &LogicalPath,
+        principal_ids: &[i64],
+    ) -> Result<Permission, Error> {
+        acl::effective_permission(self, path, principal_ids).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_urls_create_missing_files() {
+        let (d, u, m) = normalise_url("sqlite:///tmp/x.db").unwrap();
+        assert_eq!(
+            (d, u.as_str(), m),
+            (Dialect::Sqlite, "sqlite:///tmp/x.db?mode=rwc", false)
+        );
+        let (_, u, _) = normalise_url("sqlite:///tmp/x.db?mode=ro").unwrap();
+        assert_eq!(u, "sqlite:///tmp/x.db?mode=ro");
+        let (_, u, _) = normalise_url("sqlite://x.db?cache=shared").unwrap();
+        assert_eq!(u, "sqlite://x.db?cache=shared&mode=rwc");
+        assert!(normalise_url("sqlite::memory:").unwrap().2);
+        assert_eq!(normalise_url("postgres://u:p@h/db").unwrap().0, Dialect::Postgres);
+        assert_eq!(
+            normalise_url("mysql://x").unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(redact("postgres://u:secret@h:5/db"), "postgres://u:***@h:5/db");
+        assert_eq!(redact("postgres://h/db"), "postgres://h/db");
+    }
+
+    #[test]
+    fn subtree_range_is_a_byte_range() {
+        let p = LogicalPath::parse("/z/a").unwrap();
+        let (lo, hi) = subtree_range(&p);
+        for inside in ["/z/a/b", "/z/a/b/c", "/z/a/\u{10ffff}"] {
+            assert!(inside >= lo.as_str() && inside < hi.as_str(), "{inside}");
+        }
+        for outside in ["/z/a", "/z/a-b", "/z/a.b", "/z/a0", "/z/ab", "/z/b"] {
+            assert!(!(outside >= lo.as_str() && outside < hi.as_str()), "{outside}");
+        }
+        assert_eq!(placeholders(3, 3), "$3, $4, $5");
+    }
+}

@@ -1,0 +1,726 @@
+//! Collections, data objects and replicas: one `nodes` table with the full path on every
+//! node, so a path resolves in one indexed lookup and a subtree is one index range.
+
+use super::rows::{self, NODE_COLS, NODE_FROM, REPLICA_COLS, REPLICA_FROM};
+use super::{affected, db, db_ctx, now_ms, placeholders, subtree_range, SqlCatalog};
+use crate::{NewObject, Node, Registered, Replica};
+use sqlx::any::AnyRow;
+use sqlx::AnyConnection;
+use std::collections::{HashMap, HashSet};
+use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, PrincipalName};
+
+/// Rows per multi-row INSERT in `register_objects`: 500 × 6 parameters stays far below the
+/// parameter limits of both databases (SQLite 32766, PostgreSQL 65535).
+const CHUNK: usize = 500;
+
+pub(super) async fn get_node(c: &SqlCatalog, path: &LogicalPath) -> Result<Option<Node>, Error> {
+    let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1");
+    sqlx::query(&sql)
+        .bind(path.as_str())
+        .fetch_optional(c.pool())
+        .await
+        .map_err(db)?
+        .as_ref()
+        .map(rows::node)
+        .transpose()
+}
+
+async fn node_by_path(conn: &mut AnyConnection, path: &str) -> Result<Option<Node>, Error> {
+    let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1");
+    sqlx::query(&sql)
+        .bind(path)
+        .fetch_optional(conn)
+        .await
+        .map_err(db)?
+        .as_ref()
+        .map(rows::node)
+        .transpose()
+}
+
+async fn owner_name(conn: &mut AnyConnection, owner_id: i64) -> Result<PrincipalName, Error> {
+    let row = sqlx::query("SELECT name FROM principals WHERE id = $1")
+        .bind(owner_id)
+        .fetch_optional(conn)
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::not_found(format_args!("principal id {owner_id}")))?;
+    rows::principal_name(&rows::get::<String>(&row, 0)?)
+}
+
+fn kind_of(row: &AnyRow, i: usize) -> Result<NodeKind, Error> {
+    rows::node_kind(&rows::get::<String>(row, i)?)
+}
+
+fn not_a_collection(path: &str) -> Error {
+    Error::new(
+        ErrorCode::NotACollection,
+        format!("{path} is a data object, not a collection"),
+    )
+}
+
+pub(super) async fn create_collection(
+    c: &SqlCatalog,
+    path: &LogicalPath,
+    owner_id: i64,
+    parents: bool,
+) -> Result<Node, Error> {
+    let now = now_ms();
+    let mut tx = c.begin_write().await?;
+    let owner = owner_name(&mut tx, owner_id).await?;
+
+    // Every existing node among the path and its ancestors, in one query.
+    let chain = path.ancestors_and_self();
+    let sql = format!(
+        "SELECT id, path, kind FROM nodes WHERE path IN ({}){}",
+        placeholders(1, chain.len()),
+        c.lock_parent()
+    );
+    let mut q = sqlx::query(&sql);
+    for p in &chain {
+        q = q.bind(p.as_str());
+    }
+    let mut existing: HashMap<String, (i64, NodeKind)> = HashMap::new();
+    for row in q.fetch_all(&mut *tx).await.map_err(db)? {
+        existing.insert(rows::get(&row, 1)?, (rows::get(&row, 0)?, kind_of(&row, 2)?));
+    }
+
+    if let Some((_, kind)) = existing.get(path.as_str()) {
+        if parents && *kind == NodeKind::Collection {
+            let node = node_by_path(&mut tx, path.as_str()).await?;
+            tx.commit().await.map_err(db)?;
+            return node.ok_or_else(|| Error::internal("collection vanished inside a transaction"));
+        }
+        return Err(Error::new(
+            ErrorCode::AlreadyExists,
+            format!("{path} already exists"),
+        ));
+    }
+
+    // Walk down from the zone root: existing ancestors must be collections; missing ones are
+    // created with `parents` (all but the zone root: zones are created by the zone layer).
+    let mut parent_id: Option<i64> = None;
+    for p in &chain[..chain.len() - 1] {
+        match existing.get(p.as_str()) {
+            Some((_, NodeKind::Object)) => return Err(not_a_collection(p.as_str())),
+            Some((id, NodeKind::Collection)) => parent_id = Some(*id),
+            None if parents && !p.is_zone_root() => {
+                parent_id = Some(insert_collection(&mut tx, parent_id, p, owner_id, now, true).await?);
+            }
+            None if p.is_zone_root() => return Err(Error::not_found(format_args!("zone root {p}"))),
+            None => return Err(Error::not_found(format_args!("collection {p}"))),
+        }
+    }
+    let id = insert_collection(&mut tx, parent_id, path, owner_id, now, parents).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Node {
+        id,
+        parent_id,
+        path: path.clone(),
+        kind: NodeKind::Collection,
+        size: 0,
+        checksum: None,
+        owner_id,
+        owner,
+        created: now,
+        modified: now,
+    })
+}
+
+/// Inserts one collection; returns its id. When it exists already (a concurrent `mkdir -p`
+/// on PostgreSQL) it is used if `reuse` and it is a collection.
+async fn insert_collection(
+    conn: &mut AnyConnection,
+    parent_id: Option<i64>,
+    path: &LogicalPath,
+    owner_id: i64,
+    now: Millis,
+    reuse: bool,
+) -> Result<i64, Error> {
+    let row = sqlx::query(
+        "INSERT INTO nodes (parent_id, path, name, kind, size, checksum, owner_id, created, modified) \
+         VALUES ($1, $2, $3, 'collection', 0, NULL, $4, $5, $5) ON CONFLICT DO NOTHING RETURNING id",
+    )
+    .bind(parent_id)
+    .bind(path.as_str())
+    .bind(path.name())
+    .bind(owner_id)
+    .bind(now)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(|e| db_ctx(e, path))?;
+    if let Some(row) = row {
+        return rows::get(&row, 0);
+    }
+    let row = sqlx::query("SELECT id, kind FROM nodes WHERE path = $1")
+        .bind(path.as_str())
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db)?;
+    match row {
+        Some(row) if reuse => match kind_of(&row, 1)? {
+            NodeKind::Collection => rows::get(&row, 0),
+            NodeKind::Object => Err(not_a_collection(path.as_str())),
+        },
+        _ => Err(Error::new(
+            ErrorCode::AlreadyExists,
+            format!("{path} already exists"),
+        )),
+    }
+}
+
+pub(super) async fn list_children(
+    c: &SqlCatalog,
+    parent_id: i64,
+    after_name: Option<&str>,
+    limit: u32,
+) -> Result<Vec<Node>, Error> {
+    let rows = match after_name {
+        Some(after) => {
+            let sql = format!(
+                "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.parent_id = $1 AND n.name > $2 \
+                 ORDER BY n.name LIMIT $3"
+            );
+            sqlx::query(&sql)
+                .bind(parent_id)
+                .bind(after)
+                .bind(i64::from(limit))
+                .fetch_all(c.pool())
+                .await
+        }
+        None => {
+            let sql = format!(
+                "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.parent_id = $1 ORDER BY n.name LIMIT $2"
+            );
+            sqlx::query(&sql)
+                .bind(parent_id)
+                .bind(i64::from(limit))
+                .fetch_all(c.pool())
+                .await
+        }
+    }
+    .map_err(db)?;
+    rows.iter().map(rows::node).collect()
+}
+
+/// What `register_objects` needs to know about the rows the objects refer to.
+struct Resolved {
+    owners: HashMap<i64, PrincipalName>,
+    resources: HashSet<i64>,
+    /// Parent path → (id, kind).
+    parents: HashMap<String, (i64, NodeKind)>,
+}
+
+async fn resolve(c: &SqlCatalog, conn: &mut AnyConnection, objects: &[NewObject]) -> Result<Resolved, Error> {
+    let mut owner_ids: Vec<i64> = objects.iter().map(|o| o.owner_id).collect();
+    owner_ids.sort_unstable();
+    owner_ids.dedup();
+    let mut resource_ids: Vec<i64> = objects.iter().map(|o| o.resource_id).collect();
+    resource_ids.sort_unstable();
+    resource_ids.dedup();
+
+    // Owners and resources in one round trip (a batch has few of either).
+    let sql = format!(
+        "SELECT 'p', id, name FROM principals WHERE id IN ({}) \
+         UNION ALL SELECT 'r', id, name FROM resources WHERE id IN ({})",
+        placeholders(1, owner_ids.len()),
+        placeholders(1 + owner_ids.len(), resource_ids.len())
+    );
+    let mut q = sqlx::query(&sql);
+    for id in owner_ids.iter().chain(&resource_ids) {
+        q = q.bind(*id);
+    }
+    let mut owners = HashMap::new();
+    let mut resources = HashSet::new();
+    for row in q.fetch_all(&mut *conn).await.map_err(db)? {
+        let tag: String = rows::get(&row, 0)?;
+        let id: i64 = rows::get(&row, 1)?;
+        if tag == "p" {
+            owners.insert(id, rows::principal_name(&rows::get::<String>(&row, 2)?)?);
+        } else {
+            resources.insert(id);
+        }
+    }
+    if let Some(id) = owner_ids.iter().find(|id| !owners.contains_key(id)) {
+        return Err(Error::not_found(format_args!("principal id {id}")));
+    }
+    if let Some(id) = resource_ids.iter().find(|id| !resources.contains(id)) {
+        return Err(Error::not_found(format_args!("resource id {id}")));
+    }
+
+    let mut parent_paths: Vec<&str> = Vec::new();
+    let mut seen = HashSet::new();
+    for o in objects {
+        let parent = o.path.parent().expect("checked: not a zone root");
+        let parent = &o.path.as_str()[..parent.as_str().len()];
+        if seen.insert(parent) {
+            parent_paths.push(parent);
+        }
+    }
+    let mut parents = HashMap::with_capacity(parent_paths.len());
+    for chunk in parent_paths.chunks(CHUNK) {
+        let sql = format!(
+            "SELECT id, path, kind FROM nodes WHERE path IN ({}){}",
+            placeholders(1, chunk.len()),
+            c.lock_parent()
+        );
+        let mut q = sqlx::query(&sql);
+        for p in chunk {
+            q = q.bind(*p);
+        }
+        for row in q.fetch_all(&mut *conn).await.map_err(db)? {
+            parents.insert(rows::get(&row, 1)?, (rows::get(&row, 0)?, kind_of(&row, 2)?));
+        }
+    }
+    for p in parent_paths {
+        match parents.get(p) {
+            None => return Err(Error::not_found(format_args!("collection {p}"))),
+            Some((_, NodeKind::Object)) => return Err(not_a_collection(p)),
+            Some(_) => {}
+        }
+    }
+    Ok(Resolved {
+        owners,
+        resources,
+        parents,
+    })
+}
+
+pub(super) async fn register_objects(
+    c: &SqlCatalog,
+    objects: &[NewObject],
+) -> Result<Vec<Registered>, Error> {
+    if objects.is_empty() {
+        return Ok(Vec::new());
+    }
+    for o in objects {
+        if o.path.is_zone_root() {
+            return Err(Error::invalid(format!(
+                "{} is a zone root, not a data object",
+                o.path
+            )));
+        }
+        if o.size < 0 {
+            return Err(Error::invalid(format!("{}: negative size {}", o.path, o.size)));
+        }
+        if o.physical_key.is_empty() {
+            return Err(Error::invalid(format!("{}: empty physical key", o.path)));
+        }
+    }
+    let now = now_ms();
+    let mut tx = c.begin_write().await?;
+    let resolved = resolve(c, &mut tx, objects).await?;
+    debug_assert!(objects
+        .iter()
+        .all(|o| resolved.resources.contains(&o.resource_id)));
+
+    let mut out: Vec<Registered> = Vec::with_capacity(objects.len());
+    let mut start = 0;
+    while start < objects.len() {
+        // A chunk never holds the same path twice, so a later duplicate meets the earlier
+        // one as an existing object, exactly as in separate calls.
+        let mut paths = HashSet::new();
+        let mut end = start;
+        while end < objects.len() && end - start < CHUNK && paths.insert(objects[end].path.as_str()) {
+            end += 1;
+        }
+        let chunk = &objects[start..end];
+        insert_chunk(&mut tx, &resolved, chunk, now, &mut out).await?;
+        start = end;
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(out)
+}
+
+async fn insert_chunk(
+    conn: &mut AnyConnection,
+    resolved: &Resolved,
+    chunk: &[NewObject],
+    now: Millis,
+    out: &mut Vec<Registered>,
+) -> Result<(), Error> {
+    // 1. The nodes, in one statement; rows that exist already come back missing.
+    let mut sql = String::with_capacity(200 + chunk.len() * 40);
+    sql.push_str("INSERT INTO nodes (parent_id, path, name, kind, size, checksum, owner_id, created, modified) VALUES ");
+    for i in 0..chunk.len() {
+        let b = 2 + i * 6;
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "(${}, ${}, ${}, 'object', ${}, ${}, ${}, $1, $1)",
+            b,
+            b + 1,
+            b + 2,
+            b + 3,
+            b + 4,
+            b + 5
+        ));
+    }
+    sql.push_str(" ON CONFLICT DO NOTHING RETURNING id, path");
+    let mut q = sqlx::query(&sql).bind(now);
+    let checksums: Vec<String> = chunk.iter().map(|o| o.checksum.to_string()).collect();
+    for (o, sum) in chunk.iter().zip(&checksums) {
+        let parent = &o.path.as_str()[..o.path.as_str().len() - o.path.name().len() - 1];
+        q = q
+            .bind(resolved.parents[parent].0)
+            .bind(o.path.as_str())
+            .bind(o.path.name())
+            .bind(o.size)
+            .bind(sum.as_str())
+            .bind(o.owner_id);
+    }
+    let mut inserted: HashMap<String, i64> = HashMap::with_capacity(chunk.len());
+    for row in q
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(|e| db_ctx(e, "data object"))?
+    {
+        inserted.insert(rows::get(&row, 1)?, rows::get(&row, 0)?);
+    }
+
+    // 2. Objects that existed: replace (with `overwrite`) or fail.
+    let first = out.len();
+    for (o, sum) in chunk.iter().zip(&checksums) {
+        let parent = &o.path.as_str()[..o.path.as_str().len() - o.path.name().len() - 1];
+        match inserted.get(o.path.as_str()) {
+            Some(&id) => out.push(Registered {
+                node: Node {
+                    id,
+                    parent_id: Some(resolved.parents[parent].0),
+                    path: o.path.clone(),
+                    kind: NodeKind::Object,
+                    size: o.size,
+                    checksum: Some(o.checksum.clone()),
+                    owner_id: o.owner_id,
+                    owner: resolved.owners[&o.owner_id].clone(),
+                    created: now,
+                    modified: now,
+                },
+                replaced: Vec::new(),
+            }),
+            None => out.push(overwrite(conn, o, sum, now).await?),
+        }
+    }
+
+    // 3. One good replica each, in one statement.
+    let mut sql = String::with_capacity(200 + chunk.len() * 40);
+    sql.push_str(
+        "INSERT INTO replicas (node_id, resource_id, physical_key, size, checksum, state, created) VALUES ",
+    );
+    for i in 0..chunk.len() {
+        let b = 2 + i * 5;
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "(${}, ${}, ${}, ${}, ${}, 'good', $1)",
+            b,
+            b + 1,
+            b + 2,
+            b + 3,
+            b + 4
+        ));
+    }
+    let mut q = sqlx::query(&sql).bind(now);
+    for ((o, sum), r) in chunk.iter().zip(&checksums).zip(&out[first..]) {
+        q = q
+            .bind(r.node.id)
+            .bind(o.resource_id)
+            .bind(o.physical_key.as_str())
+            .bind(o.size)
+            .bind(sum.as_str());
+    }
+    q.execute(&mut *conn)
+        .await
+        .map_err(|e| db_ctx(e, "replica key"))?;
+    Ok(())
+}
+
+/// Registering over an existing node: replace a data object's size, checksum and replicas
+/// (keeping its id, owner, metadata and ACLs), or fail.
+async fn overwrite(
+    conn: &mut AnyConnection,
+    o: &NewObject,
+    sum: &str,
+    now: Millis,
+) -> Result<Registered, Error> {
+    let Some(mut node) = node_by_path(conn, o.path.as_str()).await? else {
+        return Err(Error::new(
+            ErrorCode::Conflict,
+            format!("{} was changed concurrently; try again", o.path),
+        ));
+    };
+    if node.kind == NodeKind::Collection {
+        return Err(Error::new(
+            ErrorCode::IsACollection,
+            format!("{} is a collection", o.path),
+        ));
+    }
+    if !o.overwrite {
+        return Err(Error::new(
+            ErrorCode::AlreadyExists,
+            format!("{} already exists", o.path),
+        ));
+    }
+    let replaced = replicas_of(&mut *conn, node.id).await?;
+    sqlx::query("DELETE FROM replicas WHERE node_id = $1")
+        .bind(node.id)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    sqlx::query("UPDATE nodes SET size = $2, checksum = $3, modified = $4 WHERE id = $1")
+        .bind(node.id)
+        .bind(o.size)
+        .bind(sum)
+        .bind(now)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    node.size = o.size;
+    node.checksum = Some(o.checksum.clone());
+    node.modified = now;
+    // Bytes under the very key being registered again are not garbage.
+    let replaced = replaced
+        .into_iter()
+        .filter(|r| !(r.resource_id == o.resource_id && r.physical_key == o.physical_key))
+        .collect();
+    Ok(Registered { node, replaced })
+}
+
+async fn replicas_of(conn: &mut AnyConnection, node_id: i64) -> Result<Vec<Replica>, Error> {
+    let sql = format!("SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id = $1 ORDER BY r.id");
+    sqlx::query(&sql)
+        .bind(node_id)
+        .fetch_all(conn)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::replica)
+        .collect()
+}
+
+pub(super) async fn replicas(c: &SqlCatalog, node_id: i64) -> Result<Vec<Replica>, Error> {
+    let mut conn = c.pool().acquire().await.map_err(db)?;
+    replicas_of(&mut conn, node_id).await
+}
+
+pub(super) async fn delete_node(
+    c: &SqlCatalog,
+    path: &LogicalPath,
+    recursive: bool,
+) -> Result<Vec<Replica>, Error> {
+    if path.is_zone_root() {
+        return Err(Error::invalid(format!(
+            "{path} is a zone root and cannot be deleted"
+        )));
+    }
+    let mut tx = c.begin_write().await?;
+    let sql = format!("SELECT id, kind FROM nodes WHERE path = $1{}", c.lock_subtree());
+    let row = sqlx::query(&sql)
+        .bind(path.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::not_found(path))?;
+    let id: i64 = rows::get(&row, 0)?;
+    let kind = kind_of(&row, 1)?;
+
+    if kind == NodeKind::Collection && recursive {
+        let (lo, hi) = subtree_range(path);
+        if !c.lock_subtree().is_empty() {
+            let sql = format!(
+                "SELECT id FROM nodes WHERE path >= $1 AND path < $2{}",
+                c.lock_subtree()
+            );
+            sqlx::query(&sql)
+                .bind(&lo)
+                .bind(&hi)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        const SUBTREE: &str = "(SELECT id FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3))";
+        let sql =
+            format!("SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id IN {SUBTREE} ORDER BY r.id");
+        let replicas = sqlx::query(&sql)
+            .bind(path.as_str())
+            .bind(&lo)
+            .bind(&hi)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?
+            .iter()
+            .map(rows::replica)
+            .collect::<Result<Vec<_>, _>>()?;
+        for table in ["avus", "acls", "replicas"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE node_id IN {SUBTREE}"))
+                .bind(path.as_str())
+                .bind(&lo)
+                .bind(&hi)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        sqlx::query("DELETE FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3)")
+            .bind(path.as_str())
+            .bind(&lo)
+            .bind(&hi)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        return Ok(replicas);
+    }
+
+    if kind == NodeKind::Collection {
+        let child = sqlx::query("SELECT 1 FROM nodes WHERE parent_id = $1 LIMIT 1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        if child.is_some() {
+            return Err(Error::new(
+                ErrorCode::CollectionNotEmpty,
+                format!("collection {path} is not empty"),
+            ));
+        }
+    }
+    let replicas = replicas_of(&mut tx, id).await?;
+    for table in ["avus", "acls", "replicas"] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE node_id = $1"))
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+    }
+    sqlx::query("DELETE FROM nodes WHERE id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    tx.commit().await.map_err(db)?;
+    Ok(replicas)
+}
+
+pub(super) async fn move_node(c: &SqlCatalog, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
+    if from.is_zone_root() {
+        return Err(Error::invalid(format!(
+            "{from} is a zone root and cannot be moved"
+        )));
+    }
+    if to.is_zone_root() {
+        return Err(Error::invalid(format!(
+            "cannot move {from} onto the zone root {to}"
+        )));
+    }
+    if from.zone() != to.zone() {
+        return Err(Error::invalid(format!(
+            "cannot move {from} to another zone ({to}); copy it instead"
+        )));
+    }
+    if to.starts_with(from) {
+        return Err(Error::invalid(format!("cannot move {from} into itself ({to})")));
+    }
+    let to_parent = to.parent().expect("checked: not a zone root");
+
+    let mut tx = c.begin_write().await?;
+    let sql = format!(
+        "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1{}",
+        if c.lock_subtree().is_empty() {
+            ""
+        } else {
+            " FOR UPDATE OF n"
+        }
+    );
+    let mut node = sqlx::query(&sql)
+        .bind(from.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?
+        .as_ref()
+        .map(rows::node)
+        .transpose()?
+        .ok_or_else(|| Error::not_found(from))?;
+
+    // The target's parent and the target itself, in one query.
+    let sql = format!(
+        "SELECT id, path, kind FROM nodes WHERE path IN ($1, $2){}",
+        c.lock_parent()
+    );
+    let found = sqlx::query(&sql)
+        .bind(to_parent.as_str())
+        .bind(to.as_str())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
+    let mut new_parent = None;
+    for row in &found {
+        let p: String = rows::get(row, 1)?;
+        if p == to.as_str() {
+            return Err(Error::new(
+                ErrorCode::AlreadyExists,
+                format!("{to} already exists"),
+            ));
+        }
+        new_parent = Some((rows::get::<i64>(row, 0)?, kind_of(row, 2)?));
+    }
+    let new_parent = match new_parent {
+        None => return Err(Error::not_found(format_args!("collection {to_parent}"))),
+        Some((_, NodeKind::Object)) => return Err(not_a_collection(to_parent.as_str())),
+        Some((id, NodeKind::Collection)) => id,
+    };
+
+    let (lo, hi) = subtree_range(from);
+    if node.kind == NodeKind::Collection && !c.lock_subtree().is_empty() {
+        let sql = format!(
+            "SELECT id FROM nodes WHERE path >= $1 AND path < $2{}",
+            c.lock_subtree()
+        );
+        sqlx::query(&sql)
+            .bind(&lo)
+            .bind(&hi)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+    }
+    sqlx::query("UPDATE nodes SET parent_id = $2, path = $3, name = $4 WHERE id = $1")
+        .bind(node.id)
+        .bind(new_parent)
+        .bind(to.as_str())
+        .bind(to.name())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db_ctx(e, to))?;
+    if node.kind == NodeKind::Collection {
+        // Every descendant's path in one statement over the index range of the old prefix.
+        // substr counts characters on both databases.
+        let keep_from = from.as_str().chars().count() as i64 + 1;
+        sqlx::query(
+            "UPDATE nodes SET path = $1 || substr(path, CAST($2 AS INTEGER)) WHERE path >= $3 AND path < $4",
+        )
+        .bind(to.as_str())
+        .bind(keep_from)
+        .bind(&lo)
+        .bind(&hi)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db_ctx(e, to))?;
+    }
+    tx.commit().await.map_err(db)?;
+    node.parent_id = Some(new_parent);
+    node.path = to.clone();
+    Ok(node)
+}
+
+pub(super) async fn touch_replica_verified(c: &SqlCatalog, replica_id: i64, at: Millis) -> Result<(), Error> {
+    let r = sqlx::query("UPDATE replicas SET verified = $2 WHERE id = $1")
+        .bind(replica_id)
+        .bind(at)
+        .execute(c.pool())
+        .await
+        .map_err(db)?;
+    if affected(r) == 0 {
+        return Err(Error::not_found(format_args!("replica {replica_id}")));
+    }
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! Column lists and row decoding shared by the statements. Columns are read by position, in
+//! the order of the `*_COLS` constants.
+
+use crate::{Node, Principal, PrincipalKind, Replica, Resource, TokenRecord};
+use sqlx::any::AnyRow;
+use sqlx::{Decode, Row, Type};
+use weft_types::{
+    Checksum, Error, ErrorCode, LogicalPath, NodeKind, PrincipalName, ReplicaState, ResourceKind,
+    ResourceName,
+};
+
+pub(crate) const NODE_COLS: &str =
+    "n.id, n.parent_id, n.path, n.kind, n.size, n.checksum, n.owner_id, p.name, n.created, n.modified";
+pub(crate) const NODE_FROM: &str = "nodes n JOIN principals p ON p.id = n.owner_id";
+
+pub(crate) const PRINCIPAL_COLS: &str = "p.id, p.name, p.kind, p.is_admin, p.created";
+
+pub(crate) const TOKEN_COLS: &str = "t.id, t.user_id, t.label, t.created, t.expires";
+
+pub(crate) const RESOURCE_COLS: &str = "s.id, s.name, s.kind, s.config, s.tier, s.is_default, s.created";
+
+pub(crate) const REPLICA_COLS: &str =
+    "r.id, r.node_id, r.resource_id, s.name, r.physical_key, r.size, r.checksum, r.state, r.created, r.verified";
+pub(crate) const REPLICA_FROM: &str = "replicas r JOIN resources s ON s.id = r.resource_id";
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorCode::CatalogError,
+        format!("catalog holds a bad {what}: {e}"),
+    )
+}
+
+pub(crate) fn get<'r, T>(row: &'r AnyRow, i: usize) -> Result<T, Error>
+where
+    T: Decode<'r, sqlx::Any> + Type<sqlx::Any>,
+{
+    row.try_get(i).map_err(|e| {
+        Error::new(
+            ErrorCode::CatalogError,
+            format!("catalog: reading column {i}: {e}"),
+        )
+    })
+}
+
+/// A boolean column: SQLite hands back integers, PostgreSQL booleans.
+pub(crate) fn get_flag(row: &AnyRow, i: usize) -> Result<bool, Error> {
+    match row.try_get::<i64, _>(i) {
+        Ok(v) => Ok(v != 0),
+        Err(_) => get::<bool>(row, i),
+    }
+}
+
+pub(crate) fn checksum(s: Option<String>) -> Result<Option<Checksum>, Error> {
+    s.map(|s| Checksum::parse(&s).map_err(|e| corrupt("checksum", e.message)))
+        .transpose()
+}
+
+pub(crate) fn path(s: &str) -> Result<LogicalPath, Error> {
+    LogicalPath::parse(s).map_err(|e| corrupt("path", e.message))
+}
+
+pub(crate) fn node_kind(s: &str) -> Result<NodeKind, Error> {
+    NodeKind::parse(s).map_err(|e| corrupt("node kind", e.message))
+}
+
+pub(crate) fn principal_name(s: &str) -> Result<PrincipalName, Error> {
+    PrincipalName::parse(s).map_err(|e| corrupt("principal name", e.message))
+}
+
+pub(crate) fn principal_kind(s: &str) -> Result<PrincipalKind, Error> {
+    match s {
+        "user" => Ok(PrincipalKind::User),
+        "group" => Ok(PrincipalKind::Group),
+        other => Err(corrupt("principal kind", other)),
+    }
+}
+
+/// A node from `NODE_COLS`.
+pub(crate) fn node(row: &AnyRow) -> Result<Node, Error> {
+    let path_s: String = get(row, 2)?;
+    let kind_s: String = get(row, 3)?;
+    let owner_s: String = get(row, 7)?;
+    Ok(Node {
+        id: get(row, 0)?,
+        parent_id: get(row, 1)?,
+        path: path(&path_s)?,
+        kind: node_kind(&kind_s)?,
+        size: get(row, 4)?,
+        checksum: checksum(get(row, 5)?)?,
+        owner_id: get(row, 6)?,
+        owner: principal_name(&owner_s)?,
+        created: get(row, 8)?,
+        modified: get(row, 9)?,
+    })
+}
+
+/// A principal from `PRINCIPAL_COLS` starting at column `at`.
+pub(crate) fn principal(row: &AnyRow, at: usize) -> Result<Principal, Error> {
+    let name: String = get(row, at + 1)?;
+    let kind: String = get(row, at + 2)?;
+    Ok(Principal {
+        id: get(row, at)?,
+        name: principal_name(&name)?,
+        kind: principal_kind(&kind)?,
+        is_admin: get_flag(row, at + 3)?,
+        created: get(row, at + 4)?,
+    })
+}
+
+/// A token from `TOKEN_COLS` starting at column `at`.
+pub(crate) fn token(row: &AnyRow, at: usize) -> Result<TokenRecord, Error> {
+    Ok(TokenRecord {
+        id: get(row, at)?,
+        user_id: get(row, at + 1)?,
+        label: get(row, at + 2)?,
+        created: get(row, at + 3)?,
+        expires: get(row, at + 4)?,
+    })
+}
+
+pub(crate) fn resource(row: &AnyRow) -> Result<Resource, Error> {
+    let name: String = get(row, 1)?;
+    let kind: String = get(row, 2)?;
+    Ok(Resource {
+        id: get(row, 0)?,
+        name: ResourceName::parse(&name).map_err(|e| corrupt("resource name", e.message))?,
+        kind: ResourceKind::parse(&kind).map_err(|e| corrupt("resource kind", e.message))?,
+        config: get(row, 3)?,
+        tier: get(row, 4)?,
+        is_default: get_flag(row, 5)?,
+        created: get(row, 6)?,
+    })
+}
+
+pub(crate) fn replica(row: &AnyRow) -> Result<Replica, Error> {
+    let resource: String = get(row, 3)?;
+    let state: String = get(row, 7)?;
+    Ok(Replica {
+        id: get(row, 0)?,
+        node_id: get(row, 1)?,
+        resource_id: get(row, 2)?,
+        resource: ResourceName::parse(&resource).map_err(|e| corrupt("resource name", e.message))?,
+        physical_key: get(row, 4)?,
+        size: get(row, 5)?,
+        checksum: checksum(get(row, 6)?)?,
+        state: ReplicaState::parse(&state).map_err(|e| corrupt("replica state", e.message))?,
+        created: get(row, 8)?,
+        verified: get(row, 9)?,
+    })
+}

@@ -1,0 +1,1338 @@
+//! The catalog conformance suite: every test function runs against SQLite (a temp file) and
+//! against PostgreSQL (one server per test binary, one fresh database per test), through the
+//! same `Catalog` trait.
+
+use std::sync::{Mutex, OnceLock};
+use weft_catalog::{
+    Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, PrincipalKind, Registered, SqlCatalog,
+};
+use weft_types::{
+    Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
+    ResourceKind, ResourceName,
+};
+
+// --- harness ----------------------------------------------------------------------------
+
+struct Db {
+    cat: SqlCatalog,
+    _dir: Option<tempfile::TempDir>,
+}
+
+async fn sqlite_db() -> Db {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("catalog.db").display());
+    let cat = SqlCatalog::connect(&url).await.unwrap();
+    assert_eq!(cat.dialect(), Dialect::Sqlite);
+    Db { cat, _dir: Some(dir) }
+}
+
+/// One PostgreSQL server for the whole test binary, stopped when the process exits.
+static PG: OnceLock<Mutex<Option<weft_testkit::postgres::Postgres>>> = OnceLock::new();
+
+extern "C" fn stop_postgres() {
+    if let Some(pg) = PG.get() {
+        // Dropping the handle stops the server and removes its directory.
+        drop(pg.lock().unwrap_or_else(|p| p.into_inner()).take());
+    }
+}
+
+fn postgres_url(db: &str) -> String {
+    let pg = PG.get_or_init(|| {
+        let pg = weft_testkit::postgres::Postgres::start().expect("starting PostgreSQL");
+        // SAFETY: registers a plain function; it runs once at process exit.
+        unsafe { libc::atexit(stop_postgres) };
+        Mutex::new(Some(pg))
+    });
+    let guard = pg.lock().unwrap_or_else(|p| p.into_inner());
+    let pg = guard.as_ref().expect("PostgreSQL already stopped");
+    pg.create_database(db).expect("creating a database")
+}
+
+async fn postgres_db(name: &str) -> Db {
+    let name = name.to_owned();
+    let url = tokio::task::spawn_blocking(move || postgres_url(&name))
+        .await
+        .unwrap();
+    let cat = SqlCatalog::connect(&url).await.unwrap();
+    assert_eq!(cat.dialect(), Dialect::Postgres);
+    Db { cat, _dir: None }
+}
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = super::sqlite_db().await;
+                    super::$name(&db.cat).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = super::postgres_db(stringify!($name)).await;
+                    super::$name(&db.cat).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    principals_users_and_groups,
+    delete_principal_cascades_and_conflicts,
+    tokens,
+    resources_and_default,
+    collections_and_zone_roots,
+    list_children_pages_by_name,
+    register_object_and_errors,
+    overwrite_returns_replaced_replicas,
+    register_objects_is_all_or_nothing,
+    register_objects_handles_duplicates_in_one_batch,
+    delete_node_single_and_recursive,
+    move_rewrites_subtree_paths,
+    move_errors,
+    touch_replica_verified,
+    metadata_add_set_remove,
+    find_by_name_glob,
+    find_by_metadata,
+    find_pages_with_cursor,
+    acl_set_list_remove,
+    acl_inheritance_groups_and_owner,
+    find_uses_indexes_on_100k_objects,
+);
+
+// --- helpers ----------------------------------------------------------------------------
+
+fn p(s: &str) -> LogicalPath {
+    LogicalPath::parse(s).unwrap()
+}
+
+fn name(s: &str) -> PrincipalName {
+    PrincipalName::parse(s).unwrap()
+}
+
+fn rname(s: &str) -> ResourceName {
+    ResourceName::parse(s).unwrap()
+}
+
+fn sum(n: u64) -> Checksum {
+    Checksum::parse(&format!("blake3:{n:064x}")).unwrap()
+}
+
+fn obj(path: &str, owner_id: i64, resource_id: i64, key: &str) -> NewObject {
+    NewObject {
+        path: p(path),
+        owner_id,
+        size: key.len() as i64,
+        checksum: sum(key.len() as u64),
+        resource_id,
+        physical_key: key.to_owned(),
+        overwrite: false,
+    }
+}
+
+fn avu(a: &str, v: &str) -> Avu {
+    Avu {
+        attr: a.into(),
+        value: v.into(),
+        unit: String::new(),
+    }
+}
+
+fn code<T: std::fmt::Debug>(r: Result<T, weft_types::Error>) -> ErrorCode {
+    r.expect_err("expected an error").code
+}
+
+fn new_resource(n: &str) -> NewResource {
+    NewResource {
+        name: rname(n),
+        kind: ResourceKind::Fs,
+        config: format!("{{\"root\":\"/srv/{n}\"}}"),
+        tier: "hot".into(),
+    }
+}
+
+/// A zone `/z` owned by `admin`, with resource `disk`: (admin id, resource id).
+async fn zone(c: &SqlCatalog) -> (i64, i64) {
+    let admin = c
+        .create_principal(&name("admin"), PrincipalKind::User, true)
+        .await
+        .unwrap();
+    c.create_collection(&p("/z"), admin.id, false).await.unwrap();
+    let r = c.create_resource(&new_resource("disk")).await.unwrap();
+    (admin.id, r.id)
+}
+
+fn query(root: &str) -> FindQuery {
+    FindQuery {
+        root: p(root),
+        name_glob: None,
+        meta: vec![],
+        kind: None,
+        after_id: None,
+        limit: 1000,
+    }
+}
+
+fn paths(nodes: &[weft_catalog::Node]) -> Vec<String> {
+    let mut v: Vec<String> = nodes.iter().map(|n| n.path.to_string()).collect();
+    v.sort();
+    v
+}
+
+// --- principals and tokens ----------------------------------------------------------------
+
+async fn principals_users_and_groups(c: &SqlCatalog) {
+    let alice = c
+        .create_principal(&name("alice"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        (alice.name.as_str(), alice.kind, alice.is_admin),
+        ("alice", PrincipalKind::User, false)
+    );
+    let root = c
+        .create_principal(&name("root"), PrincipalKind::User, true)
+        .await
+        .unwrap();
+    assert!(root.is_admin);
+    let lab = c
+        .create_principal(&name("lab"), PrincipalKind::Group, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        code(
+            c.create_principal(&name("alice"), PrincipalKind::Group, false)
+                .await
+        ),
+        ErrorCode::AlreadyExists
+    );
+
+    assert_eq!(
+        c.get_principal(&name("alice")).await.unwrap(),
+        Some(alice.clone())
+    );
+    assert!(c.get_principal(&name("root")).await.unwrap().unwrap().is_admin);
+    assert_eq!(c.get_principal(&name("nobody")).await.unwrap(), None);
+    let users: Vec<String> = c
+        .list_principals(PrincipalKind::User)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name.to_string())
+        .collect();
+    assert_eq!(users, ["alice", "root"]);
+    assert_eq!(
+        c.list_principals(PrincipalKind::Group).await.unwrap(),
+        vec![lab.clone()]
+    );
+
+    assert!(c.members(&name("lab")).await.unwrap().is_empty());
+    c.add_member(&name("lab"), &name("alice")).await.unwrap();
+    c.add_member(&name("lab"), &name("root")).await.unwrap();
+    assert_eq!(
+        code(c.add_member(&name("lab"), &name("alice")).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(
+        code(c.add_member(&name("lab"), &name("nobody")).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        code(c.add_member(&name("nogroup"), &name("alice")).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        code(c.add_member(&name("alice"), &name("root")).await),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(code(c.members(&name("nogroup")).await), ErrorCode::NotFound);
+    assert_eq!(
+        c.members(&name("lab")).await.unwrap(),
+        vec![alice.clone(), root.clone()]
+    );
+    assert_eq!(c.group_ids_of(alice.id).await.unwrap(), vec![lab.id]);
+
+    c.remove_member(&name("lab"), &name("alice")).await.unwrap();
+    assert_eq!(
+        code(c.remove_member(&name("lab"), &name("alice")).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        code(c.remove_member(&name("lab"), &name("nobody")).await),
+        ErrorCode::NotFound
+    );
+    assert!(c.group_ids_of(alice.id).await.unwrap().is_empty());
+    assert_eq!(c.members(&name("lab")).await.unwrap(), vec![root]);
+}
+
+async fn delete_principal_cascades_and_conflicts(c: &SqlCatalog) {
+    let (admin, _) = zone(c).await;
+    let bob = c
+        .create_principal(&name("bob"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    c.create_principal(&name("lab"), PrincipalKind::Group, false)
+        .await
+        .unwrap();
+    c.add_member(&name("lab"), &name("bob")).await.unwrap();
+    c.create_token(bob.id, "hash-bob", "laptop", None).await.unwrap();
+    c.set_acl(&p("/z"), bob.id, Permission::Read, false)
+        .await
+        .unwrap();
+
+    let home = c.create_collection(&p("/z/bob"), bob.id, false).await.unwrap();
+    assert_eq!(code(c.delete_principal(&name("bob")).await), ErrorCode::Conflict);
+    c.delete_node(&home.path, false).await.unwrap();
+
+    c.delete_principal(&name("bob")).await.unwrap();
+    assert_eq!(c.get_principal(&name("bob")).await.unwrap(), None);
+    assert_eq!(c.find_token("hash-bob").await.unwrap(), None);
+    assert!(c.members(&name("lab")).await.unwrap().is_empty());
+    let zone_root = c.get_node(&p("/z")).await.unwrap().unwrap();
+    assert!(c.list_acl(zone_root.id).await.unwrap().is_empty());
+    assert_eq!(code(c.delete_principal(&name("bob")).await), ErrorCode::NotFound);
+    c.delete_principal(&name("lab")).await.unwrap();
+    assert_eq!(
+        code(c.delete_principal(&name("admin")).await),
+        ErrorCode::Conflict
+    );
+    assert!(c
+        .get_principal(&name("admin"))
+        .await
+        .unwrap()
+        .is_some_and(|p| p.id == admin));
+}
+
+async fn tokens(c: &SqlCatalog) {
+    let alice = c
+        .create_principal(&name("alice"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let t = c.create_token(alice.id, "h1", "ci", Some(12345)).await.unwrap();
+    assert_eq!(
+        (t.user_id, t.label.as_str(), t.expires),
+        (alice.id, "ci", Some(12345))
+    );
+    let t2 = c.create_token(alice.id, "h2", "", None).await.unwrap();
+    assert_ne!(t.id, t2.id);
+    let (found, user) = c.find_token("h1").await.unwrap().unwrap();
+    assert_eq!((found, user), (t, alice.clone()));
+    assert_eq!(c.find_token("h2").await.unwrap().unwrap().0.expires, None);
+    assert_eq!(c.find_token("nope").await.unwrap(), None);
+    assert_eq!(
+        code(c.create_token(alice.id, "h1", "again", None).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(
+        code(c.create_token(99999, "h3", "", None).await),
+        ErrorCode::NotFound
+    );
+}
+
+async fn resources_and_default(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let first = c.get_resource_by_id(disk).await.unwrap().unwrap();
+    assert!(first.is_default, "the first resource becomes the default");
+    assert_eq!(first.config, "{\"root\":\"/srv/disk\"}");
+    let tape = c.create_resource(&new_resource("archive")).await.unwrap();
+    assert!(!tape.is_default);
+    assert_eq!(
+        code(c.create_resource(&new_resource("disk")).await),
+        ErrorCode::AlreadyExists
+    );
+    let names: Vec<String> = c
+        .list_resources()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.name.to_string())
+        .collect();
+    assert_eq!(names, ["archive", "disk"]);
+    assert_eq!(
+        c.get_resource(&rname("archive")).await.unwrap(),
+        Some(tape.clone())
+    );
+    assert_eq!(c.get_resource(&rname("none")).await.unwrap(), None);
+    assert_eq!(c.get_resource_by_id(424242).await.unwrap(), None);
+
+    assert_eq!(code(c.delete_resource(&rname("disk")).await), ErrorCode::Conflict);
+    assert_eq!(
+        code(c.set_default_resource(&rname("none")).await),
+        ErrorCode::NotFound
+    );
+    c.set_default_resource(&rname("archive")).await.unwrap();
+    let defaults: Vec<String> = c
+        .list_resources()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.is_default)
+        .map(|r| r.name.to_string())
+        .collect();
+    assert_eq!(defaults, ["archive"]);
+    c.set_default_resource(&rname("archive")).await.unwrap();
+
+    c.register_object(&obj("/z/f", admin, disk, "k1")).await.unwrap();
+    assert_eq!(code(c.delete_resource(&rname("disk")).await), ErrorCode::Conflict);
+    c.delete_node(&p("/z/f"), false).await.unwrap();
+    c.delete_resource(&rname("disk")).await.unwrap();
+    assert_eq!(code(c.delete_resource(&rname("disk")).await), ErrorCode::NotFound);
+    assert_eq!(c.list_resources().await.unwrap().len(), 1);
+}
+
+// --- namespace --------------------------------------------------------------------------
+
+async fn collections_and_zone_roots(c: &SqlCatalog) {
+    let admin = c
+        .create_principal(&name("admin"), PrincipalKind::User, true)
+        .await
+        .unwrap();
+    // No zone root yet: even `mkdir -p` does not create zones.
+    assert_eq!(
+        code(c.create_collection(&p("/z/a"), admin.id, true).await),
+        ErrorCode::NotFound
+    );
+    let z = c.create_collection(&p("/z"), admin.id, false).await.unwrap();
+    assert_eq!(
+        (z.parent_id, z.kind, z.size, z.owner.as_str()),
+        (None, NodeKind::Collection, 0, "admin")
+    );
+    assert_eq!(
+        code(c.create_collection(&p("/z"), admin.id, false).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(
+        c.create_collection(&p("/z"), admin.id, true).await.unwrap().id,
+        z.id
+    );
+
+    assert_eq!(
+        code(c.create_collection(&p("/z/a/b"), admin.id, false).await),
+        ErrorCode::NotFound
+    );
+    let b = c.create_collection(&p("/z/a/b"), admin.id, true).await.unwrap();
+    let a = c.get_node(&p("/z/a")).await.unwrap().unwrap();
+    assert_eq!(a.parent_id, Some(z.id));
+    assert_eq!(b.parent_id, Some(a.id));
+    assert_eq!(c.get_node(&p("/z/a/b")).await.unwrap(), Some(b.clone()));
+    assert_eq!(
+        c.create_collection(&p("/z/a/b"), admin.id, true).await.unwrap(),
+        b
+    );
+    assert_eq!(
+        code(c.create_collection(&p("/z/a/b"), admin.id, false).await),
+        ErrorCode::AlreadyExists
+    );
+    let c2 = c.create_collection(&p("/z/a/c"), admin.id, false).await.unwrap();
+    assert_eq!(c2.parent_id, Some(a.id));
+    assert_eq!(
+        code(c.create_collection(&p("/z/x"), 9999, false).await),
+        ErrorCode::NotFound
+    );
+
+    // Under a data object: not a collection, with or without parents.
+    let r = c.create_resource(&new_resource("disk")).await.unwrap();
+    c.register_object(&obj("/z/a/file", admin.id, r.id, "k"))
+        .await
+        .unwrap();
+    assert_eq!(
+        code(c.create_collection(&p("/z/a/file/x"), admin.id, false).await),
+        ErrorCode::NotACollection
+    );
+    assert_eq!(
+        code(c.create_collection(&p("/z/a/file/x/y"), admin.id, true).await),
+        ErrorCode::NotACollection
+    );
+    assert_eq!(
+        code(c.create_collection(&p("/z/a/file"), admin.id, true).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(c.get_node(&p("/z/nothing")).await.unwrap(), None);
+    // A second zone root is just another root.
+    let y = c.create_collection(&p("/y"), admin.id, false).await.unwrap();
+    assert_eq!(y.parent_id, None);
+}
+
+async fn list_children_pages_by_name(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let z = c.get_node(&p("/z")).await.unwrap().unwrap();
+    for n in ["b", "a", "C", "a-b", "a.b"] {
+        c.create_collection(&p(&format!("/z/{n}")), admin, false)
+            .await
+            .unwrap();
+    }
+    c.register_object(&obj("/z/ab", admin, disk, "k")).await.unwrap();
+    c.create_collection(&p("/z/a/deep"), admin, false).await.unwrap();
+    let all: Vec<String> = c
+        .list_children(z.id, None, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|n| n.path.name().to_owned())
+        .collect();
+    // Byte order on both databases.
+    assert_eq!(all, ["C", "a", "a-b", "a.b", "ab", "b"]);
+    let page1 = c.list_children(z.id, None, 2).await.unwrap();
+    assert_eq!(page1.len(), 2);
+    let page2 = c
+        .list_children(z.id, Some(page1[1].path.name()), 3)
+        .await
+        .unwrap();
+    let names: Vec<&str> = page2.iter().map(|n| n.path.name()).collect();
+    assert_eq!(names, ["a-b", "a.b", "ab"]);
+    assert_eq!(page2[2].kind, NodeKind::Object);
+    assert!(c.list_children(z.id, Some("b"), 10).await.unwrap().is_empty());
+    assert!(c.list_children(424242, None, 10).await.unwrap().is_empty());
+}
+
+async fn register_object_and_errors(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let dir = c.create_collection(&p("/z/d"), admin, false).await.unwrap();
+    let reg = c
+        .register_object(&obj("/z/d/f.nc", admin, disk, "key-1"))
+        .await
+        .unwrap();
+    assert!(reg.replaced.is_empty());
+    let n = &reg.node;
+    assert_eq!(
+        (n.parent_id, n.path.as_str(), n.kind, n.size, n.owner.as_str()),
+        (Some(dir.id), "/z/d/f.nc", NodeKind::Object, 5, "admin")
+    );
+    assert_eq!(n.checksum, Some(sum(5)));
+    assert_eq!(c.get_node(&p("/z/d/f.nc")).await.unwrap().as_ref(), Some(n));
+    let reps = c.replicas(n.id).await.unwrap();
+    assert_eq!(reps.len(), 1);
+    let r = &reps[0];
+    assert_eq!(
+        (
+            r.node_id,
+            r.resource_id,
+            r.resource.as_str(),
+            r.physical_key.as_str(),
+            r.size,
+            r.state
+        ),
+        (n.id, disk, "disk", "key-1", 5, ReplicaState::Good)
+    );
+    assert_eq!((r.checksum.clone(), r.verified), (Some(sum(5)), None));
+
+    assert_eq!(
+        code(c.register_object(&obj("/z/nope/f", admin, disk, "k2")).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        code(c.register_object(&obj("/z/d/f.nc/x", admin, disk, "k3")).await),
+        ErrorCode::NotACollection
+    );
+    assert_eq!(
+        code(c.register_object(&obj("/z/d", admin, disk, "k4")).await),
+        ErrorCode::IsACollection
+    );
+    assert_eq!(
+        code(c.register_object(&obj("/z/d/f.nc", admin, disk, "k5")).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(
+        code(c.register_object(&obj("/z", admin, disk, "k6")).await),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        code(c.register_object(&obj("/z/d/g", 9999, disk, "k7")).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        code(c.register_object(&obj("/z/d/g", admin, 9999, "k8")).await),
+        ErrorCode::NotFound
+    );
+    // The same physical key twice on one resource would make one replica's bytes garbage.
+    assert_eq!(
+        code(c.register_object(&obj("/z/d/g", admin, disk, "key-1")).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(
+        c.get_node(&p("/z/d/g")).await.unwrap(),
+        None,
+        "a failed call changes nothing"
+    );
+}
+
+async fn overwrite_returns_replaced_replicas(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let alice = c
+        .create_principal(&name("alice"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let first = c
+        .register_object(&obj("/z/f", alice.id, disk, "old"))
+        .await
+        .unwrap()
+        .node;
+    c.add_avu(first.id, &avu("keep", "me")).await.unwrap();
+    let old = c.replicas(first.id).await.unwrap();
+
+    let mut again = obj("/z/f", admin, disk, "newer-key");
+    again.overwrite = true;
+    let reg = c.register_object(&again).await.unwrap();
+    assert_eq!(reg.replaced, old);
+    assert_eq!(reg.node.id, first.id, "an overwrite keeps the object");
+    assert_eq!(reg.node.owner_id, alice.id, "and its owner");
+    assert_eq!((reg.node.size, reg.node.checksum.clone()), (9, Some(sum(9))));
+    assert_eq!(reg.node.created, first.created);
+    assert_eq!(c.get_node(&p("/z/f")).await.unwrap().unwrap(), reg.node);
+    let now = c.replicas(first.id).await.unwrap();
+    assert_eq!(now.len(), 1);
+    assert_eq!(now[0].physical_key, "newer-key");
+    assert_eq!(c.list_avus(first.id).await.unwrap(), vec![avu("keep", "me")]);
+
+    // Registering the same key again: its bytes are not garbage.
+    let reg = c.register_object(&again).await.unwrap();
+    assert!(reg.replaced.is_empty());
+    // Overwrite never replaces a collection.
+    c.create_collection(&p("/z/dir"), admin, false).await.unwrap();
+    let mut onto_dir = obj("/z/dir", admin, disk, "x");
+    onto_dir.overwrite = true;
+    assert_eq!(code(c.register_object(&onto_dir).await), ErrorCode::IsACollection);
+}
+
+async fn register_objects_is_all_or_nothing(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    c.create_collection(&p("/z/run"), admin, false).await.unwrap();
+    c.register_object(&obj("/z/run/exists", admin, disk, "e"))
+        .await
+        .unwrap();
+    let batch: Vec<NewObject> = (0..1200)
+        .map(|i| obj(&format!("/z/run/f{i:04}"), admin, disk, &format!("key{i}")))
+        .collect();
+    let mut bad = batch.clone();
+    bad.push(obj("/z/run/exists", admin, disk, "e2"));
+    assert_eq!(code(c.register_objects(&bad).await), ErrorCode::AlreadyExists);
+    let mut bad = batch.clone();
+    bad.insert(700, obj("/z/missing/x", admin, disk, "m"));
+    assert_eq!(code(c.register_objects(&bad).await), ErrorCode::NotFound);
+    assert_eq!(c.get_node(&p("/z/run/f0000")).await.unwrap(), None);
+
+    let out: Vec<Registered> = c.register_objects(&batch).await.unwrap();
+    assert_eq!(out.len(), 1200);
+    for (o, r) in batch.iter().zip(&out) {
+        assert_eq!(r.node.path, o.path);
+        assert!(r.replaced.is_empty());
+    }
+    let got = c.get_node(&p("/z/run/f1199")).await.unwrap().unwrap();
+    assert_eq!(got, out[1199].node);
+    let reps = c.replicas(out[777].node.id).await.unwrap();
+    assert_eq!(reps[0].physical_key, "key777");
+    assert!(c.register_objects(&[]).await.unwrap().is_empty());
+}
+
+async fn register_objects_handles_duplicates_in_one_batch(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let mut second = obj("/z/same", admin, disk, "second");
+    second.overwrite = true;
+    let out = c
+        .register_objects(&[obj("/z/same", admin, disk, "first"), second])
+        .await
+        .unwrap();
+    assert_eq!(out[0].node.id, out[1].node.id);
+    assert_eq!(out[1].replaced.len(), 1);
+    assert_eq!(out[1].replaced[0].physical_key, "first");
+    let reps = c.replicas(out[0].node.id).await.unwrap();
+    assert_eq!(reps.len(), 1);
+    assert_eq!(reps[0].physical_key, "second");
+    // Without overwrite the later duplicate fails the whole batch.
+    let err = c
+        .register_objects(&[
+            obj("/z/other", admin, disk, "o1"),
+            obj("/z/other", admin, disk, "o2"),
+        ])
+        .await;
+    assert_eq!(code(err), ErrorCode::AlreadyExists);
+    assert_eq!(c.get_node(&p("/z/other")).await.unwrap(), None);
+}
+
+async fn delete_node_single_and_recursive(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let user = c
+        .create_principal(&name("u"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    c.create_collection(&p("/z/t/a/b"), admin, true).await.unwrap();
+    c.create_collection(&p("/z/t-sibling"), admin, false)
+        .await
+        .unwrap();
+    let keep = c
+        .register_object(&obj("/z/t-sibling/keep", admin, disk, "keep"))
+        .await
+        .unwrap();
+    let f1 = c
+        .register_object(&obj("/z/t/f1", admin, disk, "k1"))
+        .await
+        .unwrap()
+        .node;
+    let f2 = c
+        .register_object(&obj("/z/t/a/b/f2", admin, disk, "k2"))
+        .await
+        .unwrap()
+        .node;
+    c.add_avu(f2.id, &avu("x", "1")).await.unwrap();
+    c.set_acl(&p("/z/t"), user.id, Permission::Read, true)
+        .await
+        .unwrap();
+
+    assert_eq!(
+        code(c.delete_node(&p("/z"), true).await),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        code(c.delete_node(&p("/z/none"), false).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        code(c.delete_node(&p("/z/t"), false).await),
+        ErrorCode::CollectionNotEmpty
+    );
+
+    let gone = c.delete_node(&p("/z/t/f1"), false).await.unwrap();
+    assert_eq!(gone.len(), 1);
+    assert_eq!((gone[0].node_id, gone[0].physical_key.as_str()), (f1.id, "k1"));
+    assert_eq!(c.get_node(&p("/z/t/f1")).await.unwrap(), None);
+
+    let gone = c.delete_node(&p("/z/t"), true).await.unwrap();
+    let keys: Vec<&str> = gone.iter().map(|r| r.physical_key.as_str()).collect();
+    assert_eq!(keys, ["k2"]);
+    for gone in ["/z/t", "/z/t/a", "/z/t/a/b", "/z/t/a/b/f2"] {
+        assert_eq!(c.get_node(&p(gone)).await.unwrap(), None, "{gone}");
+    }
+    assert!(c.list_avus(f2.id).await.unwrap().is_empty());
+    assert!(c.replicas(f2.id).await.unwrap().is_empty());
+    assert!(c.get_node(&p("/z/t-sibling")).await.unwrap().is_some());
+    assert_eq!(c.replicas(keep.node.id).await.unwrap().len(), 1);
+
+    // An empty collection goes without `recursive`; the bytes of its physical keys are free
+    // again (a new object may reuse the key).
+    c.create_collection(&p("/z/empty"), admin, false).await.unwrap();
+    assert!(c.delete_node(&p("/z/empty"), false).await.unwrap().is_empty());
+    c.register_object(&obj("/z/again", admin, disk, "k2"))
+        .await
+        .unwrap();
+}
+
+async fn move_rewrites_subtree_paths(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    c.create_collection(&p("/z/src/a/b"), admin, true).await.unwrap();
+    c.create_collection(&p("/z/src-x"), admin, false).await.unwrap();
+    c.create_collection(&p("/z/srcy"), admin, false).await.unwrap();
+    c.create_collection(&p("/z/dst"), admin, false).await.unwrap();
+    let f = c
+        .register_object(&obj("/z/src/a/b/f", admin, disk, "k1"))
+        .await
+        .unwrap()
+        .node;
+    let g = c
+        .register_object(&obj("/z/src/g", admin, disk, "k2"))
+        .await
+        .unwrap()
+        .node;
+    let src = c.get_node(&p("/z/src")).await.unwrap().unwrap();
+    let dst = c.get_node(&p("/z/dst")).await.unwrap().unwrap();
+
+    // Rename of an object.
+    let moved = c.move_node(&p("/z/src/g"), &p("/z/src/h")).await.unwrap();
+    assert_eq!(
+        (moved.id, moved.path.as_str(), moved.parent_id),
+        (g.id, "/z/src/h", Some(src.id))
+    );
+
+    // A collection with its subtree.
+    let moved = c.move_node(&p("/z/src"), &p("/z/dst/moved")).await.unwrap();
+    assert_eq!((moved.id, moved.parent_id), (src.id, Some(dst.id)));
+    assert_eq!(moved.path.as_str(), "/z/dst/moved");
+    assert_eq!(c.get_node(&p("/z/dst/moved")).await.unwrap().unwrap(), moved);
+    let f2 = c.get_node(&p("/z/dst/moved/a/b/f")).await.unwrap().unwrap();
+    assert_eq!(f2.id, f.id);
+    assert_eq!(c.get_node(&p("/z/dst/moved/h")).await.unwrap().unwrap().id, g.id);
+    for old in ["/z/src", "/z/src/a", "/z/src/a/b", "/z/src/a/b/f", "/z/src/h"] {
+        assert_eq!(c.get_node(&p(old)).await.unwrap(), None, "{old}");
+    }
+    // Siblings sharing the name as a prefix are untouched.
+    assert!(c.get_node(&p("/z/src-x")).await.unwrap().is_some());
+    assert!(c.get_node(&p("/z/srcy")).await.unwrap().is_some());
+    let found = c.find(&query("/z/dst")).await.unwrap();
+    assert_eq!(
+        paths(&found),
+        [
+            "/z/dst/moved",
+            "/z/dst/moved/a",
+            "/z/dst/moved/a/b",
+            "/z/dst/moved/a/b/f",
+            "/z/dst/moved/h"
+        ]
+    );
+    // Children are still listed under the moved collection, and objects keep replicas.
+    let a = c.get_node(&p("/z/dst/moved/a")).await.unwrap().unwrap();
+    assert_eq!(c.list_children(moved.id, None, 10).await.unwrap()[0].id, a.id);
+    assert_eq!(c.replicas(f.id).await.unwrap()[0].physical_key, "k1");
+    // Moving back restores the old paths; names with multi-byte characters are fine.
+    c.create_collection(&p("/z/dst/moved/ä"), admin, false)
+        .await
+        .unwrap();
+    c.register_object(&obj("/z/dst/moved/ä/ö", admin, disk, "k3"))
+        .await
+        .unwrap();
+    c.move_node(&p("/z/dst/moved"), &p("/z/ü")).await.unwrap();
+    assert!(c.get_node(&p("/z/ü/ä/ö")).await.unwrap().is_some());
+    assert!(c.get_node(&p("/z/ü/a/b/f")).await.unwrap().is_some());
+}
+
+async fn move_errors(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    c.create_collection(&p("/z/a/b"), admin, true).await.unwrap();
+    c.create_collection(&p("/y"), admin, false).await.unwrap();
+    c.register_object(&obj("/z/f", admin, disk, "k")).await.unwrap();
+    let e = |r: Result<weft_catalog::Node, weft_types::Error>| code(r);
+    assert_eq!(
+        e(c.move_node(&p("/z/none"), &p("/z/x")).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        e(c.move_node(&p("/z/a"), &p("/z/f")).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(
+        e(c.move_node(&p("/z/a"), &p("/z/none/x")).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        e(c.move_node(&p("/z/a"), &p("/z/f/x")).await),
+        ErrorCode::NotACollection
+    );
+    assert_eq!(
+        e(c.move_node(&p("/z/a"), &p("/z/a/b/c")).await),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        e(c.move_node(&p("/z/a"), &p("/z/a")).await),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        e(c.move_node(&p("/z"), &p("/y/z")).await),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        e(c.move_node(&p("/z/a"), &p("/y")).await),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        e(c.move_node(&p("/z/a"), &p("/y/a")).await),
+        ErrorCode::InvalidArgument
+    );
+    // Nothing moved.
+    assert!(c.get_node(&p("/z/a/b")).await.unwrap().is_some());
+}
+
+async fn touch_replica_verified(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let n = c
+        .register_object(&obj("/z/f", admin, disk, "k"))
+        .await
+        .unwrap()
+        .node;
+    let r = c.replicas(n.id).await.unwrap().remove(0);
+    c.touch_replica_verified(r.id, 1_700_000_000_000).await.unwrap();
+    assert_eq!(
+        c.replicas(n.id).await.unwrap()[0].verified,
+        Some(1_700_000_000_000)
+    );
+    assert_eq!(
+        code(c.touch_replica_verified(r.id + 1000, 1).await),
+        ErrorCode::NotFound
+    );
+}
+
+// --- metadata ---------------------------------------------------------------------------
+
+async fn metadata_add_set_remove(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let n = c
+        .register_object(&obj("/z/f", admin, disk, "k"))
+        .await
+        .unwrap()
+        .node;
+    c.add_avu(n.id, &avu("sample", "s1")).await.unwrap();
+    c.add_avu(n.id, &avu("sample", "s2")).await.unwrap();
+    let with_unit = Avu {
+        attr: "temp".into(),
+        value: "4.5".into(),
+        unit: "K".into(),
+    };
+    c.add_avu(n.id, &with_unit).await.unwrap();
+    assert_eq!(
+        code(c.add_avu(n.id, &avu("sample", "s1")).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(
+        code(c.add_avu(n.id, &avu("", "x")).await),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(code(c.add_avu(424242, &avu("a", "b")).await), ErrorCode::NotFound);
+    assert_eq!(
+        c.list_avus(n.id).await.unwrap(),
+        vec![avu("sample", "s1"), avu("sample", "s2"), with_unit.clone()]
+    );
+
+    c.set_avu(n.id, &avu("sample", "only")).await.unwrap();
+    assert_eq!(
+        c.list_avus(n.id).await.unwrap(),
+        vec![avu("sample", "only"), with_unit.clone()]
+    );
+    c.set_avu(n.id, &avu("new", "v")).await.unwrap();
+
+    assert_eq!(
+        code(c.remove_avu(n.id, "sample", Some("nope")).await),
+        ErrorCode::NotFound
+    );
+    c.remove_avu(n.id, "sample", Some("only")).await.unwrap();
+    c.remove_avu(n.id, "temp", None).await.unwrap();
+    assert_eq!(code(c.remove_avu(n.id, "temp", None).await), ErrorCode::NotFound);
+    assert_eq!(c.list_avus(n.id).await.unwrap(), vec![avu("new", "v")]);
+
+    // Collections carry metadata too.
+    let z = c.get_node(&p("/z")).await.unwrap().unwrap();
+    c.add_avu(z.id, &avu("site", "lrz")).await.unwrap();
+    assert_eq!(c.list_avus(z.id).await.unwrap(), vec![avu("site", "lrz")]);
+}
+
+async fn find_by_name_glob(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    c.create_collection(&p("/z/d/sub"), admin, true).await.unwrap();
+    c.create_collection(&p("/z/d-other"), admin, false).await.unwrap();
+    for (i, f) in [
+        "/z/d/a.nc",
+        "/z/d/b.nc",
+        "/z/d/sub/c.nc",
+        "/z/d/notes.txt",
+        "/z/d/x[1].nc",
+        "/z/d/50%_done",
+        "/z/d/5012done",
+        "/z/d-other/d.nc",
+    ]
+    .iter()
+    .enumerate()
+    {
+        c.register_object(&obj(f, admin, disk, &format!("k{i}")))
+            .await
+            .unwrap();
+    }
+    let find = |glob: &str| {
+        let mut q = query("/z/d");
+        q.name_glob = Some(glob.into());
+        q
+    };
+    assert_eq!(
+        paths(&c.find(&find("*.nc")).await.unwrap()),
+        ["/z/d/a.nc", "/z/d/b.nc", "/z/d/sub/c.nc", "/z/d/x[1].nc"]
+    );
+    assert_eq!(
+        paths(&c.find(&find("?.nc")).await.unwrap()),
+        ["/z/d/a.nc", "/z/d/b.nc", "/z/d/sub/c.nc"]
+    );
+    assert_eq!(paths(&c.find(&find("x[1]*")).await.unwrap()), ["/z/d/x[1].nc"]);
+    assert_eq!(paths(&c.find(&find("50%_*")).await.unwrap()), ["/z/d/50%_done"]);
+    assert_eq!(
+        paths(&c.find(&find("notes.txt")).await.unwrap()),
+        ["/z/d/notes.txt"]
+    );
+    assert_eq!(
+        paths(&c.find(&find("NOTES.TXT")).await.unwrap()),
+        Vec::<String>::new()
+    );
+    assert_eq!(paths(&c.find(&find("s*")).await.unwrap()), ["/z/d/sub"]);
+
+    let mut objects_only = find("*");
+    objects_only.kind = Some(NodeKind::Object);
+    assert_eq!(c.find(&objects_only).await.unwrap().len(), 7);
+    let mut collections = query("/z");
+    collections.kind = Some(NodeKind::Collection);
+    assert_eq!(
+        paths(&c.find(&collections).await.unwrap()),
+        ["/z/d", "/z/d-other", "/z/d/sub"]
+    );
+    // The root itself is not part of the result.
+    assert!(c.find(&query("/z/d/sub/c.nc")).await.unwrap().is_empty());
+    let mut none = query("/z");
+    none.limit = 0;
+    assert!(c.find(&none).await.unwrap().is_empty());
+}
+
+async fn find_by_metadata(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    c.create_collection(&p("/z/d"), admin, false).await.unwrap();
+    let mut ids = vec![];
+    for i in 0..10 {
+        let n = c
+            .register_object(&obj(&format!("/z/d/f{i}"), admin, disk, &format!("k{i}")))
+            .await
+            .unwrap()
+            .node;
+        c.add_avu(n.id, &avu("parity", if i % 2 == 0 { "even" } else { "odd" }))
+            .await
+            .unwrap();
+        c.add_avu(n.id, &avu("temp", &format!("{}", i as f64 * 1.5)))
+            .await
+            .unwrap();
+        ids.push(n.id);
+    }
+    // A non-numeric value of a numeric attribute never matches a comparison.
+    c.add_avu(ids[0], &avu("temp", "cold")).await.unwrap();
+    let meta = |conds: &[&str]| {
+        let mut q = query("/z");
+        q.meta = conds.iter().map(|s| MetaCondition::parse(s).unwrap()).collect();
+        q
+    };
+    let names =
+        |nodes: Vec<weft_catalog::Node>| nodes.iter().map(|n| n.path.name().to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        names(c.find(&meta(&["parity=odd"])).await.unwrap()),
+        ["f1", "f3", "f5", "f7", "f9"]
+    );
+    assert_eq!(
+        names(c.find(&meta(&["temp>=9"])).await.unwrap()),
+        ["f6", "f7", "f8", "f9"]
+    );
+    assert_eq!(names(c.find(&meta(&["temp<1.5"])).await.unwrap()), ["f0"]);
+    assert_eq!(names(c.find(&meta(&["temp<=1.5"])).await.unwrap()), ["f0", "f1"]);
+    assert_eq!(
+        names(c.find(&meta(&["temp>1e1"])).await.unwrap()),
+        ["f7", "f8", "f9"]
+    );
+    assert_eq!(names(c.find(&meta(&["temp=cold"])).await.unwrap()), ["f0"]);
+    assert_eq!(
+        names(c.find(&meta(&["parity!=odd"])).await.unwrap()),
+        ["f0", "f2", "f4", "f6", "f8"]
+    );
+    assert_eq!(
+        names(c.find(&meta(&["parity=odd", "temp>5"])).await.unwrap()),
+        ["f5", "f7", "f9"]
+    );
+    assert_eq!(
+        names(
+            c.find(&meta(&["parity=even", "temp>5", "temp<12"]))
+                .await
+                .unwrap()
+        ),
+        ["f4", "f6"]
+    );
+    assert!(c.find(&meta(&["parity=none"])).await.unwrap().is_empty());
+    assert!(c.find(&meta(&["nosuch>1"])).await.unwrap().is_empty());
+    let mut with_glob = meta(&["parity=odd"]);
+    with_glob.name_glob = Some("f[13]".into());
+    assert!(
+        c.find(&with_glob).await.unwrap().is_empty(),
+        "[ is literal, not a class"
+    );
+    with_glob.name_glob = Some("f?".into());
+    assert_eq!(c.find(&with_glob).await.unwrap().len(), 5);
+    // A numeric comparison with a non-number is refused.
+    let mut bad = query("/z");
+    bad.meta = vec![MetaCondition {
+        attr: "temp".into(),
+        op: weft_types::MetaOp::Gt,
+        value: "warm".into(),
+    }];
+    assert_eq!(code(c.find(&bad).await), ErrorCode::InvalidArgument);
+    // Metadata on a collection finds the collection.
+    let d = c.get_node(&p("/z/d")).await.unwrap().unwrap();
+    c.add_avu(d.id, &avu("parity", "odd")).await.unwrap();
+    assert_eq!(c.find(&meta(&["parity=odd"])).await.unwrap()[0].id, d.id);
+}
+
+async fn find_pages_with_cursor(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    c.create_collection(&p("/z/d"), admin, false).await.unwrap();
+    let batch: Vec<NewObject> = (0..25)
+        .map(|i| obj(&format!("/z/d/f{i:02}"), admin, disk, &format!("k{i}")))
+        .collect();
+    let all: Vec<i64> = c
+        .register_objects(&batch)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.node.id)
+        .collect();
+    let mut q = query("/z/d");
+    q.limit = 10;
+    let mut seen = vec![];
+    loop {
+        let page = c.find(&q).await.unwrap();
+        assert!(page.len() <= 10);
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.windows(2).all(|w| w[0].id < w[1].id), "ordered by id");
+        q.after_id = Some(page.last().unwrap().id);
+        seen.extend(page.iter().map(|n| n.id));
+    }
+    assert_eq!(seen, all);
+}
+
+// --- access control -----------------------------------------------------------------------
+
+async fn acl_set_list_remove(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let alice = c
+        .create_principal(&name("alice"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let lab = c
+        .create_principal(&name("lab"), PrincipalKind::Group, false)
+        .await
+        .unwrap();
+    let f = c
+        .register_object(&obj("/z/f", admin, disk, "k"))
+        .await
+        .unwrap()
+        .node;
+    c.set_acl(&f.path, alice.id, Permission::Read, false)
+        .await
+        .unwrap();
+    c.set_acl(&f.path, lab.id, Permission::Write, false)
+        .await
+        .unwrap();
+    let acl = c.list_acl(f.id).await.unwrap();
+    let view: Vec<(String, PrincipalKind, Permission)> = acl
+        .into_iter()
+        .map(|e| (e.principal.to_string(), e.kind, e.permission))
+        .collect();
+    assert_eq!(
+        view,
+        [
+            ("alice".to_owned(), PrincipalKind::User, Permission::Read),
+            ("lab".to_owned(), PrincipalKind::Group, Permission::Write)
+        ]
+    );
+    c.set_acl(&f.path, alice.id, Permission::Own, false)
+        .await
+        .unwrap();
+    assert_eq!(c.list_acl(f.id).await.unwrap()[0].permission, Permission::Own);
+    c.set_acl(&f.path, alice.id, Permission::None, false)
+        .await
+        .unwrap();
+    c.set_acl(&f.path, alice.id, Permission::None, false)
+        .await
+        .unwrap();
+    assert_eq!(c.list_acl(f.id).await.unwrap().len(), 1);
+    assert_eq!(
+        code(c.set_acl(&p("/z/none"), alice.id, Permission::Read, false).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        code(c.set_acl(&f.path, 9999, Permission::Read, false).await),
+        ErrorCode::NotFound
+    );
+}
+
+async fn acl_inheritance_groups_and_owner(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let alice = c
+        .create_principal(&name("alice"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let bob = c
+        .create_principal(&name("bob"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let lab = c
+        .create_principal(&name("lab"), PrincipalKind::Group, false)
+        .await
+        .unwrap();
+    c.add_member(&name("lab"), &name("bob")).await.unwrap();
+    c.create_collection(&p("/z/proj/raw"), admin, true).await.unwrap();
+    c.create_collection(&p("/z/home"), admin, false).await.unwrap();
+    let home = c
+        .create_collection(&p("/z/home/alice"), alice.id, false)
+        .await
+        .unwrap();
+    c.register_object(&obj("/z/proj/raw/f", admin, disk, "k1"))
+        .await
+        .unwrap();
+    c.register_object(&obj("/z/home/alice/mine", admin, disk, "k2"))
+        .await
+        .unwrap();
+    let perm = |path: &'static str, ids: Vec<i64>| {
+        let path = p(path);
+        async move { c.effective_permission(&path, &ids).await.unwrap() }
+    };
+
+    assert_eq!(perm("/z/proj/raw/f", vec![alice.id]).await, Permission::None);
+    // A grant on a collection reaches everything below it, existing or not yet.
+    c.set_acl(&p("/z/proj"), alice.id, Permission::Read, false)
+        .await
+        .unwrap();
+    assert_eq!(perm("/z/proj/raw/f", vec![alice.id]).await, Permission::Read);
+    assert_eq!(
+        perm("/z/proj/raw/not-yet", vec![alice.id]).await,
+        Permission::Read
+    );
+    assert_eq!(perm("/z/proj", vec![alice.id]).await, Permission::Read);
+    assert_eq!(perm("/z", vec![alice.id]).await, Permission::None);
+    // The highest level along the way wins.
+    c.set_acl(&p("/z/proj/raw/f"), alice.id, Permission::Write, false)
+        .await
+        .unwrap();
+    assert_eq!(perm("/z/proj/raw/f", vec![alice.id]).await, Permission::Write);
+    assert_eq!(perm("/z/proj/raw", vec![alice.id]).await, Permission::Read);
+
+    // Group grants count for the members' principal sets (user + groups).
+    let bob_ids = {
+        let mut ids = c.group_ids_of(bob.id).await.unwrap();
+        ids.push(bob.id);
+        ids
+    };
+    assert_eq!(bob_ids.len(), 2);
+    assert_eq!(perm("/z/proj/raw/f", bob_ids.clone()).await, Permission::None);
+    c.set_acl(&p("/z/proj"), lab.id, Permission::Write, false)
+        .await
+        .unwrap();
+    assert_eq!(perm("/z/proj/raw/f", bob_ids.clone()).await, Permission::Write);
+    assert_eq!(perm("/z/proj/raw/f", vec![bob.id]).await, Permission::None);
+
+    // Owning a node (or a collection above it) is `own`.
+    assert_eq!(perm("/z/home/alice", vec![alice.id]).await, Permission::Own);
+    assert_eq!(perm("/z/home/alice/mine", vec![alice.id]).await, Permission::Own);
+    assert_eq!(perm("/z/home/alice/new", vec![alice.id]).await, Permission::Own);
+    assert_eq!(perm("/z/home", vec![alice.id]).await, Permission::None);
+    assert_eq!(perm("/z/anything", vec![admin]).await, Permission::Own);
+    assert_eq!(perm("/z/proj", vec![]).await, Permission::None);
+    assert_eq!(home.owner_id, alice.id);
+
+    // Recursive set and removal.
+    c.set_acl(&p("/z/proj"), bob.id, Permission::Read, true)
+        .await
+        .unwrap();
+    let f = c.get_node(&p("/z/proj/raw/f")).await.unwrap().unwrap();
+    assert!(c
+        .list_acl(f.id)
+        .await
+        .unwrap()
+        .iter()
+        .any(|e| e.principal.as_str() == "bob"));
+    c.set_acl(&p("/z/proj"), bob.id, Permission::None, true)
+        .await
+        .unwrap();
+    assert!(!c
+        .list_acl(f.id)
+        .await
+        .unwrap()
+        .iter()
+        .any(|e| e.principal.as_str() == "bob"));
+    c.set_acl(&p("/z/proj"), lab.id, Permission::None, true)
+        .await
+        .unwrap();
+    assert_eq!(perm("/z/proj/raw/f", bob_ids).await, Permission::None);
+}
+
+// --- planner ----------------------------------------------------------------------------
+
+/// 100,000 objects in 100 directories, each with `run` (1,000 distinct values) and `temp`
+/// (numeric); the plan of a query with a root prefix, a name glob, one equality and one
+/// numeric condition must come from the indexes, not from scanning nodes or avus.
+async fn find_uses_indexes_on_100k_objects(c: &SqlCatalog) {
+    const N: usize = 100_000;
+    let (admin, disk) = zone(c).await;
+    for d in 0..100 {
+        c.create_collection(&p(&format!("/z/data/d{d:02}")), admin, true)
+            .await
+            .unwrap();
+    }
+    let t0 = std::time::Instant::now();
+    let mut ids = Vec::with_capacity(N);
+    for start in (0..N).step_by(1000) {
+        let batch: Vec<NewObject> = (start..start + 1000)
+            .map(|i| {
+                obj(
+                    &format!("/z/data/d{:02}/f{i:06}.nc", i % 100),
+                    admin,
+                    disk,
+                    &format!("key/{i:06}"),
+                )
+            })
+            .collect();
+        ids.extend(
+            c.register_objects(&batch)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.node.id),
+        );
+    }
+    let registered = t0.elapsed();
+    let t1 = std::time::Instant::now();
+    let mut avus = Vec::with_capacity(2 * N);
+    for (i, id) in ids.iter().enumerate() {
+        avus.push((*id, avu("run", &format!("r{:03}", i % 1000))));
+        avus.push((*id, avu("temp", &format!("{}", (i % 997) as f64 / 10.0))));
+    }
+    for chunk in avus.chunks(20_000) {
+        c.add_avus(chunk).await.unwrap();
+    }
+    let annotated = t1.elapsed();
+    c.analyze().await.unwrap();
+    eprintln!(
+        "{:?}: register_objects {:.0} objects/s, add_avus {:.0} avus/s",
+        c.dialect(),
+        N as f64 / registered.as_secs_f64(),
+        (2 * N) as f64 / annotated.as_secs_f64()
+    );
+
+    let mut q = query("/z/data");
+    q.name_glob = Some("f*.nc".into());
+    q.meta = vec![
+        MetaCondition::parse("run=r042").unwrap(),
+        MetaCondition::parse("temp>30").unwrap(),
+    ];
+    let plan = c.explain_find(&q).await.unwrap();
+    eprintln!("{:?} plan:\n{plan}", c.dialect());
+    match c.dialect() {
+        Dialect::Sqlite => {
+            for line in plan.lines() {
+                let l = line.trim();
+                let full_scan =
+                    (l.starts_with("SCAN n") || l.starts_with("SCAN nodes") || l.starts_with("SCAN avus"))
+                        && !l.contains("USING");
+                assert!(!full_scan, "full scan in plan:\n{plan}");
+            }
+            assert!(
+                plan.contains("avus_attr_value") || plan.contains("avus_attr_num"),
+                "{plan}"
+            );
+        }
+        Dialect::Postgres => {
+            assert!(!plan.contains("Seq Scan on nodes"), "{plan}");
+            assert!(!plan.contains("Seq Scan on avus"), "{plan}");
+            assert!(plan.contains("avus_"), "{plan}");
+        }
+    }
+
+    // And the answer is right: run r042 is i ≡ 42 (mod 1000); temp = (i mod 997)/10 > 30.
+    let expected: Vec<String> = (0..N)
+        .filter(|i| i % 1000 == 42 && (i % 997) as f64 / 10.0 > 30.0)
+        .map(|i| format!("/z/data/d{:02}/f{i:06}.nc", i % 100))
+        .collect();
+    assert!(!expected.is_empty());
+    let mut got = paths(&c.find(&q).await.unwrap());
+    let mut expected_sorted = expected.clone();
+    expected_sorted.sort();
+    got.sort();
+    assert_eq!(got, expected_sorted);
+
+    // A prefix that excludes half of the directories.
+    let mut q2 = query("/z/data/d42");
+    q2.meta = vec![MetaCondition::parse("run=r042").unwrap()];
+    let got = c.find(&q2).await.unwrap();
+    assert_eq!(got.len(), 100);
+    assert!(got.iter().all(|n| n.path.as_str().starts_with("/z/data/d42/")));
+}
