@@ -48,10 +48,13 @@ impl FsStore {
     pub async fn check(&self) -> Result<(), Error> {
         let tmp = self.tmp_dir();
         blocking(move || {
-            std::fs::create_dir_all(&tmp).map_err(|e| io_error(&format!("cannot create {}", tmp.display()), e))?;
+            std::fs::create_dir_all(&tmp)
+                .map_err(|e| io_error(&format!("cannot create {}", tmp.display()), e))?;
             let probe = tmp.join(format!("probe-{}", uuid::Uuid::new_v4().simple()));
-            std::fs::write(&probe, b"weft").map_err(|e| io_error(&format!("cannot write {}", probe.display()), e))?;
-            std::fs::remove_file(&probe).map_err(|e| io_error(&format!("cannot remove {}", probe.display()), e))
+            std::fs::write(&probe, b"weft")
+                .map_err(|e| io_error(&format!("cannot write {}", probe.display()), e))?;
+            std::fs::remove_file(&probe)
+                .map_err(|e| io_error(&format!("cannot remove {}", probe.display()), e))
         })
         .await
     }
@@ -61,7 +64,13 @@ impl FsStore {
         let tmp_dir = self.tmp_dir();
         blocking(move || {
             let path = tmp_dir.join(uuid::Uuid::new_v4().simple().to_string());
-            let open = || std::fs::OpenOptions::new().write(true).read(true).create_new(true).open(&path);
+            let open = || {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .read(true)
+                    .create_new(true)
+                    .open(&path)
+            };
             let file = match open() {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     std::fs::create_dir_all(&tmp_dir)
@@ -72,7 +81,8 @@ impl FsStore {
             }
             .map_err(|e| io_error(&format!("cannot create {}", path.display()), e))?;
             if size > 0 {
-                file.set_len(size).map_err(|e| io_error(&format!("cannot size {}", path.display()), e))?;
+                file.set_len(size)
+                    .map_err(|e| io_error(&format!("cannot size {}", path.display()), e))?;
             }
             Ok((Arc::new(file), path))
         })
@@ -82,20 +92,33 @@ impl FsStore {
     pub async fn writer(&self, key: &str) -> Result<FsWriter, Error> {
         let target = self.path_of(key)?;
         let (file, tmp) = self.temp_file(0).await?;
-        Ok(FsWriter { file, tmp, target, buf: BytesMut::new(), written: 0 })
+        Ok(FsWriter {
+            file,
+            tmp,
+            target,
+            buf: BytesMut::new(),
+            written: 0,
+        })
     }
 
     pub async fn offset_writer(&self, key: &str, size: u64) -> Result<OffsetWriter, Error> {
         let target = self.path_of(key)?;
         let (file, tmp) = self.temp_file(size).await?;
-        Ok(OffsetWriter { file, tmp, size, target: Target::Fs(target) })
+        Ok(OffsetWriter {
+            file,
+            tmp,
+            size,
+            target: Target::Fs(target),
+        })
     }
 
     pub async fn read(&self, key: &str, range: Range<u64>) -> Result<ByteStream, Error> {
         let path = self.path_of(key)?;
         let file = blocking({
             let path = path.clone();
-            move || File::open(&path).map_err(|e| io_error(&format!("cannot open replica {}", path.display()), e))
+            move || {
+                File::open(&path).map_err(|e| io_error(&format!("cannot open replica {}", path.display()), e))
+            }
         })
         .await?;
         Ok(read_file_range(file, path, range))
@@ -123,7 +146,11 @@ impl FsStore {
             for entry in entries {
                 let entry = entry.map_err(|e| io_error(&format!("cannot list {}", tmp.display()), e))?;
                 let p = entry.path();
-                let r = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+                let r = if p.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
                 r.map_err(|e| io_error(&format!("cannot remove {}", p.display()), e))?;
                 n += 1;
             }
@@ -137,11 +164,15 @@ impl FsStore {
     pub async fn sync_filesystem(&self) -> Result<(), Error> {
         let root = self.root.clone();
         blocking(move || {
-            let dir = File::open(&root).map_err(|e| io_error(&format!("cannot open {}", root.display()), e))?;
+            let dir =
+                File::open(&root).map_err(|e| io_error(&format!("cannot open {}", root.display()), e))?;
             // SAFETY: syncfs takes a valid open descriptor, which `dir` holds for the call.
             let rc = unsafe { libc_syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) };
             if rc != 0 {
-                return Err(io_error(&format!("syncfs {}", root.display()), std::io::Error::last_os_error()));
+                return Err(io_error(
+                    &format!("syncfs {}", root.display()),
+                    std::io::Error::last_os_error(),
+                ));
             }
             Ok(())
         })
@@ -167,7 +198,11 @@ pub(crate) fn read_file_range(file: File, path: PathBuf, range: Range<u64>) -> B
                 if e.kind() == std::io::ErrorKind::UnexpectedEof {
                     Error::new(
                         ErrorCode::StorageError,
-                        format!("replica {} is shorter than recorded (ends before byte {})", path.display(), pos + n as u64),
+                        format!(
+                            "replica {} is shorter than recorded (ends before byte {})",
+                            path.display(),
+                            pos + n as u64
+                        ),
                     )
                 } else {
                     io_error(&format!("cannot read {}", path.display()), e)
@@ -180,7 +215,9 @@ pub(crate) fn read_file_range(file: File, path: PathBuf, range: Range<u64>) -> B
             pos += n as u64;
         }
     });
-    Box::pin(futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) }))
+    Box::pin(futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    }))
 }
 
 pub struct FsWriter {
@@ -207,8 +244,11 @@ impl FsWriter {
     async fn write_out(&mut self, data: Bytes) -> Result<(), Error> {
         let (file, tmp, at) = (self.file.clone(), self.tmp.clone(), self.written);
         self.written += data.len() as u64;
-        blocking(move || file.write_all_at(&data, at).map_err(|e| io_error(&format!("cannot write {}", tmp.display()), e)))
-            .await
+        blocking(move || {
+            file.write_all_at(&data, at)
+                .map_err(|e| io_error(&format!("cannot write {}", tmp.display()), e))
+        })
+        .await
     }
 
     pub async fn commit(mut self, durable: bool) -> Result<u64, Error> {
@@ -253,7 +293,12 @@ impl OffsetWriter {
         key: String,
     ) -> Result<Self, Error> {
         let (file, tmp) = staging.temp_file(size).await?;
-        Ok(OffsetWriter { file, tmp, size, target: Target::S3(store, key) })
+        Ok(OffsetWriter {
+            file,
+            tmp,
+            size,
+            target: Target::S3(store, key),
+        })
     }
 
     pub fn size(&self) -> u64 {
@@ -265,12 +310,19 @@ impl OffsetWriter {
         if offset + data.len() as u64 > self.size {
             return Err(Error::new(
                 ErrorCode::SizeMismatch,
-                format!("write of {} bytes at {offset} exceeds the declared size {}", data.len(), self.size),
+                format!(
+                    "write of {} bytes at {offset} exceeds the declared size {}",
+                    data.len(),
+                    self.size
+                ),
             ));
         }
         let (file, tmp) = (self.file.clone(), self.tmp.clone());
-        blocking(move || file.write_all_at(&data, offset).map_err(|e| io_error(&format!("cannot write {}", tmp.display()), e)))
-            .await
+        blocking(move || {
+            file.write_all_at(&data, offset)
+                .map_err(|e| io_error(&format!("cannot write {}", tmp.display()), e))
+        })
+        .await
     }
 
     /// Makes the whole file durable and visible at its key.
@@ -281,7 +333,8 @@ impl OffsetWriter {
                 blocking(move || finish_file(&file, &tmp, &target, durable)).await
             }
             Target::S3(store, key) => {
-                let file = File::open(&self.tmp).map_err(|e| io_error(&format!("cannot reopen {}", self.tmp.display()), e))?;
+                let file = File::open(&self.tmp)
+                    .map_err(|e| io_error(&format!("cannot reopen {}", self.tmp.display()), e))?;
                 let r = store.upload_file(key, file, self.tmp.clone(), self.size).await;
                 remove_quietly(self.tmp.clone()).await;
                 return r;
@@ -300,13 +353,15 @@ impl OffsetWriter {
 
 fn finish_file(file: &File, tmp: &Path, target: &Path, durable: bool) -> Result<(), Error> {
     if durable {
-        file.sync_data().map_err(|e| io_error(&format!("cannot sync {}", tmp.display()), e))?;
+        file.sync_data()
+            .map_err(|e| io_error(&format!("cannot sync {}", tmp.display()), e))?;
     }
     let rename = || std::fs::rename(tmp, target);
     match rename() {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let dir = target.parent().expect("replica path has a parent");
-            std::fs::create_dir_all(dir).map_err(|e| io_error(&format!("cannot create {}", dir.display()), e))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| io_error(&format!("cannot create {}", dir.display()), e))?;
             rename()
         }
         other => other,
@@ -318,6 +373,10 @@ async fn remove_quietly(path: PathBuf) {
     let _ = tokio::task::spawn_blocking(move || std::fs::remove_file(path)).await;
 }
 
-pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Error> + Send + 'static) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| Error::internal(format!("storage task failed: {e}")))?
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::internal(format!("storage task failed: {e}")))?
 }

@@ -38,13 +38,17 @@ impl Store {
     /// for resources that cannot write at offsets (S3 stages parallel pieces there).
     pub fn open(kind: ResourceKind, config_json: &str, staging_dir: PathBuf) -> Result<Store, Error> {
         let bad = |e: serde_json::Error| {
-            Error::new(ErrorCode::InvalidArgument, format!("invalid {kind} resource settings: {e}"))
+            Error::new(
+                ErrorCode::InvalidArgument,
+                format!("invalid {kind} resource settings: {e}"),
+            )
         };
         Ok(match kind {
             ResourceKind::Fs => Store::Fs(fs::FsStore::new(serde_json::from_str(config_json).map_err(bad)?)?),
-            ResourceKind::S3 => {
-                Store::S3(s3::S3Store::new(serde_json::from_str(config_json).map_err(bad)?, staging_dir)?)
-            }
+            ResourceKind::S3 => Store::S3(s3::S3Store::new(
+                serde_json::from_str(config_json).map_err(bad)?,
+                staging_dir,
+            )?),
         })
     }
 

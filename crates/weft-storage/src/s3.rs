@@ -41,10 +41,16 @@ impl S3Store {
             // environment or instance metadata.
             .disable_config_load()
             .disable_ec2_metadata();
-        let op = Operator::new(builder).map_err(|e| s3_error("cannot configure S3 resource", e))?.finish();
+        let op = Operator::new(builder)
+            .map_err(|e| s3_error("cannot configure S3 resource", e))?
+            .finish();
         let describe = format!("s3://{}/{} at {}", config.bucket, config.prefix, config.endpoint);
         let staging = FsStore::new(crate::FsConfig { root: staging_dir })?;
-        Ok(S3Store { op, describe, staging })
+        Ok(S3Store {
+            op,
+            describe,
+            staging,
+        })
     }
 
     pub async fn check(&self) -> Result<(), Error> {
@@ -53,7 +59,10 @@ impl S3Store {
             .write(&probe, Bytes::from_static(b"weft"))
             .await
             .map_err(|e| s3_error(&format!("cannot write to {}", self.describe), e))?;
-        self.op.delete(&probe).await.map_err(|e| s3_error(&format!("cannot delete from {}", self.describe), e))
+        self.op
+            .delete(&probe)
+            .await
+            .map_err(|e| s3_error(&format!("cannot delete from {}", self.describe), e))
     }
 
     pub async fn writer(&self, key: &str) -> Result<S3Writer, Error> {
@@ -64,7 +73,11 @@ impl S3Store {
             .concurrent(CONCURRENCY)
             .await
             .map_err(|e| s3_error(&format!("cannot start upload of {key} to {}", self.describe), e))?;
-        Ok(S3Writer { w, key: key.to_owned(), written: 0 })
+        Ok(S3Writer {
+            w,
+            key: key.to_owned(),
+            written: 0,
+        })
     }
 
     pub async fn offset_writer(&self, key: &str, size: u64) -> Result<OffsetWriter, Error> {
@@ -72,7 +85,13 @@ impl S3Store {
     }
 
     /// Uploads a staged local file to `key`.
-    pub(crate) async fn upload_file(&self, key: &str, file: File, path: PathBuf, size: u64) -> Result<(), Error> {
+    pub(crate) async fn upload_file(
+        &self,
+        key: &str,
+        file: File,
+        path: PathBuf,
+        size: u64,
+    ) -> Result<(), Error> {
         let mut w = self.writer(key).await?;
         let file = std::sync::Arc::new(file);
         let mut pos = 0u64;
@@ -81,7 +100,8 @@ impl S3Store {
             let (f, p) = (file.clone(), path.clone());
             let buf = crate::fs::blocking(move || {
                 let mut buf = vec![0u8; n];
-                f.read_exact_at(&mut buf, pos).map_err(|e| crate::io_error(&format!("cannot read {}", p.display()), e))?;
+                f.read_exact_at(&mut buf, pos)
+                    .map_err(|e| crate::io_error(&format!("cannot read {}", p.display()), e))?;
                 Ok(Bytes::from(buf))
             })
             .await;
@@ -107,7 +127,10 @@ impl S3Store {
             .concurrent(CONCURRENCY)
             .await
             .map_err(|e| s3_error(&what, e))?;
-        let stream = reader.into_bytes_stream(range).await.map_err(|e| s3_error(&what, e))?;
+        let stream = reader
+            .into_bytes_stream(range)
+            .await
+            .map_err(|e| s3_error(&what, e))?;
         let key = key.to_owned();
         Ok(Box::pin(stream.map(move |r| {
             r.map_err(|e| Error::new(ErrorCode::StorageUnavailable, format!("cannot read {key}: {e}")))
@@ -115,7 +138,10 @@ impl S3Store {
     }
 
     pub async fn delete(&self, key: &str) -> Result<(), Error> {
-        self.op.delete(key).await.map_err(|e| s3_error(&format!("cannot delete {key} from {}", self.describe), e))
+        self.op
+            .delete(key)
+            .await
+            .map_err(|e| s3_error(&format!("cannot delete {key} from {}", self.describe), e))
     }
 
     /// S3 keeps nothing temporary that is visible: an interrupted multipart upload never
@@ -134,7 +160,10 @@ pub struct S3Writer {
 impl S3Writer {
     pub async fn write(&mut self, data: Bytes) -> Result<(), Error> {
         self.written += data.len() as u64;
-        self.w.write(data).await.map_err(|e| s3_error(&format!("cannot upload {}", self.key), e))
+        self.w
+            .write(data)
+            .await
+            .map_err(|e| s3_error(&format!("cannot upload {}", self.key), e))
     }
 
     pub async fn commit(mut self) -> Result<u64, Error> {
