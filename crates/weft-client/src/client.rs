@@ -1,0 +1,236 @@
+//! The connection to one zone: base URL, bearer token, and the request/answer plumbing
+//! every route method shares.
+
+use crate::error::ClientError;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use reqwest::{Method, RequestBuilder, Response};
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+use std::time::Duration;
+use weft_types::LogicalPath;
+
+/// Everything but RFC 3986 unreserved characters is escaped in a path segment, so that
+/// names with `%`, `?`, `#` or spaces reach the zone as they are.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// The prefix of every route of REST API v1.
+pub const API_PREFIX: &str = "/api/v1";
+
+/// A typed client of one zone. Cheap to clone: clones share one connection pool, so
+/// parallel streams reuse kept-alive connections.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) http: reqwest::Client,
+    /// What the user gave, normalised: `http://host:port` (for messages).
+    zone_url: Arc<str>,
+    /// `zone_url` + `/api/v1`.
+    api: Arc<str>,
+    token: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for Client {
+    // By hand, so that the token never ends up in a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("zone_url", &self.zone_url)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+impl Client {
+    /// `base_url` is the zone's address (`http://host:port`, with or without `/api/v1`);
+    /// `token` is sent as a bearer token on every request.
+    pub fn new(base_url: &str, token: Option<String>) -> Result<Client, ClientError> {
+        let zone_url = normalise_base_url(base_url)?;
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("weft/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            // No overall timeout: a large piece on a slow link legitimately takes long.
+            // A stalled connection is caught by the read timeout instead; it is generous
+            // because completing an upload fsyncs the whole object before answering.
+            .read_timeout(Duration::from_secs(300))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| ClientError::Invalid(format!("cannot build HTTP client: {e}")))?;
+        let token = token.filter(|t| !t.is_empty()).map(|t| Arc::from(t.trim()));
+        Ok(Client {
+            http,
+            api: format!("{zone_url}{API_PREFIX}").into(),
+            zone_url: zone_url.into(),
+            token,
+        })
+    }
+
+    /// The zone's address as normalised (`http://host:port`).
+    pub fn zone_url(&self) -> &str {
+        &self.zone_url
+    }
+
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// `/api/v1` + `route`, for routes without a path parameter.
+    pub(crate) fn url(&self, route: &str) -> String {
+        format!("{}{route}", self.api)
+    }
+
+    /// `/api/v1/{route}/{*path}`: the logical path without its leading slash, each
+    /// component percent-encoded.
+    pub(crate) fn path_url(&self, route: &str, path: &LogicalPath) -> String {
+        format!("{}/{route}/{}", self.api, encode_path(path))
+    }
+
+    /// `/api/v1/{route}/{name}` for one name (user, group, resource, upload id).
+    pub(crate) fn name_url(&self, route: &str, name: &str) -> String {
+        format!("{}/{route}/{}", self.api, encode_segment(name))
+    }
+
+    pub(crate) fn request(&self, method: Method, url: String) -> RequestBuilder {
+        let req = self.http.request(method, url);
+        match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    }
+
+    /// Sends and turns every non-2xx answer into `ClientError::Api`.
+    pub(crate) async fn send(&self, req: RequestBuilder) -> Result<Response, ClientError> {
+        let resp = req.send().await.map_err(|e| self.transport(e))?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        let status = resp.status().as_u16();
+        // An unreadable error body still leaves the status to go by.
+        let body = resp.bytes().await.unwrap_or_default();
+        Err(ClientError::from_answer(status, &body))
+    }
+
+    pub(crate) async fn json<T: DeserializeOwned>(&self, req: RequestBuilder) -> Result<T, ClientError> {
+        let resp = self.send(req).await?;
+        let url = resp.url().path().to_owned();
+        let body = resp.bytes().await.map_err(|e| self.transport(e))?;
+        serde_json::from_slice(&body).map_err(|e| ClientError::Protocol(format!("{url}: {e}")))
+    }
+
+    /// For routes answering 204: the body is ignored.
+    pub(crate) async fn empty(&self, req: RequestBuilder) -> Result<(), ClientError> {
+        self.send(req).await.map(drop)
+    }
+
+    pub(crate) fn transport(&self, e: reqwest::Error) -> ClientError {
+        ClientError::from_reqwest(&self.zone_url, e)
+    }
+}
+
+pub(crate) fn encode_segment(s: &str) -> String {
+    utf8_percent_encode(s, SEGMENT).to_string()
+}
+
+pub(crate) fn encode_path(path: &LogicalPath) -> String {
+    path.as_str()[1..]
+        .split('/')
+        .map(encode_segment)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Accepts `host:port`-style mistakes early with a clear message rather than an obscure
+/// transport error later.
+fn normalise_base_url(base: &str) -> Result<String, ClientError> {
+    let trimmed = base.trim().trim_end_matches('/');
+    let trimmed = trimmed.strip_suffix(API_PREFIX).unwrap_or(trimmed);
+    let url = reqwest::Url::parse(trimmed).map_err(|e| {
+        ClientError::Invalid(format!(
+            "zone URL {base:?} is not a URL ({e}); write it as http://host:port"
+        ))
+    })?;
+    match url.scheme() {
+        "http" => {}
+        "https" => {
+            return Err(ClientError::Invalid(format!(
+                "zone URL {base:?}: this build of weft has no TLS support yet; use http:// (through an SSH tunnel or a local TLS proxy across sites)"
+            )))
+        }
+        other => {
+            return Err(ClientError::Invalid(format!(
+                "zone URL {base:?} has scheme {other:?}; write it as http://host:port"
+            )))
+        }
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(ClientError::Invalid(format!("zone URL {base:?} has no host")));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(ClientError::Invalid(format!(
+            "zone URL {base:?} must not have a query or fragment"
+        )));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls() {
+        let c = Client::new("http://127.0.0.1:8080/", None).unwrap();
+        assert_eq!(c.zone_url(), "http://127.0.0.1:8080");
+        assert_eq!(c.url("/whoami"), "http://127.0.0.1:8080/api/v1/whoami");
+        let c = Client::new("http://zone.example:1/api/v1", Some(String::new())).unwrap();
+        assert_eq!(c.zone_url(), "http://zone.example:1");
+        assert!(!c.has_token());
+        let c = Client::new("http://h/prefix/", Some("t".into())).unwrap();
+        assert_eq!(c.url("/health"), "http://h/prefix/api/v1/health");
+        assert!(c.has_token());
+        for bad in ["localhost:8080", "ftp://h", "", "http://h/?q=1", "https://h"] {
+            assert!(Client::new(bad, None).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn paths_are_encoded_per_component() {
+        let c = Client::new("http://h:1", None).unwrap();
+        let p = LogicalPath::parse("/z/home/a b/x%y?#/ä.nc").unwrap();
+        assert_eq!(
+            c.path_url("data", &p),
+            "http://h:1/api/v1/data/z/home/a%20b/x%25y%3F%23/%C3%A4.nc"
+        );
+        assert_eq!(c.name_url("users", "al ice"), "http://h:1/api/v1/users/al%20ice");
+        // reqwest must not re-encode or decode what was encoded.
+        let u = reqwest::Url::parse(&c.path_url("data", &p)).unwrap();
+        assert_eq!(u.path(), "/api/v1/data/z/home/a%20b/x%25y%3F%23/%C3%A4.nc");
+    }
+
+    #[test]
+    fn debug_hides_the_token() {
+        let c = Client::new("http://h:1", Some("secret-token".into())).unwrap();
+        assert!(!format!("{c:?}").contains("secret"));
+    }
+
+    #[tokio::test]
+    async fn unreachable_zone_is_named() {
+        // A port that was just free: nothing listens there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let c = Client::new(&format!("http://127.0.0.1:{port}"), None).unwrap();
+        let e = c.health().await.unwrap_err();
+        assert_eq!(e.code(), "unreachable");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot reach zone at http://127.0.0.1:{port}: connection refused — is `weft serve` running?"
+            )
+        );
+        assert!(e.is_temporary());
+    }
+}

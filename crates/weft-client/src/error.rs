@@ -1,0 +1,209 @@
+//! What can go wrong talking to a zone, kept apart by what the caller can do about it:
+//! the zone said no (`Api`, with its stable code), the zone could not be reached, the
+//! connection broke, a local file failed, or bytes did not hash to what they should.
+
+use std::path::PathBuf;
+use weft_types::wire::ErrorBody;
+use weft_types::ErrorCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The zone answered with an error status and (normally) an `ErrorBody`.
+    #[error("{message}")]
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+    },
+    /// No connection could be made at all: wrong URL, zone down, DNS.
+    #[error("cannot reach zone at {url}: {cause} — is `weft serve` running?")]
+    Unreachable { url: String, cause: String },
+    /// A connection was made but broke or timed out while talking.
+    #[error("connection to the zone at {url} failed: {cause}")]
+    Transport { url: String, cause: String },
+    /// A local file or directory could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Local {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Bytes hash to something else than they should.
+    #[error("checksum mismatch for {what}: expected {expected}, got {actual}")]
+    Integrity {
+        what: String,
+        expected: String,
+        actual: String,
+    },
+    /// The request cannot be made as asked (caught before anything was sent).
+    #[error("{0}")]
+    Invalid(String),
+    /// The zone answered something this client does not understand.
+    #[error("unexpected answer from the zone: {0}")]
+    Protocol(String),
+}
+
+impl ClientError {
+    /// A stable code: the zone's for `Api`, a client-side one otherwise.
+    pub fn code(&self) -> &str {
+        match self {
+            ClientError::Api { code, .. } => code,
+            ClientError::Unreachable { .. } => "unreachable",
+            ClientError::Transport { .. } => "transport",
+            ClientError::Local { .. } => "local_io",
+            ClientError::Integrity { .. } => "checksum_mismatch",
+            ClientError::Invalid(_) => "invalid_argument",
+            ClientError::Protocol(_) => "protocol",
+        }
+    }
+
+    /// The HTTP status, when the zone answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The zone's code as the shared vocabulary knows it.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        match self {
+            ClientError::Api { code, .. } => ErrorCode::parse(code),
+            _ => None,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.status() == Some(404)
+    }
+
+    /// Whether sending the same request again may succeed: the fault was in the network or
+    /// a temporarily unavailable zone, not in the request.
+    pub fn is_temporary(&self) -> bool {
+        match self {
+            ClientError::Transport { .. } | ClientError::Unreachable { .. } => true,
+            ClientError::Api { status, code, .. } => {
+                matches!(status, 502..=504) || ErrorCode::parse(code).is_some_and(|c| c.is_temporary())
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn local(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> ClientError {
+        let path = path.into();
+        move |source| ClientError::Local { path, source }
+    }
+
+    /// Turns a reqwest failure into `Unreachable` (nothing was connected) or `Transport`.
+    pub(crate) fn from_reqwest(zone_url: &str, e: reqwest::Error) -> ClientError {
+        let cause = root_cause(&e);
+        if e.is_connect() {
+            ClientError::Unreachable {
+                url: zone_url.to_owned(),
+                cause,
+            }
+        } else if e.is_decode() {
+            ClientError::Protocol(cause)
+        } else {
+            ClientError::Transport {
+                url: zone_url.to_owned(),
+                cause,
+            }
+        }
+    }
+
+    /// Builds the error of a non-success answer from its status and body.
+    pub(crate) fn from_answer(status: u16, body: &[u8]) -> ClientError {
+        match serde_json::from_slice::<ErrorBody>(body) {
+            Ok(b) => ClientError::Api {
+                status,
+                code: b.code,
+                message: b.message,
+            },
+            // Not our server's error format (a proxy, an old zone): keep what it said.
+            Err(_) => {
+                let text = String::from_utf8_lossy(body);
+                let text = text.trim();
+                let message = if text.is_empty() {
+                    format!("the zone answered HTTP {status}")
+                } else {
+                    format!(
+                        "the zone answered HTTP {status}: {}",
+                        text.chars().take(200).collect::<String>()
+                    )
+                };
+                ClientError::Api {
+                    status,
+                    code: code_for_status(status).to_owned(),
+                    message,
+                }
+            }
+        }
+    }
+}
+
+/// The code of the status a server without an `ErrorBody` answered, so that callers can
+/// branch on codes alone.
+fn code_for_status(status: u16) -> &'static str {
+    match status {
+        401 => "unauthenticated",
+        403 => "forbidden",
+        404 => "not_found",
+        409 => "conflict",
+        411 => "length_required",
+        416 => "range_not_satisfiable",
+        400..=499 => "invalid_argument",
+        503 => "storage_unavailable",
+        _ => "internal",
+    }
+}
+
+/// The innermost cause, which is the useful part ("connection refused") of reqwest's
+/// layered messages ("error sending request for url (...)").
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur: &(dyn std::error::Error + 'static) = e;
+    while let Some(next) = cur.source() {
+        if let Some(io) = next.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return "connection refused".into(),
+                std::io::ErrorKind::ConnectionReset => return "connection reset".into(),
+                std::io::ErrorKind::TimedOut => return "timed out".into(),
+                _ => {}
+            }
+        }
+        cur = next;
+    }
+    cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_error_bodies() {
+        let e = ClientError::from_answer(404, br#"{"code":"not_found","message":"/z/a does not exist"}"#);
+        assert_eq!(e.code(), "not_found");
+        assert_eq!(e.status(), Some(404));
+        assert_eq!(e.to_string(), "/z/a does not exist");
+        assert!(e.is_not_found());
+        assert!(!e.is_temporary());
+    }
+
+    #[test]
+    fn foreign_bodies_keep_status_and_text() {
+        let e = ClientError::from_answer(502, b"<html>Bad Gateway</html>");
+        assert_eq!(e.code(), "internal");
+        assert!(e.to_string().contains("HTTP 502"));
+        assert!(e.is_temporary());
+        assert_eq!(ClientError::from_answer(401, b"").code(), "unauthenticated");
+    }
+
+    #[test]
+    fn temporary_codes() {
+        let e = ClientError::from_answer(503, br#"{"code":"storage_unavailable","message":"x"}"#);
+        assert!(e.is_temporary());
+        let e = ClientError::from_answer(400, br#"{"code":"incomplete_body","message":"x"}"#);
+        assert!(e.is_temporary());
+    }
+}

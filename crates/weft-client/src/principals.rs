@@ -1,0 +1,104 @@
+//! Routes of principals, tokens, ACLs and resources.
+
+use crate::client::Client;
+use crate::error::ClientError;
+use reqwest::Method;
+use weft_types::wire::{
+    AclRequest, AclWire, NewGroup, NewResourceWire, NewUser, PrincipalWire, ResourceWire, TokenCreated,
+    TokenRequest, WhoAmI,
+};
+use weft_types::LogicalPath;
+
+impl Client {
+    /// Who the token belongs to; also the cheapest way to check a token works.
+    pub async fn whoami(&self) -> Result<WhoAmI, ClientError> {
+        self.json(self.request(Method::GET, self.url("/whoami"))).await
+    }
+
+    pub async fn users(&self) -> Result<Vec<PrincipalWire>, ClientError> {
+        self.json(self.request(Method::GET, self.url("/users"))).await
+    }
+
+    pub async fn add_user(&self, name: &str, admin: bool) -> Result<PrincipalWire, ClientError> {
+        let body = NewUser {
+            name: name.to_owned(),
+            admin,
+        };
+        self.json(self.request(Method::POST, self.url("/users")).json(&body))
+            .await
+    }
+
+    pub async fn remove_user(&self, name: &str) -> Result<(), ClientError> {
+        self.empty(self.request(Method::DELETE, self.name_url("users", name)))
+            .await
+    }
+
+    pub async fn groups(&self) -> Result<Vec<PrincipalWire>, ClientError> {
+        self.json(self.request(Method::GET, self.url("/groups"))).await
+    }
+
+    pub async fn add_group(&self, name: &str) -> Result<PrincipalWire, ClientError> {
+        let body = NewGroup {
+            name: name.to_owned(),
+        };
+        self.json(self.request(Method::POST, self.url("/groups")).json(&body))
+            .await
+    }
+
+    pub async fn remove_group(&self, name: &str) -> Result<(), ClientError> {
+        self.empty(self.request(Method::DELETE, self.name_url("groups", name)))
+            .await
+    }
+
+    pub async fn members(&self, group: &str) -> Result<Vec<PrincipalWire>, ClientError> {
+        let url = format!("{}/members", self.name_url("groups", group));
+        self.json(self.request(Method::GET, url)).await
+    }
+
+    pub async fn add_member(&self, group: &str, user: &str) -> Result<(), ClientError> {
+        self.empty(self.request(Method::PUT, self.member_url(group, user)))
+            .await
+    }
+
+    pub async fn remove_member(&self, group: &str, user: &str) -> Result<(), ClientError> {
+        self.empty(self.request(Method::DELETE, self.member_url(group, user)))
+            .await
+    }
+
+    fn member_url(&self, group: &str, user: &str) -> String {
+        format!(
+            "{}/members/{}",
+            self.name_url("groups", group),
+            crate::client::encode_segment(user)
+        )
+    }
+
+    pub async fn create_token(&self, req: &TokenRequest) -> Result<TokenCreated, ClientError> {
+        self.json(self.request(Method::POST, self.url("/tokens")).json(req))
+            .await
+    }
+
+    pub async fn acl(&self, path: &LogicalPath) -> Result<Vec<AclWire>, ClientError> {
+        self.json(self.request(Method::GET, self.path_url("acl", path)))
+            .await
+    }
+
+    pub async fn set_acl(&self, path: &LogicalPath, req: &AclRequest) -> Result<(), ClientError> {
+        self.empty(self.request(Method::POST, self.path_url("acl", path)).json(req))
+            .await
+    }
+
+    pub async fn resources(&self) -> Result<Vec<ResourceWire>, ClientError> {
+        self.json(self.request(Method::GET, self.url("/resources"))).await
+    }
+
+    pub async fn add_resource(&self, req: &NewResourceWire) -> Result<ResourceWire, ClientError> {
+        self.json(self.request(Method::POST, self.url("/resources")).json(req))
+            .await
+    }
+
+    pub async fn remove_resource(&self, name: &str) -> Result<(), ClientError> {
+        self.empty(self.request(Method::DELETE, self.name_url("resources", name)))
+            .await
+    }
+}

@@ -1,0 +1,137 @@
+//! `weft login`, `weft whoami`, `weft token`.
+
+use super::config::{self, ConfigFile};
+use super::output::{format_millis, print_json, Failure, Result};
+use super::Ctx;
+use clap::{Args, Subcommand};
+use std::io::{BufRead, IsTerminal, Write};
+use weft_client::wire::TokenRequest;
+use weft_client::Client;
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The zone's address, e.g. http://127.0.0.1:8640.
+    pub url: String,
+    /// API token. Left out, it is read from stdin (which keeps it out of shell history).
+    #[arg(long)]
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WhoamiArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    #[command(subcommand)]
+    cmd: TokenCmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCmd {
+    /// Issue a new API token. The token alone is printed on stdout; it is shown only once.
+    Create {
+        /// The user the token is for (default: you; others need an administrator).
+        #[arg(long)]
+        user: Option<String>,
+        /// Lifetime in seconds (default: until deleted).
+        #[arg(long, value_name = "SECONDS")]
+        ttl: Option<u64>,
+        /// A label to recognise the token by.
+        #[arg(long, default_value = "")]
+        label: String,
+    },
+}
+
+/// Checks the token with `GET /whoami` before saving, so a typo is caught now rather than
+/// at the next command.
+pub async fn login(a: LoginArgs, quiet: bool) -> Result {
+    let token = match a.token {
+        Some(t) => t,
+        None => read_token()?,
+    };
+    let token = token.trim().to_owned();
+    if token.is_empty() {
+        return Err(Failure::usage("the token is empty"));
+    }
+    let client = Client::new(&a.url, Some(token.clone()))?;
+    let me = client.whoami().await?;
+    let path = config::path()?;
+    config::save(
+        &path,
+        &ConfigFile {
+            url: Some(client.zone_url().to_owned()),
+            token: Some(token),
+        },
+    )?;
+    if !quiet {
+        eprintln!(
+            "logged in to {} (zone {}) as {}; saved in {}",
+            client.zone_url(),
+            me.zone,
+            me.user,
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+fn read_token() -> Result<String> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprint!("token: ");
+        let _ = std::io::stderr().flush();
+    }
+    let mut line = String::new();
+    stdin
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| Failure::usage(format!("cannot read the token from stdin: {e}")))?;
+    Ok(line)
+}
+
+pub async fn whoami(ctx: &Ctx, a: WhoamiArgs) -> Result {
+    let me = ctx.client.whoami().await?;
+    if a.json {
+        return print_json(&me);
+    }
+    println!("user    {}", me.user);
+    println!("zone    {}", me.zone);
+    println!("admin   {}", if me.admin { "yes" } else { "no" });
+    println!("home    {}", me.home);
+    let groups = if me.groups.is_empty() {
+        "-".to_owned()
+    } else {
+        me.groups.join(", ")
+    };
+    println!("groups  {groups}");
+    Ok(())
+}
+
+pub async fn token(ctx: &Ctx, a: TokenArgs) -> Result {
+    match a.cmd {
+        TokenCmd::Create { user, ttl, label } => {
+            let created = ctx
+                .client
+                .create_token(&TokenRequest {
+                    user,
+                    label,
+                    ttl_seconds: ttl,
+                })
+                .await?;
+            let expiry = match created.expires {
+                Some(ms) => format!("expires {} UTC", format_millis(ms)),
+                None => "does not expire".into(),
+            };
+            ctx.info(format!(
+                "new token for {} ({expiry}); it is shown only this once:",
+                created.user
+            ));
+            println!("{}", created.token);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The client commands. They reach a zone only through `weft-client` (over HTTP), never
+//! through the server crates, so the CLI works against any zone, local or remote.
+
+mod auth;
+mod config;
+mod meta;
+mod namespace;
+pub mod output;
+mod principals;
+mod progress;
+mod resource;
+mod transfer;
+
+use clap::{Args, Subcommand};
+use output::{Failure, Result};
+use tokio::sync::OnceCell;
+use weft_client::Client;
+use weft_types::LogicalPath;
+
+/// Flags every client command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Print no progress bars and no informational lines.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a token against a zone and save both for later commands.
+    Login(auth::LoginArgs),
+    /// Show who the token belongs to.
+    Whoami(auth::WhoamiArgs),
+    /// Create collections.
+    Mkdir(namespace::MkdirArgs),
+    /// Upload files (or trees with -r).
+    Put(transfer::PutArgs),
+    /// Download data objects (or trees with -r).
+    Get(transfer::GetArgs),
+    /// List a collection (default: your home collection).
+    Ls(namespace::LsArgs),
+    /// Show a data object or collection, with replicas.
+    Stat(namespace::StatArgs),
+    /// Remove data objects or collections.
+    Rm(namespace::RmArgs),
+    /// Rename or move, inside the zone.
+    Mv(namespace::MvArgs),
+    /// Copy a data object inside the zone (no bytes through the client).
+    Cp(namespace::CpArgs),
+    /// Show a data object's checksum; --verify re-reads every replica on the zone.
+    Checksum(namespace::ChecksumArgs),
+    /// Metadata (attribute, value, unit) of data objects and collections.
+    Meta(meta::MetaArgs),
+    /// Search below a collection by name and metadata.
+    Find(meta::FindArgs),
+    /// Manage users (administrators).
+    User(principals::UserArgs),
+    /// Manage groups and their members.
+    Group(principals::GroupArgs),
+    /// API tokens.
+    Token(auth::TokenArgs),
+    /// Access control lists.
+    Acl(principals::AclArgs),
+    /// Storage resources of the zone.
+    Resource(resource::ResourceArgs),
+}
+
+/// Runs one client command; the error carries the exit code.
+pub async fn run(global: Global, cmd: Command) -> Result {
+    if let Command::Login(args) = cmd {
+        return auth::login(args, global.quiet).await;
+    }
+    let ctx = Ctx::from_environment(global.quiet)?;
+    match cmd {
+        Command::Login(_) => unreachable!("handled above"),
+        Command::Whoami(a) => auth::whoami(&ctx, a).await,
+        Command::Mkdir(a) => namespace::mkdir(&ctx, a).await,
+        Command::Put(a) => transfer::put(&ctx, a).await,
+        Command::Get(a) => transfer::get(&ctx, a).await,
+        Command::Ls(a) => namespace::ls(&ctx, a).await,
+        Command::Stat(a) => namespace::stat(&ctx, a).await,
+        Command::Rm(a) => namespace::rm(&ctx, a).await,
+        Command::Mv(a) => namespace::mv(&ctx, a).await,
+        Command::Cp(a) => namespace::cp(&ctx, a).await,
+        Command::Checksum(a) => namespace::checksum(&ctx, a).await,
+        Command::Meta(a) => meta::meta(&ctx, a).await,
+        Command::Find(a) => meta::find(&ctx, a).await,
+        Command::User(a) => principals::user(&ctx, a).await,
+        Command::Group(a) => principals::group(&ctx, a).await,
+        Command::Token(a) => auth::token(&ctx, a).await,
+        Command::Acl(a) => principals::acl(&ctx, a).await,
+        Command::Resource(a) => resource::resource(&ctx, a).await,
+    }
+}
+
+/// What every command needs: the client, the user's home (looked up once, only when a
+/// relative path needs it) and whether to stay quiet.
+pub struct Ctx {
+    pub client: Client,
+    pub quiet: bool,
+    home: OnceCell<LogicalPath>,
+}
+
+impl Ctx {
+    fn from_environment(quiet: bool) -> Result<Ctx> {
+        let file = config::load(&config::path()?)?;
+        let settings = config::resolve(
+            std::env::var("WEFT_URL").ok(),
+            std::env::var("WEFT_TOKEN").ok(),
+            file,
+        )?;
+        let client =
+            Client::new(&settings.url, settings.token).map_err(|e| Failure::from(e).context("WEFT_URL"))?;
+        Ok(Ctx {
+            client,
+            quiet,
+            home: OnceCell::new(),
+        })
+    }
+
+    pub async fn home(&self) -> Result<&LogicalPath> {
+        self.home
+            .get_or_try_init(|| async {
+                let me = self.client.whoami().await?;
+                LogicalPath::parse(&me.home).map_err(|e| {
+                    Failure::new(
+                        output::EXIT_FAILURE,
+                        "protocol",
+                        format!("home {:?}: {}", me.home, e.message),
+                    )
+                })
+            })
+            .await
+    }
+
+    /// A logical path from the command line: absolute as given, relative to the home
+    /// collection otherwise.
+    pub async fn resolve(&self, arg: &str) -> Result<LogicalPath> {
+        if arg.starts_with('/') {
+            return LogicalPath::parse(arg).map_err(|e| Failure::usage(e.message));
+        }
+        resolve_relative(self.home().await?, arg)
+    }
+
+    /// Prints an informational line on stderr unless `--quiet`.
+    pub fn info(&self, line: impl std::fmt::Display) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// `arg` relative to `base`, with `.` and `..` understood as in a shell (a relative path
+/// cannot climb above the zone root).
+pub fn resolve_relative(base: &LogicalPath, arg: &str) -> Result<LogicalPath> {
+    let mut path = base.clone();
+    for part in arg.split('/').filter(|p| !p.is_empty()) {
+        path = match part {
+            "." => path,
+            ".." => path
+                .parent()
+                .ok_or_else(|| Failure::usage(format!("{arg}: climbs above the zone root {base}")))?,
+            name => path
+                .join(name)
+                .map_err(|e| Failure::usage(format!("{arg}: {}", e.message)))?,
+        };
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> LogicalPath {
+        LogicalPath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn relative_paths_start_at_home() {
+        let home = p("/z/home/alice");
+        assert_eq!(
+            resolve_relative(&home, "run1/out.nc").unwrap(),
+            p("/z/home/alice/run1/out.nc")
+        );
+        assert_eq!(resolve_relative(&home, "").unwrap(), home);
+        assert_eq!(resolve_relative(&home, ".").unwrap(), home);
+        assert_eq!(resolve_relative(&home, "a/").unwrap(), p("/z/home/alice/a"));
+        assert_eq!(resolve_relative(&home, "../bob/x").unwrap(), p("/z/home/bob/x"));
+        assert_eq!(resolve_relative(&home, "../..").unwrap(), p("/z"));
+        assert_eq!(
+            resolve_relative(&home, "../../..").unwrap_err().exit,
+            output::EXIT_USAGE
+        );
+        assert!(resolve_relative(&home, "a\nb").is_err());
+    }
+}

@@ -1,0 +1,204 @@
+//! How results and failures reach the user: one error line with a stable code on stderr,
+//! a hint where one helps, and an exit code that means something (listed in `weft --help`).
+
+use std::fmt;
+use weft_client::ClientError;
+
+pub const EXIT_FAILURE: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_NOT_FOUND: u8 = 3;
+pub const EXIT_UNAUTHENTICATED: u8 = 4;
+pub const EXIT_FORBIDDEN: u8 = 5;
+pub const EXIT_CONFLICT: u8 = 6;
+pub const EXIT_INTEGRITY: u8 = 7;
+pub const EXIT_UNREACHABLE: u8 = 8;
+
+/// The exit codes as `weft --help` lists them.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  success
+  1  failure not covered below
+  2  usage error (bad flags or arguments)
+  3  not found
+  4  not authenticated (no token, or the zone rejected it)
+  5  permission denied
+  6  conflict: already exists, not empty, not a collection
+  7  checksum or integrity failure
+  8  cannot reach the zone";
+
+const LOGIN_HINT: &str = "set WEFT_TOKEN or run `weft login URL --token T`";
+
+/// A failed command: what to print and how to exit.
+#[derive(Debug)]
+pub struct Failure {
+    pub exit: u8,
+    pub code: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+pub type Result<T = (), E = Failure> = std::result::Result<T, E>;
+
+impl Failure {
+    pub fn new(exit: u8, code: &str, message: impl Into<String>) -> Failure {
+        Failure {
+            exit,
+            code: code.to_owned(),
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// A usage mistake clap could not catch (it exits 2 for its own).
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure::new(EXIT_USAGE, "usage", message)
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Failure {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Prefixes the message with what was being done (e.g. the file of a batch).
+    pub fn context(mut self, what: impl fmt::Display) -> Failure {
+        self.message = format!("{what}: {}", self.message);
+        self
+    }
+
+    /// Prints the failure as `weft: error: <message> (<code>)` plus any hint.
+    pub fn print(&self) {
+        eprintln!("weft: error: {} ({})", self.message, self.code);
+        if let Some(h) = &self.hint {
+            eprintln!("weft: hint: {h}");
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Failure {
+        let exit = exit_code(&e);
+        let message = match exit {
+            EXIT_UNAUTHENTICATED => format!("not authenticated: {e}"),
+            EXIT_FORBIDDEN => format!("permission denied: {e}"),
+            _ => e.to_string(),
+        };
+        let hint = match exit {
+            EXIT_UNAUTHENTICATED => Some(LOGIN_HINT.to_owned()),
+            _ => None,
+        };
+        Failure {
+            exit,
+            code: e.code().to_owned(),
+            message,
+            hint,
+        }
+    }
+}
+
+pub fn exit_code(e: &ClientError) -> u8 {
+    match e {
+        ClientError::Unreachable { .. } => EXIT_UNREACHABLE,
+        ClientError::Integrity { .. } => EXIT_INTEGRITY,
+        ClientError::Api { status, code, .. } => match (status, code.as_str()) {
+            (401, _) | (_, "unauthenticated" | "token_expired") => EXIT_UNAUTHENTICATED,
+            (403, _) => EXIT_FORBIDDEN,
+            (404, _) | (_, "not_found") => EXIT_NOT_FOUND,
+            (_, "checksum_mismatch" | "size_mismatch") => EXIT_INTEGRITY,
+            (409, _) => EXIT_CONFLICT,
+            _ => EXIT_FAILURE,
+        },
+        _ => EXIT_FAILURE,
+    }
+}
+
+/// Prints `value` as pretty JSON on stdout (for `--json`).
+pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> Result {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Failure::new(EXIT_FAILURE, "internal", format!("cannot encode JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS` UTC (no time-zone database needed,
+/// and the same on every machine of a federation).
+pub fn format_millis(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Bytes for people: `1.5 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    indicatif::HumanBytes(n).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(status: u16, code: &str) -> ClientError {
+        ClientError::Api {
+            status,
+            code: code.into(),
+            message: "m".into(),
+        }
+    }
+
+    #[test]
+    fn exit_codes_follow_the_table() {
+        assert_eq!(exit_code(&api(404, "not_found")), EXIT_NOT_FOUND);
+        assert_eq!(exit_code(&api(401, "token_expired")), EXIT_UNAUTHENTICATED);
+        assert_eq!(exit_code(&api(403, "forbidden")), EXIT_FORBIDDEN);
+        assert_eq!(exit_code(&api(409, "already_exists")), EXIT_CONFLICT);
+        assert_eq!(exit_code(&api(409, "collection_not_empty")), EXIT_CONFLICT);
+        assert_eq!(exit_code(&api(400, "checksum_mismatch")), EXIT_INTEGRITY);
+        assert_eq!(exit_code(&api(400, "invalid_path")), EXIT_FAILURE);
+        let e = ClientError::Unreachable {
+            url: "u".into(),
+            cause: "c".into(),
+        };
+        assert_eq!(exit_code(&e), EXIT_UNREACHABLE);
+    }
+
+    #[test]
+    fn auth_failures_carry_a_hint() {
+        let f = Failure::from(api(401, "unauthenticated"));
+        assert_eq!(f.message, "not authenticated: m");
+        assert!(f.hint.unwrap().contains("weft login"));
+        let f = Failure::from(api(403, "forbidden"));
+        assert_eq!(f.to_string(), "permission denied: m (forbidden)");
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(format_millis(0), "1970-01-01 00:00:00");
+        assert_eq!(format_millis(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(format_millis(1_700_000_000_123), "2023-11-14 22:13:20");
+    }
+}
