@@ -217,7 +217,23 @@ fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error
         };
         sql.push_str(&format!(" AND n.name {op} ${}", args.len()));
     }
-    for m in &q.meta {
+    // PostgreSQL plans `IN` and `EXISTS` alike (semi-joins) and picks the driving condition
+    // from its statistics, so every condition is an `IN`. SQLite materialises every `IN`
+    // list in full, so there one condition drives (`IN`: equality first, it is usually the
+    // selective one; then a numeric range; then `!=`) and the others are probed per
+    // candidate through avus(node_id) (pinned: with bound values the planner may walk a whole
+    // attr/value_num range per candidate instead). On 100k objects, `run=r042 AND temp>30` takes ~1 ms
+    // against ~55 ms with two `IN`s (the `temp>30` list holds 70k ids).
+    let driver = match dialect {
+        Dialect::Postgres => None,
+        Dialect::Sqlite => q
+            .meta
+            .iter()
+            .position(|m| m.op == MetaOp::Eq)
+            .or_else(|| q.meta.iter().position(|m| m.op.is_numeric()))
+            .or(if q.meta.is_empty() { None } else { Some(0) }),
+    };
+    for (i, m) in q.meta.iter().enumerate() {
         args.push(Arg::S(m.attr.clone()));
         let a = args.len();
         let cond = if m.op.is_numeric() {
@@ -231,9 +247,16 @@ fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error
             let op = if m.op == MetaOp::Eq { "=" } else { "<>" };
             format!("value {op} ${}", args.len())
         };
-        sql.push_str(&format!(
-            " AND n.id IN (SELECT node_id FROM avus WHERE attr = ${a} AND {cond})"
-        ));
+        if driver.is_none() || driver == Some(i) {
+            sql.push_str(&format!(
+                " AND n.id IN (SELECT node_id FROM avus WHERE attr = ${a} AND {cond})"
+            ));
+        } else {
+            sql.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM avus a INDEXED BY avus_node \
+                 WHERE a.node_id = n.id AND a.attr = ${a} AND a.{cond})"
+            ));
+        }
     }
     if let Some(kind) = q.kind {
         args.push(Arg::S(kind.as_str().to_owned()));
