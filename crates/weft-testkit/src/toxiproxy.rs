@@ -71,11 +71,29 @@ impl Toxiproxy {
     /// `remove_toxic(proxy, kind)` removes it. `attributes` is the type's attribute object,
     /// e.g. `json!({"latency": 100, "jitter": 0})`.
     pub async fn add_toxic(&self, proxy: &str, kind: &str, attributes: Value) -> Result<()> {
-        let body = json!({"name": kind, "type": kind, "stream": "downstream", "toxicity": 1.0, "attributes": attributes});
+        self.add_toxic_on(proxy, kind, "downstream", attributes).await
+    }
+
+    /// As [`Self::add_toxic`], on `stream`: `upstream` (client to server, e.g. to slow an
+    /// upload) or `downstream`.
+    pub async fn add_toxic_on(&self, proxy: &str, kind: &str, stream: &str, attributes: Value) -> Result<()> {
+        let body =
+            json!({"name": kind, "type": kind, "stream": stream, "toxicity": 1.0, "attributes": attributes});
         self.call(
             reqwest::Method::POST,
             &format!("/proxies/{proxy}/toxics"),
             Some(body),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Disables (closing every connection through it) or re-enables a proxy.
+    pub async fn set_enabled(&self, proxy: &str, enabled: bool) -> Result<()> {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/proxies/{proxy}"),
+            Some(json!({"enabled": enabled})),
         )
         .await?;
         Ok(())

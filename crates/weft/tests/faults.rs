@@ -1,0 +1,308 @@
+//! Atomic visibility under faults, with real processes: an upload interrupted by a killed
+//! client, a cut connection or a server killed with SIGKILL leaves no visible object and
+//! no good replica, and the next server start removes the temporary data.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use weft_testkit::toxiproxy::Toxiproxy;
+
+/// A `weft serve` process that can be killed and started again on the same port and data.
+struct Server {
+    child: Option<Child>,
+    port: u16,
+    data_dir: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start() -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Server {
+            child: None,
+            port: weft_testkit::free_port(),
+            data_dir: dir.path().join("data"),
+            _dir: dir,
+        };
+        s.restart().await;
+        s
+    }
+
+    async fn restart(&mut self) {
+        let log = std::fs::File::create(self.data_dir.with_extension("log")).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args([
+                "serve",
+                "--zone",
+                "z",
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+            ])
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while reqwest::get(format!("{}/api/v1/health", self.url()))
+            .await
+            .map(|r| r.status() != 200)
+            .unwrap_or(true)
+        {
+            assert!(Instant::now() < deadline, "weft serve did not become ready");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn kill9(&mut self) {
+        let mut c = self.child.take().expect("running");
+        c.kill().unwrap(); // SIGKILL
+        c.wait().unwrap();
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn token(&self) -> String {
+        std::fs::read_to_string(self.data_dir.join("admin.token"))
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    fn resource_dir(&self) -> PathBuf {
+        self.data_dir.join("resources/default")
+    }
+
+    async fn stat_status(&self, path: &str) -> u16 {
+        reqwest::Client::new()
+            .get(format!("{}/api/v1/stat{path}", self.url()))
+            .bearer_auth(self.token())
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
+    /// A restart removes temporary data only, never committed objects.
+    async fn restart_keeps(&mut self, path: &str) {
+        self.kill9();
+        self.restart().await;
+        assert_eq!(self.stat_status(path).await, 200);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Files below `dir` with their sizes.
+fn files(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push((p.clone(), e.metadata().map(|m| m.len()).unwrap_or(0)));
+        }
+    }
+    out
+}
+
+/// Waits until temporary data holds at least `bytes` in one file (an upload is under way).
+async fn wait_for_temporary(s: &Server, bytes: u64) {
+    let tmp = s.resource_dir().join(".weft-tmp");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !files(&tmp).iter().any(|(_, n)| *n >= bytes) {
+        assert!(
+            Instant::now() < deadline,
+            "no upload reached {bytes} bytes of temporary data"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn assert_clean(s: &Server) {
+    let tmp = files(&s.resource_dir().join(".weft-tmp"));
+    assert!(tmp.is_empty(), "temporary data left: {tmp:?}");
+    let data = files(&s.resource_dir().join("data"));
+    assert!(
+        data.is_empty(),
+        "replica bytes of an object that does not exist: {data:?}"
+    );
+}
+
+/// A PUT whose body trickles through toxiproxy, so that it is surely in flight when the
+/// fault strikes.
+fn slow_put(
+    proxy_addr: &str,
+    token: &str,
+    path: &str,
+    size: usize,
+) -> tokio::task::JoinHandle<Result<u16, String>> {
+    let url = format!("http://{proxy_addr}/api/v1/data{path}");
+    let token = token.to_owned();
+    tokio::spawn(async move {
+        let body = vec![7u8; size];
+        let sum = format!("blake3:{}", blake3::hash(&body).to_hex());
+        reqwest::Client::new()
+            .put(url)
+            .bearer_auth(token)
+            .header("x-weft-checksum", sum)
+            .body(body)
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .map_err(|e| e.to_string())
+    })
+}
+
+async fn slow_proxy(tp: &Toxiproxy, name: &str, s: &Server) -> String {
+    let addr = tp
+        .create_proxy(name, &format!("127.0.0.1:{}", s.port))
+        .await
+        .unwrap();
+    // ~2 MB/s from client to server.
+    tp.add_toxic_on(name, "bandwidth", "upstream", json!({"rate": 2000}))
+        .await
+        .unwrap();
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_killed_mid_upload() {
+    let tp = Toxiproxy::start().unwrap();
+    let mut s = Server::start().await;
+    let token = s.token();
+    let proxy = slow_proxy(&tp, "kill-server", &s).await;
+    let put = slow_put(&proxy, &token, "/z/home/admin/whole.bin", 32 << 20);
+
+    // And an upload in pieces with one of its two pieces in.
+    let http = reqwest::Client::new();
+    let up: Value = http
+        .post(format!("{}/api/v1/uploads", s.url()))
+        .bearer_auth(&token)
+        .json(&json!({"path": "/z/home/admin/pieces.bin", "size": 2048, "piece_size": 1024}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = up["id"].as_str().unwrap().to_owned();
+    let r = http
+        .put(format!("{}/api/v1/uploads/{id}/0", s.url()))
+        .bearer_auth(&token)
+        .body(vec![1u8; 1024])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+
+    wait_for_temporary(&s, 1 << 20).await;
+    s.kill9();
+    let outcome = put.await.unwrap();
+    assert!(outcome.is_err(), "the upload cannot have succeeded: {outcome:?}");
+    assert!(
+        files(&s.resource_dir().join(".weft-tmp")).len() >= 2,
+        "the kill left temporary data behind"
+    );
+
+    s.restart().await;
+    assert_eq!(s.stat_status("/z/home/admin/whole.bin").await, 404);
+    assert_eq!(s.stat_status("/z/home/admin/pieces.bin").await, 404);
+    assert_clean(&s);
+    // The session died with the server: completing it is refused, nothing appears.
+    let r = http
+        .post(format!("{}/api/v1/uploads/{id}/complete", s.url()))
+        .bearer_auth(&token)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(s.stat_status("/z/home/admin/pieces.bin").await, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_cut_mid_upload() {
+    let tp = Toxiproxy::start().unwrap();
+    let mut s = Server::start().await;
+    let token = s.token();
+    let proxy = slow_proxy(&tp, "cut", &s).await;
+    let put = slow_put(&proxy, &token, "/z/home/admin/cut.bin", 32 << 20);
+    wait_for_temporary(&s, 1 << 20).await;
+    tp.set_enabled("cut", false).await.unwrap();
+    let outcome = put.await.unwrap();
+    assert!(
+        outcome.is_err() || outcome == Ok(400),
+        "the upload cannot have succeeded: {outcome:?}"
+    );
+
+    // The server notices the cut body and removes the temporary file at once.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !files(&s.resource_dir().join(".weft-tmp")).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "temporary data of a cut upload was not removed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(s.stat_status("/z/home/admin/cut.bin").await, 404);
+    assert_clean(&s);
+
+    // The path works again once the network does.
+    tp.set_enabled("cut", true).await.unwrap();
+    tp.remove_toxic("cut", "bandwidth").await.unwrap();
+    let r = slow_put(&proxy, &token, "/z/home/admin/cut.bin", 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(r, Ok(201));
+    s.restart_keeps("/z/home/admin/cut.bin").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_killed_mid_put() {
+    let tp = Toxiproxy::start().unwrap();
+    let mut s = Server::start().await;
+    let proxy = slow_proxy(&tp, "kill-client", &s).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.bin");
+    std::fs::write(&file, vec![3u8; 64 << 20]).unwrap();
+    let mut client = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(["put", "--quiet"])
+        .arg(&file)
+        .arg("/z/home/admin/big.bin")
+        .env("WEFT_URL", format!("http://{proxy}"))
+        .env("WEFT_TOKEN", s.token())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_temporary(&s, 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    client.kill().unwrap(); // SIGKILL
+    let status = client.wait().unwrap();
+    assert!(!status.success());
+    assert_eq!(s.stat_status("/z/home/admin/big.bin").await, 404);
+
+    s.kill9();
+    s.restart().await;
+    assert_eq!(s.stat_status("/z/home/admin/big.bin").await, 404);
+    assert_clean(&s);
+}
