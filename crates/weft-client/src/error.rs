@@ -102,9 +102,9 @@ impl ClientError {
                 url: zone_url.to_owned(),
                 cause,
             }
-        } else if e.is_decode() {
-            ClientError::Protocol(cause)
         } else {
+            // JSON is decoded by the client itself, so reqwest's own "decode" errors are
+            // bodies cut short ("end of file before message length reached"): transport.
             ClientError::Transport {
                 url: zone_url.to_owned(),
                 cause,

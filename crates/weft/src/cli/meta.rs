@@ -114,7 +114,9 @@ pub async fn find(ctx: &Ctx, a: FindArgs) -> Result {
         meta: a.meta,
         kind: a.kind,
     };
-    let found = ctx.client.find_all(&params).await?;
+    let mut found = ctx.client.find_all(&params).await?;
+    // The zone pages in creation order; people and diffs want a stable order by path.
+    found.sort_by(|a, b| a.path.cmp(&b.path));
     if a.json {
         return print_json(&found);
     }

@@ -1,0 +1,141 @@
+//! Faults on the data path, with real components: a replica whose bytes rotted on disk
+//! (the download must fail with exit 7 and keep nothing), and connections cut mid-piece by
+//! toxiproxy (pieces must be sent or fetched again and the result be byte-identical).
+
+#[path = "cli_support.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use support::{b3, pseudo_random, Zone};
+use weft_testkit::toxiproxy::Toxiproxy;
+
+/// The file of the default resource holding exactly `content`.
+fn replica_file(data_dir: &Path, content: &[u8]) -> PathBuf {
+    let mut stack = vec![data_dir.join("resources")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::metadata(&p).unwrap().len() == content.len() as u64
+                && std::fs::read(&p).unwrap() == content
+            {
+                return p;
+            }
+        }
+    }
+    panic!(
+        "no replica file with the expected bytes under {}",
+        data_dir.display()
+    );
+}
+
+fn flip_byte(path: &Path, at: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    f.write_all_at(&[b[0] ^ 0x55], at).unwrap();
+}
+
+#[test]
+fn rotten_replicas_fail_the_download_and_leave_nothing() {
+    let z = Zone::start();
+    let w = z.work();
+    let data = z.dir.path().join("data");
+    // One small object (one GET) and one large (ranged GETs on parallel streams).
+    for (name, size, at) in [
+        ("small.bin", 5000usize, 4321u64),
+        ("large.bin", (40 << 20) + 3, (33 << 20) + 1),
+    ] {
+        let bytes = pseudo_random(size, size as u64);
+        std::fs::write(w.join(name), &bytes).unwrap();
+        z.weft(&["put", name, name]).ok();
+        flip_byte(&replica_file(&data, &bytes), at);
+
+        let out = format!("{name}.out");
+        let r = z.weft(&["get", name, &out]).fails(7, "checksum_mismatch");
+        assert!(
+            r.stderr.contains(&b3(&bytes)),
+            "the expected checksum is named: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains(&format!("/testz/home/admin/{name}")),
+            "{}",
+            r.stderr
+        );
+        assert!(!w.join(&out).exists(), "a corrupt download must not be kept");
+        assert!(
+            !w.join(format!(".{out}.weft-part")).exists(),
+            "the part file is removed"
+        );
+
+        z.weft(&["checksum", "--verify", name])
+            .fails(7, "checksum_mismatch");
+        // Without verification the bytes are delivered as they are.
+        z.weft(&["get", "--no-verify", name, &out]).ok();
+        assert_ne!(std::fs::read(w.join(&out)).unwrap(), bytes);
+    }
+}
+
+#[test]
+fn cut_connections_are_retried_piece_by_piece() {
+    let z = Zone::start();
+    let w = z.work();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
+    let upstream = z.url.trim_start_matches("http://").to_owned();
+    let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
+    let via_proxy = |args: &[&str]| {
+        let mut cmd = z.command();
+        cmd.env("WEFT_URL", format!("http://{listen}"))
+            .env("WEFT_TOKEN", &z.admin_token);
+        support::run(cmd.args(args))
+    };
+
+    let big = pseudo_random(100 << 20, 9);
+    std::fs::write(w.join("big.bin"), &big).unwrap();
+    // Every connection closes after 40 MiB from the client: with two streams, each
+    // connection carries one 32 MiB piece and dies in the middle of its second.
+    rt.block_on(toxi.add_toxic_on(
+        "zone",
+        "limit_data",
+        "upstream",
+        serde_json::json!({"bytes": 40 << 20}),
+    ))
+    .unwrap();
+    let put = via_proxy(&["put", "--streams", "2", "big.bin", "big.bin"]).ok();
+    assert!(
+        put.stderr.contains("sending it again"),
+        "the cut must have hit a piece: {}",
+        put.stderr
+    );
+    assert_eq!(
+        z.weft(&["stat", "--json", "big.bin"]).ok().json()["checksum"],
+        b3(&big)
+    );
+    rt.block_on(toxi.remove_toxic("zone", "limit_data")).unwrap();
+
+    rt.block_on(toxi.add_toxic_on(
+        "zone",
+        "limit_data",
+        "downstream",
+        serde_json::json!({"bytes": 40 << 20}),
+    ))
+    .unwrap();
+    let get = via_proxy(&["get", "--streams", "2", "big.bin", "got.bin"]).ok();
+    assert!(
+        get.stderr.contains("fetching it again"),
+        "the cut must have hit a piece: {}",
+        get.stderr
+    );
+    assert!(
+        std::fs::read(w.join("got.bin")).unwrap() == big,
+        "bytes differ after retries"
+    );
+}

@@ -1,0 +1,156 @@
+//! The namespace commands against a real zone: mkdir, ls, stat, rm, mv, cp, checksum, meta,
+//! find, with their exit codes.
+
+#[path = "cli_support.rs"]
+mod support;
+
+use support::{b3, Zone};
+
+#[test]
+fn mkdir_ls_stat_mv_cp_rm() {
+    let z = Zone::start();
+    let home = "/testz/home/admin";
+
+    z.weft(&["mkdir", "-p", "proj/run1", "proj/run2"]).ok();
+    z.weft(&["mkdir", "-p", "proj/run1"]).ok();
+    z.weft(&["mkdir", "proj/run1"]).fails(6, "already_exists");
+    z.weft(&["mkdir", "nope/deeper"]).fails(3, "not_found");
+
+    std::fs::write(z.work().join("a.txt"), b"hello weft\n").unwrap();
+    z.weft(&["put", "a.txt", "proj/run1"]).ok();
+    z.weft(&["put", "a.txt", &format!("{home}/proj/b.txt")]).ok();
+
+    // Relative paths resolve against the home collection; ls defaults to it.
+    assert_eq!(z.weft(&["ls"]).ok().lines(), ["proj/"]);
+    assert_eq!(z.weft(&["ls", "proj"]).ok().lines(), ["b.txt", "run1/", "run2/"]);
+    let long = z.weft(&["ls", "-l", "proj"]).ok();
+    assert!(
+        long.stdout
+            .lines()
+            .any(|l| l.starts_with('-') && l.contains(" 11 ") && l.ends_with("b.txt")),
+        "{}",
+        long.stdout
+    );
+    assert!(
+        long.stdout
+            .lines()
+            .any(|l| l.starts_with('d') && l.ends_with("run1/")),
+        "{}",
+        long.stdout
+    );
+    let listed = z.weft(&["ls", "--json", "proj"]).ok().json();
+    assert_eq!(listed.as_array().unwrap().len(), 3);
+    assert_eq!(listed[0]["path"], format!("{home}/proj/b.txt"));
+
+    let st = z.weft(&["stat", "--json", "proj/run1/a.txt"]).ok().json();
+    assert_eq!(st["kind"], "object");
+    assert_eq!(st["size"], 11);
+    assert_eq!(st["checksum"], b3(b"hello weft\n"));
+    assert_eq!(st["replicas"][0]["state"], "good");
+    let human = z.weft(&["stat", "proj/run1/a.txt"]).ok();
+    assert!(human.stdout.contains(&b3(b"hello weft\n")), "{}", human.stdout);
+    z.weft(&["stat", "proj/missing"]).fails(3, "not_found");
+
+    // mv into an existing collection keeps the name; mv to a new name renames.
+    z.weft(&["mv", "proj/b.txt", "proj/run2"]).ok();
+    z.weft(&["mv", "proj/run2/b.txt", "proj/run2/c.txt"]).ok();
+    assert_eq!(z.weft(&["ls", "proj/run2"]).ok().lines(), ["c.txt"]);
+
+    // cp is server-side and refuses to overwrite without -f.
+    z.weft(&["cp", "proj/run2/c.txt", "proj/run1/d.txt"]).ok();
+    z.weft(&["cp", "proj/run2/c.txt", "proj/run1/d.txt"])
+        .fails(6, "already_exists");
+    z.weft(&["cp", "-f", "proj/run2/c.txt", "proj/run1/d.txt"]).ok();
+    let d = z.weft(&["stat", "--json", "proj/run1/d.txt"]).ok().json();
+    assert_eq!(d["checksum"], b3(b"hello weft\n"));
+
+    z.weft(&["rm", "proj/missing"]).fails(3, "not_found");
+    z.weft(&["rm", "proj/run1"]).fails(6, "collection_not_empty");
+    // Several paths: the others are still removed when one fails.
+    let r = z
+        .weft(&["rm", "proj/run1/a.txt", "proj/nothing", "proj/run1/d.txt"])
+        .fails(3, "not_found");
+    assert_eq!(r.code, 3);
+    assert_eq!(z.weft(&["ls", "proj/run1"]).ok().lines(), Vec::<&str>::new());
+    z.weft(&["rm", "-r", "proj"]).ok();
+    z.weft(&["ls", "proj"]).fails(3, "not_found");
+}
+
+#[test]
+fn checksum_meta_and_find() {
+    let z = Zone::start();
+    z.weft(&["mkdir", "-p", "data/sub"]).ok();
+    for (name, body) in [("x.nc", "xx"), ("y.nc", "yyy"), ("z.txt", "z")] {
+        std::fs::write(z.work().join(name), body).unwrap();
+    }
+    z.weft(&["put", "x.nc", "y.nc", "data"]).ok();
+    z.weft(&["put", "z.txt", "data/sub"]).ok();
+
+    let sum = z.weft(&["checksum", "data/x.nc"]).ok();
+    assert_eq!(
+        sum.stdout,
+        format!("{}  /testz/home/admin/data/x.nc\n", b3(b"xx"))
+    );
+    let verified = z
+        .weft(&["checksum", "--verify", "--json", "data/x.nc"])
+        .ok()
+        .json();
+    assert_eq!(verified["checksum"], b3(b"xx"));
+    assert_eq!(verified["checks"][0]["ok"], true);
+    assert_eq!(verified["checks"][0]["computed"], b3(b"xx"));
+
+    z.weft(&["meta", "add", "data/x.nc", "temp", "4.5", "K"]).ok();
+    z.weft(&["meta", "add", "data/x.nc", "sample", "a"]).ok();
+    z.weft(&["meta", "add", "data/x.nc", "sample", "b"]).ok();
+    z.weft(&["meta", "add", "data/y.nc", "temp", "10"]).ok();
+    z.weft(&["meta", "set", "data/sub", "kind", "raw"]).ok();
+    let avus = z.weft(&["meta", "ls", "--json", "data/x.nc"]).ok().json();
+    assert_eq!(avus.as_array().unwrap().len(), 3, "{avus}");
+    assert!(avus
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["attr"] == "temp" && a["value"] == "4.5" && a["unit"] == "K"));
+    z.weft(&["meta", "set", "data/x.nc", "sample", "c"]).ok();
+    z.weft(&["meta", "rm", "data/x.nc", "temp"]).ok();
+    let avus = z.weft(&["meta", "ls", "--json", "data/x.nc"]).ok().json();
+    assert_eq!(
+        avus,
+        serde_json::json!([{"attr": "sample", "value": "c", "unit": ""}])
+    );
+    let human = z.weft(&["meta", "ls", "data/sub"]).ok();
+    assert_eq!(human.stdout.trim(), "kind  raw");
+
+    let found = |args: &[&str]| {
+        let mut all = vec!["find", "data"];
+        all.extend_from_slice(args);
+        z.weft(&all)
+            .ok()
+            .lines()
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        found(&["--name", "*.nc"]),
+        ["/testz/home/admin/data/x.nc", "/testz/home/admin/data/y.nc"]
+    );
+    assert_eq!(found(&["--meta", "temp>5"]), ["/testz/home/admin/data/y.nc"]);
+    assert_eq!(
+        found(&["--meta", "sample=c", "--name", "x*"]),
+        ["/testz/home/admin/data/x.nc"]
+    );
+    assert_eq!(found(&["--meta", "kind=raw"]), ["/testz/home/admin/data/sub"]);
+    assert_eq!(
+        found(&["--kind", "object", "--name", "z*"]),
+        ["/testz/home/admin/data/sub/z.txt"]
+    );
+    let json = z
+        .weft(&["find", "data", "--meta", "temp=10", "--json"])
+        .ok()
+        .json();
+    assert_eq!(json[0]["checksum"], b3(b"yyy"));
+    // A malformed condition is a usage error, caught before any request.
+    z.weft(&["find", "data", "--meta", "temp>warm"]).fails(2, "usage");
+    z.weft(&["find", "nowhere"]).fails(3, "not_found");
+}
