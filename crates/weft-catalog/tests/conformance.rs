@@ -103,6 +103,7 @@ conformance!(
     acl_set_list_remove,
     acl_inheritance_groups_and_owner,
     concurrent_writers,
+    long_incompressible_keys,
     find_uses_indexes_on_100k_objects,
 );
 
@@ -923,6 +924,16 @@ async fn metadata_add_set_remove(c: &SqlCatalog) {
         vec![avu("sample", "only"), with_unit.clone()]
     );
     c.set_avu(n.id, &avu("new", "v")).await.unwrap();
+    assert_eq!(code(c.set_avu(424242, &avu("a", "b")).await), ErrorCode::NotFound);
+    assert_eq!(
+        code(c.set_avu(n.id, &avu("", "b")).await),
+        ErrorCode::InvalidArgument
+    );
+    let too_long = "x".repeat(weft_types::meta::MAX_AVU_LEN + 1);
+    assert_eq!(
+        code(c.add_avu(n.id, &avu("a", &too_long)).await),
+        ErrorCode::InvalidArgument
+    );
 
     assert_eq!(
         code(c.remove_avu(n.id, "sample", Some("nope")).await),
@@ -1266,6 +1277,54 @@ async fn acl_inheritance_groups_and_owner(c: &SqlCatalog) {
         .await
         .unwrap();
     assert_eq!(perm("/z/proj/raw/f", bob_ids).await, Permission::None);
+}
+
+/// Paths and AVUs up to the vocabulary's limits. PostgreSQL's B-tree keys stop at 2704
+/// bytes after compression, so there long incompressible keys are refused with a clear
+/// code, never a `catalog_error`.
+async fn long_incompressible_keys(c: &SqlCatalog) {
+    let (admin, _) = zone(c).await;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut noise = |n: usize| -> String {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(b'0' + (x % 75) as u8)
+            })
+            .filter(|c| *c != '/')
+            .collect()
+    };
+    let mut path = String::from("/z");
+    while path.len() < 3800 {
+        path.push('/');
+        path.push_str(&noise(200));
+    }
+    let long_path = c.create_collection(&p(&path), admin, true).await;
+    let long_avu = Avu {
+        attr: noise(2000),
+        value: noise(2000),
+        unit: String::new(),
+    };
+    let z = c.get_node(&p("/z")).await.unwrap().unwrap();
+    let avu_result = c.add_avu(z.id, &long_avu).await;
+    match c.dialect() {
+        Dialect::Sqlite => {
+            long_path.unwrap();
+            avu_result.unwrap();
+        }
+        Dialect::Postgres => {
+            assert_eq!(code(long_path), ErrorCode::PathTooLong);
+            assert_eq!(code(avu_result), ErrorCode::InvalidArgument);
+        }
+    }
+    // Long but ordinary (compressible) keys are fine on both.
+    let regular = format!("/z{}", "/run-0001-sample".repeat(250));
+    c.create_collection(&p(&regular), admin, true).await.unwrap();
+    let value = "sample ".repeat(385);
+    c.add_avu(z.id, &avu("description", &value)).await.unwrap();
+    assert!(c.list_avus(z.id).await.unwrap().iter().any(|a| a.value == value));
 }
 
 // --- concurrency ------------------------------------------------------------------------

@@ -84,6 +84,10 @@ const SQLITE_PRAGMAS: &[&str] = &[
     "PRAGMA busy_timeout = 10000",
     "PRAGMA cache_size = -16384",
     "PRAGMA temp_store = MEMORY",
+    // Keep the planner's statistics current on long-lived catalogs, cheaply: sampled
+    // ANALYZE of the tables that changed a lot (SQLite's advice for connections at open).
+    "PRAGMA analysis_limit = 1000",
+    "PRAGMA optimize = 0x10002",
 ];
 
 impl SqlCatalog {
@@ -139,7 +143,16 @@ impl SqlCatalog {
     /// Refreshes the planner's statistics (`ANALYZE`). Worth running after bulk loads; the
     /// databases also do it on their own over time (autovacuum, `PRAGMA optimize`).
     pub async fn analyze(&self) -> Result<(), Error> {
-        self.pool.execute("ANALYZE").await.map_err(db)?;
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        if self.dialect == Dialect::Sqlite {
+            // A full, not a sampled, analysis; then back to the per-connection setting.
+            conn.execute("PRAGMA analysis_limit = 0").await.map_err(db)?;
+            let analyzed = conn.execute("ANALYZE").await.map_err(db);
+            conn.execute("PRAGMA analysis_limit = 1000").await.map_err(db)?;
+            analyzed?;
+        } else {
+            conn.execute("ANALYZE").await.map_err(db)?;
+        }
         Ok(())
     }
 
@@ -250,9 +263,15 @@ pub(crate) fn db_ctx(e: sqlx::Error, what: impl fmt::Display) -> Error {
             }
             _ => {}
         }
-        // program_limit_exceeded: an index key above PostgreSQL's B-tree limit (~2.7 kB).
+        // program_limit_exceeded: an index key above PostgreSQL's B-tree limit (2704 bytes
+        // after compression; only long, incompressible paths or AVUs reach it).
         if d.code().as_deref() == Some("54000") {
-            return Error::invalid(format!("{what} is too long to index: {}", d.message()));
+            let code = if d.message().contains("index \"nodes_") {
+                ErrorCode::PathTooLong
+            } else {
+                ErrorCode::InvalidArgument
+            };
+            return Error::new(code, format!("{what} is too long to index: {}", d.message()));
         }
     }
     Error::new(ErrorCode::CatalogError, format!("catalog: {e}"))
