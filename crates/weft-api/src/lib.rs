@@ -51,6 +51,30 @@ pub async fn health(State(s): State<Arc<AppState>>) -> Json<Health> {
     })
 }
 
+#[utoipa::path(get, path = "/api/v1/zone", tag = "zone", responses((status = 200, body = weft_types::wire::ZoneStatus)))]
+pub async fn zone_status(
+    State(s): State<Arc<AppState>>,
+    _c: auth::Authed,
+) -> Json<weft_types::wire::ZoneStatus> {
+    let workers = s
+        .zone
+        .workers()
+        .into_iter()
+        .map(|w| weft_types::wire::WorkerWire {
+            name: w.name.to_owned(),
+            runs: w.runs,
+            items: w.items,
+            last_run: w.last_run,
+            last_error: w.last_error,
+        })
+        .collect();
+    Json(weft_types::wire::ZoneStatus {
+        zone: s.zone.name().to_string(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        workers,
+    })
+}
+
 #[utoipa::path(get, path = "/api/v1/openapi.json", tag = "zone", responses((status = 200, description = "this document")))]
 pub async fn openapi_json() -> impl IntoResponse {
     Json(ApiDoc::openapi())
@@ -66,6 +90,7 @@ pub async fn openapi_json() -> impl IntoResponse {
     paths(
         health,
         openapi_json,
+        zone_status,
         routes::admin::whoami,
         routes::namespace::stat,
         routes::namespace::list,

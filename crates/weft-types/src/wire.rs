@@ -9,6 +9,7 @@
 //! | GET | `/health` | → `Health` (no auth) |
 //! | GET | `/openapi.json` | → OpenAPI 3 (no auth) |
 //! | GET | `/whoami` | → `WhoAmI` |
+//! | GET | `/zone` | → `ZoneStatus` (background workers) |
 //! | GET | `/stat/{*path}` | → `NodeStat` (with replicas) |
 //! | GET | `/list/{*path}?cursor&limit` | → `Page<NodeStat>` (children, by name) |
 //! | POST | `/mkdir/{*path}?parents=bool` | → `NodeStat` (201) |
@@ -269,4 +270,22 @@ pub struct NewResourceWire {
 
 fn default_tier() -> String {
     "disk".into()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkerWire {
+    pub name: String,
+    pub runs: u64,
+    /// Things handled so far (objects committed, uploads swept, ...).
+    pub items: u64,
+    pub last_run: Option<i64>,
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ZoneStatus {
+    pub zone: String,
+    pub version: String,
+    /// Background loops and their state.
+    pub workers: Vec<WorkerWire>,
 }

@@ -65,6 +65,8 @@ impl Zone {
             .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("catalog.db").display()));
         let catalog = weft_catalog::connect(&url).await?;
         let committer = Committer::start(catalog.clone());
+        let sweeper = crate::worker::Worker::new("upload-sweeper");
+        let workers = vec![committer.worker.clone(), sweeper.clone()];
         let zone = Arc::new(Zone {
             name: config.name.clone(),
             data_dir: data_dir.clone(),
@@ -72,6 +74,7 @@ impl Zone {
             stores: RwLock::new(HashMap::new()),
             uploads: Uploads::default(),
             committer,
+            workers,
         });
         let mut report = Bootstrap::default();
         let admin_name = PrincipalName::parse(ADMIN).expect("valid name");
@@ -93,6 +96,7 @@ impl Zone {
         zone.ensure_resources(&config).await?;
         zone.open_stores().await?;
         report.temporary_removed = zone.remove_temporary().await?;
+        crate::upload::start_sweeper(&zone, sweeper);
         if first_start {
             let token = zone.issue_token(admin.id, "admin (first start)", None).await?;
             let file = data_dir.join("admin.token");

@@ -3,6 +3,7 @@
 //! the group in one catalog transaction. This is what keeps the per-file cost low
 //! (DESIGN.md §4.6) without ever registering bytes that are not on disk.
 
+use crate::worker::Worker;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use weft_catalog::{Catalog, NewObject, Registered};
@@ -20,13 +21,15 @@ struct Job {
 
 pub(crate) struct Committer {
     tx: mpsc::Sender<Job>,
+    pub(crate) worker: Arc<Worker>,
 }
 
 impl Committer {
     pub(crate) fn start(catalog: Arc<dyn Catalog>) -> Committer {
         let (tx, rx) = mpsc::channel(4 * MAX_GROUP);
-        tokio::spawn(run(catalog, rx));
-        Committer { tx }
+        let worker = Worker::new("committer");
+        tokio::spawn(run(catalog, rx, worker.clone()));
+        Committer { tx, worker }
     }
 
     /// Registers `object`, after syncing `unsynced` if given, grouped with whatever else is
@@ -50,7 +53,7 @@ impl Committer {
     }
 }
 
-async fn run(catalog: Arc<dyn Catalog>, mut rx: mpsc::Receiver<Job>) {
+async fn run(catalog: Arc<dyn Catalog>, mut rx: mpsc::Receiver<Job>, worker: Arc<Worker>) {
     while let Some(first) = rx.recv().await {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -59,7 +62,9 @@ async fn run(catalog: Arc<dyn Catalog>, mut rx: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
+        let n = group.len() as u64;
         if let Err(e) = sync_resources(&group).await {
+            worker.record(0, Some(e.to_string()));
             for job in group {
                 let _ = job.reply.send(Err(e.clone()));
             }
@@ -68,19 +73,25 @@ async fn run(catalog: Arc<dyn Catalog>, mut rx: mpsc::Receiver<Job>) {
         let objects: Vec<NewObject> = group.iter().map(|j| j.object.clone()).collect();
         match catalog.register_objects(&objects).await {
             Ok(done) => {
+                worker.record(n, None);
                 for (job, r) in group.into_iter().zip(done) {
                     let _ = job.reply.send(Ok(r));
                 }
             }
             // One bad registration (a name taken meanwhile, say) must not fail its
             // neighbours: fall back to one transaction each.
-            Err(_) if group.len() > 1 => {
+            Err(e) if group.len() > 1 => {
+                worker.record(
+                    0,
+                    Some(format!("group of {n} failed, registering one by one: {e}")),
+                );
                 for job in group {
                     let r = catalog.register_object(&job.object).await;
                     let _ = job.reply.send(r);
                 }
             }
             Err(e) => {
+                worker.record(0, Some(e.to_string()));
                 for job in group {
                     let _ = job.reply.send(Err(e.clone()));
                 }

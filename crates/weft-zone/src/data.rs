@@ -13,6 +13,7 @@ use weft_types::{Checksum, Error, ErrorCode, LogicalPath, NodeKind, Permission, 
 /// groups by the committer.
 pub(crate) const OWN_SYNC_THRESHOLD: u64 = 4 << 20;
 
+#[derive(Debug)]
 pub struct PutOutcome {
     pub node: Node,
 }

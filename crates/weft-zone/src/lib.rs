@@ -11,6 +11,7 @@ mod namespace;
 mod principals;
 mod resources;
 mod upload;
+mod worker;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -27,8 +28,9 @@ pub use meta::MetaEdit;
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
 pub use principals::NewToken;
 pub use resources::ResourceInfo;
-pub use upload::{UploadInfo, PIECE_SIZE_DEFAULT};
+pub use upload::{UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, Node, Principal, PrincipalKind};
+pub use worker::WorkerStatus;
 
 /// One zone: its catalog, its opened resources and the work in flight.
 pub struct Zone {
@@ -38,6 +40,7 @@ pub struct Zone {
     stores: RwLock<HashMap<i64, (Resource, Store)>>,
     uploads: upload::Uploads,
     committer: committer::Committer,
+    workers: Vec<Arc<worker::Worker>>,
 }
 
 impl Zone {
@@ -47,6 +50,11 @@ impl Zone {
 
     pub fn catalog(&self) -> &Arc<dyn Catalog> {
         &self.catalog
+    }
+
+    /// The state of every background loop.
+    pub fn workers(&self) -> Vec<WorkerStatus> {
+        self.workers.iter().map(|w| w.status()).collect()
     }
 
     /// Staging space for resources that cannot write at offsets.

@@ -22,6 +22,10 @@ use weft_types::{
 /// four streams keep busy on a file of a few hundred MiB.
 pub const PIECE_SIZE_DEFAULT: u64 = 32 << 20;
 
+/// An upload session that received nothing for this long is abandoned (its client died):
+/// the sweeper aborts it and frees its temporary data.
+pub const UPLOAD_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 #[derive(Default)]
 pub(crate) struct Uploads {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -38,6 +42,7 @@ struct Session {
     key: String,
     writer: RwLock<Option<OffsetWriter>>,
     digests: Mutex<Vec<Option<PieceDigest>>>,
+    last_activity: Mutex<std::time::Instant>,
 }
 
 /// An upload session as the interfaces show it.
@@ -77,6 +82,7 @@ impl Zone {
             key,
             writer: RwLock::new(Some(writer)),
             digests: Mutex::new(vec![None; pieces as usize]),
+            last_activity: Mutex::new(std::time::Instant::now()),
         };
         self.uploads
             .sessions
@@ -101,7 +107,10 @@ impl Zone {
             .get(id)
             .cloned();
         match s {
-            Some(s) if s.owner_id == caller.user_id => Ok(s),
+            Some(s) if s.owner_id == caller.user_id => {
+                *s.last_activity.lock().expect("not poisoned") = std::time::Instant::now();
+                Ok(s)
+            }
             _ => Err(Error::not_found(format!("upload {id:?}"))),
         }
     }
@@ -240,4 +249,40 @@ impl Zone {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Aborts sessions idle past [`UPLOAD_IDLE_LIMIT`], once a minute.
+pub(crate) fn start_sweeper(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>) {
+    let zone = Arc::downgrade(zone);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            let Some(zone) = zone.upgrade() else { return };
+            let n = zone.sweep_uploads(UPLOAD_IDLE_LIMIT).await;
+            worker.record(n, None);
+        }
+    });
+}
+
+impl Zone {
+    /// Aborts upload sessions idle for `idle` or longer; returns how many.
+    pub async fn sweep_uploads(&self, idle: std::time::Duration) -> u64 {
+        let stale: Vec<Arc<Session>> = {
+            let mut sessions = self.uploads.sessions.lock().expect("not poisoned");
+            let ids: Vec<String> = sessions
+                .values()
+                .filter(|s| s.last_activity.lock().expect("not poisoned").elapsed() >= idle)
+                .map(|s| s.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| sessions.remove(id)).collect()
+        };
+        for s in &stale {
+            tracing::info!(upload = %s.id, path = %s.path, "aborting abandoned upload");
+            if let Some(w) = s.writer.write().await.take() {
+                w.abort().await;
+            }
+        }
+        stale.len() as u64
+    }
 }

@@ -1,0 +1,46 @@
+//! Upload sessions abandoned by their client are swept, and their data goes with them.
+
+use bytes::Bytes;
+use weft_types::{LogicalPath, PrincipalName, ZoneName};
+use weft_zone::{Zone, ZoneConfig};
+
+#[tokio::test]
+async fn abandoned_uploads_are_swept() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ZoneConfig {
+        name: ZoneName::parse("z").unwrap(),
+        data_dir: dir.path().to_owned(),
+        catalog_url: None,
+        resources: vec![],
+    };
+    let (zone, _) = Zone::open(config).await.unwrap();
+    let admin = zone
+        .catalog()
+        .get_principal(&PrincipalName::parse("admin").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let caller = zone.caller_for(&admin, &[]).await.unwrap();
+    let path = LogicalPath::parse("/z/home/admin/half").unwrap();
+    let up = zone
+        .begin_upload(&caller, &path, 2048, Some(1024), None, false)
+        .await
+        .unwrap();
+    let piece = futures::stream::iter([Ok(Bytes::from(vec![1u8; 1024]))]);
+    zone.upload_piece(&caller, &up.id, 0, piece).await.unwrap();
+    let tmp = dir.path().join("resources/default/.weft-tmp");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 1);
+
+    // A session still in use is kept.
+    assert_eq!(zone.sweep_uploads(std::time::Duration::from_secs(3600)).await, 0);
+    assert_eq!(zone.sweep_uploads(std::time::Duration::ZERO).await, 1);
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "the sweep removes the temporary file"
+    );
+    let err = zone.complete_upload(&caller, &up.id, None).await.unwrap_err();
+    assert_eq!(err.code, weft_types::ErrorCode::NotFound);
+    assert!(zone.catalog().get_node(&path).await.unwrap().is_none());
+    assert!(zone.workers().iter().any(|w| w.name == "upload-sweeper"));
+}
