@@ -4,7 +4,7 @@ use crate::client::Client;
 use crate::error::ClientError;
 use reqwest::Method;
 use weft_types::wire::{
-    AvuWire, ChecksumReport, CopyRequest, Health, MetaRequest, MoveRequest, NodeStat, Page,
+    AvuWire, ChecksumReport, CopyRequest, Health, MetaRequest, MoveRequest, NodeStat, Page, ZoneStatus,
 };
 use weft_types::LogicalPath;
 
@@ -27,6 +27,11 @@ impl Client {
     /// `GET /health`; needs no token.
     pub async fn health(&self) -> Result<Health, ClientError> {
         self.json(self.request(Method::GET, self.url("/health"))).await
+    }
+
+    /// `GET /zone`: the zone's background workers and their state.
+    pub async fn zone_status(&self) -> Result<ZoneStatus, ClientError> {
+        self.json(self.request(Method::GET, self.url("/zone"))).await
     }
 
     /// `GET /openapi.json`.

@@ -134,3 +134,18 @@ fn large_file_on_parallel_streams() {
     z.weft(&["get", "odd.bin", "odd.out"]).ok();
     assert!(std::fs::read(w.join("odd.out")).unwrap() == odd);
 }
+
+#[test]
+fn a_trailing_slash_promises_a_container() {
+    let z = Zone::start();
+    std::fs::write(z.work().join("f"), b"x").unwrap();
+    z.weft(&["put", "f", "newcoll/"]).fails(3, "not_found");
+    z.weft(&["stat", "newcoll"]).fails(3, "not_found");
+    z.weft(&["put", "f", "f"]).ok();
+    z.weft(&["put", "f", "f/"]).fails(2, "usage");
+    z.weft(&["get", "f", "newdir/"]).fails(3, "not_found");
+    assert!(!z.work().join("newdir").exists());
+    z.weft(&["mkdir", "coll"]).ok();
+    z.weft(&["put", "f", "coll/"]).ok();
+    z.weft(&["stat", "coll/f"]).ok();
+}

@@ -154,3 +154,59 @@ fn checksum_meta_and_find() {
     z.weft(&["find", "data", "--meta", "temp>warm"]).fails(2, "usage");
     z.weft(&["find", "nowhere"]).fails(3, "not_found");
 }
+
+#[test]
+fn resources_can_be_added_used_and_removed() {
+    let z = Zone::start();
+    let root = z.dir.path().join("fast-disk");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.to_str().unwrap();
+
+    z.weft(&[
+        "resource", "add", "fast", "--kind", "fs", "--root", root, "--tier", "ssd",
+    ])
+    .ok();
+    z.weft(&["resource", "add", "fast", "--kind", "fs", "--root", root])
+        .fails(6, "already_exists");
+    z.weft(&["resource", "add", "bad", "--kind", "fs"])
+        .fails(2, "usage");
+    z.weft(&["resource", "add", "bad", "--kind", "s3", "--bucket", "b"])
+        .fails(2, "usage");
+    let list = z.weft(&["resource", "ls", "--json"]).ok().json();
+    let fast = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "fast")
+        .expect("listed");
+    assert_eq!(
+        (fast["kind"].as_str(), fast["tier"].as_str()),
+        (Some("fs"), Some("ssd"))
+    );
+    assert!(z.weft(&["resource", "ls"]).ok().stdout.contains("fast"));
+
+    std::fs::write(z.work().join("f.txt"), b"on the fast disk").unwrap();
+    z.weft(&["put", "--resource", "fast", "f.txt", "f.txt"]).ok();
+    let st = z.weft(&["stat", "--json", "f.txt"]).ok().json();
+    assert_eq!(st["replicas"][0]["resource"], "fast");
+    z.weft(&["put", "--resource", "nowhere", "f.txt", "g.txt"])
+        .fails(1, "unknown_resource");
+
+    let bob = z.user_with_token("bob");
+    z.weft_as(&bob, &["resource", "add", "mine", "--kind", "fs", "--root", root])
+        .fails(5, "forbidden");
+    z.weft(&["resource", "rm", "nope"]).fails(3, "not_found");
+    z.weft(&["rm", "f.txt"]).ok();
+    z.weft(&["resource", "rm", "fast"]).ok();
+    assert!(!z.weft(&["resource", "ls"]).ok().stdout.contains("fast"));
+}
+
+#[test]
+fn zone_status_shows_workers() {
+    let z = Zone::start();
+    let s = z.weft(&["zone", "status", "--json"]).ok().json();
+    assert_eq!(s["zone"], "testz");
+    assert!(!s["workers"].as_array().unwrap().is_empty(), "{s}");
+    let human = z.weft(&["zone", "status"]).ok();
+    assert!(human.stdout.starts_with("zone     testz\n"), "{}", human.stdout);
+}

@@ -10,6 +10,7 @@ mod principals;
 mod progress;
 mod resource;
 mod transfer;
+mod zone;
 
 use clap::{Args, Subcommand};
 use output::{Failure, Result};
@@ -63,6 +64,8 @@ pub enum Command {
     Acl(principals::AclArgs),
     /// Storage resources of the zone.
     Resource(resource::ResourceArgs),
+    /// The zone itself: version and background workers.
+    Zone(zone::ZoneArgs),
 }
 
 /// Runs one client command; the error carries the exit code.
@@ -90,6 +93,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Token(a) => auth::token(&ctx, a).await,
         Command::Acl(a) => principals::acl(&ctx, a).await,
         Command::Resource(a) => resource::resource(&ctx, a).await,
+        Command::Zone(a) => zone::zone(&ctx, a).await,
     }
 }
 

@@ -67,8 +67,10 @@ pub async fn put(ctx: &Ctx, a: PutArgs) -> Result {
         Err(e) => return Err(e.into()),
     };
     let into = dest_kind.as_deref() == Some("collection");
-    if a.sources.len() > 1 && !into {
-        return Err(several_sources(&dest.to_string(), dest_kind.is_some()));
+    // Several sources, or `DEST/`, promise an existing collection, as with cp; never
+    // quietly make DEST the name of an object.
+    if (a.sources.len() > 1 || a.dest.ends_with('/')) && !into {
+        return Err(not_a_container(&dest.to_string(), dest_kind.is_some()));
     }
     let mut collections = Vec::new();
     let mut files = Vec::new();
@@ -125,8 +127,9 @@ pub async fn put(ctx: &Ctx, a: PutArgs) -> Result {
 
 pub async fn get(ctx: &Ctx, a: GetArgs) -> Result {
     let into = a.dest.is_dir();
-    if a.sources.len() > 1 && !into {
-        return Err(several_sources(&a.dest.display().to_string(), a.dest.exists()));
+    let slash = a.dest.as_os_str().as_encoded_bytes().ends_with(b"/");
+    if (a.sources.len() > 1 || slash) && !into {
+        return Err(not_a_container(&a.dest.display().to_string(), a.dest.exists()));
     }
     let mut dirs = Vec::new();
     let mut files = Vec::new();
@@ -220,16 +223,15 @@ fn finish(ctx: &Ctx, mut report: BatchReport, count: usize, started: Instant, ve
     Err(Failure::new(exit, &code, message))
 }
 
-fn several_sources(dest: &str, exists: bool) -> Failure {
+/// DEST had to be an existing collection (put) or directory (get).
+fn not_a_container(dest: &str, exists: bool) -> Failure {
     if exists {
-        Failure::usage(format!(
-            "{dest} is not a collection or directory; several sources need one"
-        ))
+        Failure::usage(format!("{dest} is not a collection or directory"))
     } else {
         Failure::new(
             EXIT_NOT_FOUND,
             "not_found",
-            format!("{dest} does not exist; several sources need an existing collection or directory"),
+            format!("{dest} does not exist (create it first)"),
         )
     }
 }
