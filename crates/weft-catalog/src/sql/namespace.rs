@@ -217,27 +217,60 @@ async fn resolve(c: &SqlCatalog, conn: &mut AnyConnection, objects: &[NewObject]
     let mut resource_ids: Vec<i64> = objects.iter().map(|o| o.resource_id).collect();
     resource_ids.sort_unstable();
     resource_ids.dedup();
-
-    // Owners and resources in one round trip (a batch has few of either).
-    let sql = format!(
-        "SELECT 'p', id, name FROM principals WHERE id IN ({}) \
-         UNION ALL SELECT 'r', id, name FROM resources WHERE id IN ({})",
-        placeholders(1, owner_ids.len()),
-        placeholders(1 + owner_ids.len(), resource_ids.len())
-    );
-    let mut q = sqlx::query(&sql);
-    for id in owner_ids.iter().chain(&resource_ids) {
-        q = q.bind(*id);
+    let mut parent_paths: Vec<&str> = Vec::new();
+    let mut seen = HashSet::new();
+    for o in objects {
+        let parent = parent_of(o);
+        if seen.insert(parent) {
+            parent_paths.push(parent);
+        }
     }
+
+    // The parents (row-locked on PostgreSQL) and, with the first chunk of them, the owners
+    // and resources: one round trip for a batch spanning up to CHUNK collections.
     let mut owners = HashMap::new();
     let mut resources = HashSet::new();
-    for row in q.fetch_all(&mut *conn).await.map_err(db)? {
-        let tag: String = rows::get(&row, 0)?;
-        let id: i64 = rows::get(&row, 1)?;
-        if tag == "p" {
-            owners.insert(id, rows::principal_name(&rows::get::<String>(&row, 2)?)?);
-        } else {
-            resources.insert(id);
+    let mut parents = HashMap::with_capacity(parent_paths.len());
+    for (i, chunk) in parent_paths.chunks(CHUNK).enumerate() {
+        let mut sql = format!(
+            "WITH parents AS (SELECT id, path, kind FROM nodes WHERE path IN ({}){}) \
+             SELECT kind, id, path FROM parents",
+            placeholders(1, chunk.len()),
+            c.lock_parent()
+        );
+        if i == 0 {
+            let first = 1 + chunk.len();
+            sql.push_str(&format!(
+                " UNION ALL SELECT 'owner', id, name FROM principals WHERE id IN ({}) \
+                 UNION ALL SELECT 'resource', id, name FROM resources WHERE id IN ({})",
+                placeholders(first, owner_ids.len()),
+                placeholders(first + owner_ids.len(), resource_ids.len())
+            ));
+        }
+        let mut q = sqlx::query(&sql);
+        for p in chunk {
+            q = q.bind(*p);
+        }
+        if i == 0 {
+            for id in owner_ids.iter().chain(&resource_ids) {
+                q = q.bind(*id);
+            }
+        }
+        for row in q.fetch_all(&mut *conn).await.map_err(db)? {
+            let tag: String = rows::get(&row, 0)?;
+            let id: i64 = rows::get(&row, 1)?;
+            let name: String = rows::get(&row, 2)?;
+            match tag.as_str() {
+                "owner" => {
+                    owners.insert(id, rows::principal_name(&name)?);
+                }
+                "resource" => {
+                    resources.insert(id);
+                }
+                kind => {
+                    parents.insert(name, (id, rows::node_kind(kind)?));
+                }
+            }
         }
     }
     if let Some(id) = owner_ids.iter().find(|id| !owners.contains_key(id)) {
@@ -245,31 +278,6 @@ async fn resolve(c: &SqlCatalog, conn: &mut AnyConnection, objects: &[NewObject]
     }
     if let Some(id) = resource_ids.iter().find(|id| !resources.contains(id)) {
         return Err(Error::not_found(format_args!("resource id {id}")));
-    }
-
-    let mut parent_paths: Vec<&str> = Vec::new();
-    let mut seen = HashSet::new();
-    for o in objects {
-        let parent = o.path.parent().expect("checked: not a zone root");
-        let parent = &o.path.as_str()[..parent.as_str().len()];
-        if seen.insert(parent) {
-            parent_paths.push(parent);
-        }
-    }
-    let mut parents = HashMap::with_capacity(parent_paths.len());
-    for chunk in parent_paths.chunks(CHUNK) {
-        let sql = format!(
-            "SELECT id, path, kind FROM nodes WHERE path IN ({}){}",
-            placeholders(1, chunk.len()),
-            c.lock_parent()
-        );
-        let mut q = sqlx::query(&sql);
-        for p in chunk {
-            q = q.bind(*p);
-        }
-        for row in q.fetch_all(&mut *conn).await.map_err(db)? {
-            parents.insert(rows::get(&row, 1)?, (rows::get(&row, 0)?, kind_of(&row, 2)?));
-        }
     }
     for p in parent_paths {
         match parents.get(p) {
@@ -283,6 +291,12 @@ async fn resolve(c: &SqlCatalog, conn: &mut AnyConnection, objects: &[NewObject]
         resources,
         parents,
     })
+}
+
+/// The parent path of an object, borrowed from its path (checked: not a zone root).
+fn parent_of(o: &NewObject) -> &str {
+    let path = o.path.as_str();
+    &path[..path.len() - o.path.name().len() - 1]
 }
 
 pub(super) async fn register_objects(
@@ -360,7 +374,7 @@ async fn insert_chunk(
     let mut q = sqlx::query(&sql).bind(now);
     let checksums: Vec<String> = chunk.iter().map(|o| o.checksum.to_string()).collect();
     for (o, sum) in chunk.iter().zip(&checksums) {
-        let parent = &o.path.as_str()[..o.path.as_str().len() - o.path.name().len() - 1];
+        let parent = parent_of(o);
         q = q
             .bind(resolved.parents[parent].0)
             .bind(o.path.as_str())
@@ -381,7 +395,7 @@ async fn insert_chunk(
     // 2. Objects that existed: replace (with `overwrite`) or fail.
     let first = out.len();
     for (o, sum) in chunk.iter().zip(&checksums) {
-        let parent = &o.path.as_str()[..o.path.as_str().len() - o.path.name().len() - 1];
+        let parent = parent_of(o);
         match inserted.get(o.path.as_str()) {
             Some(&id) => out.push(Registered {
                 node: Node {
