@@ -205,7 +205,6 @@ pub(super) async fn list_children(
 /// What `register_objects` needs to know about the rows the objects refer to.
 struct Resolved {
     owners: HashMap<i64, PrincipalName>,
-    resources: HashSet<i64>,
     /// Parent path → (id, kind).
     parents: HashMap<String, (i64, NodeKind)>,
 }
@@ -286,11 +285,7 @@ async fn resolve(c: &SqlCatalog, conn: &mut AnyConnection, objects: &[NewObject]
             Some(_) => {}
         }
     }
-    Ok(Resolved {
-        owners,
-        resources,
-        parents,
-    })
+    Ok(Resolved { owners, parents })
 }
 
 /// The parent path of an object, borrowed from its path (checked: not a zone root).
@@ -323,9 +318,6 @@ pub(super) async fn register_objects(
     let now = now_ms();
     let mut tx = c.begin_write().await?;
     let resolved = resolve(c, &mut tx, objects).await?;
-    debug_assert!(objects
-        .iter()
-        .all(|o| resolved.resources.contains(&o.resource_id)));
 
     let mut out: Vec<Registered> = Vec::with_capacity(objects.len());
     let mut start = 0;
