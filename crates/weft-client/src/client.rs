@@ -57,7 +57,10 @@ impl Client {
             .tcp_nodelay(true)
             .build()
             .map_err(|e| ClientError::Invalid(format!("cannot build HTTP client: {e}")))?;
-        let token = token.filter(|t| !t.is_empty()).map(|t| Arc::from(t.trim()));
+        let token = token
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .map(Arc::from);
         Ok(Client {
             http,
             api: format!("{zone_url}{API_PREFIX}").into(),

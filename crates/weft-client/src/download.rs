@@ -7,7 +7,7 @@
 use crate::client::Client;
 use crate::error::ClientError;
 use crate::plan::{backoff, PiecePlan, DEFAULT_PIECE_SIZE, IO_BLOCK, PIECE_ATTEMPTS};
-use crate::progress::{blocking, report, Progress};
+use crate::progress::{blocking, join_streams, report, Progress};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use reqwest::header::RANGE;
@@ -178,20 +178,7 @@ impl Fetch {
         for _ in 0..streams {
             workers.spawn(job.clone().run());
         }
-        let mut first_error = None;
-        while let Some(joined) = workers.join_next().await {
-            match joined {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_error.get_or_insert(e);
-                }
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(e) => panic!("download stream cancelled: {e}"),
-            }
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
+        join_streams(workers).await?;
         let served_sum = job.served_sum.lock().expect("not poisoned").clone();
         if !job.fetch.hash {
             return Ok((None, served_sum, plan.len));
@@ -328,7 +315,7 @@ impl PieceFetch {
                     report(&self.fetch.progress, -(received.load(Ordering::Relaxed) as i64));
                     failures += 1;
                     if !e.is_temporary() || failures >= PIECE_ATTEMPTS || self.stop.load(Ordering::Relaxed) {
-                        return Err(e);
+                        return Err(e.gave_up(index, failures));
                     }
                     tracing::warn!(object = %self.fetch.logical, piece = index, error = %e, "piece failed; fetching it again");
                     tokio::time::sleep(backoff(failures)).await;

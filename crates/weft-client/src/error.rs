@@ -89,6 +89,18 @@ impl ClientError {
         }
     }
 
+    /// Notes on a network fault that piece `index` was tried `attempts` times, so the
+    /// final message says the retries ran out rather than looking like a first failure.
+    pub(crate) fn gave_up(self, index: u64, attempts: u32) -> ClientError {
+        match self {
+            ClientError::Transport { url, cause } if attempts > 1 => ClientError::Transport {
+                url,
+                cause: format!("{cause} (piece {index}: gave up after {attempts} attempts)"),
+            },
+            other => other,
+        }
+    }
+
     pub(crate) fn local(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> ClientError {
         let path = path.into();
         move |source| ClientError::Local { path, source }

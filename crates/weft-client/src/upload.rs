@@ -8,7 +8,7 @@
 use crate::client::Client;
 use crate::error::ClientError;
 use crate::plan::{backoff, PiecePlan, DEFAULT_PIECE_SIZE, IO_BLOCK, PIECE_ATTEMPTS, SMALL_FILE_MAX};
-use crate::progress::{blocking, hex, report, Progress};
+use crate::progress::{blocking, hex, join_streams, report, Progress};
 use bytes::Bytes;
 use futures::Stream;
 use reqwest::header::CONTENT_LENGTH;
@@ -223,20 +223,7 @@ impl Client {
         for _ in 0..plan.streams(opts.streams) {
             workers.spawn(job.clone().run());
         }
-        let mut first_error = None;
-        while let Some(joined) = workers.join_next().await {
-            match joined {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_error.get_or_insert(e);
-                }
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(e) => panic!("upload stream cancelled: {e}"),
-            }
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
+        join_streams(workers).await?;
         let digests: Vec<PieceDigest> = job
             .digests
             .lock()
@@ -302,7 +289,7 @@ impl PieceUpload {
                     failures += 1;
                     let worth_it = e.is_temporary() || matches!(e, ClientError::Integrity { .. });
                     if !worth_it || failures >= PIECE_ATTEMPTS || self.stop.load(Ordering::Relaxed) {
-                        return Err(e);
+                        return Err(e.gave_up(index, failures));
                     }
                     tracing::warn!(file = %self.local.display(), piece = index, error = %e, "piece failed; sending it again");
                     tokio::time::sleep(backoff(failures)).await;
@@ -405,4 +392,82 @@ fn read_piece(
             Ok(Some((Bytes::from(buf), (next, pos))))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// The request head and body a raw socket received, answering with `answer`.
+    fn capture_one_request(answer: &'static str) -> (u16, std::thread::JoinHandle<(String, Vec<u8>)>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let t = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut data = Vec::new();
+            let mut buf = [0u8; 65536];
+            let head_end = loop {
+                let n = s.read(&mut buf).unwrap();
+                data.extend_from_slice(&buf[..n]);
+                if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break i + 4;
+                }
+            };
+            let head = String::from_utf8_lossy(&data[..head_end]).to_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .map(|v| v.trim().parse().unwrap())
+                .unwrap_or(0);
+            let mut body = data[head_end..].to_vec();
+            while body.len() < len {
+                let n = s.read(&mut buf).unwrap();
+                body.extend_from_slice(&buf[..n]);
+            }
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+            s.write_all(resp.as_bytes()).unwrap();
+            (head, body)
+        });
+        (port, t)
+    }
+
+    /// A piece goes with a Content-Length, not chunked, though its body is a stream read
+    /// from the file block by block; the digest covers exactly the bytes sent.
+    #[tokio::test]
+    async fn pieces_stream_with_a_known_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..(4 * IO_BLOCK + 5)).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let (port, server) = capture_one_request(r#"{"index":1,"cv":"00"}"#);
+        let client = Client::new(&format!("http://127.0.0.1:{port}"), Some("t".into())).unwrap();
+        let file = Arc::new(std::fs::File::open(&path).unwrap());
+        // Piece 1 of 2 MiB pieces: two blocks, aligned as a BLAKE3 subtree must be.
+        let range = PiecePlan::new(PieceSize::new(2 * IO_BLOCK as u64).unwrap(), data.len() as u64).range(1);
+        let read = Arc::new(PieceRead::default());
+        let body = reqwest::Body::wrap_stream(read_piece(file, range.clone(), read.clone(), None));
+        let receipt = client
+            .upload_piece("abc", 1, range.end - range.start, body)
+            .await
+            .unwrap();
+        assert_eq!(receipt.index, 1);
+        let (head, body) = server.join().unwrap();
+        assert!(head.starts_with("put /api/v1/uploads/abc/1 http/1.1"), "{head}");
+        assert!(
+            head.contains(&format!("content-length: {}", range.end - range.start)),
+            "{head}"
+        );
+        assert!(!head.contains("transfer-encoding"), "{head}");
+        assert!(head.contains("authorization: bearer t"), "{head}");
+        let sent = &data[range.start as usize..range.end as usize];
+        assert_eq!(body, sent);
+        let mut h = PieceHasher::new(range.start);
+        h.update(sent);
+        assert_eq!(read.digest.lock().unwrap().unwrap(), h.finish());
+        assert_eq!(read.sent.load(Ordering::Relaxed), range.end - range.start);
+    }
 }

@@ -138,4 +138,27 @@ fn cut_connections_are_retried_piece_by_piece() {
         std::fs::read(w.join("got.bin")).unwrap() == big,
         "bytes differ after retries"
     );
+    rt.block_on(toxi.remove_toxic("zone", "limit_data")).unwrap();
+
+    // Every connection dies within the first piece: the retries run out, the command
+    // fails naming the cause, and nothing becomes visible.
+    rt.block_on(toxi.add_toxic_on(
+        "zone",
+        "limit_data",
+        "upstream",
+        serde_json::json!({"bytes": 10 << 20}),
+    ))
+    .unwrap();
+    let failed = via_proxy(&["put", "big.bin", "doomed.bin"]).fails(1, "transport");
+    let line = failed.stderr.lines().last().unwrap();
+    assert!(
+        line.starts_with("weft: error: /testz/home/admin/doomed.bin: connection to the zone at"),
+        "{line}"
+    );
+    assert!(line.contains("gave up after 4 attempts"), "{line}");
+    assert!(
+        !failed.stderr.contains('\x1b'),
+        "no colours when stderr is not a terminal"
+    );
+    z.weft(&["stat", "doomed.bin"]).fails(3, "not_found");
 }

@@ -204,8 +204,11 @@ fn finish(ctx: &Ctx, mut report: BatchReport, count: usize, started: Instant, ve
         return Ok(());
     }
     if count == 1 {
-        if let Some((_, e)) = report.failures.pop() {
-            return Err(e.into());
+        if let Some((path, e)) = report.failures.pop() {
+            // Network faults do not say which object they hit; the zone's answers do.
+            let unnamed = matches!(e, ClientError::Transport { .. } | ClientError::Protocol(_));
+            let f = Failure::from(e);
+            return Err(if unnamed { f.context(path) } else { f });
         }
     }
     let failed = report.failures.len();
