@@ -62,42 +62,17 @@ impl FsStore {
     /// A new temporary file of `size` bytes (0: grows as written).
     pub(crate) async fn temp_file(&self, size: u64) -> Result<(Arc<File>, PathBuf), Error> {
         let tmp_dir = self.tmp_dir();
-        blocking(move || {
-            let path = tmp_dir.join(uuid::Uuid::new_v4().simple().to_string());
-            let open = || {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .read(true)
-                    .create_new(true)
-                    .open(&path)
-            };
-            let file = match open() {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    std::fs::create_dir_all(&tmp_dir)
-                        .map_err(|e| io_error(&format!("cannot create {}", tmp_dir.display()), e))?;
-                    open()
-                }
-                other => other,
-            }
-            .map_err(|e| io_error(&format!("cannot create {}", path.display()), e))?;
-            if size > 0 {
-                file.set_len(size)
-                    .map_err(|e| io_error(&format!("cannot size {}", path.display()), e))?;
-            }
-            Ok((Arc::new(file), path))
-        })
-        .await
+        blocking(move || create_temp(&tmp_dir, size).map(|(f, p)| (Arc::new(f), p))).await
     }
 
     pub async fn writer(&self, key: &str) -> Result<FsWriter, Error> {
         let target = self.path_of(key)?;
-        let (file, tmp) = self.temp_file(0).await?;
         Ok(FsWriter {
-            file,
-            tmp,
+            store: self.clone(),
             target,
             buf: BytesMut::new(),
             written: 0,
+            pipe: None,
         })
     }
 
@@ -220,53 +195,135 @@ pub(crate) fn read_file_range(file: File, path: PathBuf, range: Range<u64>) -> B
     }))
 }
 
+/// A sequential write. Small objects stay in memory until commit, which creates, writes
+/// and renames the file in one blocking call. Larger ones stream through a pipe to a
+/// blocking writer thread, so that receiving the next buffer overlaps writing the last.
 pub struct FsWriter {
-    file: Arc<File>,
-    tmp: PathBuf,
+    store: FsStore,
     target: PathBuf,
     buf: BytesMut,
     written: u64,
+    pipe: Option<Pipe>,
+}
+
+/// Buffers queued for the writer thread: bounds memory per write to (1 + this) buffers.
+const PIPE_DEPTH: usize = 4;
+
+struct Pipe {
+    tmp: PathBuf,
+    file: Arc<File>,
+    tx: tokio::sync::mpsc::Sender<Bytes>,
+    worker: tokio::task::JoinHandle<Result<(), Error>>,
+}
+
+impl Pipe {
+    async fn start(store: &FsStore) -> Result<Pipe, Error> {
+        let (file, tmp) = store.temp_file(0).await?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(PIPE_DEPTH);
+        let (f, p) = (file.clone(), tmp.clone());
+        let worker = tokio::task::spawn_blocking(move || {
+            let mut pos = 0u64;
+            while let Some(buf) = rx.blocking_recv() {
+                f.write_all_at(&buf, pos)
+                    .map_err(|e| io_error(&format!("cannot write {}", p.display()), e))?;
+                pos += buf.len() as u64;
+            }
+            Ok(())
+        });
+        Ok(Pipe {
+            tmp,
+            file,
+            tx,
+            worker,
+        })
+    }
+
+    /// Closes the pipe and waits until everything sent is written.
+    async fn finish(self) -> (PathBuf, Arc<File>, Result<(), Error>) {
+        drop(self.tx);
+        let r = match self.worker.await {
+            Ok(r) => r,
+            Err(e) => Err(Error::internal(format!("storage writer failed: {e}"))),
+        };
+        (self.tmp, self.file, r)
+    }
 }
 
 impl FsWriter {
     pub async fn write(&mut self, data: Bytes) -> Result<(), Error> {
-        if self.buf.is_empty() && data.len() >= IO_BUFFER {
-            return self.write_out(data).await;
-        }
+        self.written += data.len() as u64;
         self.buf.extend_from_slice(&data);
         if self.buf.len() >= IO_BUFFER {
             let full = self.buf.split().freeze();
-            self.write_out(full).await?;
+            self.send(full).await?;
         }
         Ok(())
     }
 
-    async fn write_out(&mut self, data: Bytes) -> Result<(), Error> {
-        let (file, tmp, at) = (self.file.clone(), self.tmp.clone(), self.written);
-        self.written += data.len() as u64;
-        blocking(move || {
-            file.write_all_at(&data, at)
-                .map_err(|e| io_error(&format!("cannot write {}", tmp.display()), e))
-        })
-        .await
+    async fn send(&mut self, data: Bytes) -> Result<(), Error> {
+        if self.pipe.is_none() {
+            self.pipe = Some(Pipe::start(&self.store).await?);
+        }
+        let pipe = self.pipe.as_ref().expect("just started");
+        if pipe.tx.send(data).await.is_err() {
+            // The writer thread stopped: its result says why.
+            let (tmp, _, r) = self.pipe.take().expect("present").finish().await;
+            remove_quietly(tmp).await;
+            return Err(r
+                .err()
+                .unwrap_or_else(|| Error::internal("storage writer stopped early")));
+        }
+        Ok(())
     }
 
     pub async fn commit(mut self, durable: bool) -> Result<u64, Error> {
-        if !self.buf.is_empty() {
-            let rest = self.buf.split().freeze();
-            self.write_out(rest).await?;
-        }
         let written = self.written;
-        let (file, tmp, target) = (self.file.clone(), self.tmp.clone(), self.target.clone());
-        let r = blocking(move || finish_file(&file, &tmp, &target, durable)).await;
+        let rest = self.buf.split().freeze();
+        let target = self.target.clone();
+        let Some(pipe) = self.pipe.take() else {
+            // Everything is still in memory: one blocking call does the whole file.
+            let tmp_dir = self.store.tmp_dir();
+            let r = blocking(move || {
+                let (file, tmp) = create_temp(&tmp_dir, 0)?;
+                let done = file
+                    .write_all_at(&rest, 0)
+                    .map_err(|e| io_error(&format!("cannot write {}", tmp.display()), e))
+                    .and_then(|_| finish_file(&file, &tmp, &target, durable));
+                if done.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                done
+            })
+            .await;
+            return r.map(|_| written);
+        };
+        let sent = if rest.is_empty() {
+            Ok(())
+        } else {
+            pipe.tx
+                .send(rest)
+                .await
+                .map_err(|_| Error::internal("storage writer stopped early"))
+        };
+        let (tmp, file, r) = pipe.finish().await;
+        let r = match (sent, r) {
+            (_, Err(e)) | (Err(e), _) => Err(e),
+            _ => {
+                let t = tmp.clone();
+                blocking(move || finish_file(&file, &t, &target, durable)).await
+            }
+        };
         if r.is_err() {
-            self.abort().await;
+            remove_quietly(tmp).await;
         }
         r.map(|_| written)
     }
 
-    pub async fn abort(self) {
-        remove_quietly(self.tmp).await;
+    pub async fn abort(mut self) {
+        if let Some(pipe) = self.pipe.take() {
+            let (tmp, _, _) = pipe.finish().await;
+            remove_quietly(tmp).await;
+        }
     }
 }
 
@@ -349,6 +406,31 @@ impl OffsetWriter {
     pub async fn abort(self) {
         remove_quietly(self.tmp).await;
     }
+}
+
+fn create_temp(tmp_dir: &Path, size: u64) -> Result<(File, PathBuf), Error> {
+    let path = tmp_dir.join(uuid::Uuid::new_v4().simple().to_string());
+    let open = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .read(true)
+            .create_new(true)
+            .open(&path)
+    };
+    let file = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(tmp_dir)
+                .map_err(|e| io_error(&format!("cannot create {}", tmp_dir.display()), e))?;
+            open()
+        }
+        other => other,
+    }
+    .map_err(|e| io_error(&format!("cannot create {}", path.display()), e))?;
+    if size > 0 {
+        file.set_len(size)
+            .map_err(|e| io_error(&format!("cannot size {}", path.display()), e))?;
+    }
+    Ok((file, path))
 }
 
 fn finish_file(file: &File, tmp: &Path, target: &Path, durable: bool) -> Result<(), Error> {
