@@ -503,25 +503,85 @@ async fn users_groups_tokens_and_acls() {
 /// The same zone on PostgreSQL, the production catalog.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zone_on_postgres() {
-    let pg = weft_testkit::postgres::Postgres::start().expect("PostgreSQL must start (run .ci/install-tools.sh)");
+    let pg =
+        weft_testkit::postgres::Postgres::start().expect("PostgreSQL must start (run .ci/install-tools.sh)");
     let url = pg.create_database("zone").unwrap();
     let z = common::start_with(Some(url), vec![]).await;
     let t = z.admin_token.clone();
     let alice = z.user("alice").await;
-    assert_eq!(z.post("mkdir/z/home/alice/run?parents=true", &alice).send().await.unwrap().status(), 201);
+    assert_eq!(
+        z.post("mkdir/z/home/alice/run?parents=true", &alice)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        201
+    );
     for i in 0..20 {
-        assert_eq!(z.put_bytes(&format!("/z/home/alice/run/f{i}"), format!("{i}").as_bytes(), &alice).await.status(), 201);
+        assert_eq!(
+            z.put_bytes(
+                &format!("/z/home/alice/run/f{i}"),
+                format!("{i}").as_bytes(),
+                &alice
+            )
+            .await
+            .status(),
+            201
+        );
     }
-    let r = z.post("meta/z/home/alice/run/f7", &alice).json(&json!({"op": "add", "attr": "temp", "value": "7.5"})).send().await.unwrap();
+    let r = z
+        .post("meta/z/home/alice/run/f7", &alice)
+        .json(&json!({"op": "add", "attr": "temp", "value": "7.5"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 204);
-    let page: Value = z.get("find", &alice).query(&[("path", "/z/home/alice"), ("meta", "temp>7")]).send().await.unwrap().json().await.unwrap();
+    let page: Value = z
+        .get("find", &alice)
+        .query(&[("path", "/z/home/alice"), ("meta", "temp>7")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(page["items"][0]["path"], "/z/home/alice/run/f7");
-    let list: Value = z.get("list/z/home/alice/run", &alice).query(&[("limit", "15")]).send().await.unwrap().json().await.unwrap();
+    let list: Value = z
+        .get("list/z/home/alice/run", &alice)
+        .query(&[("limit", "15")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(list["items"].as_array().unwrap().len(), 15);
     assert!(list["next_cursor"].is_string());
-    assert_eq!(code(z.get("data/z/home/alice/run/f1", &z.user("bob").await).send().await.unwrap()).await.0, 403);
-    let r = z.post("move", &t).json(&json!({"from": "/z/home/alice/run", "to": "/z/home/alice/run2"})).send().await.unwrap();
+    assert_eq!(
+        code(
+            z.get("data/z/home/alice/run/f1", &z.user("bob").await)
+                .send()
+                .await
+                .unwrap()
+        )
+        .await
+        .0,
+        403
+    );
+    let r = z
+        .post("move", &t)
+        .json(&json!({"from": "/z/home/alice/run", "to": "/z/home/alice/run2"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
-    let got = z.get("data/z/home/alice/run2/f19", &alice).send().await.unwrap().bytes().await.unwrap();
+    let got = z
+        .get("data/z/home/alice/run2/f19", &alice)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
     assert_eq!(got.as_ref(), b"19");
 }

@@ -2,6 +2,7 @@
 //! in progress. A write goes to a temporary file and is renamed into place on commit, so a
 //! crash leaves only temporary files, which `remove_temporary` deletes at the next start.
 
+use crate::temp::Temp;
 use crate::{io_error, ByteStream, FsConfig, IO_BUFFER};
 use bytes::{Bytes, BytesMut};
 use std::fs::File;
@@ -59,10 +60,18 @@ impl FsStore {
         .await
     }
 
-    /// A new temporary file of `size` bytes (0: grows as written).
-    pub(crate) async fn temp_file(&self, size: u64) -> Result<(Arc<File>, PathBuf), Error> {
-        let tmp_dir = self.tmp_dir();
-        blocking(move || create_temp(&tmp_dir, size).map(|(f, p)| (Arc::new(f), p))).await
+    /// A new temporary file of `size` bytes that will be published at `target`.
+    pub(crate) async fn temp_for(&self, target: &Path, size: u64) -> Result<Temp, Error> {
+        let dir = target.parent().expect("a replica path has a parent").to_owned();
+        let fallback = self.tmp_dir();
+        blocking(move || Temp::create(&dir, &fallback, size)).await
+    }
+
+    /// A new temporary file that is read back and never published (staging).
+    pub(crate) async fn scratch(&self, size: u64) -> Result<Temp, Error> {
+        let dir = self.root.clone();
+        let fallback = self.tmp_dir();
+        blocking(move || Temp::create(&dir, &fallback, size)).await
     }
 
     pub async fn writer(&self, key: &str) -> Result<FsWriter, Error> {
@@ -78,10 +87,9 @@ impl FsStore {
 
     pub async fn offset_writer(&self, key: &str, size: u64) -> Result<OffsetWriter, Error> {
         let target = self.path_of(key)?;
-        let (file, tmp) = self.temp_file(size).await?;
+        let temp = self.temp_for(&target, size).await?;
         Ok(OffsetWriter {
-            file,
-            tmp,
+            temp: Arc::new(temp),
             size,
             target: Target::Fs(target),
         })
@@ -196,7 +204,7 @@ pub(crate) fn read_file_range(file: File, path: PathBuf, range: Range<u64>) -> B
 }
 
 /// A sequential write. Small objects stay in memory until commit, which creates, writes
-/// and renames the file in one blocking call. Larger ones stream through a pipe to a
+/// and publishes the file in one blocking call. Larger ones stream through a pipe to a
 /// blocking writer thread, so that receiving the next buffer overlaps writing the last.
 pub struct FsWriter {
     store: FsStore,
@@ -210,43 +218,38 @@ pub struct FsWriter {
 const PIPE_DEPTH: usize = 4;
 
 struct Pipe {
-    tmp: PathBuf,
-    file: Arc<File>,
+    temp: Arc<Temp>,
     tx: tokio::sync::mpsc::Sender<Bytes>,
     worker: tokio::task::JoinHandle<Result<(), Error>>,
 }
 
 impl Pipe {
-    async fn start(store: &FsStore) -> Result<Pipe, Error> {
-        let (file, tmp) = store.temp_file(0).await?;
+    async fn start(store: &FsStore, target: &Path) -> Result<Pipe, Error> {
+        let temp = Arc::new(store.temp_for(target, 0).await?);
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(PIPE_DEPTH);
-        let (f, p) = (file.clone(), tmp.clone());
+        let t = temp.clone();
         let worker = tokio::task::spawn_blocking(move || {
             let mut pos = 0u64;
             while let Some(buf) = rx.blocking_recv() {
-                f.write_all_at(&buf, pos)
-                    .map_err(|e| io_error(&format!("cannot write {}", p.display()), e))?;
-                start_writeback(&f, pos, buf.len() as u64);
+                t.file
+                    .write_all_at(&buf, pos)
+                    .map_err(|e| io_error(&format!("cannot write {}", t.describe()), e))?;
+                start_writeback(&t.file, pos, buf.len() as u64);
                 pos += buf.len() as u64;
             }
             Ok(())
         });
-        Ok(Pipe {
-            tmp,
-            file,
-            tx,
-            worker,
-        })
+        Ok(Pipe { temp, tx, worker })
     }
 
     /// Closes the pipe and waits until everything sent is written.
-    async fn finish(self) -> (PathBuf, Arc<File>, Result<(), Error>) {
+    async fn finish(self) -> (Arc<Temp>, Result<(), Error>) {
         drop(self.tx);
         let r = match self.worker.await {
             Ok(r) => r,
             Err(e) => Err(Error::internal(format!("storage writer failed: {e}"))),
         };
-        (self.tmp, self.file, r)
+        (self.temp, r)
     }
 }
 
@@ -263,13 +266,13 @@ impl FsWriter {
 
     async fn send(&mut self, data: Bytes) -> Result<(), Error> {
         if self.pipe.is_none() {
-            self.pipe = Some(Pipe::start(&self.store).await?);
+            self.pipe = Some(Pipe::start(&self.store, &self.target).await?);
         }
         let pipe = self.pipe.as_ref().expect("just started");
         if pipe.tx.send(data).await.is_err() {
             // The writer thread stopped: its result says why.
-            let (tmp, _, r) = self.pipe.take().expect("present").finish().await;
-            remove_quietly(tmp).await;
+            let (temp, r) = self.pipe.take().expect("present").finish().await;
+            temp.discard();
             return Err(r
                 .err()
                 .unwrap_or_else(|| Error::internal("storage writer stopped early")));
@@ -283,20 +286,22 @@ impl FsWriter {
         let target = self.target.clone();
         let Some(pipe) = self.pipe.take() else {
             // Everything is still in memory: one blocking call does the whole file.
-            let tmp_dir = self.store.tmp_dir();
-            let r = blocking(move || {
-                let (file, tmp) = create_temp(&tmp_dir, 0)?;
-                let done = file
+            let dir = target.parent().expect("a replica path has a parent").to_owned();
+            let fallback = self.store.tmp_dir();
+            return blocking(move || {
+                let temp = Temp::create(&dir, &fallback, 0)?;
+                let done = temp
+                    .file
                     .write_all_at(&rest, 0)
-                    .map_err(|e| io_error(&format!("cannot write {}", tmp.display()), e))
-                    .and_then(|_| finish_file(&file, &tmp, &target, durable));
+                    .map_err(|e| io_error(&format!("cannot write {}", temp.describe()), e))
+                    .and_then(|_| temp.publish(&target, durable));
                 if done.is_err() {
-                    let _ = std::fs::remove_file(&tmp);
+                    temp.discard();
                 }
                 done
             })
-            .await;
-            return r.map(|_| written);
+            .await
+            .map(|_| written);
         };
         let sent = if rest.is_empty() {
             Ok(())
@@ -306,24 +311,22 @@ impl FsWriter {
                 .await
                 .map_err(|_| Error::internal("storage writer stopped early"))
         };
-        let (tmp, file, r) = pipe.finish().await;
+        let (temp, r) = pipe.finish().await;
+        let t = temp.clone();
         let r = match (sent, r) {
             (_, Err(e)) | (Err(e), _) => Err(e),
-            _ => {
-                let t = tmp.clone();
-                blocking(move || finish_file(&file, &t, &target, durable)).await
-            }
+            _ => blocking(move || t.publish(&target, durable)).await,
         };
         if r.is_err() {
-            remove_quietly(tmp).await;
+            temp.discard();
         }
         r.map(|_| written)
     }
 
     pub async fn abort(mut self) {
         if let Some(pipe) = self.pipe.take() {
-            let (tmp, _, _) = pipe.finish().await;
-            remove_quietly(tmp).await;
+            let (temp, _) = pipe.finish().await;
+            temp.discard();
         }
     }
 }
@@ -337,8 +340,7 @@ enum Target {
 /// A write of a known size in pieces at arbitrary offsets, shared by many tasks. S3
 /// resources stage the pieces in a local file and upload it on commit.
 pub struct OffsetWriter {
-    file: Arc<File>,
-    tmp: PathBuf,
+    temp: Arc<Temp>,
     size: u64,
     target: Target,
 }
@@ -350,10 +352,9 @@ impl OffsetWriter {
         store: crate::s3::S3Store,
         key: String,
     ) -> Result<Self, Error> {
-        let (file, tmp) = staging.temp_file(size).await?;
+        let temp = Arc::new(staging.scratch(size).await?);
         Ok(OffsetWriter {
-            file,
-            tmp,
+            temp,
             size,
             target: Target::S3(store, key),
         })
@@ -375,11 +376,12 @@ impl OffsetWriter {
                 ),
             ));
         }
-        let (file, tmp) = (self.file.clone(), self.tmp.clone());
+        let t = self.temp.clone();
         blocking(move || {
-            file.write_all_at(&data, offset)
-                .map_err(|e| io_error(&format!("cannot write {}", tmp.display()), e))?;
-            start_writeback(&file, offset, data.len() as u64);
+            t.file
+                .write_all_at(&data, offset)
+                .map_err(|e| io_error(&format!("cannot write {}", t.describe()), e))?;
+            start_writeback(&t.file, offset, data.len() as u64);
             Ok(())
         })
         .await
@@ -387,27 +389,22 @@ impl OffsetWriter {
 
     /// Makes the whole file durable and visible at its key.
     pub async fn commit(self, durable: bool) -> Result<(), Error> {
-        let r = match &self.target {
+        let temp = self.temp.clone();
+        let (r, staged) = match self.target {
             Target::Fs(target) => {
-                let (file, tmp, target) = (self.file.clone(), self.tmp.clone(), target.clone());
-                blocking(move || finish_file(&file, &tmp, &target, durable)).await
+                let t = temp.clone();
+                (blocking(move || t.publish(&target, durable)).await, false)
             }
-            Target::S3(store, key) => {
-                let file = File::open(&self.tmp)
-                    .map_err(|e| io_error(&format!("cannot reopen {}", self.tmp.display()), e))?;
-                let r = store.upload_file(key, file, self.tmp.clone(), self.size).await;
-                remove_quietly(self.tmp.clone()).await;
-                return r;
-            }
+            Target::S3(store, key) => (store.upload_file(&key, temp.clone(), self.size).await, true),
         };
-        if r.is_err() {
-            remove_quietly(self.tmp).await;
+        if r.is_err() || staged {
+            temp.discard();
         }
         r
     }
 
     pub async fn abort(self) {
-        remove_quietly(self.tmp).await;
+        self.temp.discard();
     }
 }
 
@@ -426,53 +423,6 @@ fn start_writeback(file: &File, offset: u64, len: u64) {
             libc::SYNC_FILE_RANGE_WRITE,
         );
     }
-}
-
-fn create_temp(tmp_dir: &Path, size: u64) -> Result<(File, PathBuf), Error> {
-    let path = tmp_dir.join(uuid::Uuid::new_v4().simple().to_string());
-    let open = || {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .read(true)
-            .create_new(true)
-            .open(&path)
-    };
-    let file = match open() {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(tmp_dir)
-                .map_err(|e| io_error(&format!("cannot create {}", tmp_dir.display()), e))?;
-            open()
-        }
-        other => other,
-    }
-    .map_err(|e| io_error(&format!("cannot create {}", path.display()), e))?;
-    if size > 0 {
-        file.set_len(size)
-            .map_err(|e| io_error(&format!("cannot size {}", path.display()), e))?;
-    }
-    Ok((file, path))
-}
-
-fn finish_file(file: &File, tmp: &Path, target: &Path, durable: bool) -> Result<(), Error> {
-    if durable {
-        file.sync_data()
-            .map_err(|e| io_error(&format!("cannot sync {}", tmp.display()), e))?;
-    }
-    let rename = || std::fs::rename(tmp, target);
-    match rename() {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let dir = target.parent().expect("replica path has a parent");
-            std::fs::create_dir_all(dir)
-                .map_err(|e| io_error(&format!("cannot create {}", dir.display()), e))?;
-            rename()
-        }
-        other => other,
-    }
-    .map_err(|e| io_error(&format!("cannot move {} into place", tmp.display()), e))
-}
-
-async fn remove_quietly(path: PathBuf) {
-    let _ = tokio::task::spawn_blocking(move || std::fs::remove_file(path)).await;
 }
 
 pub(crate) async fn blocking<T: Send + 'static>(

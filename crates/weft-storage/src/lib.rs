@@ -10,6 +10,7 @@
 mod config;
 mod fs;
 mod s3;
+mod temp;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;

@@ -3,14 +3,15 @@
 //! most an unregistered object, never a visible partial one.
 
 use crate::fs::{FsStore, OffsetWriter};
+use crate::temp::Temp;
 use crate::{ByteStream, S3Config, IO_BUFFER};
 use bytes::Bytes;
 use futures::StreamExt;
 use opendal::{services, Operator};
-use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use weft_types::{Error, ErrorCode};
 
 /// Part size of multipart uploads and the size of ranged requests.
@@ -85,23 +86,17 @@ impl S3Store {
     }
 
     /// Uploads a staged local file to `key`.
-    pub(crate) async fn upload_file(
-        &self,
-        key: &str,
-        file: File,
-        path: PathBuf,
-        size: u64,
-    ) -> Result<(), Error> {
+    pub(crate) async fn upload_file(&self, key: &str, staged: Arc<Temp>, size: u64) -> Result<(), Error> {
         let mut w = self.writer(key).await?;
-        let file = std::sync::Arc::new(file);
         let mut pos = 0u64;
         while pos < size {
             let n = ((size - pos) as usize).min(IO_BUFFER * 4);
-            let (f, p) = (file.clone(), path.clone());
+            let t = staged.clone();
             let buf = crate::fs::blocking(move || {
                 let mut buf = vec![0u8; n];
-                f.read_exact_at(&mut buf, pos)
-                    .map_err(|e| crate::io_error(&format!("cannot read {}", p.display()), e))?;
+                t.file
+                    .read_exact_at(&mut buf, pos)
+                    .map_err(|e| crate::io_error(&format!("cannot read {}", t.describe()), e))?;
                 Ok(Bytes::from(buf))
             })
             .await;

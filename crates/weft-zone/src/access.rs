@@ -71,3 +71,69 @@ impl Zone {
         })
     }
 }
+
+/// Callers of recently seen API tokens, so that a request costs no catalog round trip to
+/// authenticate. Any change to principals, memberships or tokens in this process bumps the
+/// generation and so empties it; the short lifetime bounds how long a change made by
+/// another server of the same zone (shared PostgreSQL catalog) takes to apply.
+#[derive(Default)]
+pub(crate) struct AuthCache {
+    generation: std::sync::atomic::AtomicU64,
+    entries: std::sync::Mutex<std::collections::HashMap<String, CachedCaller>>,
+}
+
+struct CachedCaller {
+    generation: u64,
+    fetched: std::time::Instant,
+    caller: Caller,
+    expires: Option<weft_types::Millis>,
+}
+
+const AUTH_CACHE_LIFETIME: std::time::Duration = std::time::Duration::from_secs(10);
+const AUTH_CACHE_SIZE: usize = 10_000;
+
+impl AuthCache {
+    pub(crate) fn invalidate(&self) {
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Zone {
+    /// The caller holding API token `secret`. Errors: `unauthenticated`, `token_expired`.
+    pub async fn caller_for_token(&self, secret: &str) -> Result<Caller, Error> {
+        let hash = crate::principals::token_hash(secret);
+        let generation = self
+            .auth_cache
+            .generation
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let cached = {
+            let entries = self.auth_cache.entries.lock().expect("not poisoned");
+            entries
+                .get(&hash)
+                .filter(|c| c.generation == generation && c.fetched.elapsed() < AUTH_CACHE_LIFETIME)
+                .map(|c| (c.caller.clone(), c.expires))
+        };
+        if let Some((caller, expires)) = cached {
+            if expires.is_some_and(|e| e <= crate::now_ms()) {
+                return Err(crate::principals::expired());
+            }
+            return Ok(caller);
+        }
+        let (user, expires) = self.authenticate_token(secret).await?;
+        let caller = self.caller_for(&user, &[]).await?;
+        let mut entries = self.auth_cache.entries.lock().expect("not poisoned");
+        if entries.len() >= AUTH_CACHE_SIZE {
+            entries.clear();
+        }
+        entries.insert(
+            hash,
+            CachedCaller {
+                generation,
+                fetched: std::time::Instant::now(),
+                caller: caller.clone(),
+                expires,
+            },
+        );
+        Ok(caller)
+    }
+}

@@ -75,6 +75,7 @@ impl Zone {
             uploads: Uploads::default(),
             committer,
             workers,
+            auth_cache: Default::default(),
         });
         let mut report = Bootstrap::default();
         let admin_name = PrincipalName::parse(ADMIN).expect("valid name");

@@ -41,6 +41,7 @@ pub struct Zone {
     uploads: upload::Uploads,
     committer: committer::Committer,
     workers: Vec<Arc<worker::Worker>>,
+    auth_cache: access::AuthCache,
 }
 
 impl Zone {

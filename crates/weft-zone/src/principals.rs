@@ -15,6 +15,13 @@ pub struct NewToken {
 
 const TOKEN_PREFIX: &str = "weft_";
 
+pub(crate) fn expired() -> Error {
+    Error::new(
+        ErrorCode::TokenExpired,
+        "the token has expired; create a new one with `weft token create`",
+    )
+}
+
 /// Token secrets are 256 random bits, so one fast hash (no salt, no stretching) is enough
 /// to keep the stored form useless to a thief.
 pub fn token_hash(secret: &str) -> String {
@@ -127,7 +134,9 @@ impl Zone {
                 }
             }
         }
-        self.catalog.delete_principal(name).await
+        self.catalog.delete_principal(name).await?;
+        self.auth_cache.invalidate();
+        Ok(())
     }
 
     pub async fn add_group(&self, caller: &Caller, name: &PrincipalName) -> Result<Principal, Error> {
@@ -146,10 +155,12 @@ impl Zone {
     ) -> Result<(), Error> {
         caller.require_admin("changing group membership")?;
         if add {
-            self.catalog.add_member(group, user).await
+            self.catalog.add_member(group, user).await?;
         } else {
-            self.catalog.remove_member(group, user).await
+            self.catalog.remove_member(group, user).await?;
         }
+        self.auth_cache.invalidate();
+        Ok(())
     }
 
     pub async fn members(&self, _caller: &Caller, group: &PrincipalName) -> Result<Vec<Principal>, Error> {
@@ -211,8 +222,12 @@ impl Zone {
         })
     }
 
-    /// The user holding API token `secret`. Errors: `unauthenticated`, `token_expired`.
-    pub async fn authenticate_token(&self, secret: &str) -> Result<Principal, Error> {
+    /// The user holding API token `secret` and the token's expiry. Errors:
+    /// `unauthenticated`, `token_expired`.
+    pub(crate) async fn authenticate_token(
+        &self,
+        secret: &str,
+    ) -> Result<(Principal, Option<Millis>), Error> {
         let found = self.catalog.find_token(&token_hash(secret)).await?;
         let Some((token, user)) = found else {
             return Err(Error::new(
@@ -221,12 +236,9 @@ impl Zone {
             ));
         };
         if token.expires.is_some_and(|e| e <= crate::now_ms()) {
-            return Err(Error::new(
-                ErrorCode::TokenExpired,
-                "the token has expired; create a new one with `weft token create`",
-            ));
+            return Err(expired());
         }
-        Ok(user)
+        Ok((user, token.expires))
     }
 
     pub async fn set_acl(

@@ -28,19 +28,33 @@ async fn abandoned_uploads_are_swept() {
         .unwrap();
     let piece = futures::stream::iter([Ok(Bytes::from(vec![1u8; 1024]))]);
     zone.upload_piece(&caller, &up.id, 0, piece).await.unwrap();
-    let tmp = dir.path().join("resources/default/.weft-tmp");
-    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 1);
+    let resource = dir.path().join("resources/default");
+    assert_eq!(temporary_files(&resource), 1);
 
     // A session still in use is kept.
     assert_eq!(zone.sweep_uploads(std::time::Duration::from_secs(3600)).await, 0);
     assert_eq!(zone.sweep_uploads(std::time::Duration::ZERO).await, 1);
     assert_eq!(
-        std::fs::read_dir(&tmp).unwrap().count(),
+        temporary_files(&resource),
         0,
-        "the sweep removes the temporary file"
+        "the sweep drops the temporary file"
     );
     let err = zone.complete_upload(&caller, &up.id, None).await.unwrap_err();
     assert_eq!(err.code, weft_types::ErrorCode::NotFound);
     assert!(zone.catalog().get_node(&path).await.unwrap().is_none());
     assert!(zone.workers().iter().any(|w| w.name == "upload-sweeper"));
+}
+
+/// Files this process is writing below `root` that nobody can see yet (unnamed `O_TMPFILE`
+/// inodes, which /proc shows as `… (deleted)`, or named ones in `.weft-tmp`).
+fn temporary_files(root: &std::path::Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|t| {
+            let s = t.to_string_lossy();
+            t.starts_with(root) && (s.ends_with("(deleted)") || s.contains(".weft-tmp"))
+        })
+        .count()
 }

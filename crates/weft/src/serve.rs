@@ -58,8 +58,10 @@ impl ServeArgs {
     pub fn settings(self) -> anyhow::Result<Settings> {
         let file = match &self.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path).with_context(|| format!("cannot read config file {}", path.display()))?;
-                toml::from_str::<FileConfig>(&text).with_context(|| format!("invalid config file {}", path.display()))?
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read config file {}", path.display()))?;
+                toml::from_str::<FileConfig>(&text)
+                    .with_context(|| format!("invalid config file {}", path.display()))?
             }
             None => FileConfig::default(),
         };
@@ -71,9 +73,12 @@ impl ServeArgs {
         };
         let data_dir = match self.data_dir.or(file.data_dir) {
             Some(d) => d,
-            None => dirs::data_dir().context("no home directory; pass --data-dir")?.join("weft"),
+            None => dirs::data_dir()
+                .context("no home directory; pass --data-dir")?
+                .join("weft"),
         };
-        let data_dir = std::path::absolute(&data_dir).with_context(|| format!("bad data dir {}", data_dir.display()))?;
+        let data_dir =
+            std::path::absolute(&data_dir).with_context(|| format!("bad data dir {}", data_dir.display()))?;
         Ok(Settings {
             zone: ZoneConfig {
                 name: zone,
@@ -92,9 +97,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
     let data_dir = settings.zone.data_dir.clone();
     let name = settings.zone.name.clone();
-    let (zone, boot) = Zone::open(settings.zone).await.map_err(|e| anyhow::anyhow!("cannot open zone {name}: {e}"))?;
+    let (zone, boot) = Zone::open(settings.zone)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot open zone {name}: {e}"))?;
     if boot.temporary_removed > 0 {
-        tracing::info!(items = boot.temporary_removed, "removed temporary data of interrupted writes");
+        tracing::info!(
+            items = boot.temporary_removed,
+            "removed temporary data of interrupted writes"
+        );
     }
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
@@ -110,19 +120,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let app = weft_api::router(zone, settings.oidc);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("server failed")?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("server failed")?;
     tracing::info!("zone stopped");
     Ok(())
 }
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+    let mut term =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
     tokio::select! {
         _ = ctrl_c => {},
         _ = term.recv() => {},

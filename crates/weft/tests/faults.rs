@@ -123,11 +123,30 @@ fn files(dir: &Path) -> Vec<(PathBuf, u64)> {
     out
 }
 
-/// Waits until temporary data holds at least `bytes` in one file (an upload is under way).
+/// Sizes of the files the server is writing and nobody can see yet: unnamed `O_TMPFILE`
+/// inodes in the resource (which /proc shows as `… (deleted)`), or named files in its
+/// `.weft-tmp` on file systems without `O_TMPFILE`.
+fn temporary_files(s: &Server) -> Vec<u64> {
+    let pid = s.child.as_ref().expect("running").id();
+    let root = s.resource_dir();
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| {
+            let target = std::fs::read_link(fd.path()).ok()?;
+            let text = target.to_string_lossy();
+            let temporary =
+                target.starts_with(&root) && (text.ends_with("(deleted)") || text.contains(".weft-tmp"));
+            temporary.then(|| std::fs::metadata(fd.path()).map(|m| m.len()).unwrap_or(0))
+        })
+        .collect()
+}
+
+/// Waits until the server holds a temporary file of at least `bytes` (an upload is under way).
 async fn wait_for_temporary(s: &Server, bytes: u64) {
-    let tmp = s.resource_dir().join(".weft-tmp");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !files(&tmp).iter().any(|(_, n)| *n >= bytes) {
+    while !temporary_files(s).iter().any(|n| *n >= bytes) {
         assert!(
             Instant::now() < deadline,
             "no upload reached {bytes} bytes of temporary data"
@@ -214,13 +233,14 @@ async fn server_killed_mid_upload() {
     assert_eq!(r.status(), 200);
 
     wait_for_temporary(&s, 1 << 20).await;
+    assert_eq!(temporary_files(&s).len(), 2, "both uploads are under way");
+    assert!(
+        files(&s.resource_dir().join("data")).is_empty(),
+        "nothing is visible mid-upload"
+    );
     s.kill9();
     let outcome = put.await.unwrap();
     assert!(outcome.is_err(), "the upload cannot have succeeded: {outcome:?}");
-    assert!(
-        files(&s.resource_dir().join(".weft-tmp")).len() >= 2,
-        "the kill left temporary data behind"
-    );
 
     s.restart().await;
     assert_eq!(s.stat_status("/z/home/admin/whole.bin").await, 404);
@@ -253,9 +273,9 @@ async fn connection_cut_mid_upload() {
         "the upload cannot have succeeded: {outcome:?}"
     );
 
-    // The server notices the cut body and removes the temporary file at once.
+    // The server notices the cut body and drops the temporary file at once.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !files(&s.resource_dir().join(".weft-tmp")).is_empty() {
+    while !temporary_files(&s).is_empty() {
         assert!(
             Instant::now() < deadline,
             "temporary data of a cut upload was not removed"

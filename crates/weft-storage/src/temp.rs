@@ -1,0 +1,159 @@
+//! Files being written that nobody can see yet.
+//!
+//! Where the file system supports it (Linux ≥ 3.11: ext4, xfs, btrfs, tmpfs), a write goes
+//! to an unnamed `O_TMPFILE` inode in the directory it will live in, and commit links it
+//! into place. A crash at any point leaves nothing behind (the kernel frees the unnamed
+//! inode), no rename crosses directories (renames across directories serialise on a
+//! file-system-wide lock), and no shared temporary directory becomes a hot spot. Elsewhere
+//! it is a named file in the resource's `.weft-tmp`, renamed into place and removed at the
+//! next start if a crash left it.
+
+use crate::io_error;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use weft_types::Error;
+
+pub(crate) struct Temp {
+    pub file: Arc<File>,
+    /// `None`: unnamed (`O_TMPFILE`) in `dir`.
+    named: Option<PathBuf>,
+    dir: PathBuf,
+}
+
+impl Temp {
+    /// A new temporary file of `size` bytes (0: grows as written) in `dir`, or in
+    /// `fallback_dir` by name where `dir`'s file system has no `O_TMPFILE`.
+    pub fn create(dir: &Path, fallback_dir: &Path, size: u64) -> Result<Temp, Error> {
+        let temp = match open_unnamed(dir) {
+            Ok(file) => Temp {
+                file: Arc::new(file),
+                named: None,
+                dir: dir.to_owned(),
+            },
+            Err(e) if unsupported(&e) => {
+                let path = fallback_dir.join(uuid::Uuid::new_v4().simple().to_string());
+                let file = with_dir(fallback_dir, || {
+                    std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create_new(true)
+                        .open(&path)
+                })
+                .map_err(|e| io_error(&format!("cannot create {}", path.display()), e))?;
+                Temp {
+                    file: Arc::new(file),
+                    named: Some(path),
+                    dir: fallback_dir.to_owned(),
+                }
+            }
+            Err(e) => return Err(io_error(&format!("cannot create a file in {}", dir.display()), e)),
+        };
+        if size > 0 {
+            temp.file
+                .set_len(size)
+                .map_err(|e| io_error(&format!("cannot size {}", temp.describe()), e))?;
+        }
+        Ok(temp)
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.named {
+            Some(p) => p.display().to_string(),
+            None => format!("a new file in {}", self.dir.display()),
+        }
+    }
+
+    /// Makes the file visible at `target` (on the same file system), durable first if asked.
+    pub fn publish(&self, target: &Path, durable: bool) -> Result<(), Error> {
+        if durable {
+            self.file
+                .sync_data()
+                .map_err(|e| io_error(&format!("cannot sync {}", self.describe()), e))?;
+        }
+        let dir = target.parent().expect("a replica path has a parent");
+        let r = with_dir(dir, || match &self.named {
+            Some(p) => std::fs::rename(p, target),
+            None => link_unnamed(&self.file, target),
+        });
+        r.map_err(|e| {
+            io_error(
+                &format!(
+                    "cannot move {} into place at {}",
+                    self.describe(),
+                    target.display()
+                ),
+                e,
+            )
+        })?;
+        if durable {
+            // The new directory entry must survive a crash as much as the bytes.
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| io_error(&format!("cannot sync {}", dir.display()), e))?;
+        }
+        Ok(())
+    }
+
+    /// Throws the file away (an unnamed one vanishes when its last descriptor closes).
+    pub fn discard(&self) {
+        if let Some(p) = &self.named {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn open_unnamed(dir: &Path) -> std::io::Result<File> {
+    with_dir(dir, || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .mode(0o644)
+            .custom_flags(libc::O_TMPFILE)
+            .open(dir)
+    })
+}
+
+/// Runs `op`, creating `dir` and trying once more if it did not exist.
+fn with_dir<T>(dir: &Path, op: impl Fn() -> std::io::Result<T>) -> std::io::Result<T> {
+    match op() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir)?;
+            op()
+        }
+        other => other,
+    }
+}
+
+fn unsupported(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EOPNOTSUPP) | Some(libc::EISDIR) | Some(libc::EINVAL)
+    )
+}
+
+/// `linkat` of an `O_TMPFILE` descriptor through `/proc/self/fd`, which needs no privilege
+/// (unlike `AT_EMPTY_PATH`).
+fn link_unnamed(file: &File, target: &Path) -> std::io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).expect("no NUL");
+    let to = CString::new(target.as_os_str().as_bytes()).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    // SAFETY: both strings are valid NUL-terminated paths for the duration of the call.
+    let rc = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

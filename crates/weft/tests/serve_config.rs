@@ -1,0 +1,137 @@
+//! `weft serve` settings: flags, `WEFT_*` variables and the TOML file, in that order; the
+//! first start's admin token; a bad file is refused with a message naming it.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn weft() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+}
+
+fn wait_ready(url: &str, child: &mut std::process::Child) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(out) = Command::new("curl")
+            .args(["-sf", &format!("{url}/api/v1/health")])
+            .output()
+        {
+            if out.status.success() {
+                return serde_json::from_slice(&out.stdout).unwrap();
+            }
+        }
+        assert!(child.try_wait().unwrap().is_none(), "weft serve exited early");
+        assert!(Instant::now() < deadline, "weft serve did not become ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn config_file_environment_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let fast = dir.path().join("fast");
+    let port = weft_testkit::free_port();
+    let config = dir.path().join("weft.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+zone = "fromfile"
+listen = "127.0.0.1:1"          # overridden by WEFT_LISTEN
+data_dir = "{data}"
+
+[[resources]]
+name = "fast"
+kind = "fs"
+tier = "ssd"
+default = true
+settings = {{ root = "{fast}" }}
+"#,
+            data = dir.path().join("data").display(),
+            fast = fast.display()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("serve.log");
+    let mut child = weft()
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("WEFT_LISTEN", format!("127.0.0.1:{port}"))
+        .env("WEFT_ZONE", "fromenv")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let health = wait_ready(&url, &mut child);
+    assert_eq!(health["zone"], "fromenv", "the variable wins over the file");
+
+    let token_file = dir.path().join("data/admin.token");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("admin.token") && text.contains("first start"),
+        "the log says where the token is: {text}"
+    );
+
+    // The file's resource exists and is the default: a put lands under its root.
+    let src = dir.path().join("x.txt");
+    std::fs::write(&src, b"x").unwrap();
+    let put = weft()
+        .args(["put", "--quiet"])
+        .arg(&src)
+        .arg("/fromenv/home/admin/x.txt")
+        .env("WEFT_URL", &url)
+        .env("WEFT_TOKEN", &token)
+        .env("XDG_CONFIG_HOME", dir.path())
+        .status()
+        .unwrap();
+    assert!(put.success());
+    let stat = weft()
+        .args(["stat", "--json", "/fromenv/home/admin/x.txt"])
+        .env("WEFT_URL", &url)
+        .env("WEFT_TOKEN", &token)
+        .env("XDG_CONFIG_HOME", dir.path())
+        .output()
+        .unwrap();
+    let stat: serde_json::Value = serde_json::from_slice(&stat.stdout).unwrap();
+    assert_eq!(stat["replicas"][0]["resource"], "fast");
+    assert!(fast.join("data").exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // A second start is not a first start: no new token, the old one still works.
+    let mut child = weft()
+        .args(["serve", "--config"])
+        .arg(&config)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--zone", "fromenv"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(&url, &mut child);
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn bad_config_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bad.toml");
+    std::fs::write(&config, "zone = \"x\"\nlisten_typo = 1\n").unwrap();
+    let out = weft().args(["serve", "--config"]).arg(&config).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml") && err.contains("listen_typo"), "{err}");
+
+    let out = weft()
+        .args(["serve", "--zone", "Not A Zone", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--zone"));
+}

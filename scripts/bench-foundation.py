@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Zone-foundation benchmark (issue: put/get of a large file vs cp+sync; put -r of many
+small files vs a plain program creating them). Not a test: it measures and prints.
+
+    scripts/bench-foundation.py [--runs 5] [--size-mib 1024] [--files 10000] [--file-kib 64]
+
+Starts a release `weft serve` on 127.0.0.1 with embedded defaults in a scratch dir on the
+same file system as the comparison, runs each measurement --runs times after one warm-up,
+and prints medians, spreads and ratios as Markdown (for docs/PERFORMANCE.md).
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def timed(cmd, env=None):
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def max_rss_kib(cmd, env):
+    out = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, check=True, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return int(out.stderr.strip().splitlines()[-1])
+
+
+def summary(xs):
+    med = statistics.median(xs)
+    return med, (min(xs), max(xs))
+
+
+def plain_create(dirpath, n, size):
+    """The comparison for trees: create the same files with plain system calls, no fsync."""
+    os.makedirs(dirpath)
+    buf = os.urandom(size)
+    t0 = time.perf_counter()
+    for i in range(n):
+        fd = os.open(os.path.join(dirpath, f"f{i:05d}"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, buf)
+        os.close(fd)
+    return time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--files", type=int, default=10000)
+    ap.add_argument("--file-kib", type=int, default=64)
+    ap.add_argument("--scratch", default=os.path.join(ROOT, "target", "bench-scratch"))
+    args = ap.parse_args()
+
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "weft"], check=True, cwd=ROOT)
+    weft = os.path.join(ROOT, "target", "release", "weft")
+    shutil.rmtree(args.scratch, ignore_errors=True)
+    os.makedirs(args.scratch)
+    scratch = args.scratch
+    data_dir = os.path.join(scratch, "zone")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([weft, "serve", "--zone", "bench", "--listen", f"127.0.0.1:{port}",
+                               "--data-dir", data_dir], stderr=open(os.path.join(scratch, "serve.log"), "w"))
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{url}/api/v1/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        token = open(os.path.join(data_dir, "admin.token")).read().strip()
+        env = dict(os.environ, WEFT_URL=url, WEFT_TOKEN=token)
+        w = lambda *a: [weft, *a]
+        home = "/bench/home/admin"
+
+        big = os.path.join(scratch, "big.bin")
+        with open(big, "wb") as f:
+            for _ in range(args.size_mib):
+                f.write(os.urandom(1 << 20))
+        size = args.size_mib << 20
+        got_dir = os.path.join(scratch, "got")
+        os.makedirs(got_dir)
+
+        cp_t, put_t, get_t = [], [], []
+        for run in range(args.runs + 1):  # the first run warms up and is dropped
+            dst = os.path.join(scratch, "cp.bin")
+            t = timed(["sh", "-c", f"cp {big} {dst} && sync"])
+            os.remove(dst)
+            p = timed(w("put", "--quiet", big, f"{home}/big.bin"), env)
+            g = timed(w("get", "--quiet", f"{home}/big.bin", got_dir + "/"), env)
+            os.remove(os.path.join(got_dir, "big.bin"))
+            subprocess.run(w("rm", f"{home}/big.bin"), check=True, env=env)
+            if run > 0:
+                cp_t.append(t), put_t.append(p), get_t.append(g)
+        put_rss = max_rss_kib(w("put", "--quiet", big, f"{home}/big.bin"), env)
+        get_rss = max_rss_kib(w("get", "--quiet", f"{home}/big.bin", got_dir + "/"), env)
+        os.remove(os.path.join(got_dir, "big.bin"))
+
+        tree = os.path.join(scratch, "tree")
+        plain_t, tree_t = [], []
+        for run in range(args.runs + 1):
+            d = os.path.join(scratch, f"plain{run}")
+            pt = plain_create(d, args.files, args.file_kib << 10)
+            if run == 0:
+                os.rename(d, tree)
+            else:
+                shutil.rmtree(d)
+            subprocess.run(["sync"], check=True)
+            t = timed(w("put", "-r", "--quiet", tree, f"{home}/tree{run}"), env)
+            subprocess.run(w("rm", "-r", f"{home}/tree{run}"), check=True, env=env)
+            if run > 0:
+                plain_t.append(pt), tree_t.append(t)
+        server_rss = next(int(l.split()[1]) for l in open(f"/proc/{server.pid}/status") if l.startswith("VmHWM"))
+    finally:
+        server.terminate()
+        server.wait()
+
+    gb = size / 1e9
+    cp_m, cp_s = summary(cp_t)
+    put_m, put_s = summary(put_t)
+    get_m, get_s = summary(get_t)
+    pl_m, pl_s = summary(plain_t)
+    tr_m, tr_s = summary(tree_t)
+    rate = lambda t: gb / t
+    print(f"# weft foundation benchmark: {args.runs} runs after a warm-up, medians (min-max)\n")
+    print(f"machine: {os.cpu_count()} cores; file {args.size_mib} MiB of random bytes; tree {args.files} x {args.file_kib} KiB\n")
+    print("| measurement | median | range | vs comparison |")
+    print("|---|---|---|---|")
+    print(f"| cp + sync, {args.size_mib} MiB | {cp_m:.2f} s ({rate(cp_m):.2f} GB/s) | {cp_s[0]:.2f}-{cp_s[1]:.2f} s | 1.00 |")
+    print(f"| weft put, {args.size_mib} MiB | {put_m:.2f} s ({rate(put_m):.2f} GB/s) | {put_s[0]:.2f}-{put_s[1]:.2f} s | {cp_m / put_m:.2f} of cp+sync |")
+    print(f"| weft get, {args.size_mib} MiB | {get_m:.2f} s ({rate(get_m):.2f} GB/s) | {get_s[0]:.2f}-{get_s[1]:.2f} s | {cp_m / get_m:.2f} of cp+sync |")
+    print(f"| plain program creating the tree | {args.files / pl_m:.0f} files/s | {args.files / pl_s[1]:.0f}-{args.files / pl_s[0]:.0f} | 1.00 |")
+    print(f"| weft put -r of the tree | {args.files / tr_m:.0f} files/s | {args.files / tr_s[1]:.0f}-{args.files / tr_s[0]:.0f} | {pl_m / tr_m:.2f} of plain |")
+    print(f"\nmax RSS: client put {put_rss / 1024:.0f} MiB, client get {get_rss / 1024:.0f} MiB, server {server_rss / 1024:.0f} MiB")
+    print("\nraw:", json.dumps({"cp": cp_t, "put": put_t, "get": get_t, "plain_tree": plain_t, "put_tree": tree_t}))
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
