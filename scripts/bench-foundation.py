@@ -46,6 +46,22 @@ def summary(xs):
     return med, (min(xs), max(xs))
 
 
+def settle(*warm_files):
+    """Starts each measurement from the same state: nothing dirty, caches dropped (when we
+    may), and the inputs read once so that both sides of a comparison read from memory.
+    Without this, dirty pages and page-cache reclaim left by the previous step dominate."""
+    subprocess.run(["sync"], check=True)
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError:
+        pass
+    for path in warm_files:
+        with open(path, "rb") as f:
+            while f.read(8 << 20):
+                pass
+
+
 def plain_create(dirpath, n, size):
     """The comparison for trees: create the same files with plain system calls, no fsync."""
     os.makedirs(dirpath)
@@ -98,11 +114,17 @@ def main():
         os.makedirs(got_dir)
 
         cp_t, put_t, get_t = [], [], []
+        warm_object = ["curl", "-sf", "-o", "/dev/null", "-H", f"Authorization: Bearer {token}",
+                       f"{url}/api/v1/data{home}/big.bin"]
         for run in range(args.runs + 1):  # the first run warms up and is dropped
             dst = os.path.join(scratch, "cp.bin")
+            settle(big)
             t = timed(["sh", "-c", f"cp {big} {dst} && sync"])
             os.remove(dst)
+            settle(big)
             p = timed(w("put", "--quiet", big, f"{home}/big.bin"), env)
+            settle()
+            subprocess.run(warm_object, check=True)
             g = timed(w("get", "--quiet", f"{home}/big.bin", got_dir + "/"), env)
             os.remove(os.path.join(got_dir, "big.bin"))
             subprocess.run(w("rm", f"{home}/big.bin"), check=True, env=env)
@@ -116,12 +138,13 @@ def main():
         plain_t, tree_t = [], []
         for run in range(args.runs + 1):
             d = os.path.join(scratch, f"plain{run}")
+            settle()
             pt = plain_create(d, args.files, args.file_kib << 10)
             if run == 0:
                 os.rename(d, tree)
             else:
                 shutil.rmtree(d)
-            subprocess.run(["sync"], check=True)
+            settle(*[os.path.join(tree, f) for f in os.listdir(tree)])
             t = timed(w("put", "-r", "--quiet", tree, f"{home}/tree{run}"), env)
             subprocess.run(w("rm", "-r", f"{home}/tree{run}"), check=True, env=env)
             if run > 0:
