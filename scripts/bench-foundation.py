@@ -46,16 +46,19 @@ def summary(xs):
     return med, (min(xs), max(xs))
 
 
-def settle(*warm_files):
-    """Starts each measurement from the same state: nothing dirty, caches dropped (when we
-    may), and the inputs read once so that both sides of a comparison read from memory.
-    Without this, dirty pages and page-cache reclaim left by the previous step dominate."""
+def settle(*warm_files, drop=True):
+    """Starts each measurement from the same state: nothing dirty, the page cache dropped
+    (when we may, and `drop`), and the inputs read once so that both sides of a comparison
+    read from memory. Without this, dirty pages and page-cache reclaim left by the previous
+    step dominate the large-file runs. The tree runs keep the caches: dropping them makes
+    the zone's directories and catalog cold, which a running zone's are not."""
     subprocess.run(["sync"], check=True)
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    except OSError:
-        pass
+    if drop:
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
+        except OSError:
+            pass
     for path in warm_files:
         with open(path, "rb") as f:
             while f.read(8 << 20):
@@ -138,13 +141,13 @@ def main():
         plain_t, tree_t = [], []
         for run in range(args.runs + 1):
             d = os.path.join(scratch, f"plain{run}")
-            settle()
+            settle(drop=False)
             pt = plain_create(d, args.files, args.file_kib << 10)
             if run == 0:
                 os.rename(d, tree)
             else:
                 shutil.rmtree(d)
-            settle(*[os.path.join(tree, f) for f in os.listdir(tree)])
+            settle(*[os.path.join(tree, f) for f in os.listdir(tree)], drop=False)
             t = timed(w("put", "-r", "--quiet", tree, f"{home}/tree{run}"), env)
             subprocess.run(w("rm", "-r", f"{home}/tree{run}"), check=True, env=env)
             if run > 0:
