@@ -86,13 +86,7 @@ impl FsStore {
     }
 
     pub async fn offset_writer(&self, key: &str, size: u64) -> Result<OffsetWriter, Error> {
-        let target = self.path_of(key)?;
-        let temp = self.temp_for(&target, size).await?;
-        Ok(OffsetWriter {
-            temp: Arc::new(temp),
-            size,
-            target: Target::Fs(target),
-        })
+        OffsetWriter::for_fs(self, self.path_of(key)?, size).await
     }
 
     pub async fn read(&self, key: &str, range: Range<u64>) -> Result<ByteStream, Error> {
@@ -339,63 +333,121 @@ enum Target {
 
 /// A write of a known size in pieces at arbitrary offsets, shared by many tasks. S3
 /// resources stage the pieces in a local file and upload it on commit.
+///
+/// All writes go through one writer thread: the streams of one upload would otherwise
+/// contend for the file's inode lock (a profile showed 13 % of a put spent spinning on it),
+/// and a thread hop per buffer is cheaper than a blocking task per buffer.
 pub struct OffsetWriter {
     temp: Arc<Temp>,
     size: u64,
     target: Target,
+    tx: tokio::sync::mpsc::Sender<(u64, Vec<Bytes>)>,
+    worker: tokio::task::JoinHandle<()>,
+    /// The first write error; later writes and the commit report it.
+    failed: Arc<std::sync::Mutex<Option<Error>>>,
 }
 
 impl OffsetWriter {
+    fn start(temp: Temp, size: u64, target: Target) -> Self {
+        let temp = Arc::new(temp);
+        // Buffers queued per upload: bounds its memory to this many IO_BUFFERs.
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<(u64, Vec<Bytes>)>(2 * PIPE_DEPTH);
+        let failed = Arc::new(std::sync::Mutex::new(None));
+        let (t, f) = (temp.clone(), failed.clone());
+        let worker = tokio::task::spawn_blocking(move || {
+            while let Some((offset, data)) = rx.blocking_recv() {
+                if f.lock().expect("not poisoned").is_some() {
+                    continue;
+                }
+                let len: u64 = data.iter().map(|b| b.len() as u64).sum();
+                match write_all_vectored_at(&t.file, offset, &data) {
+                    Ok(()) => start_writeback(&t.file, offset, len),
+                    Err(e) => {
+                        *f.lock().expect("not poisoned") =
+                            Some(io_error(&format!("cannot write {}", t.describe()), e))
+                    }
+                }
+            }
+        });
+        OffsetWriter {
+            temp,
+            size,
+            target,
+            tx,
+            worker,
+            failed,
+        }
+    }
+
+    pub(crate) async fn for_fs(store: &FsStore, target: PathBuf, size: u64) -> Result<Self, Error> {
+        let temp = store.temp_for(&target, size).await?;
+        Ok(Self::start(temp, size, Target::Fs(target)))
+    }
+
     pub(crate) async fn staged_for_s3(
         staging: &FsStore,
         size: u64,
         store: crate::s3::S3Store,
         key: String,
     ) -> Result<Self, Error> {
-        let temp = Arc::new(staging.scratch(size).await?);
-        Ok(OffsetWriter {
-            temp,
-            size,
-            target: Target::S3(store, key),
-        })
+        let temp = staging.scratch(size).await?;
+        Ok(Self::start(temp, size, Target::S3(store, key)))
     }
 
     pub fn size(&self) -> u64 {
         self.size
     }
 
-    /// Writes `data` at `offset`. Pieces may arrive in any order and from any task.
-    pub async fn write_at(&self, offset: u64, data: Bytes) -> Result<(), Error> {
-        if offset + data.len() as u64 > self.size {
+    fn failure(&self) -> Option<Error> {
+        self.failed.lock().expect("not poisoned").clone()
+    }
+
+    /// Queues the buffers `data`, back to back, for writing at `offset` (gathered into one
+    /// `pwritev`, so received buffers are never copied to coalesce them). Pieces may arrive
+    /// in any order and from any task; a write error shows at the next call or at commit.
+    pub async fn write_at(&self, offset: u64, data: Vec<Bytes>) -> Result<(), Error> {
+        let len: u64 = data.iter().map(|b| b.len() as u64).sum();
+        if offset + len > self.size {
             return Err(Error::new(
                 ErrorCode::SizeMismatch,
                 format!(
-                    "write of {} bytes at {offset} exceeds the declared size {}",
-                    data.len(),
+                    "write of {len} bytes at {offset} exceeds the declared size {}",
                     self.size
                 ),
             ));
         }
-        let t = self.temp.clone();
-        blocking(move || {
-            t.file
-                .write_all_at(&data, offset)
-                .map_err(|e| io_error(&format!("cannot write {}", t.describe()), e))?;
-            start_writeback(&t.file, offset, data.len() as u64);
-            Ok(())
-        })
-        .await
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        self.tx
+            .send((offset, data))
+            .await
+            .map_err(|_| Error::internal("storage writer stopped early"))
     }
 
-    /// Makes the whole file durable and visible at its key.
+    /// Waits for every queued write, then makes the whole file durable and visible.
     pub async fn commit(self, durable: bool) -> Result<(), Error> {
-        let temp = self.temp.clone();
-        let (r, staged) = match self.target {
-            Target::Fs(target) => {
+        let OffsetWriter {
+            temp,
+            size,
+            target,
+            tx,
+            worker,
+            failed,
+        } = self;
+        drop(tx);
+        let _ = worker.await;
+        let written = match failed.lock().expect("not poisoned").take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        };
+        let (r, staged) = match (written, target) {
+            (Err(e), t) => (Err(e), matches!(t, Target::S3(..))),
+            (Ok(()), Target::Fs(target)) => {
                 let t = temp.clone();
                 (blocking(move || t.publish(&target, durable)).await, false)
             }
-            Target::S3(store, key) => (store.upload_file(&key, temp.clone(), self.size).await, true),
+            (Ok(()), Target::S3(store, key)) => (store.upload_file(&key, temp.clone(), size).await, true),
         };
         if r.is_err() || staged {
             temp.discard();
@@ -404,8 +456,62 @@ impl OffsetWriter {
     }
 
     pub async fn abort(self) {
+        drop(self.tx);
+        let _ = self.worker.await;
         self.temp.discard();
     }
+}
+
+/// `pwritev` of all of `parts` at `offset`, resuming after short writes.
+fn write_all_vectored_at(file: &File, mut offset: u64, parts: &[Bytes]) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut iovs: Vec<libc::iovec> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| libc::iovec {
+            iov_base: p.as_ptr() as *mut libc::c_void,
+            iov_len: p.len(),
+        })
+        .collect();
+    let mut first = 0;
+    while first < iovs.len() {
+        let count = (iovs.len() - first).min(1024) as libc::c_int;
+        // SAFETY: every iovec points into a live `Bytes` of `parts` for the whole call, and
+        // the descriptor is open; pwritev only reads that memory.
+        let n = unsafe {
+            libc::pwritev(
+                file.as_raw_fd(),
+                iovs[first..].as_ptr(),
+                count,
+                offset as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let mut n = n as usize;
+        offset += n as u64;
+        while n > 0 {
+            let iov = &mut iovs[first];
+            if n >= iov.iov_len {
+                n -= iov.iov_len;
+                first += 1;
+            } else {
+                // SAFETY: advancing within the same buffer, by less than its length.
+                iov.iov_base = unsafe { (iov.iov_base as *mut u8).add(n) } as *mut libc::c_void;
+                iov.iov_len -= n;
+                n = 0;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Starts writing `len` bytes at `offset` back to disk without waiting. The final fsync

@@ -8,7 +8,7 @@
 
 use crate::data::PutTarget;
 use crate::{Caller, PutOutcome, Zone};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -141,11 +141,13 @@ impl Zone {
             .ok_or_else(|| Error::new(ErrorCode::Conflict, format!("upload {id} is completing")))?;
         let mut hasher = PieceHasher::new(range.start);
         let mut pos = range.start;
-        let mut buf = BytesMut::new();
+        // Received buffers are gathered, not copied, into writes of about IO_BUFFER.
+        let mut parts: Vec<Bytes> = Vec::new();
+        let mut pending = 0usize;
         let mut body = std::pin::pin!(body);
         while let Some(chunk) = body.next().await {
             let chunk = chunk?;
-            if pos + (buf.len() + chunk.len()) as u64 > range.end {
+            if pos + (pending + chunk.len()) as u64 > range.end {
                 return Err(Error::new(
                     ErrorCode::SizeMismatch,
                     format!(
@@ -155,18 +157,16 @@ impl Zone {
                 ));
             }
             hasher.update(&chunk);
-            buf.extend_from_slice(&chunk);
-            if buf.len() >= IO_BUFFER {
-                let full = buf.split().freeze();
-                let n = full.len() as u64;
-                writer.write_at(pos, full).await?;
-                pos += n;
+            pending += chunk.len();
+            parts.push(chunk);
+            if pending >= IO_BUFFER {
+                writer.write_at(pos, std::mem::take(&mut parts)).await?;
+                pos += std::mem::take(&mut pending) as u64;
             }
         }
-        if !buf.is_empty() {
-            let n = buf.len() as u64;
-            writer.write_at(pos, buf.freeze()).await?;
-            pos += n;
+        if pending > 0 {
+            writer.write_at(pos, parts).await?;
+            pos += pending as u64;
         }
         if pos != range.end {
             return Err(Error::new(
