@@ -153,6 +153,17 @@ impl Zone {
         path: &LogicalPath,
         range: Option<Range<u64>>,
     ) -> Result<ObjectRead, Error> {
+        self.read_with(caller, path, |_| Ok(range)).await
+    }
+
+    /// As [`Zone::read`], with the range chosen once the object's size is known (an HTTP
+    /// `Range: bytes=-N` needs it), so that a read costs one lookup.
+    pub async fn read_with(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        range: impl FnOnce(u64) -> Result<Option<Range<u64>>, Error>,
+    ) -> Result<ObjectRead, Error> {
         let node = self.node(path).await?;
         self.require(caller, path, Permission::Read).await?;
         if node.kind != NodeKind::Object {
@@ -162,7 +173,7 @@ impl Zone {
             ));
         }
         let size = node.size as u64;
-        let range = range.unwrap_or(0..size);
+        let range = range(size)?.unwrap_or(0..size);
         if range.start > range.end || range.end > size || (range.start == range.end && size > 0) {
             return Err(Error::new(
                 ErrorCode::RangeNotSatisfiable,

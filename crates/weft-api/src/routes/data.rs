@@ -76,14 +76,15 @@ pub async fn get(
     PathParam(p): PathParam,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let stat = s.zone.stat(&c, &p).await?;
-    let size = stat.node.size as u64;
-    let range = headers
-        .get(header::RANGE)
-        .map(|v| parse_range(v, size))
-        .transpose()?;
-    let read = s.zone.read(&c, &p, range.clone()).await?;
-    let status = if range.is_some() {
+    let ranged = headers.get(header::RANGE);
+    let read = s
+        .zone
+        .read_with(&c, &p, |size| {
+            ranged.map(|v| parse_range(v, size).map_err(|e| e.0)).transpose()
+        })
+        .await?;
+    let size = read.node.size as u64;
+    let status = if ranged.is_some() {
         StatusCode::PARTIAL_CONTENT
     } else {
         StatusCode::OK
@@ -111,7 +112,7 @@ pub async fn get(
             HeaderValue::from_str(&format!("\"{}\"", sum.hex)).expect("hex is ASCII"),
         );
     }
-    if range.is_some() {
+    if ranged.is_some() {
         let cr = format!("bytes {}-{}/{size}", read.range.start, read.range.end - 1);
         h.insert(header::CONTENT_RANGE, HeaderValue::from_str(&cr).expect("ASCII"));
     }
