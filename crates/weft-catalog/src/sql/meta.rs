@@ -5,7 +5,7 @@ use super::rows::{self, NODE_COLS, NODE_FROM};
 use super::{affected, db, db_ctx, subtree_range, SqlCatalog};
 use crate::{Avu, Dialect, FindQuery, Node};
 use weft_types::meta::{parse_number, validate_avu_part};
-use weft_types::{Error, ErrorCode, MetaOp};
+use weft_types::{Error, ErrorCode, MetaCondition, MetaOp};
 
 /// AVUs per multi-row INSERT in `add_avus` (6 parameters each).
 const CHUNK: usize = 500;
@@ -203,9 +203,46 @@ fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error
     for m in &q.meta {
         m.validate()?;
     }
+    // PostgreSQL plans `IN` and `EXISTS` alike (semi-joins) and picks the driving condition
+    // from its statistics, so every condition is an `IN`. SQLite materialises every `IN`
+    // list in full, so there one condition drives (equality first, it is usually the
+    // selective one; then a numeric range; then `!=`) and the others are probed per
+    // candidate through avus(node_id). Both are pinned: from its statistics SQLite may
+    // otherwise walk `nodes` in id order (it satisfies `ORDER BY n.id LIMIT`) and test each
+    // row against the list, or walk a whole attr/value_num range per candidate. On 100k
+    // objects, `run=r042 AND temp>30` takes ~1 ms against ~55 ms with two `IN`s (the
+    // `temp>30` list holds 70k ids).
+    let driver = match dialect {
+        Dialect::Postgres => None,
+        Dialect::Sqlite => q
+            .meta
+            .iter()
+            .position(|m| m.op == MetaOp::Eq)
+            .or_else(|| q.meta.iter().position(|m| m.op.is_numeric()))
+            .or(if q.meta.is_empty() { None } else { Some(0) }),
+    };
+    // SQLite numbers `$N` parameters in the order they appear in the text, so arguments are
+    // pushed in text order.
+    let mut args = Vec::new();
+    let from = match driver {
+        // CROSS JOIN keeps the matching ids as the outer loop in SQLite.
+        Some(d) => format!(
+            "(SELECT DISTINCT node_id FROM avus WHERE {}) d CROSS JOIN {NODE_FROM}",
+            avu_condition(&q.meta[d], "", &mut args)?
+        ),
+        None => NODE_FROM.to_owned(),
+    };
     let (lo, hi) = subtree_range(&q.root);
-    let mut args = vec![Arg::S(lo), Arg::S(hi)];
-    let mut sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path >= $1 AND n.path < $2");
+    args.push(Arg::S(lo));
+    args.push(Arg::S(hi));
+    let mut sql = format!(
+        "SELECT {NODE_COLS} FROM {from} WHERE n.path >= ${} AND n.path < ${}",
+        args.len() - 1,
+        args.len()
+    );
+    if driver.is_some() {
+        sql.push_str(" AND n.id = d.node_id");
+    }
     if let Some(glob) = &q.name_glob {
         if glob.contains('\0') {
             return Err(Error::invalid("name pattern contains a NUL byte"));
@@ -217,45 +254,20 @@ fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error
         };
         sql.push_str(&format!(" AND n.name {op} ${}", args.len()));
     }
-    // PostgreSQL plans `IN` and `EXISTS` alike (semi-joins) and picks the driving condition
-    // from its statistics, so every condition is an `IN`. SQLite materialises every `IN`
-    // list in full, so there one condition drives (`IN`: equality first, it is usually the
-    // selective one; then a numeric range; then `!=`) and the others are probed per
-    // candidate through avus(node_id) (pinned: with bound values the planner may walk a whole
-    // attr/value_num range per candidate instead). On 100k objects, `run=r042 AND temp>30` takes ~1 ms
-    // against ~55 ms with two `IN`s (the `temp>30` list holds 70k ids).
-    let driver = match dialect {
-        Dialect::Postgres => None,
-        Dialect::Sqlite => q
-            .meta
-            .iter()
-            .position(|m| m.op == MetaOp::Eq)
-            .or_else(|| q.meta.iter().position(|m| m.op.is_numeric()))
-            .or(if q.meta.is_empty() { None } else { Some(0) }),
-    };
     for (i, m) in q.meta.iter().enumerate() {
-        args.push(Arg::S(m.attr.clone()));
-        let a = args.len();
-        let cond = if m.op.is_numeric() {
-            let x = m
-                .number()
-                .ok_or_else(|| Error::invalid(format!("{m}: {:?} is not a number", m.value)))?;
-            args.push(Arg::F(x));
-            format!("value_num {} ${}", m.op.as_str(), args.len())
-        } else {
-            args.push(Arg::S(m.value.clone()));
-            let op = if m.op == MetaOp::Eq { "=" } else { "<>" };
-            format!("value {op} ${}", args.len())
-        };
-        if driver.is_none() || driver == Some(i) {
-            sql.push_str(&format!(
-                " AND n.id IN (SELECT node_id FROM avus WHERE attr = ${a} AND {cond})"
-            ));
-        } else {
-            sql.push_str(&format!(
-                " AND EXISTS (SELECT 1 FROM avus a INDEXED BY avus_node \
-                 WHERE a.node_id = n.id AND a.attr = ${a} AND a.{cond})"
-            ));
+        match driver {
+            Some(d) if d == i => {}
+            Some(_) => {
+                let cond = avu_condition(m, "a.", &mut args)?;
+                sql.push_str(&format!(
+                    " AND EXISTS (SELECT 1 FROM avus a INDEXED BY avus_node \
+                     WHERE a.node_id = n.id AND {cond})"
+                ));
+            }
+            None => {
+                let cond = avu_condition(m, "", &mut args)?;
+                sql.push_str(&format!(" AND n.id IN (SELECT node_id FROM avus WHERE {cond})"));
+            }
         }
     }
     if let Some(kind) = q.kind {
@@ -269,6 +281,24 @@ fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error
     args.push(Arg::I(i64::from(q.limit)));
     sql.push_str(&format!(" ORDER BY n.id LIMIT ${}", args.len()));
     Ok((sql, args))
+}
+
+/// `attr = $a AND value… $b` for one metadata condition, columns prefixed by `col`.
+fn avu_condition(m: &MetaCondition, col: &str, args: &mut Vec<Arg>) -> Result<String, Error> {
+    args.push(Arg::S(m.attr.clone()));
+    let a = args.len();
+    let cond = if m.op.is_numeric() {
+        let x = m
+            .number()
+            .ok_or_else(|| Error::invalid(format!("{m}: {:?} is not a number", m.value)))?;
+        args.push(Arg::F(x));
+        format!("{col}value_num {} ${}", m.op.as_str(), args.len())
+    } else {
+        args.push(Arg::S(m.value.clone()));
+        let op = if m.op == MetaOp::Eq { "=" } else { "<>" };
+        format!("{col}value {op} ${}", args.len())
+    };
+    Ok(format!("{col}attr = ${a} AND {cond}"))
 }
 
 fn bind_all<'q>(
