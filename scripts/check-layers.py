@@ -17,8 +17,9 @@ ALLOWED = {
     "weft-storage": {"weft-types"},
     "weft-policy": {"weft-types"},
     "weft-transfer": {"weft-types", "weft-catalog", "weft-storage", "weft-policy"},
-    "weft-zone": {"weft-types", "weft-catalog", "weft-storage", "weft-policy", "weft-transfer"},
-    "weft-api": {"weft-types", "weft-zone"},
+    # Zones speak to their peers through the typed client (which depends on types only).
+    "weft-zone": {"weft-types", "weft-catalog", "weft-storage", "weft-policy", "weft-transfer", "weft-client"},
+    "weft-api": {"weft-types", "weft-zone", "weft-client"},
     "weft-client": {"weft-types"},
     "weft": {"weft-types", "weft-api", "weft-zone", "weft-client"},
     "weft-testkit": set(),

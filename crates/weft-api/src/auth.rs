@@ -1,6 +1,6 @@
 //! Authentication: every request but health and the OpenAPI document carries
-//! `Authorization: Bearer <token>`, either a zone-issued API token (`weft_…`) or an OIDC
-//! access token (JWT) from a configured issuer.
+//! `Authorization: Bearer <token>`: a zone-issued API token (`weft_…`), a zone-to-zone token
+//! of a federated peer (`weftz_…`), or an OIDC access token (JWT) from a configured issuer.
 
 use crate::error::ApiError;
 use crate::AppState;
@@ -43,6 +43,9 @@ impl FromRequestParts<Arc<AppState>> for Authed {
         let zone = &state.zone;
         if token.starts_with("weft_") {
             return Ok(Authed(zone.caller_for_token(token).await?));
+        }
+        if token.starts_with(weft_zone::ZONE_TOKEN_PREFIX) {
+            return Ok(Authed(zone.caller_for_zone_token(token).await?));
         }
         if state.oidc.is_empty() {
             return Err(ApiError::new(

@@ -70,3 +70,23 @@ pub fn resource(r: &ResourceInfo) -> ResourceWire {
         settings: r.settings.clone(),
     }
 }
+
+pub fn peer_zone(p: &weft_zone::PeerInfo) -> weft_types::wire::PeerZoneWire {
+    use weft_zone::Reachability;
+    let (reachable, rtt_ms, version, error) = match &p.reachability {
+        Some(Reachability::Up { rtt, version }) => {
+            (true, Some(rtt.as_secs_f64() * 1e3), Some(version.clone()), None)
+        }
+        Some(Reachability::Down { cause }) => (false, None, None, Some(cause.clone())),
+        None => (false, None, None, Some("not probed".into())),
+    };
+    weft_types::wire::PeerZoneWire {
+        name: p.name.to_string(),
+        url: p.url.clone(),
+        created: p.created,
+        reachable,
+        rtt_ms,
+        version,
+        error,
+    }
+}

@@ -6,6 +6,7 @@ mod convert;
 mod error;
 mod extract;
 mod oidc;
+mod proxy;
 pub mod routes;
 
 use axum::extract::State;
@@ -32,7 +33,14 @@ pub fn router(zone: Arc<Zone>, issuers: Vec<OidcIssuer>) -> Router {
         zone,
         oidc: OidcVerifier::new(issuers),
     });
-    routes::table().router.fallback(no_route).with_state(state)
+    routes::table()
+        .router
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            proxy::relay_remote,
+        ))
+        .fallback(no_route)
+        .with_state(state)
 }
 
 async fn no_route(uri: http::Uri) -> ApiError {
@@ -123,6 +131,9 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::admin::list_resources,
         routes::admin::add_resource,
         routes::admin::remove_resource,
+        routes::federation::list_zones,
+        routes::federation::add_zone,
+        routes::federation::remove_zone,
     )
 )]
 pub struct ApiDoc;

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use weft_types::{
     Checksum, Error, LogicalPath, MetaCondition, Millis, NodeKind, Permission, PrincipalName, ReplicaState,
-    ResourceKind, ResourceName,
+    ResourceKind, ResourceName, ZoneName,
 };
 
 mod sql;
@@ -75,6 +75,26 @@ pub struct Resource {
     pub tier: String,
     pub is_default: bool,
     pub created: Millis,
+}
+
+/// A federated peer zone.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PeerZone {
+    pub name: ZoneName,
+    /// Base URL of its API, e.g. `http://it4i.example:8640`.
+    pub url: String,
+    /// The secret both zones sign zone-to-zone tokens with.
+    pub secret: String,
+    pub created: Millis,
+}
+
+impl std::fmt::Debug for PeerZone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerZone")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A collection or data object.
@@ -207,6 +227,15 @@ pub trait Catalog: Send + Sync + 'static {
     async fn delete_resource(&self, name: &ResourceName) -> Result<(), Error>;
     /// Errors: `not_found`.
     async fn set_default_resource(&self, name: &ResourceName) -> Result<(), Error>;
+
+    // --- federation -------------------------------------------------------------------
+    /// Adds a peer zone, or with `replace` updates its URL and secret. Errors:
+    /// `already_exists` (without `replace`).
+    async fn put_zone(&self, z: &PeerZone, replace: bool) -> Result<(), Error>;
+    async fn list_zones(&self) -> Result<Vec<PeerZone>, Error>;
+    async fn get_zone(&self, name: &ZoneName) -> Result<Option<PeerZone>, Error>;
+    /// Errors: `not_found`.
+    async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error>;
 
     // --- namespace --------------------------------------------------------------------
     async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error>;

@@ -4,11 +4,11 @@
 
 use std::sync::{Mutex, OnceLock};
 use weft_catalog::{
-    Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, PrincipalKind, Registered, SqlCatalog,
+    Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, PeerZone, PrincipalKind, Registered, SqlCatalog,
 };
 use weft_types::{
     Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
-    ResourceKind, ResourceName,
+    ResourceKind, ResourceName, ZoneName,
 };
 
 // --- harness ----------------------------------------------------------------------------
@@ -86,6 +86,7 @@ conformance!(
     delete_principal_cascades_and_conflicts,
     tokens,
     resources_and_default,
+    peer_zones,
     collections_and_zone_roots,
     list_children_pages_by_name,
     register_object_and_errors,
@@ -366,6 +367,54 @@ async fn tokens(c: &SqlCatalog) {
         code(c.create_token(99999, "h3", "", None).await),
         ErrorCode::NotFound
     );
+}
+
+async fn peer_zones(c: &SqlCatalog) {
+    let peer = |name: &str, url: &str| PeerZone {
+        name: ZoneName::parse(name).unwrap(),
+        url: url.into(),
+        secret: format!("secret-of-{name}"),
+        created: 0,
+    };
+    c.put_zone(&peer("it4i", "http://a:1"), false).await.unwrap();
+    c.put_zone(&peer("lrz", "http://b:2"), false).await.unwrap();
+    assert_eq!(
+        code(c.put_zone(&peer("it4i", "http://c:3"), false).await),
+        ErrorCode::AlreadyExists
+    );
+    // Replacing updates URL and secret and keeps the creation time.
+    let created = c
+        .get_zone(&ZoneName::parse("it4i").unwrap())
+        .await
+        .unwrap()
+        .unwrap()
+        .created;
+    let mut moved = peer("it4i", "http://c:3");
+    moved.secret = "rotated".into();
+    c.put_zone(&moved, true).await.unwrap();
+    let got = c
+        .get_zone(&ZoneName::parse("it4i").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (got.url.as_str(), got.secret.as_str(), got.created),
+        ("http://c:3", "rotated", created)
+    );
+    let names: Vec<String> = c
+        .list_zones()
+        .await
+        .unwrap()
+        .iter()
+        .map(|z| z.name.to_string())
+        .collect();
+    assert_eq!(names, ["it4i", "lrz"]);
+    c.delete_zone(&ZoneName::parse("lrz").unwrap()).await.unwrap();
+    assert_eq!(
+        code(c.delete_zone(&ZoneName::parse("lrz").unwrap()).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(c.get_zone(&ZoneName::parse("lrz").unwrap()).await.unwrap(), None);
 }
 
 async fn resources_and_default(c: &SqlCatalog) {

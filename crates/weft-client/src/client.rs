@@ -69,6 +69,15 @@ impl Client {
         })
     }
 
+    /// The same connection pool with another bearer token (zones mint one per request
+    /// towards their peers).
+    pub fn with_token(&self, token: &str) -> Client {
+        Client {
+            token: Some(Arc::from(token)),
+            ..self.clone()
+        }
+    }
+
     /// The zone's address as normalised (`http://host:port`).
     pub fn zone_url(&self) -> &str {
         &self.zone_url
@@ -100,6 +109,26 @@ impl Client {
             Some(t) => req.bearer_auth(t),
             None => req,
         }
+    }
+
+    /// Sends a request as it is (`path_and_query` starts with `/api/v1/`) and returns the
+    /// answer whatever its status: for zones relaying their users' requests to a peer.
+    /// Only end-to-end headers are passed on; the bearer token is this client's.
+    pub async fn forward(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        headers: &reqwest::header::HeaderMap,
+        body: reqwest::Body,
+    ) -> Result<Response, ClientError> {
+        let mut req = self.request(method, format!("{}{path_and_query}", self.zone_url));
+        for (name, value) in headers {
+            if !is_hop_by_hop(name) && name != reqwest::header::AUTHORIZATION && name != reqwest::header::HOST
+            {
+                req = req.header(name, value);
+            }
+        }
+        req.body(body).send().await.map_err(|e| self.transport(e))
     }
 
     /// Sends and turns every non-2xx answer into `ClientError::Api`.
@@ -175,6 +204,20 @@ fn normalise_base_url(base: &str) -> Result<String, ClientError> {
         )));
     }
     Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+/// Headers that describe one connection, not the message (RFC 9110 §7.6.1); a relay drops
+/// them.
+pub fn is_hop_by_hop(name: &reqwest::header::HeaderName) -> bool {
+    use reqwest::header::*;
+    name == CONNECTION
+        || name == TRANSFER_ENCODING
+        || name == TE
+        || name == UPGRADE
+        || name == PROXY_AUTHORIZATION
+        || name == PROXY_AUTHENTICATE
+        || name == TRAILER
+        || name.as_str() == "keep-alive"
 }
 
 #[cfg(test)]

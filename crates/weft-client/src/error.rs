@@ -165,6 +165,7 @@ fn code_for_status(status: u16) -> &'static str {
         411 => "length_required",
         416 => "range_not_satisfiable",
         400..=499 => "invalid_argument",
+        502 => "zone_unreachable",
         503 => "storage_unavailable",
         _ => "internal",
     }

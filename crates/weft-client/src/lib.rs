@@ -16,7 +16,7 @@ mod progress;
 mod tree;
 mod upload;
 
-pub use client::{Client, API_PREFIX};
+pub use client::{is_hop_by_hop, Client, API_PREFIX};
 pub use download::{Downloaded, GetOptions};
 pub use error::ClientError;
 pub use namespace::{FindParams, PAGE_LIMIT};

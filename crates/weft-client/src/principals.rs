@@ -1,11 +1,11 @@
-//! Routes of principals, tokens, ACLs and resources.
+//! Routes of principals, tokens, ACLs, resources and federated zones.
 
 use crate::client::Client;
 use crate::error::ClientError;
 use reqwest::Method;
 use weft_types::wire::{
-    AclRequest, AclWire, NewGroup, NewResourceWire, NewUser, PrincipalWire, ResourceWire, TokenCreated,
-    TokenRequest, WhoAmI,
+    AclRequest, AclWire, NewGroup, NewPeerZone, NewResourceWire, NewUser, PeerZoneWire, PrincipalWire,
+    ResourceWire, TokenCreated, TokenRequest, WhoAmI,
 };
 use weft_types::LogicalPath;
 
@@ -99,6 +99,21 @@ impl Client {
 
     pub async fn remove_resource(&self, name: &str) -> Result<(), ClientError> {
         self.empty(self.request(Method::DELETE, self.name_url("resources", name)))
+            .await
+    }
+
+    /// `GET /zones`: the federated zones, each probed for reachability.
+    pub async fn zones(&self) -> Result<Vec<PeerZoneWire>, ClientError> {
+        self.json(self.request(Method::GET, self.url("/zones"))).await
+    }
+
+    pub async fn add_zone(&self, req: &NewPeerZone) -> Result<PeerZoneWire, ClientError> {
+        self.json(self.request(Method::POST, self.url("/zones")).json(req))
+            .await
+    }
+
+    pub async fn remove_zone(&self, name: &str) -> Result<(), ClientError> {
+        self.empty(self.request(Method::DELETE, self.name_url("zones", name)))
             .await
     }
 }

@@ -30,6 +30,7 @@ pub enum ErrorCode {
     Forbidden,
     Conflict,
     StorageUnavailable,
+    ZoneUnreachable,
     StorageError,
     CatalogError,
     Internal,
@@ -60,6 +61,7 @@ impl ErrorCode {
         Self::Forbidden,
         Self::Conflict,
         Self::StorageUnavailable,
+        Self::ZoneUnreachable,
         Self::StorageError,
         Self::CatalogError,
         Self::Internal,
@@ -90,6 +92,7 @@ impl ErrorCode {
             Self::Forbidden => "forbidden",
             Self::Conflict => "conflict",
             Self::StorageUnavailable => "storage_unavailable",
+            Self::ZoneUnreachable => "zone_unreachable",
             Self::StorageError => "storage_error",
             Self::CatalogError => "catalog_error",
             Self::Internal => "internal",
@@ -124,13 +127,17 @@ impl ErrorCode {
             Self::LengthRequired => 411,
             Self::RangeNotSatisfiable => 416,
             Self::StorageUnavailable => 503,
+            Self::ZoneUnreachable => 502,
             Self::StorageError | Self::CatalogError | Self::Internal => 500,
         }
     }
 
     /// Whether a retry may succeed: the fault is in the environment, not in the request.
     pub fn is_temporary(self) -> bool {
-        matches!(self, Self::StorageUnavailable | Self::IncompleteBody)
+        matches!(
+            self,
+            Self::StorageUnavailable | Self::ZoneUnreachable | Self::IncompleteBody
+        )
     }
 }
 

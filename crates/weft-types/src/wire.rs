@@ -272,6 +272,36 @@ fn default_tier() -> String {
     "disk".into()
 }
 
+/// A federated peer zone (never its secret).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PeerZoneWire {
+    pub name: String,
+    pub url: String,
+    /// Milliseconds since the epoch.
+    pub created: i64,
+    /// Whether the zone answered its health check just now, as the named zone.
+    pub reachable: bool,
+    /// Round trip of the health check, when reachable.
+    pub rtt_ms: Option<f64>,
+    /// The peer's weft version, when reachable.
+    pub version: Option<String>,
+    /// Why it is not reachable.
+    pub error: Option<String>,
+}
+
+/// `POST /zones`: federate with a peer. Run on both zones with the same secret.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NewPeerZone {
+    pub name: String,
+    /// The peer's API address, `http://host:port`.
+    pub url: String,
+    /// The shared secret (at least 32 bytes) both zones sign zone tokens with.
+    pub secret: String,
+    /// Update the URL and secret of a zone already federated.
+    #[serde(default)]
+    pub replace: bool,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WorkerWire {
     pub name: String,

@@ -76,6 +76,7 @@ impl Zone {
             committer,
             workers,
             auth_cache: Default::default(),
+            peers: Default::default(),
         });
         let mut report = Bootstrap::default();
         let admin_name = PrincipalName::parse(ADMIN).expect("valid name");

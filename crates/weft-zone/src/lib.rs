@@ -6,6 +6,7 @@ mod access;
 mod bootstrap;
 mod committer;
 mod data;
+mod federation;
 mod meta;
 mod namespace;
 mod principals;
@@ -24,6 +25,7 @@ use weft_types::{Error, ErrorCode, LogicalPath, ResourceName, ZoneName};
 pub use access::Caller;
 pub use bootstrap::{Bootstrap, ResourceSpec, ZoneConfig};
 pub use data::{ObjectRead, PutOutcome};
+pub use federation::{PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX};
 pub use meta::MetaEdit;
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
 pub use principals::NewToken;
@@ -42,6 +44,7 @@ pub struct Zone {
     committer: committer::Committer,
     workers: Vec<Arc<worker::Worker>>,
     auth_cache: access::AuthCache,
+    peers: federation::Peers,
 }
 
 impl Zone {

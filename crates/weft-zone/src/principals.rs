@@ -60,7 +60,14 @@ impl Zone {
         if let Some(p) = self.catalog.get_principal(name).await? {
             return Ok(p);
         }
-        let user = match self
+        let user = self.create_user_once(name).await?;
+        self.ensure_home(&user).await?;
+        Ok(user)
+    }
+
+    /// Creates the (non-admin) user `name`, or returns it when a concurrent request just did.
+    pub(crate) async fn create_user_once(&self, name: &PrincipalName) -> Result<Principal, Error> {
+        match self
             .catalog
             .create_principal(name, PrincipalKind::User, false)
             .await
@@ -69,11 +76,9 @@ impl Zone {
                 .catalog
                 .get_principal(name)
                 .await?
-                .ok_or_else(|| Error::not_found(name))?,
-            other => other?,
-        };
-        self.ensure_home(&user).await?;
-        Ok(user)
+                .ok_or_else(|| Error::not_found(name)),
+            other => other,
+        }
     }
 
     /// Ids of the existing groups among `names` (group claims of a token).
@@ -251,11 +256,15 @@ impl Zone {
     ) -> Result<(), Error> {
         self.node(path).await?;
         self.require(caller, path, Permission::Own).await?;
-        let p = self
-            .catalog
-            .get_principal(principal)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("principal {principal}")))?;
+        let p = if principal.as_str().contains('#') {
+            // A user of a federated zone may be granted rights before its first visit.
+            self.remote_principal(principal).await?
+        } else {
+            self.catalog
+                .get_principal(principal)
+                .await?
+                .ok_or_else(|| Error::not_found(format!("principal {principal}")))?
+        };
         self.catalog.set_acl(path, p.id, permission, recursive).await
     }
 

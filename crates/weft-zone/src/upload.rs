@@ -69,7 +69,9 @@ impl Zone {
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
         let key = Store::new_key();
         let writer = target.store.offset_writer(&key, size).await?;
-        let id = uuid::Uuid::new_v4().simple().to_string();
+        // `<zone>.<random>`: a zone relaying piece requests for its users (federation)
+        // knows from the id alone which zone holds the session.
+        let id = format!("{}.{}", self.name, uuid::Uuid::new_v4().simple());
         let pieces = piece.count(size);
         let session = Session {
             id: id.clone(),

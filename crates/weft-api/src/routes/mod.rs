@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod data;
+pub mod federation;
 pub mod meta;
 pub mod namespace;
 
@@ -87,4 +88,7 @@ pub fn table() -> RouteTable {
         .add(M::GET, "/api/v1/resources", admin::list_resources)
         .add(M::POST, "/api/v1/resources", admin::add_resource)
         .add(M::DELETE, "/api/v1/resources/{name}", admin::remove_resource)
+        .add(M::GET, "/api/v1/zones", federation::list_zones)
+        .add(M::POST, "/api/v1/zones", federation::add_zone)
+        .add(M::DELETE, "/api/v1/zones/{name}", federation::remove_zone)
 }

@@ -27,10 +27,19 @@ pub async fn start() -> TestZone {
 }
 
 pub async fn start_with(catalog_url: Option<String>, oidc: Vec<OidcIssuer>) -> TestZone {
+    start_full("z", catalog_url, oidc).await
+}
+
+/// A zone named `name` (for federation tests).
+pub async fn start_named(name: &str) -> TestZone {
+    start_full(name, None, Vec::new()).await
+}
+
+async fn start_full(name: &str, catalog_url: Option<String>, oidc: Vec<OidcIssuer>) -> TestZone {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
     let config = ZoneConfig {
-        name: ZoneName::parse("z").unwrap(),
+        name: ZoneName::parse(name).unwrap(),
         data_dir: data_dir.clone(),
         catalog_url,
         resources: vec![],
@@ -70,6 +79,11 @@ impl TestZone {
     }
     pub fn delete(&self, rest: &str, token: &str) -> reqwest::RequestBuilder {
         self.http.delete(self.api(rest)).bearer_auth(token)
+    }
+
+    /// `GET` answered with JSON (any status).
+    pub async fn get_json(&self, rest: &str, token: &str) -> serde_json::Value {
+        self.get(rest, token).send().await.unwrap().json().await.unwrap()
     }
 
     /// Creates a user and returns a token for it.

@@ -2,7 +2,7 @@
 //! and PostgreSQL. The few dialect-specific bits of SQL are decided by [`Dialect`].
 //!
 //! Layout: this module connects, migrates and holds the shared helpers (row decoding, error
-//! mapping, transactions); `principals`, `resources`, `namespace`, `meta` and `acl` hold the
+//! mapping, transactions); `principals`, `resources`, `zones`, `namespace`, `meta` and `acl` hold the
 //! statements of each part of the trait.
 
 mod acl;
@@ -11,10 +11,11 @@ mod namespace;
 mod principals;
 mod resources;
 mod rows;
+mod zones;
 
 use crate::{
-    AclEntry, Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, Node, Principal, PrincipalKind,
-    Registered, Replica, Resource, TokenRecord,
+    AclEntry, Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, Node, PeerZone, Principal,
+    PrincipalKind, Registered, Replica, Resource, TokenRecord,
 };
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyQueryResult};
@@ -23,7 +24,7 @@ use sqlx::{Any, AnyPool, Executor, Transaction};
 use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
-use weft_types::{Error, ErrorCode, LogicalPath, Millis, Permission, PrincipalName, ResourceName};
+use weft_types::{Error, ErrorCode, LogicalPath, Millis, Permission, PrincipalName, ResourceName, ZoneName};
 
 /// Connections per pool. SQLite has one writer at a time anyway; readers run in parallel (WAL).
 const POOL_SIZE: u32 = 8;
@@ -49,8 +50,18 @@ type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 
 
 type Embedded = &'static [(i64, &'static str, &'static str)];
 
-const SQLITE_MIGRATIONS: Embedded = &[(1, "init", include_str!("../../migrations/sqlite/0001_init.sql"))];
-const POSTGRES_MIGRATIONS: Embedded = &[(1, "init", include_str!("../../migrations/postgres/0001_init.sql"))];
+const SQLITE_MIGRATIONS: Embedded = &[
+    (1, "init", include_str!("../../migrations/sqlite/0001_init.sql")),
+    (2, "zones", include_str!("../../migrations/sqlite/0002_zones.sql")),
+];
+const POSTGRES_MIGRATIONS: Embedded = &[
+    (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
+    (
+        2,
+        "zones",
+        include_str!("../../migrations/postgres/0002_zones.sql"),
+    ),
+];
 
 #[derive(Debug)]
 struct EmbeddedMigrations(Embedded);
@@ -365,6 +376,19 @@ impl Catalog for SqlCatalog {
     }
     async fn set_default_resource(&self, name: &ResourceName) -> Result<(), Error> {
         resources::set_default_resource(self, name).await
+    }
+
+    async fn put_zone(&self, z: &PeerZone, replace: bool) -> Result<(), Error> {
+        zones::put_zone(self, z, replace).await
+    }
+    async fn list_zones(&self) -> Result<Vec<PeerZone>, Error> {
+        zones::list_zones(self).await
+    }
+    async fn get_zone(&self, name: &ZoneName) -> Result<Option<PeerZone>, Error> {
+        zones::get_zone(self, name).await
+    }
+    async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error> {
+        zones::delete_zone(self, name).await
     }
 
     async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error> {

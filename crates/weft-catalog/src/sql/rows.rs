@@ -1,12 +1,12 @@
 //! Column lists and row decoding shared by the statements. Columns are read by position, in
 //! the order of the `*_COLS` constants.
 
-use crate::{Node, Principal, PrincipalKind, Replica, Resource, TokenRecord};
+use crate::{Node, PeerZone, Principal, PrincipalKind, Replica, Resource, TokenRecord};
 use sqlx::any::AnyRow;
 use sqlx::{Decode, Row, Type};
 use weft_types::{
     Checksum, Error, ErrorCode, LogicalPath, NodeKind, PrincipalName, ReplicaState, ResourceKind,
-    ResourceName,
+    ResourceName, ZoneName,
 };
 
 pub(crate) const NODE_COLS: &str =
@@ -18,6 +18,8 @@ pub(crate) const PRINCIPAL_COLS: &str = "p.id, p.name, p.kind, p.is_admin, p.cre
 pub(crate) const TOKEN_COLS: &str = "t.id, t.user_id, t.label, t.created, t.expires";
 
 pub(crate) const RESOURCE_COLS: &str = "s.id, s.name, s.kind, s.config, s.tier, s.is_default, s.created";
+
+pub(crate) const ZONE_COLS: &str = "name, url, secret, created";
 
 pub(crate) const REPLICA_COLS: &str =
     "r.id, r.node_id, r.resource_id, s.name, r.physical_key, r.size, r.checksum, r.state, r.created, r.verified";
@@ -129,6 +131,16 @@ pub(crate) fn resource(row: &AnyRow) -> Result<Resource, Error> {
         tier: get(row, 4)?,
         is_default: get_flag(row, 5)?,
         created: get(row, 6)?,
+    })
+}
+
+pub(crate) fn zone(row: &AnyRow) -> Result<PeerZone, Error> {
+    let name: String = get(row, 0)?;
+    Ok(PeerZone {
+        name: ZoneName::parse(&name).map_err(|e| corrupt("zone name", e.message))?,
+        url: get(row, 1)?,
+        secret: get(row, 2)?,
+        created: get(row, 3)?,
     })
 }
 

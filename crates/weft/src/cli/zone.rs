@@ -1,8 +1,10 @@
-//! `weft zone status`.
+//! `weft zone status|add|ls|rm`: this zone's state, and the zones federated with it.
 
-use super::output::{format_millis, print_json, Result};
+use super::output::{format_millis, print_json, Failure, Result};
 use super::Ctx;
 use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use weft_client::wire::{NewPeerZone, PeerZoneWire};
 
 #[derive(Debug, Args)]
 pub struct ZoneArgs {
@@ -18,6 +20,30 @@ enum ZoneCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Federate with another zone (admin). Run it on both zones with the same secret, e.g.
+    /// made once with `openssl rand -hex 32 > shared.secret`.
+    Add {
+        /// The other zone's name.
+        name: String,
+        /// The other zone's address, e.g. http://it4i.example.org:8640.
+        url: String,
+        /// File holding the shared secret (at least 32 bytes). It is read here and stored
+        /// by this zone; zones never send it to each other.
+        #[arg(long)]
+        secret_file: PathBuf,
+        /// Update the address and secret of a zone already federated.
+        #[arg(long)]
+        replace: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the federated zones and whether each answers now.
+    Ls {
+        #[arg(long)]
+        json: bool,
+    },
+    /// End the federation with a zone (admin); its paths are no longer reachable from here.
+    Rm { name: String },
 }
 
 pub async fn zone(ctx: &Ctx, a: ZoneArgs) -> Result {
@@ -46,5 +72,72 @@ pub async fn zone(ctx: &Ctx, a: ZoneArgs) -> Result {
             }
             Ok(())
         }
+        ZoneCmd::Add {
+            name,
+            url,
+            secret_file,
+            replace,
+            json,
+        } => {
+            let secret = std::fs::read_to_string(&secret_file).map_err(|e| {
+                Failure::usage(format!(
+                    "cannot read the secret file {}: {e}",
+                    secret_file.display()
+                ))
+            })?;
+            let z = ctx
+                .client
+                .add_zone(&NewPeerZone {
+                    name,
+                    url,
+                    secret: secret.trim().to_owned(),
+                    replace,
+                })
+                .await?;
+            if json {
+                return print_json(&z);
+            }
+            println!("federated with zone {} at {}", z.name, z.url);
+            if !z.reachable {
+                println!(
+                    "  not reachable yet ({}); paths /{}/... work once it answers and has added this zone too",
+                    z.error.as_deref().unwrap_or("no answer"),
+                    z.name
+                );
+            }
+            Ok(())
+        }
+        ZoneCmd::Ls { json } => {
+            let zones = ctx.client.zones().await?;
+            if json {
+                return print_json(&zones);
+            }
+            print_zones(&zones);
+            Ok(())
+        }
+        ZoneCmd::Rm { name } => {
+            ctx.client.remove_zone(&name).await?;
+            println!("zone {name} is no longer federated");
+            Ok(())
+        }
+    }
+}
+
+fn print_zones(zones: &[PeerZoneWire]) {
+    if zones.is_empty() {
+        println!("no federated zones; add one with `weft zone add NAME URL --secret-file FILE`");
+        return;
+    }
+    let w = zones.iter().map(|z| z.name.len()).max().unwrap_or(0);
+    let u = zones.iter().map(|z| z.url.len()).max().unwrap_or(0);
+    for z in zones {
+        let state = match (z.reachable, z.rtt_ms) {
+            (true, Some(ms)) => format!(
+                "reachable  {ms:.1} ms  weft {}",
+                z.version.as_deref().unwrap_or("?")
+            ),
+            _ => format!("UNREACHABLE  {}", z.error.as_deref().unwrap_or("")),
+        };
+        println!("{:w$}  {:u$}  {state}", z.name, z.url);
     }
 }

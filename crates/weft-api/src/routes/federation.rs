@@ -1,0 +1,47 @@
+//! Federated peer zones.
+
+use crate::auth::Authed;
+use crate::convert;
+use crate::error::ApiResult;
+use crate::extract::WireJson;
+use crate::AppState;
+use axum::extract::{Path, State};
+use axum::Json;
+use http::StatusCode;
+use std::sync::Arc;
+use weft_types::wire::{NewPeerZone, PeerZoneWire};
+use weft_types::ZoneName;
+
+#[utoipa::path(get, path = "/api/v1/zones", tag = "federation",
+    responses((status = 200, body = Vec<PeerZoneWire>, description = "each peer, probed for reachability")))]
+pub async fn list_zones(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+) -> ApiResult<Json<Vec<PeerZoneWire>>> {
+    Ok(Json(
+        s.zone.zones(&c).await?.iter().map(convert::peer_zone).collect(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/zones", tag = "federation", request_body = NewPeerZone,
+    responses((status = 201, body = PeerZoneWire)))]
+pub async fn add_zone(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WireJson(z): WireJson<NewPeerZone>,
+) -> ApiResult<(StatusCode, Json<PeerZoneWire>)> {
+    let name = ZoneName::parse(&z.name)?;
+    let info = s.zone.add_zone(&c, &name, &z.url, &z.secret, z.replace).await?;
+    Ok((StatusCode::CREATED, Json(convert::peer_zone(&info))))
+}
+
+#[utoipa::path(delete, path = "/api/v1/zones/{name}", tag = "federation", params(("name" = String, Path)),
+    responses((status = 204)))]
+pub async fn remove_zone(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    s.zone.remove_zone(&c, &ZoneName::parse(&name)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

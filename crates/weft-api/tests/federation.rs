@@ -1,0 +1,346 @@
+//! Two zones on loopback, federated: one namespace across both, the remote zone's ACLs for
+//! `user#zone`, zone tokens that cannot be forged, and clear answers when a peer is gone.
+
+mod common;
+
+use common::{start_named, TestZone};
+use serde_json::{json, Value};
+use weft_types::LogicalPath;
+
+const SECRET: &str = "0123456789abcdef0123456789abcdef-shared";
+
+async fn federate(a: &TestZone, a_name: &str, b: &TestZone, b_name: &str) {
+    for (zone, peer, url) in [(a, b_name, &b.url), (b, a_name, &a.url)] {
+        let r = zone
+            .post("zones", &zone.admin_token)
+            .json(&json!({"name": peer, "url": url, "secret": SECRET}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    }
+}
+
+async fn code_of(r: reqwest::Response) -> (u16, String, String) {
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap_or(Value::Null);
+    (
+        status,
+        body["code"].as_str().unwrap_or("").to_owned(),
+        body["message"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
+/// lrz and it4i federated; alice is a user of lrz; it4i has /it4i/shared with a.txt.
+async fn two_zones() -> (TestZone, TestZone, String) {
+    let lrz = start_named("lrz").await;
+    let it4i = start_named("it4i").await;
+    federate(&lrz, "lrz", &it4i, "it4i").await;
+    let alice = lrz.user("alice").await;
+    let r = it4i
+        .post("mkdir/it4i/shared", &it4i.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let r = it4i
+        .put_bytes("/it4i/shared/a.txt", b"hello from it4i", &it4i.admin_token)
+        .await;
+    assert_eq!(r.status(), 201);
+    (lrz, it4i, alice)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zones_list_with_reachability() {
+    let (lrz, it4i, alice) = two_zones().await;
+    let zones: Value = lrz.get_json("zones", &alice).await;
+    let z = &zones.as_array().unwrap()[0];
+    assert_eq!(z["name"], "it4i");
+    assert_eq!(z["url"], it4i.url.as_str());
+    assert_eq!(z["reachable"], true, "{z}");
+    assert!(z["rtt_ms"].as_f64().unwrap() >= 0.0);
+    assert!(z.get("secret").is_none(), "the secret never leaves the zone: {z}");
+    drop(it4i);
+    let zones: Value = lrz.get_json("zones", &alice).await;
+    let z = &zones.as_array().unwrap()[0];
+    assert_eq!(z["reachable"], false);
+    assert!(!z["error"].as_str().unwrap().is_empty(), "{z}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_paths_obey_the_remote_acls_for_user_at_zone() {
+    let (lrz, it4i, alice) = two_zones().await;
+
+    // alice#lrz holds nothing at it4i yet.
+    let (status, code, message) =
+        code_of(lrz.get("stat/it4i/shared/a.txt", &alice).send().await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (403, "forbidden"), "{message}");
+    assert!(message.contains("alice#lrz"), "{message}");
+    let r = lrz.put_bytes("/it4i/shared/b.txt", b"x", &alice).await;
+    assert_eq!(r.status(), 403);
+
+    // it4i grants alice#lrz write, before alice#lrz was ever seen there too.
+    let r = it4i
+        .post("acl/it4i/shared", &it4i.admin_token)
+        .json(&json!({"principal": "alice#lrz", "permission": "write", "recursive": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204, "{}", r.text().await.unwrap());
+
+    // Now list, stat, read (with a range), write and remove work through lrz.
+    let list: Value = lrz.get_json("list/it4i/shared", &alice).await;
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a.txt"]);
+    let stat: Value = lrz.get_json("stat/it4i/shared/a.txt", &alice).await;
+    assert_eq!(stat["size"], 15);
+    assert_eq!(stat["replicas"][0]["zone"], "it4i", "site awareness: {stat}");
+    assert_eq!(stat["replicas"][0]["state"], "good");
+    let r = lrz
+        .get("data/it4i/shared/a.txt", &alice)
+        .header("range", "bytes=6-9")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 206);
+    assert_eq!(r.bytes().await.unwrap().as_ref(), b"from");
+
+    let r = lrz
+        .put_bytes("/it4i/shared/b.txt", b"written from lrz", &alice)
+        .await;
+    assert_eq!(r.status(), 201);
+    let stat: Value = it4i.get_json("stat/it4i/shared/b.txt", &it4i.admin_token).await;
+    assert_eq!(stat["owner"], "alice#lrz");
+    assert_eq!(stat["size"], 16);
+
+    // A large object in pieces (upload ids carry their zone), and read back whole.
+    let client = weft_client::Client::new(&lrz.url, Some(alice.clone())).unwrap();
+    let big: Vec<u8> = (0..9 * 1024 * 1024 + 77).map(|i| (i % 251) as u8).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("big.bin");
+    std::fs::write(&local, &big).unwrap();
+    let target = LogicalPath::parse("/it4i/shared/big.bin").unwrap();
+    let opts = weft_client::PutOptions {
+        piece_size: Some(1 << 20),
+        ..Default::default()
+    };
+    let stat = client.put_file(&local, &target, &opts).await.unwrap();
+    assert_eq!(stat.size, big.len() as u64);
+    let back = dir.path().join("back.bin");
+    let got = client
+        .get_file(&target, &back, &weft_client::GetOptions::default())
+        .await
+        .unwrap();
+    assert!(got.verified);
+    assert_eq!(std::fs::read(&back).unwrap(), big);
+
+    // Metadata and find at the remote zone.
+    let r = lrz
+        .post("meta/it4i/shared/b.txt", &alice)
+        .json(&json!({"op": "add", "attr": "run", "value": "7"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204, "{}", r.text().await.unwrap());
+    let found: Value = lrz
+        .get("find", &alice)
+        .query(&[("path", "/it4i/shared"), ("meta", "run=7")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(found["items"][0]["path"], "/it4i/shared/b.txt", "{found}");
+
+    // Moving within the remote zone works; across zones it is a transfer.
+    let r = lrz
+        .post("move", &alice)
+        .json(&json!({"from": "/it4i/shared/b.txt", "to": "/it4i/shared/c.txt"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let (status, code, message) = code_of(
+        lrz.post("move", &alice)
+            .json(&json!({"from": "/it4i/shared/c.txt", "to": "/lrz/home/alice/c.txt"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, code.as_str()), (400, "invalid_argument"));
+    assert!(message.contains("transfer"), "{message}");
+
+    let r = lrz
+        .delete("nodes/it4i/shared/c.txt", &alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let r = it4i
+        .get("stat/it4i/shared/c.txt", &it4i.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zone_tokens_cannot_be_forged() {
+    let (_lrz, it4i, _alice) = two_zones().await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mint = |kid: &str, iss: &str, aud: &str, sub: &str, exp: u64, secret: &str| {
+        let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+        h.kid = Some(kid.into());
+        let claims = json!({"iss": iss, "aud": aud, "sub": sub, "iat": now, "exp": exp});
+        let jwt = jsonwebtoken::encode(
+            &h,
+            &claims,
+            &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+        )
+        .unwrap();
+        format!("weftz_{jwt}")
+    };
+    let whoami = |token: String| {
+        let it4i = &it4i;
+        async move { code_of(it4i.get("whoami", &token).send().await.unwrap()).await }
+    };
+    // The right secret works, and names the visitor user#zone.
+    let good = mint("lrz", "lrz", "it4i", "bob", now + 60, SECRET);
+    let me: Value = it4i.get_json("whoami", &good).await;
+    assert_eq!(me["user"], "bob#lrz");
+    assert_eq!(me["admin"], false);
+    // Even the peer's admin is only a visitor.
+    let admin = mint("lrz", "lrz", "it4i", "admin", now + 60, SECRET);
+    let me: Value = it4i.get_json("whoami", &admin).await;
+    assert_eq!(
+        (me["user"].as_str(), me["admin"].as_bool()),
+        (Some("admin#lrz"), Some(false))
+    );
+
+    let cases = [
+        (
+            "wrong secret",
+            mint(
+                "lrz",
+                "lrz",
+                "it4i",
+                "bob",
+                now + 60,
+                "another-secret-another-secret-xx",
+            ),
+        ),
+        (
+            "wrong audience",
+            mint("lrz", "lrz", "other", "bob", now + 60, SECRET),
+        ),
+        (
+            "issuer is not the kid",
+            mint("lrz", "evil", "it4i", "bob", now + 60, SECRET),
+        ),
+        (
+            "unknown zone",
+            mint("evil", "evil", "it4i", "bob", now + 60, SECRET),
+        ),
+        (
+            "relayed visitor",
+            mint("lrz", "lrz", "it4i", "bob#other", now + 60, SECRET),
+        ),
+        ("not a JWT", "weftz_garbage".to_owned()),
+    ];
+    for (what, token) in cases {
+        let (status, code, message) = whoami(token).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (401, "unauthenticated"),
+            "{what}: {message}"
+        );
+    }
+    let (status, code, _) = whoami(mint("lrz", "lrz", "it4i", "bob", now - 600, SECRET)).await;
+    assert_eq!((status, code.as_str()), (401, "token_expired"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zone_admin_and_bad_input() {
+    let (lrz, it4i, alice) = two_zones().await;
+    let add = |token: &str, body: Value| lrz.post("zones", token).json(&body).send();
+    let cases = [
+        (
+            alice.as_str(),
+            json!({"name": "x", "url": "http://127.0.0.1:1", "secret": SECRET}),
+            403,
+            "forbidden",
+        ),
+        (
+            &lrz.admin_token,
+            json!({"name": "x", "url": "http://127.0.0.1:1", "secret": "short"}),
+            400,
+            "invalid_argument",
+        ),
+        (
+            &lrz.admin_token,
+            json!({"name": "lrz", "url": "http://127.0.0.1:1", "secret": SECRET}),
+            400,
+            "invalid_argument",
+        ),
+        (
+            &lrz.admin_token,
+            json!({"name": "Bad Name", "url": "http://127.0.0.1:1", "secret": SECRET}),
+            400,
+            "invalid_name",
+        ),
+        (
+            &lrz.admin_token,
+            json!({"name": "x", "url": "ftp://nowhere", "secret": SECRET}),
+            400,
+            "invalid_argument",
+        ),
+        (
+            &lrz.admin_token,
+            json!({"name": "it4i", "url": "http://127.0.0.1:1", "secret": SECRET}),
+            409,
+            "already_exists",
+        ),
+    ];
+    for (token, body, status, code) in cases {
+        let (s, c, m) = code_of(add(token, body.clone()).await.unwrap()).await;
+        assert_eq!((s, c.as_str()), (status, code), "{body}: {m}");
+    }
+    let zones: Value = lrz.get_json("zones", &alice).await;
+    assert_eq!(
+        zones.as_array().unwrap().len(),
+        1,
+        "bad input changed nothing: {zones}"
+    );
+
+    // A zone that is not federated stays unknown.
+    let (status, code, _) = code_of(lrz.get("stat/nowhere/x", &alice).send().await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (400, "unknown_zone"));
+
+    // A federated zone that is down: 502 zone_unreachable, naming it.
+    let it4i_url = it4i.url.clone();
+    drop(it4i);
+    let (status, code, message) = code_of(lrz.get("stat/it4i/shared", &alice).send().await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (502, "zone_unreachable"), "{message}");
+    assert!(
+        message.contains("it4i") && message.contains(&it4i_url),
+        "{message}"
+    );
+
+    // Removing the federation: the zone's paths are unknown again.
+    let r = lrz.delete("zones/it4i", &lrz.admin_token).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    let (status, code, _) = code_of(lrz.get("stat/it4i/shared", &alice).send().await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (400, "unknown_zone"));
+    let r = lrz.delete("zones/it4i", &lrz.admin_token).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+}
