@@ -97,6 +97,49 @@ impl std::fmt::Debug for PeerZone {
     }
 }
 
+/// A managed transfer as stored: the request (`spec`, JSON) and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferRecord {
+    pub id: String,
+    pub owner_id: i64,
+    pub owner: PrincipalName,
+    pub spec: String,
+    /// `queued`, `active`, `succeeded`, `failed` or `cancelled`.
+    pub state: String,
+    pub error: Option<String>,
+    pub files_total: u64,
+    pub bytes_total: u64,
+    pub created: Millis,
+    pub started: Option<Millis>,
+    pub finished: Option<Millis>,
+}
+
+/// One file of a transfer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferFile {
+    /// Position in the transfer, from 0.
+    pub seq: u64,
+    pub source: String,
+    pub destination: String,
+    pub size: u64,
+    /// `pending`, `active`, `done`, `skipped`, `failed` or `cancelled`.
+    pub state: String,
+    pub bytes_done: u64,
+    pub attempts: u32,
+    pub error: Option<String>,
+    pub checksum: Option<String>,
+    /// Engine-private resume point of a large file (JSON).
+    pub resume: Option<String>,
+}
+
+/// Files per state and bytes done of one transfer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TransferCounts {
+    pub files_by_state: Vec<(String, u64)>,
+    pub bytes_done: u64,
+    pub attempts: u64,
+}
+
 /// A collection or data object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
@@ -236,6 +279,33 @@ pub trait Catalog: Send + Sync + 'static {
     async fn get_zone(&self, name: &ZoneName) -> Result<Option<PeerZone>, Error>;
     /// Errors: `not_found`.
     async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error>;
+
+    // --- transfers --------------------------------------------------------------------
+    /// Stores a new transfer in state `queued`. Errors: `already_exists` (id).
+    async fn create_transfer(&self, id: &str, owner_id: i64, spec: &str) -> Result<TransferRecord, Error>;
+    async fn get_transfer(&self, id: &str) -> Result<Option<TransferRecord>, Error>;
+    /// Newest first; only `owner_id`'s unless `None`.
+    async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error>;
+    /// Transfers in any of `states` (the worker's queue), oldest first.
+    async fn transfers_in_state(&self, states: &[&str]) -> Result<Vec<TransferRecord>, Error>;
+    /// Sets the state (and error); `active` stamps `started`, final states stamp `finished`.
+    /// Errors: `not_found`.
+    async fn set_transfer_state(&self, id: &str, state: &str, error: Option<&str>) -> Result<(), Error>;
+    /// Appends planned files (their `seq` must continue the transfer's) and adds them to
+    /// the totals, in one transaction.
+    async fn add_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error>;
+    /// Writes state, progress, attempts, error, checksum and resume point of many files in
+    /// one transaction (the engine's grouped progress writes).
+    async fn update_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error>;
+    /// Files of a transfer by `seq` after `after_seq`, optionally only those in `state`.
+    async fn transfer_files(
+        &self,
+        id: &str,
+        state: Option<&str>,
+        after_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<TransferFile>, Error>;
+    async fn transfer_counts(&self, id: &str) -> Result<TransferCounts, Error>;
 
     // --- namespace --------------------------------------------------------------------
     async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error>;

@@ -4,7 +4,8 @@
 
 use std::sync::{Mutex, OnceLock};
 use weft_catalog::{
-    Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, PeerZone, PrincipalKind, Registered, SqlCatalog,
+    Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, PeerZone, PrincipalKind, Registered,
+    SqlCatalog, TransferFile,
 };
 use weft_types::{
     Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
@@ -87,6 +88,7 @@ conformance!(
     tokens,
     resources_and_default,
     peer_zones,
+    transfers_and_their_files,
     collections_and_zone_roots,
     list_children_pages_by_name,
     register_object_and_errors,
@@ -415,6 +417,117 @@ async fn peer_zones(c: &SqlCatalog) {
         ErrorCode::NotFound
     );
     assert_eq!(c.get_zone(&ZoneName::parse("lrz").unwrap()).await.unwrap(), None);
+}
+
+async fn transfers_and_their_files(c: &SqlCatalog) {
+    let (admin, _) = zone(c).await;
+    let t = c.create_transfer("t1", admin, "{\"spec\":1}").await.unwrap();
+    assert_eq!(
+        (t.state.as_str(), t.owner.as_str(), t.files_total),
+        ("queued", "admin", 0)
+    );
+    assert_eq!(t.started, None);
+    assert_eq!(
+        code(c.create_transfer("t1", admin, "{}").await),
+        ErrorCode::AlreadyExists
+    );
+    let file = |seq: u64, size: u64| TransferFile {
+        seq,
+        source: format!("/z/src/f{seq}"),
+        destination: format!("/z/dst/f{seq}"),
+        size,
+        state: "pending".into(),
+        bytes_done: 0,
+        attempts: 0,
+        error: None,
+        checksum: None,
+        resume: None,
+    };
+    c.add_transfer_files("t1", &[file(0, 10), file(1, 20), file(2, 30)])
+        .await
+        .unwrap();
+    assert_eq!(
+        code(c.add_transfer_files("t1", &[file(2, 1)]).await),
+        ErrorCode::AlreadyExists,
+        "a seq is planned once"
+    );
+    assert_eq!(
+        code(c.add_transfer_files("nope", &[file(0, 1)]).await),
+        ErrorCode::NotFound
+    );
+    let t = c.get_transfer("t1").await.unwrap().unwrap();
+    assert_eq!(
+        (t.files_total, t.bytes_total),
+        (3, 60),
+        "failed batches added nothing"
+    );
+
+    c.set_transfer_state("t1", "active", None).await.unwrap();
+    let mut done = file(1, 20);
+    done.state = "done".into();
+    done.bytes_done = 20;
+    done.attempts = 2;
+    done.checksum = Some("blake3:00".into());
+    let mut failed = file(2, 30);
+    failed.state = "failed".into();
+    failed.attempts = 1;
+    failed.error = Some("not_found: gone".into());
+    failed.resume = Some("{\"upload\":\"x\"}".into());
+    c.update_transfer_files("t1", &[done.clone(), failed.clone()])
+        .await
+        .unwrap();
+    assert_eq!(
+        c.transfer_files("t1", None, None, 10).await.unwrap(),
+        vec![file(0, 10), done.clone(), failed.clone()]
+    );
+    assert_eq!(
+        c.transfer_files("t1", Some("failed"), None, 10).await.unwrap(),
+        vec![failed]
+    );
+    assert_eq!(
+        c.transfer_files("t1", None, Some(0), 1).await.unwrap(),
+        vec![done]
+    );
+    let counts = c.transfer_counts("t1").await.unwrap();
+    assert_eq!(
+        counts.files_by_state,
+        vec![("done".into(), 1), ("failed".into(), 1), ("pending".into(), 1)]
+    );
+    assert_eq!((counts.bytes_done, counts.attempts), (20, 3));
+
+    let active = c.transfers_in_state(&["queued", "active"]).await.unwrap();
+    assert_eq!(active.len(), 1);
+    assert!(active[0].started.is_some());
+    c.set_transfer_state("t1", "failed", Some("1 file failed"))
+        .await
+        .unwrap();
+    let t = c.get_transfer("t1").await.unwrap().unwrap();
+    assert_eq!(
+        (t.state.as_str(), t.error.as_deref()),
+        ("failed", Some("1 file failed"))
+    );
+    assert!(t.finished.is_some());
+    assert!(c
+        .transfers_in_state(&["queued", "active"])
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        code(c.set_transfer_state("nope", "active", None).await),
+        ErrorCode::NotFound
+    );
+
+    c.create_transfer("t2", admin, "{}").await.unwrap();
+    let ids: Vec<String> = c
+        .list_transfers(Some(admin), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(c.list_transfers(Some(admin + 1000), 10).await.unwrap().is_empty());
+    assert_eq!(c.list_transfers(None, 1).await.unwrap().len(), 1);
 }
 
 async fn resources_and_default(c: &SqlCatalog) {

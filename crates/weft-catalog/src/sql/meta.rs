@@ -227,7 +227,7 @@ fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error
     let from = match driver {
         // CROSS JOIN keeps the matching ids as the outer loop in SQLite.
         Some(d) => format!(
-            "(SELECT DISTINCT node_id FROM avus WHERE {}) d CROSS JOIN {NODE_FROM}",
+            "(SELECT DISTINCT node_id FROM avus WHERE {}) d CROSS JOIN nodes n CROSS JOIN principals p",
             avu_condition(&q.meta[d], "", &mut args)?
         ),
         None => NODE_FROM.to_owned(),
@@ -241,7 +241,7 @@ fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error
         args.len()
     );
     if driver.is_some() {
-        sql.push_str(" AND n.id = d.node_id");
+        sql.push_str(" AND n.id = d.node_id AND p.id = n.owner_id");
     }
     if let Some(glob) = &q.name_glob {
         if glob.contains('\0') {

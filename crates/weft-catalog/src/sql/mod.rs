@@ -11,11 +11,12 @@ mod namespace;
 mod principals;
 mod resources;
 mod rows;
+mod transfers;
 mod zones;
 
 use crate::{
     AclEntry, Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, Node, PeerZone, Principal,
-    PrincipalKind, Registered, Replica, Resource, TokenRecord,
+    PrincipalKind, Registered, Replica, Resource, TokenRecord, TransferCounts, TransferFile, TransferRecord,
 };
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyQueryResult};
@@ -53,6 +54,11 @@ type Embedded = &'static [(i64, &'static str, &'static str)];
 const SQLITE_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/sqlite/0001_init.sql")),
     (2, "zones", include_str!("../../migrations/sqlite/0002_zones.sql")),
+    (
+        3,
+        "transfers",
+        include_str!("../../migrations/sqlite/0003_transfers.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -60,6 +66,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         2,
         "zones",
         include_str!("../../migrations/postgres/0002_zones.sql"),
+    ),
+    (
+        3,
+        "transfers",
+        include_str!("../../migrations/postgres/0003_transfers.sql"),
     ),
 ];
 
@@ -95,10 +106,11 @@ const SQLITE_PRAGMAS: &[&str] = &[
     "PRAGMA busy_timeout = 10000",
     "PRAGMA cache_size = -16384",
     "PRAGMA temp_store = MEMORY",
-    // Keep the planner's statistics current on long-lived catalogs, cheaply: sampled
-    // ANALYZE of the tables that changed a lot (SQLite's advice for connections at open).
-    "PRAGMA analysis_limit = 1000",
-    "PRAGMA optimize = 0x10002",
+    // No automatic ANALYZE (`PRAGMA optimize` at open): a zone starts empty, so it would
+    // record tables of a few rows, and a connection keeps the statistics it loaded; the
+    // planner then scans tables that have since grown to millions of rows (seen in CI).
+    // Without statistics SQLite assumes large tables and takes the indexes, which is what
+    // a catalog's lookups want.
 ];
 
 impl SqlCatalog {
@@ -151,19 +163,12 @@ impl SqlCatalog {
             .map_err(|e| Error::new(ErrorCode::CatalogError, format!("migrating the catalog: {e}")))
     }
 
-    /// Refreshes the planner's statistics (`ANALYZE`). Worth running after bulk loads; the
-    /// databases also do it on their own over time (autovacuum, `PRAGMA optimize`).
+    /// Refreshes the planner's statistics (`ANALYZE`), for operators after bulk loads.
+    /// PostgreSQL also does it on its own (autovacuum); SQLite runs without statistics
+    /// unless asked (see `SQLITE_PRAGMAS`).
     pub async fn analyze(&self) -> Result<(), Error> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
-        if self.dialect == Dialect::Sqlite {
-            // A full, not a sampled, analysis; then back to the per-connection setting.
-            conn.execute("PRAGMA analysis_limit = 0").await.map_err(db)?;
-            let analyzed = conn.execute("ANALYZE").await.map_err(db);
-            conn.execute("PRAGMA analysis_limit = 1000").await.map_err(db)?;
-            analyzed?;
-        } else {
-            conn.execute("ANALYZE").await.map_err(db)?;
-        }
+        conn.execute("ANALYZE").await.map_err(db)?;
         Ok(())
     }
 
@@ -391,6 +396,40 @@ impl Catalog for SqlCatalog {
         zones::delete_zone(self, name).await
     }
 
+    async fn create_transfer(&self, id: &str, owner_id: i64, spec: &str) -> Result<TransferRecord, Error> {
+        transfers::create_transfer(self, id, owner_id, spec).await
+    }
+    async fn get_transfer(&self, id: &str) -> Result<Option<TransferRecord>, Error> {
+        transfers::get_transfer(self, id).await
+    }
+    async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error> {
+        transfers::list_transfers(self, owner_id, limit).await
+    }
+    async fn transfers_in_state(&self, states: &[&str]) -> Result<Vec<TransferRecord>, Error> {
+        transfers::transfers_in_state(self, states).await
+    }
+    async fn set_transfer_state(&self, id: &str, state: &str, error: Option<&str>) -> Result<(), Error> {
+        transfers::set_transfer_state(self, id, state, error).await
+    }
+    async fn add_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error> {
+        transfers::add_transfer_files(self, id, files).await
+    }
+    async fn update_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error> {
+        transfers::update_transfer_files(self, id, files).await
+    }
+    async fn transfer_files(
+        &self,
+        id: &str,
+        state: Option<&str>,
+        after_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<TransferFile>, Error> {
+        transfers::transfer_files(self, id, state, after_seq, limit).await
+    }
+    async fn transfer_counts(&self, id: &str) -> Result<TransferCounts, Error> {
+        transfers::transfer_counts(self, id).await
+    }
+
     async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error> {
         namespace::get_node(self, path).await
     }
@@ -474,6 +513,12 @@ impl Catalog for SqlCatalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_dialects_have_the_same_migrations() {
+        let names = |m: Embedded| m.iter().map(|(v, d, _)| (*v, *d)).collect::<Vec<_>>();
+        assert_eq!(names(SQLITE_MIGRATIONS), names(POSTGRES_MIGRATIONS));
+    }
 
     #[test]
     fn sqlite_urls_create_missing_files() {

@@ -1,7 +1,9 @@
 //! Column lists and row decoding shared by the statements. Columns are read by position, in
 //! the order of the `*_COLS` constants.
 
-use crate::{Node, PeerZone, Principal, PrincipalKind, Replica, Resource, TokenRecord};
+use crate::{
+    Node, PeerZone, Principal, PrincipalKind, Replica, Resource, TokenRecord, TransferFile, TransferRecord,
+};
 use sqlx::any::AnyRow;
 use sqlx::{Decode, Row, Type};
 use weft_types::{
@@ -20,6 +22,12 @@ pub(crate) const TOKEN_COLS: &str = "t.id, t.user_id, t.label, t.created, t.expi
 pub(crate) const RESOURCE_COLS: &str = "s.id, s.name, s.kind, s.config, s.tier, s.is_default, s.created";
 
 pub(crate) const ZONE_COLS: &str = "name, url, secret, created";
+
+pub(crate) const TRANSFER_COLS: &str = "t.id, t.owner_id, p.name, t.spec, t.state, t.error, t.files_total, \
+     t.bytes_total, t.created, t.started, t.finished";
+pub(crate) const TRANSFER_FROM: &str = "transfers t JOIN principals p ON p.id = t.owner_id";
+pub(crate) const TRANSFER_FILE_COLS: &str =
+    "seq, source, destination, size, state, bytes_done, attempts, error, checksum, resume";
 
 pub(crate) const REPLICA_COLS: &str =
     "r.id, r.node_id, r.resource_id, s.name, r.physical_key, r.size, r.checksum, r.state, r.created, r.verified";
@@ -141,6 +149,38 @@ pub(crate) fn zone(row: &AnyRow) -> Result<PeerZone, Error> {
         url: get(row, 1)?,
         secret: get(row, 2)?,
         created: get(row, 3)?,
+    })
+}
+
+pub(crate) fn transfer(row: &AnyRow) -> Result<TransferRecord, Error> {
+    let owner: String = get(row, 2)?;
+    Ok(TransferRecord {
+        id: get(row, 0)?,
+        owner_id: get(row, 1)?,
+        owner: PrincipalName::parse(&owner).map_err(|e| corrupt("principal name", e.message))?,
+        spec: get(row, 3)?,
+        state: get(row, 4)?,
+        error: get(row, 5)?,
+        files_total: get::<i64>(row, 6)? as u64,
+        bytes_total: get::<i64>(row, 7)? as u64,
+        created: get(row, 8)?,
+        started: get(row, 9)?,
+        finished: get(row, 10)?,
+    })
+}
+
+pub(crate) fn transfer_file(row: &AnyRow) -> Result<TransferFile, Error> {
+    Ok(TransferFile {
+        seq: get::<i64>(row, 0)? as u64,
+        source: get(row, 1)?,
+        destination: get(row, 2)?,
+        size: get::<i64>(row, 3)? as u64,
+        state: get(row, 4)?,
+        bytes_done: get::<i64>(row, 5)? as u64,
+        attempts: get::<i64>(row, 6)? as u32,
+        error: get(row, 7)?,
+        checksum: get(row, 8)?,
+        resume: get(row, 9)?,
     })
 }
 

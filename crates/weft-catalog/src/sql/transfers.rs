@@ -1,0 +1,233 @@
+//! Managed transfers and their files.
+
+use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
+use super::{affected, db, db_ctx, now_ms, SqlCatalog};
+use crate::{TransferCounts, TransferFile, TransferRecord};
+use weft_types::Error;
+
+pub(super) async fn create_transfer(
+    c: &SqlCatalog,
+    id: &str,
+    owner_id: i64,
+    spec: &str,
+) -> Result<TransferRecord, Error> {
+    sqlx::query(
+        "INSERT INTO transfers (id, owner_id, spec, state, created) VALUES ($1, $2, $3, 'queued', $4)",
+    )
+    .bind(id)
+    .bind(owner_id)
+    .bind(spec)
+    .bind(now_ms())
+    .execute(c.pool())
+    .await
+    .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
+    get_transfer(c, id)
+        .await?
+        .ok_or_else(|| Error::internal(format!("transfer {id} vanished after insert")))
+}
+
+pub(super) async fn get_transfer(c: &SqlCatalog, id: &str) -> Result<Option<TransferRecord>, Error> {
+    sqlx::query(&format!(
+        "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} WHERE t.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(c.pool())
+    .await
+    .map_err(db)?
+    .as_ref()
+    .map(rows::transfer)
+    .transpose()
+}
+
+pub(super) async fn list_transfers(
+    c: &SqlCatalog,
+    owner_id: Option<i64>,
+    limit: u32,
+) -> Result<Vec<TransferRecord>, Error> {
+    let filter = if owner_id.is_some() {
+        "WHERE t.owner_id = $2"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} {filter} ORDER BY t.created DESC, t.id LIMIT $1"
+    );
+    let mut q = sqlx::query(&sql).bind(i64::from(limit));
+    if let Some(o) = owner_id {
+        q = q.bind(o);
+    }
+    q.fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::transfer)
+        .collect()
+}
+
+pub(super) async fn transfers_in_state(
+    c: &SqlCatalog,
+    states: &[&str],
+) -> Result<Vec<TransferRecord>, Error> {
+    let marks: Vec<String> = (1..=states.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} WHERE t.state IN ({}) ORDER BY t.created, t.id",
+        marks.join(", ")
+    );
+    let mut q = sqlx::query(&sql);
+    for s in states {
+        q = q.bind(*s);
+    }
+    q.fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::transfer)
+        .collect()
+}
+
+pub(super) async fn set_transfer_state(
+    c: &SqlCatalog,
+    id: &str,
+    state: &str,
+    error: Option<&str>,
+) -> Result<(), Error> {
+    let now = now_ms();
+    let stamps = match state {
+        "active" => ", started = COALESCE(started, $4), finished = NULL",
+        "succeeded" | "failed" | "cancelled" => ", finished = $4",
+        _ => ", finished = NULL",
+    };
+    let done = sqlx::query(&format!(
+        "UPDATE transfers SET state = $1, error = $2{stamps} WHERE id = $3"
+    ))
+    .bind(state)
+    .bind(error)
+    .bind(id)
+    .bind(now)
+    .execute(c.pool())
+    .await
+    .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
+    if affected(done) == 0 {
+        return Err(Error::not_found(format_args!("transfer {id}")));
+    }
+    Ok(())
+}
+
+pub(super) async fn add_transfer_files(
+    c: &SqlCatalog,
+    id: &str,
+    files: &[TransferFile],
+) -> Result<(), Error> {
+    let mut tx = c.begin_write().await?;
+    let mut bytes: i64 = 0;
+    for f in files {
+        sqlx::query(&format!(
+            "INSERT INTO transfer_files (transfer_id, {TRANSFER_FILE_COLS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        ))
+        .bind(id)
+        .bind(f.seq as i64)
+        .bind(&f.source)
+        .bind(&f.destination)
+        .bind(f.size as i64)
+        .bind(&f.state)
+        .bind(f.bytes_done as i64)
+        .bind(i64::from(f.attempts))
+        .bind(f.error.as_deref())
+        .bind(f.checksum.as_deref())
+        .bind(f.resume.as_deref())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db_ctx(e, format_args!("file {} of transfer {id}", f.seq)))?;
+        bytes += f.size as i64;
+    }
+    let done = sqlx::query(
+        "UPDATE transfers SET files_total = files_total + $1, bytes_total = bytes_total + $2 WHERE id = $3",
+    )
+    .bind(files.len() as i64)
+    .bind(bytes)
+    .bind(id)
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    if affected(done) == 0 {
+        return Err(Error::not_found(format_args!("transfer {id}")));
+    }
+    tx.commit().await.map_err(db)
+}
+
+pub(super) async fn update_transfer_files(
+    c: &SqlCatalog,
+    id: &str,
+    files: &[TransferFile],
+) -> Result<(), Error> {
+    let mut tx = c.begin_write().await?;
+    for f in files {
+        sqlx::query(
+            "UPDATE transfer_files SET state = $1, bytes_done = $2, attempts = $3, error = $4, \
+             checksum = $5, resume = $6 WHERE transfer_id = $7 AND seq = $8",
+        )
+        .bind(&f.state)
+        .bind(f.bytes_done as i64)
+        .bind(i64::from(f.attempts))
+        .bind(f.error.as_deref())
+        .bind(f.checksum.as_deref())
+        .bind(f.resume.as_deref())
+        .bind(id)
+        .bind(f.seq as i64)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
+    tx.commit().await.map_err(db)
+}
+
+pub(super) async fn transfer_files(
+    c: &SqlCatalog,
+    id: &str,
+    state: Option<&str>,
+    after_seq: Option<u64>,
+    limit: u32,
+) -> Result<Vec<TransferFile>, Error> {
+    let state_filter = if state.is_some() { " AND state = $4" } else { "" };
+    let sql = format!(
+        "SELECT {TRANSFER_FILE_COLS} FROM transfer_files WHERE transfer_id = $1 AND seq > $2{state_filter} \
+         ORDER BY seq LIMIT $3"
+    );
+    let mut q = sqlx::query(&sql)
+        .bind(id)
+        .bind(after_seq.map_or(-1, |s| s as i64))
+        .bind(i64::from(limit));
+    if let Some(s) = state {
+        q = q.bind(s);
+    }
+    q.fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::transfer_file)
+        .collect()
+}
+
+pub(super) async fn transfer_counts(c: &SqlCatalog, id: &str) -> Result<TransferCounts, Error> {
+    let rows = sqlx::query(
+        "SELECT state, COUNT(*), CAST(COALESCE(SUM(bytes_done), 0) AS BIGINT), \
+         CAST(COALESCE(SUM(attempts), 0) AS BIGINT) \
+         FROM transfer_files WHERE transfer_id = $1 GROUP BY state ORDER BY state",
+    )
+    .bind(id)
+    .fetch_all(c.pool())
+    .await
+    .map_err(db)?;
+    let mut counts = TransferCounts::default();
+    for r in &rows {
+        let state: String = rows::get(r, 0)?;
+        let n: i64 = rows::get(r, 1)?;
+        let bytes: i64 = rows::get(r, 2)?;
+        let attempts: i64 = rows::get(r, 3)?;
+        counts.files_by_state.push((state, n as u64));
+        counts.bytes_done += bytes as u64;
+        counts.attempts += attempts as u64;
+    }
+    Ok(counts)
+}
