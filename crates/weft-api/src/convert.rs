@@ -90,3 +90,60 @@ pub fn peer_zone(p: &weft_zone::PeerInfo) -> weft_types::wire::PeerZoneWire {
         error,
     }
 }
+
+pub fn transfer_file(f: &weft_zone::TransferFile) -> weft_types::wire::TransferFileWire {
+    weft_types::wire::TransferFileWire {
+        seq: f.seq,
+        source: f.source.clone(),
+        destination: f.destination.clone(),
+        size: f.size,
+        state: f.state.clone(),
+        bytes_done: f.bytes_done,
+        attempts: f.attempts,
+        error: f.error.clone(),
+        checksum: f.checksum.clone(),
+    }
+}
+
+pub fn transfer(t: &weft_zone::TransferInfo) -> weft_types::wire::TransferWire {
+    let r = &t.record;
+    let count = |state: &str| {
+        t.counts
+            .files_by_state
+            .iter()
+            .find(|(s, _)| s == state)
+            .map_or(0, |(_, n)| *n)
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let elapsed_s = r
+        .started
+        .map(|s| (r.finished.unwrap_or(now) - s).max(1) as f64 / 1e3);
+    let rate = elapsed_s.map(|e| t.counts.bytes_done as f64 / e);
+    let left = r.bytes_total.saturating_sub(t.counts.bytes_done);
+    let eta = match (r.state.as_str(), rate) {
+        ("active", Some(rate)) if rate > 0.0 => Some(left as f64 / rate),
+        _ => None,
+    };
+    weft_types::wire::TransferWire {
+        id: r.id.clone(),
+        owner: r.owner.to_string(),
+        state: r.state.clone(),
+        error: r.error.clone(),
+        sources: t.spec.sources.clone(),
+        destination: t.spec.destination.clone(),
+        files_total: r.files_total,
+        files_done: count("done"),
+        files_skipped: count("skipped"),
+        files_failed: count("failed"),
+        bytes_total: r.bytes_total,
+        bytes_done: t.counts.bytes_done,
+        attempts: t.counts.attempts,
+        rate_bytes_per_s: rate,
+        eta_s: eta,
+        created: r.created,
+        started: r.started,
+        finished: r.finished,
+    }
+}

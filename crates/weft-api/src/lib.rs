@@ -134,6 +134,12 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::federation::list_zones,
         routes::federation::add_zone,
         routes::federation::remove_zone,
+        routes::transfers::start,
+        routes::transfers::plan,
+        routes::transfers::list,
+        routes::transfers::show,
+        routes::transfers::files,
+        routes::transfers::cancel,
     )
 )]
 pub struct ApiDoc;

@@ -55,6 +55,25 @@ pub struct Downloaded {
 }
 
 impl Client {
+    /// The bytes `range` of a data object, in memory (zones moving pieces between
+    /// themselves hold one piece at a time).
+    pub async fn read_range(&self, logical: &LogicalPath, range: Range<u64>) -> Result<Bytes, ClientError> {
+        if range.is_empty() {
+            return Ok(Bytes::new());
+        }
+        let req = self
+            .request(Method::GET, self.path_url("data", logical))
+            .header(RANGE, format!("bytes={}-{}", range.start, range.end - 1));
+        let resp = self.send(req).await?;
+        if resp.status() != StatusCode::PARTIAL_CONTENT {
+            return Err(ClientError::Protocol(format!(
+                "asked for a byte range of {logical}, the zone answered {} instead of 206",
+                resp.status()
+            )));
+        }
+        resp.bytes().await.map_err(|e| self.transport(e))
+    }
+
     /// Downloads the data object `logical` to the local file `local` (replacing it).
     pub async fn get_file(
         &self,

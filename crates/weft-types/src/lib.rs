@@ -3,6 +3,7 @@
 //! weft crate.
 
 pub mod checksum;
+pub mod endpoint;
 pub mod error;
 pub mod meta;
 pub mod model;
@@ -11,6 +12,7 @@ pub mod path;
 pub mod wire;
 
 pub use checksum::{Checksum, ChecksumAlgo, ChunkedBlake3, PieceDigest, PieceHasher, PieceSize};
+pub use endpoint::Endpoint;
 pub use error::{Error, ErrorCode, Result};
 pub use meta::{MetaCondition, MetaOp};
 pub use model::{NodeKind, Permission, ReplicaState, ResourceKind};

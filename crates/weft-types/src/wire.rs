@@ -302,6 +302,74 @@ pub struct NewPeerZone {
     pub replace: bool,
 }
 
+/// `POST /transfers` (and `/transfers/plan` for a dry run).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TransferRequest {
+    /// Logical paths of any federated zone, `file:///...` or `s3://bucket/prefix`.
+    pub sources: Vec<String>,
+    pub destination: String,
+    #[serde(default)]
+    pub recursive: bool,
+    /// Move only what differs by size and checksum.
+    #[serde(default)]
+    pub sync: bool,
+    /// `default` (checksums in flight, end to end) or `strong` (also re-read the destination).
+    pub verify: Option<String>,
+    /// Parallel streams per large file (default 4).
+    pub streams: Option<u32>,
+    /// Files in flight (default 8).
+    pub concurrency: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TransferWire {
+    pub id: String,
+    pub owner: String,
+    /// `queued`, `active`, `succeeded`, `failed` or `cancelled`.
+    pub state: String,
+    pub error: Option<String>,
+    pub sources: Vec<String>,
+    pub destination: String,
+    pub files_total: u64,
+    pub files_done: u64,
+    pub files_skipped: u64,
+    pub files_failed: u64,
+    pub bytes_total: u64,
+    pub bytes_done: u64,
+    /// Attempts over all files (more than files_total means retries happened).
+    pub attempts: u64,
+    /// Bytes per second since the transfer started.
+    pub rate_bytes_per_s: Option<f64>,
+    pub eta_s: Option<f64>,
+    pub created: i64,
+    pub started: Option<i64>,
+    pub finished: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TransferFileWire {
+    pub seq: u64,
+    pub source: String,
+    pub destination: String,
+    pub size: u64,
+    /// `pending`, `active`, `done`, `skipped`, `failed` or `cancelled`.
+    pub state: String,
+    pub bytes_done: u64,
+    pub attempts: u32,
+    /// The last error and its cause (kept after a successful retry).
+    pub error: Option<String>,
+    pub checksum: Option<String>,
+}
+
+/// What a transfer would do (`--dry-run`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TransferPlanWire {
+    pub files: Vec<TransferFileWire>,
+    pub files_to_move: u64,
+    pub bytes_to_move: u64,
+    pub files_skipped: u64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WorkerWire {
     pub name: String,

@@ -66,7 +66,8 @@ impl Zone {
         let catalog = weft_catalog::connect(&url).await?;
         let committer = Committer::start(catalog.clone());
         let sweeper = crate::worker::Worker::new("upload-sweeper");
-        let workers = vec![committer.worker.clone(), sweeper.clone()];
+        let transfer_worker = crate::worker::Worker::new("transfers");
+        let workers = vec![committer.worker.clone(), sweeper.clone(), transfer_worker.clone()];
         let zone = Arc::new(Zone {
             name: config.name.clone(),
             data_dir: data_dir.clone(),
@@ -77,6 +78,7 @@ impl Zone {
             workers,
             auth_cache: Default::default(),
             peers: Default::default(),
+            running: Default::default(),
         });
         let mut report = Bootstrap::default();
         let admin_name = PrincipalName::parse(ADMIN).expect("valid name");
@@ -99,6 +101,7 @@ impl Zone {
         zone.open_stores().await?;
         report.temporary_removed = zone.remove_temporary().await?;
         crate::upload::start_sweeper(&zone, sweeper);
+        crate::transfers::start_worker(&zone, transfer_worker);
         if first_start {
             let token = zone.issue_token(admin.id, "admin (first start)", None).await?;
             let file = data_dir.join("admin.token");

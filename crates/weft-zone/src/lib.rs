@@ -11,6 +11,7 @@ mod meta;
 mod namespace;
 mod principals;
 mod resources;
+mod transfers;
 mod upload;
 mod worker;
 
@@ -30,8 +31,11 @@ pub use meta::MetaEdit;
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
 pub use principals::NewToken;
 pub use resources::ResourceInfo;
+pub use transfers::{TransferInfo, TRANSFER_PIECE};
 pub use upload::{UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, Node, Principal, PrincipalKind};
+pub use weft_catalog::{TransferCounts, TransferFile, TransferRecord};
+pub use weft_transfer::{TransferSpec, Verify};
 pub use worker::WorkerStatus;
 
 /// One zone: its catalog, its opened resources and the work in flight.
@@ -45,6 +49,7 @@ pub struct Zone {
     workers: Vec<Arc<worker::Worker>>,
     auth_cache: access::AuthCache,
     peers: federation::Peers,
+    running: transfers::Running,
 }
 
 impl Zone {

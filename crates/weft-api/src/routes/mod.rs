@@ -6,6 +6,7 @@ pub mod data;
 pub mod federation;
 pub mod meta;
 pub mod namespace;
+pub mod transfers;
 
 use crate::AppState;
 use axum::handler::Handler;
@@ -91,4 +92,10 @@ pub fn table() -> RouteTable {
         .add(M::GET, "/api/v1/zones", federation::list_zones)
         .add(M::POST, "/api/v1/zones", federation::add_zone)
         .add(M::DELETE, "/api/v1/zones/{name}", federation::remove_zone)
+        .add(M::POST, "/api/v1/transfers", transfers::start)
+        .add(M::POST, "/api/v1/transfers/plan", transfers::plan)
+        .add(M::GET, "/api/v1/transfers", transfers::list)
+        .add(M::GET, "/api/v1/transfers/{id}", transfers::show)
+        .add(M::GET, "/api/v1/transfers/{id}/files", transfers::files)
+        .add(M::POST, "/api/v1/transfers/{id}/cancel", transfers::cancel)
 }

@@ -1,0 +1,265 @@
+//! Managed transfers between two federated zones on loopback: a tree with a large file
+//! pushed and pulled back, checksums compared end to end, `sync` moving only what differs,
+//! and requests refused before any byte moves.
+
+mod common;
+
+use common::{start_named, TestZone};
+use serde_json::{json, Value};
+use std::time::Duration;
+use weft_types::LogicalPath;
+
+const SECRET: &str = "0123456789abcdef0123456789abcdef-shared";
+
+async fn federated() -> (TestZone, TestZone, String) {
+    let lrz = start_named("lrz").await;
+    let it4i = start_named("it4i").await;
+    for (zone, peer, url) in [(&lrz, "it4i", &it4i.url), (&it4i, "lrz", &lrz.url)] {
+        let r = zone
+            .post("zones", &zone.admin_token)
+            .json(&json!({"name": peer, "url": url, "secret": SECRET}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+    }
+    let alice = lrz.user("alice").await;
+    assert_eq!(
+        it4i.post("mkdir/it4i/shared", &it4i.admin_token)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        201
+    );
+    let r = it4i
+        .post("acl/it4i/shared", &it4i.admin_token)
+        .json(&json!({"principal": "alice#lrz", "permission": "write", "recursive": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    (lrz, it4i, alice)
+}
+
+/// Starts a transfer and waits for its end; the final record.
+async fn run(zone: &TestZone, token: &str, body: Value) -> Value {
+    let r = zone.post("transfers", token).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let t: Value = r.json().await.unwrap();
+    let id = t["id"].as_str().unwrap().to_owned();
+    for _ in 0..600 {
+        let t = zone.get_json(&format!("transfers/{id}"), token).await;
+        if !matches!(t["state"].as_str(), Some("queued" | "active")) {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("transfer {id} did not end within a minute");
+}
+
+async fn checksum(zone: &TestZone, path: &str) -> String {
+    let s = zone.get_json(&format!("stat{path}"), &zone.admin_token).await;
+    s["checksum"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{path}: {s}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trees_move_between_zones_and_sync_moves_only_differences() {
+    let (lrz, it4i, alice) = federated().await;
+    let client = weft_client::Client::new(&lrz.url, Some(alice.clone())).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let big: Vec<u8> = (0..40 * 1024 * 1024 + 5).map(|i| (i * 7 % 253) as u8).collect();
+    for (rel, data) in [
+        ("a.txt", b"alpha".to_vec()),
+        ("sub/b.txt", b"beta".to_vec()),
+        ("big.bin", big),
+    ] {
+        let local = dir.path().join(rel.replace('/', "_"));
+        std::fs::write(&local, data).unwrap();
+        let target = LogicalPath::parse(&format!("/lrz/home/alice/run/{rel}")).unwrap();
+        if let Some(parent) = target.parent() {
+            client.mkdir(&parent, true).await.unwrap();
+        }
+        client
+            .put_file(&local, &target, &Default::default())
+            .await
+            .unwrap();
+    }
+
+    // Push lrz → it4i: the zones move the bytes; the client only asked.
+    let t = run(
+        &lrz,
+        &alice,
+        json!({"sources": ["/lrz/home/alice/run"], "destination": "/it4i/shared", "recursive": true}),
+    )
+    .await;
+    assert_eq!(t["state"], "succeeded", "{t}");
+    assert_eq!(
+        (t["files_total"].as_u64(), t["files_done"].as_u64()),
+        (Some(3), Some(3)),
+        "{t}"
+    );
+    assert_eq!(t["bytes_done"], t["bytes_total"]);
+    for rel in ["a.txt", "sub/b.txt", "big.bin"] {
+        assert_eq!(
+            checksum(&it4i, &format!("/it4i/shared/run/{rel}")).await,
+            checksum(&lrz, &format!("/lrz/home/alice/run/{rel}")).await,
+            "{rel}"
+        );
+    }
+    let owner = it4i
+        .get_json("stat/it4i/shared/run/big.bin", &it4i.admin_token)
+        .await;
+    assert_eq!(
+        owner["owner"], "alice#lrz",
+        "the remote zone wrote as the visitor"
+    );
+
+    // Pull it4i → lrz, with strong verification (the destination is re-read).
+    let t = run(
+        &lrz,
+        &alice,
+        json!({"sources": ["/it4i/shared/run"], "destination": "/lrz/home/alice/back", "recursive": true, "verify": "strong"}),
+    )
+    .await;
+    assert_eq!(t["state"], "succeeded", "{t}");
+    assert_eq!(
+        checksum(&lrz, "/lrz/home/alice/back/big.bin").await,
+        checksum(&lrz, "/lrz/home/alice/run/big.bin").await
+    );
+    let files: Value = lrz
+        .get_json(&format!("transfers/{}/files", t["id"].as_str().unwrap()), &alice)
+        .await;
+    assert_eq!(files.as_array().unwrap().len(), 3);
+    assert!(
+        files
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["state"] == "done" && f["checksum"].is_string()),
+        "{files}"
+    );
+
+    // Sync: nothing differs, nothing moves; after a change, exactly that file does.
+    let sync = json!({"sources": ["/lrz/home/alice/run"], "destination": "/it4i/shared", "recursive": true, "sync": true});
+    let t = run(&lrz, &alice, sync.clone()).await;
+    assert_eq!(
+        (t["files_skipped"].as_u64(), t["files_done"].as_u64()),
+        (Some(3), Some(0)),
+        "{t}"
+    );
+    let opts = weft_client::PutOptions {
+        overwrite: true,
+        ..Default::default()
+    };
+    client
+        .put_bytes(
+            "alpha, changed".into(),
+            &LogicalPath::parse("/lrz/home/alice/run/a.txt").unwrap(),
+            &opts,
+        )
+        .await
+        .unwrap();
+    let plan: Value = lrz
+        .post("transfers/plan", &alice)
+        .json(&sync)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (plan["files_to_move"].as_u64(), plan["bytes_to_move"].as_u64()),
+        (Some(1), Some(14)),
+        "{plan}"
+    );
+    let t = run(&lrz, &alice, sync).await;
+    assert_eq!(
+        (t["files_skipped"].as_u64(), t["files_done"].as_u64()),
+        (Some(2), Some(1)),
+        "{t}"
+    );
+    assert_eq!(
+        checksum(&it4i, "/it4i/shared/run/a.txt").await,
+        checksum(&lrz, "/lrz/home/alice/run/a.txt").await
+    );
+
+    // Listing: alice sees her transfers, another user sees none of them.
+    let mine: Value = lrz.get_json("transfers", &alice).await;
+    assert_eq!(mine.as_array().unwrap().len(), 4);
+    let bob = lrz.user("bob").await;
+    let theirs: Value = lrz.get_json("transfers", &bob).await;
+    assert!(theirs.as_array().unwrap().is_empty());
+    let id = mine[0]["id"].as_str().unwrap();
+    assert_eq!(
+        lrz.get(&format!("transfers/{id}"), &bob)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_transfers_are_refused_before_any_byte_moves() {
+    let (lrz, _it4i, alice) = federated().await;
+    let cases = [
+        (
+            json!({"sources": ["/lrz/home/alice/nothing"], "destination": "/it4i/shared"}),
+            404,
+            "not_found",
+        ),
+        (
+            json!({"sources": [], "destination": "/it4i/shared"}),
+            400,
+            "invalid_argument",
+        ),
+        (
+            json!({"sources": ["relative"], "destination": "/it4i/shared"}),
+            400,
+            "invalid_path",
+        ),
+        (
+            json!({"sources": ["/lrz/home/alice"], "destination": "/it4i/shared"}),
+            400,
+            "invalid_argument",
+        ),
+        (
+            json!({"sources": ["/lrz/home/alice"], "destination": "/nowhere/x", "recursive": true}),
+            400,
+            "unknown_zone",
+        ),
+        (
+            json!({"sources": ["file:///etc"], "destination": "/lrz/home/alice", "recursive": true}),
+            403,
+            "forbidden",
+        ),
+        (
+            json!({"sources": ["/lrz/home/alice"], "destination": "/it4i/shared", "recursive": true, "streams": 0}),
+            400,
+            "invalid_argument",
+        ),
+        (
+            json!({"sources": ["/lrz/home/alice"], "destination": "/it4i/shared", "verify": "sometimes"}),
+            400,
+            "invalid_argument",
+        ),
+    ];
+    for (body, status, code) in cases {
+        let r = lrz.post("transfers", &alice).json(&body).send().await.unwrap();
+        let got = r.status().as_u16();
+        let err: Value = r.json().await.unwrap();
+        assert_eq!(
+            (got, err["code"].as_str().unwrap()),
+            (status, code),
+            "{body}: {err}"
+        );
+    }
+    let none: Value = lrz.get_json("transfers", &alice).await;
+    assert!(none.as_array().unwrap().is_empty(), "nothing was queued: {none}");
+}

@@ -1,0 +1,519 @@
+//! Planning and running transfers.
+
+use crate::side::{Entry, Side, Sides};
+use crate::spec::{TransferSpec, Verify};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use weft_catalog::{Catalog, TransferFile};
+use weft_types::{Checksum, ChunkedBlake3, Endpoint, Error, ErrorCode, PieceDigest, PieceHasher, PieceSize};
+
+/// How often progress is written back to the catalog (one transaction per flush).
+const FLUSH_EVERY: Duration = Duration::from_millis(300);
+/// Files listed per catalog page while running.
+const PAGE: u32 = 1000;
+
+/// How temporary errors are retried.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    /// Attempts per file (and per piece of a large file), the first included.
+    pub attempts: u32,
+    pub first_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 8,
+            first_backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(10),
+        }
+    }
+}
+
+impl RetryPolicy {
+    fn backoff(&self, attempt: u32) -> Duration {
+        let d = self
+            .first_backoff
+            .saturating_mul(1 << attempt.saturating_sub(1).min(16));
+        d.min(self.max_backoff)
+    }
+}
+
+pub struct Engine {
+    catalog: Arc<dyn Catalog>,
+    sides: Arc<dyn Sides>,
+    retry: RetryPolicy,
+    /// Files above this size move as pieces over parallel streams; a piece is held in
+    /// memory once (so memory is bounded by streams × concurrency × piece).
+    piece: PieceSize,
+}
+
+/// Where a large file stands: the destination's upload and the digests of the pieces done.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Resume {
+    upload: Option<String>,
+    piece: u64,
+    /// Piece index → chaining value (hex).
+    done: BTreeMap<u64, String>,
+}
+
+impl Engine {
+    pub fn new(
+        catalog: Arc<dyn Catalog>,
+        sides: Arc<dyn Sides>,
+        retry: RetryPolicy,
+        piece: PieceSize,
+    ) -> Engine {
+        Engine {
+            catalog,
+            sides,
+            retry,
+            piece,
+        }
+    }
+
+    /// The files `spec` moves, as `cp -r` would name them; with `sync`, those whose
+    /// destination already has the same size and checksum are `skipped`. Checks that every
+    /// source exists and every endpoint is allowed before anything moves.
+    pub async fn plan(&self, owner: &str, spec: &TransferSpec) -> Result<Vec<TransferFile>, Error> {
+        let (sources, dest) = spec.check()?;
+        let dst = self.sides.side(owner, &dest).await?;
+        let dest_entry = dst.stat(&dest).await?;
+        let into_dir = sources.len() > 1 || dest_entry.as_ref().is_some_and(|e| e.is_dir);
+        let mut files = Vec::new();
+        for src in &sources {
+            let side = self.sides.side(owner, src).await?;
+            let entry = side.stat(src).await?.ok_or_else(|| Error::not_found(src))?;
+            let base = if into_dir {
+                dest.join(src.name())?
+            } else {
+                dest.clone()
+            };
+            if entry.is_dir {
+                if !spec.recursive {
+                    return Err(Error::invalid(format!(
+                        "{src} is a directory; use -r to transfer it whole"
+                    )));
+                }
+                for e in side.list(src).await? {
+                    files.push(planned(src.join(&e.rel)?, base.join(&e.rel)?, &e));
+                }
+            } else {
+                files.push(planned(src.clone(), base, &entry));
+            }
+        }
+        for (seq, f) in files.iter_mut().enumerate() {
+            f.seq = seq as u64;
+        }
+        if spec.sync {
+            for f in &mut files {
+                let at = Endpoint::parse(&f.destination)?;
+                if let Some(there) = dst.stat(&at).await? {
+                    let same_sum =
+                        matches!((&there.checksum, &f.checksum), (Some(a), Some(b)) if a.to_string() == *b);
+                    if !there.is_dir && there.size == f.size && same_sum {
+                        f.state = "skipped".into();
+                    }
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    /// Runs transfer `id` to its end (or until `cancel`): plans it if not yet planned,
+    /// then moves every file not done. Safe to call again after a crash: it resumes.
+    pub async fn run(
+        &self,
+        id: &str,
+        owner: &str,
+        spec: &TransferSpec,
+        cancel: &AtomicBool,
+    ) -> Result<(), Error> {
+        let record = self
+            .catalog
+            .get_transfer(id)
+            .await?
+            .ok_or_else(|| Error::not_found(format_args!("transfer {id}")))?;
+        if record.state == "queued" && record.files_total == 0 {
+            match self.plan(owner, spec).await {
+                Ok(files) => self.catalog.add_transfer_files(id, &files).await?,
+                Err(e) => {
+                    let why = format!("planning failed: {e}");
+                    return self.catalog.set_transfer_state(id, "failed", Some(&why)).await;
+                }
+            }
+        }
+        self.catalog.set_transfer_state(id, "active", None).await?;
+
+        let progress = Progress::default();
+        let flusher = async {
+            loop {
+                tokio::time::sleep(FLUSH_EVERY).await;
+                progress.flush(self.catalog.as_ref(), id).await;
+            }
+        };
+        let work = async {
+            for state in ["active", "pending"] {
+                let mut after = None;
+                loop {
+                    let page = self.catalog.transfer_files(id, Some(state), after, PAGE).await?;
+                    let Some(last) = page.last() else { break };
+                    after = Some(last.seq);
+                    futures::stream::iter(page)
+                        .for_each_concurrent(spec.concurrency as usize, |f| {
+                            self.run_file(owner, spec, f, &progress, cancel)
+                        })
+                        .await;
+                    if cancel.load(Ordering::SeqCst) {
+                        return Ok(());
+                    }
+                }
+            }
+            Ok::<(), Error>(())
+        };
+        let outcome = tokio::select! {
+            r = work => r,
+            _ = flusher => unreachable!("the flusher never ends"),
+        };
+        progress.flush(self.catalog.as_ref(), id).await;
+        outcome?;
+        let counts = self.catalog.transfer_counts(id).await?;
+        let failed = counts
+            .files_by_state
+            .iter()
+            .find(|(s, _)| s == "failed")
+            .map_or(0, |(_, n)| *n);
+        if cancel.load(Ordering::SeqCst) {
+            self.catalog.set_transfer_state(id, "cancelled", None).await
+        } else if failed > 0 {
+            let total: u64 = counts.files_by_state.iter().map(|(_, n)| n).sum();
+            let why = format!("{failed} of {total} files failed; `weft transfer show {id}` names each cause");
+            self.catalog.set_transfer_state(id, "failed", Some(&why)).await
+        } else {
+            self.catalog.set_transfer_state(id, "succeeded", None).await
+        }
+    }
+
+    async fn run_file(
+        &self,
+        owner: &str,
+        spec: &TransferSpec,
+        mut f: TransferFile,
+        progress: &Progress,
+        cancel: &AtomicBool,
+    ) {
+        f.state = "active".into();
+        progress.update(&f);
+        loop {
+            if cancel.load(Ordering::SeqCst) {
+                f.state = "cancelled".into();
+                break;
+            }
+            f.attempts += 1;
+            match self.copy(owner, spec, &mut f, progress, cancel).await {
+                Ok(sum) => {
+                    f.state = "done".into();
+                    f.bytes_done = f.size;
+                    f.checksum = Some(sum.to_string());
+                    f.error = None;
+                    f.resume = None;
+                    break;
+                }
+                Err(e) => {
+                    f.error = Some(e.to_string());
+                    let again = (e.code.is_temporary() || e.code == ErrorCode::ChecksumMismatch)
+                        && f.attempts < self.retry.attempts;
+                    tracing::warn!(file = %f.source, attempt = f.attempts, error = %e, retry = again, "transfer file failed");
+                    if !again {
+                        f.state = "failed".into();
+                        break;
+                    }
+                    progress.update(&f);
+                    tokio::time::sleep(self.retry.backoff(f.attempts)).await;
+                }
+            }
+        }
+        progress.update(&f);
+    }
+
+    /// One attempt at one file; returns what the destination now holds.
+    async fn copy(
+        &self,
+        owner: &str,
+        spec: &TransferSpec,
+        f: &mut TransferFile,
+        progress: &Progress,
+        cancel: &AtomicBool,
+    ) -> Result<Checksum, Error> {
+        let (src_at, dst_at) = (Endpoint::parse(&f.source)?, Endpoint::parse(&f.destination)?);
+        let src = self.sides.side(owner, &src_at).await?;
+        let dst = self.sides.side(owner, &dst_at).await?;
+        let expected = f.checksum.as_deref().map(Checksum::parse).transpose()?;
+        if let Some(parent) = parent_of(&dst_at) {
+            dst.mkdirs(&parent).await?;
+        }
+        let sum = if f.size <= self.piece.get() {
+            let data = src.read(&src_at, 0..f.size).await?;
+            check_len(&src_at, f.size, data.len() as u64)?;
+            let sum = Checksum::blake3(&blake3::hash(&data));
+            check_source(&src_at, expected.as_ref(), &sum)?;
+            dst.put(&dst_at, data, &sum).await?;
+            sum
+        } else {
+            self.copy_pieces(
+                spec,
+                f,
+                src.as_ref(),
+                &src_at,
+                dst.as_ref(),
+                &dst_at,
+                progress,
+                cancel,
+            )
+            .await?
+        };
+        if let Some(e) = &expected {
+            check_source(&src_at, Some(e), &sum)?;
+        }
+        if spec.verify == Verify::Strong {
+            let there = dst.verify(&dst_at).await?;
+            if there != sum {
+                return Err(Error::new(
+                    ErrorCode::ChecksumMismatch,
+                    format!("{dst_at} re-read hashes to {there}, {sum} was written"),
+                ));
+            }
+        }
+        Ok(sum)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn copy_pieces(
+        &self,
+        spec: &TransferSpec,
+        f: &mut TransferFile,
+        src: &dyn Side,
+        src_at: &Endpoint,
+        dst: &dyn Side,
+        dst_at: &Endpoint,
+        progress: &Progress,
+        cancel: &AtomicBool,
+    ) -> Result<Checksum, Error> {
+        let mut resume: Resume = f
+            .resume
+            .as_deref()
+            .and_then(|r| serde_json::from_str(r).ok())
+            .filter(|r: &Resume| r.piece == self.piece.get())
+            .unwrap_or_default();
+        resume.piece = self.piece.get();
+        let upload = match &resume.upload {
+            Some(u) => u.clone(),
+            None => {
+                resume.done.clear();
+                let u = dst.begin(dst_at, f.size, self.piece).await?;
+                resume.upload = Some(u.clone());
+                f.resume = serde_json::to_string(&resume).ok();
+                progress.update(f);
+                u
+            }
+        };
+        let count = self.piece.count(f.size);
+        let todo: Vec<u64> = (0..count).filter(|i| !resume.done.contains_key(i)).collect();
+        let size = f.size;
+        let shared = Mutex::new((resume, f.clone()));
+        let results = futures::stream::iter(todo)
+            .map(|index| {
+                let upload = &upload;
+                let shared = &shared;
+                async move {
+                    if cancel.load(Ordering::SeqCst) {
+                        return Err(Error::new(ErrorCode::Conflict, "cancelled"));
+                    }
+                    let range = self.piece.range(index, size);
+                    let digest = self
+                        .retrying(|| self.move_piece(src, src_at, dst, upload, index, range.clone()))
+                        .await?;
+                    let mut guard = shared.lock().expect("not poisoned");
+                    let (resume, file) = &mut *guard;
+                    resume.done.insert(index, hex(&digest.cv));
+                    file.bytes_done += range.end - range.start;
+                    file.resume = serde_json::to_string(&*resume).ok();
+                    progress.update(file);
+                    Ok(())
+                }
+            })
+            .buffer_unordered(spec.streams as usize)
+            .collect::<Vec<Result<(), Error>>>()
+            .await;
+        let (resume, file) = shared.into_inner().expect("not poisoned");
+        *f = file;
+        if let Some(e) = results.into_iter().find_map(Result::err) {
+            if e.code == ErrorCode::NotFound {
+                // The destination lost the upload (restarted): start this file over.
+                f.resume = None;
+                f.bytes_done = 0;
+                return Err(Error::new(
+                    ErrorCode::StorageUnavailable,
+                    format!("the destination lost the upload of {dst_at} ({e}); starting it again"),
+                ));
+            }
+            return Err(e);
+        }
+        let digests = resume
+            .done
+            .values()
+            .map(|cv| {
+                unhex(cv).map(|cv| PieceDigest {
+                    cv,
+                    root_if_whole: None,
+                })
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::internal(format!("bad resume record of {src_at}")))?;
+        let sum = ChunkedBlake3::combine(self.piece, f.size, &digests)?;
+        match dst.complete(&upload, &sum).await {
+            Err(e) if e.code == ErrorCode::NotFound || e.code == ErrorCode::ChecksumMismatch => {
+                f.resume = None;
+                f.bytes_done = 0;
+                Err(e)
+            }
+            other => other.map(|_| sum),
+        }
+    }
+
+    /// Reads, hashes and writes one piece; its digest.
+    async fn move_piece(
+        &self,
+        src: &dyn Side,
+        src_at: &Endpoint,
+        dst: &dyn Side,
+        upload: &str,
+        index: u64,
+        range: std::ops::Range<u64>,
+    ) -> Result<PieceDigest, Error> {
+        let data: Bytes = src.read(src_at, range.clone()).await?;
+        check_len(src_at, range.end - range.start, data.len() as u64)?;
+        let mut h = PieceHasher::new(range.start);
+        h.update(&data);
+        dst.put_piece(upload, index, data).await?;
+        Ok(h.finish())
+    }
+
+    /// A piece is retried on its own, so that a large file resumes at its missing pieces.
+    async fn retrying<T, F, Fut>(&self, mut op: F) -> Result<T, Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        let mut attempt = 1;
+        loop {
+            match op().await {
+                Err(e) if e.code.is_temporary() && attempt < self.retry.attempts => {
+                    tracing::debug!(attempt, error = %e, "piece failed; retrying");
+                    tokio::time::sleep(self.retry.backoff(attempt)).await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+fn planned(source: Endpoint, destination: Endpoint, e: &Entry) -> TransferFile {
+    TransferFile {
+        seq: 0,
+        source: source.to_string(),
+        destination: destination.to_string(),
+        size: e.size,
+        state: "pending".into(),
+        bytes_done: 0,
+        attempts: 0,
+        error: None,
+        checksum: e.checksum.as_ref().map(|c| c.to_string()),
+        resume: None,
+    }
+}
+
+fn parent_of(at: &Endpoint) -> Option<Endpoint> {
+    match at {
+        Endpoint::Logical(p) => p.parent().map(Endpoint::Logical),
+        Endpoint::File(p) => p
+            .rsplit_once('/')
+            .map(|(d, _)| Endpoint::File(if d.is_empty() { "/".into() } else { d.into() })),
+        Endpoint::S3 { .. } => None,
+    }
+}
+
+fn check_len(at: &Endpoint, want: u64, got: u64) -> Result<(), Error> {
+    if want != got {
+        // The source changed under the transfer (or the read was cut): try again.
+        return Err(Error::new(
+            ErrorCode::IncompleteBody,
+            format!("read {got} bytes of {at} where {want} were expected"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_source(at: &Endpoint, expected: Option<&Checksum>, got: &Checksum) -> Result<(), Error> {
+    match expected {
+        Some(e) if e != got => Err(Error::new(
+            ErrorCode::ChecksumMismatch,
+            format!("{at} read as {got}, but its checksum is {e}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if s.len() != 64 {
+        return None;
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// File states changed since the last flush, written back in one transaction.
+#[derive(Default)]
+struct Progress {
+    changed: Mutex<HashMap<u64, TransferFile>>,
+}
+
+impl Progress {
+    fn update(&self, f: &TransferFile) {
+        self.changed
+            .lock()
+            .expect("not poisoned")
+            .insert(f.seq, f.clone());
+    }
+
+    async fn flush(&self, catalog: &dyn Catalog, id: &str) {
+        let batch: Vec<TransferFile> = {
+            let mut changed = self.changed.lock().expect("not poisoned");
+            changed.drain().map(|(_, f)| f).collect()
+        };
+        if batch.is_empty() {
+            return;
+        }
+        if let Err(e) = catalog.update_transfer_files(id, &batch).await {
+            tracing::warn!(transfer = id, error = %e, "cannot record transfer progress; will retry");
+            let mut changed = self.changed.lock().expect("not poisoned");
+            for f in batch {
+                changed.entry(f.seq).or_insert(f);
+            }
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! How the engine reaches an endpoint.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::ops::Range;
+use std::sync::Arc;
+use weft_types::{Checksum, Endpoint, Error, PieceSize};
+
+/// A file (or directory) found at an endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Path below the listed endpoint, `/`-separated; empty for the endpoint itself.
+    pub rel: String,
+    pub is_dir: bool,
+    pub size: u64,
+    /// Known without reading (catalog checksums); `None` for plain files.
+    pub checksum: Option<Checksum>,
+}
+
+/// One endpoint's storage as the transfer's owner may use it. Errors carry the stable
+/// codes that decide retries (`ErrorCode::is_temporary`).
+#[async_trait]
+pub trait Side: Send + Sync {
+    async fn stat(&self, at: &Endpoint) -> Result<Option<Entry>, Error>;
+    /// Every file below the directory `at` (recursively).
+    async fn list(&self, at: &Endpoint) -> Result<Vec<Entry>, Error>;
+    /// Creates the directory `at` and its parents.
+    async fn mkdirs(&self, at: &Endpoint) -> Result<(), Error>;
+    async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error>;
+    /// Writes a whole (small) file, replacing what is there, visible only when complete.
+    async fn put(&self, at: &Endpoint, data: Bytes, checksum: &Checksum) -> Result<(), Error>;
+    /// Opens a write of `size` bytes in pieces; returns its id.
+    async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error>;
+    async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error>;
+    /// Makes the file visible once every piece is there and the whole hashes to `checksum`.
+    async fn complete(&self, upload: &str, checksum: &Checksum) -> Result<(), Error>;
+    async fn abort(&self, upload: &str);
+    /// Re-reads `at` and returns what it hashes to.
+    async fn verify(&self, at: &Endpoint) -> Result<Checksum, Error>;
+}
+
+/// Resolves endpoints to sides for a transfer's owner.
+#[async_trait]
+pub trait Sides: Send + Sync {
+    async fn side(&self, owner: &str, at: &Endpoint) -> Result<Arc<dyn Side>, Error>;
+}

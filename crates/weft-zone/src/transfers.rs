@@ -1,0 +1,518 @@
+//! Managed transfers: submitted to this zone, persisted in its catalog and run by its
+//! transfer worker, which resumes unfinished ones after a restart. The bytes move between
+//! the zones (and staging endpoints) directly; the client that asked may leave.
+//!
+//! The engine (weft-transfer) reaches endpoints through [`ZoneSides`]: this zone's own
+//! namespace in process, a federated zone's through its API with zone tokens minted per
+//! request, acting for the transfer's owner so that each zone applies its own ACLs.
+
+use crate::{Caller, Zone};
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, Weak};
+use weft_catalog::{FindQuery, TransferCounts, TransferFile, TransferRecord};
+use weft_client::ClientError;
+use weft_transfer::{Engine, Entry, RetryPolicy, Side, Sides, TransferSpec};
+use weft_types::{Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, PieceSize, PrincipalName};
+
+/// Pieces of large files moved between zones: small enough to retry cheaply, large enough
+/// that per-request costs vanish.
+pub const TRANSFER_PIECE: u64 = 16 << 20;
+
+/// A transfer with its counts, as `transfer show` needs it.
+#[derive(Debug, Clone)]
+pub struct TransferInfo {
+    pub record: TransferRecord,
+    pub spec: TransferSpec,
+    pub counts: TransferCounts,
+}
+
+/// Transfers running in this process, by id, with their cancel flags.
+#[derive(Default)]
+pub(crate) struct Running {
+    flags: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    wake: tokio::sync::Notify,
+}
+
+impl Zone {
+    fn engine(self: &Arc<Self>) -> Engine {
+        let sides = Arc::new(ZoneSides {
+            zone: Arc::downgrade(self),
+        });
+        let piece = PieceSize::new(TRANSFER_PIECE).expect("a power of two");
+        Engine::new(self.catalog.clone(), sides, RetryPolicy::default(), piece)
+    }
+
+    /// Checks the request and plans it (what would move, how many bytes) without moving
+    /// anything: `--dry-run`, and the check made before a transfer is accepted.
+    pub async fn plan_transfer(
+        self: &Arc<Self>,
+        caller: &Caller,
+        spec: &TransferSpec,
+    ) -> Result<Vec<TransferFile>, Error> {
+        self.engine().plan(caller.name.as_str(), spec).await
+    }
+
+    /// Accepts a transfer: checked and planned at once (a bad endpoint, a missing source or a
+    /// refused permission fail here, before any byte moves), then run in the background.
+    pub async fn start_transfer(
+        self: &Arc<Self>,
+        caller: &Caller,
+        spec: TransferSpec,
+    ) -> Result<TransferRecord, Error> {
+        let files = self.plan_transfer(caller, &spec).await?;
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let json = serde_json::to_string(&spec).map_err(|e| Error::internal(e.to_string()))?;
+        self.catalog.create_transfer(&id, caller.user_id, &json).await?;
+        self.catalog.add_transfer_files(&id, &files).await?;
+        self.running.wake.notify_one();
+        self.catalog
+            .get_transfer(&id)
+            .await?
+            .ok_or_else(|| Error::internal(format!("transfer {id} vanished")))
+    }
+
+    /// The transfer with its counts. Errors: `not_found`, `forbidden` (another user's).
+    pub async fn transfer(&self, caller: &Caller, id: &str) -> Result<TransferInfo, Error> {
+        let record = self.own_transfer(caller, id).await?;
+        let spec = serde_json::from_str(&record.spec)
+            .map_err(|e| Error::internal(format!("transfer {id} has a bad stored request: {e}")))?;
+        let counts = self.catalog.transfer_counts(id).await?;
+        Ok(TransferInfo { record, spec, counts })
+    }
+
+    async fn own_transfer(&self, caller: &Caller, id: &str) -> Result<TransferRecord, Error> {
+        let record = self
+            .catalog
+            .get_transfer(id)
+            .await?
+            .ok_or_else(|| Error::not_found(format_args!("transfer {id}")))?;
+        if record.owner_id != caller.user_id && !caller.is_admin {
+            return Err(Error::forbidden(format!(
+                "transfer {id} belongs to {}, not {}",
+                record.owner, caller.name
+            )));
+        }
+        Ok(record)
+    }
+
+    /// The caller's transfers, newest first (an administrator's: everyone's).
+    pub async fn transfers(&self, caller: &Caller, limit: u32) -> Result<Vec<TransferRecord>, Error> {
+        let owner = (!caller.is_admin).then_some(caller.user_id);
+        self.catalog.list_transfers(owner, limit).await
+    }
+
+    pub async fn transfer_files(
+        &self,
+        caller: &Caller,
+        id: &str,
+        state: Option<&str>,
+        after_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<TransferFile>, Error> {
+        self.own_transfer(caller, id).await?;
+        self.catalog.transfer_files(id, state, after_seq, limit).await
+    }
+
+    /// Stops a transfer: files in flight finish or stop at their next piece, the rest are
+    /// not started. Errors: `conflict` once it has ended.
+    pub async fn cancel_transfer(&self, caller: &Caller, id: &str) -> Result<(), Error> {
+        let record = self.own_transfer(caller, id).await?;
+        if !matches!(record.state.as_str(), "queued" | "active") {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!("transfer {id} has already ended ({})", record.state),
+            ));
+        }
+        let flag = self.running.flags.lock().expect("not poisoned").get(id).cloned();
+        match flag {
+            Some(f) => f.store(true, std::sync::atomic::Ordering::SeqCst),
+            // Not running in this process (queued, or run by another server of the zone).
+            None => self.catalog.set_transfer_state(id, "cancelled", None).await?,
+        }
+        Ok(())
+    }
+}
+
+/// Runs queued and unfinished transfers: at start (resuming what a restart interrupted),
+/// whenever one is submitted, and every few seconds.
+pub(crate) fn start_worker(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>) {
+    let weak = Arc::downgrade(zone);
+    tokio::spawn(async move {
+        loop {
+            let Some(zone) = weak.upgrade() else { return };
+            match zone.catalog.transfers_in_state(&["queued", "active"]).await {
+                Ok(list) => {
+                    let mut started = 0;
+                    for record in list {
+                        if zone.launch(record) {
+                            started += 1;
+                        }
+                    }
+                    worker.record(started, None);
+                }
+                Err(e) => worker.record(0, Some(e.to_string())),
+            }
+            let wake = async { zone.running.wake.notified().await };
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), wake).await;
+        }
+    });
+}
+
+impl Zone {
+    /// Starts `record` unless it already runs here; whether it was started.
+    fn launch(self: &Arc<Self>, record: TransferRecord) -> bool {
+        let flag = Arc::new(AtomicBool::new(false));
+        {
+            let mut flags = self.running.flags.lock().expect("not poisoned");
+            if flags.contains_key(&record.id) {
+                return false;
+            }
+            flags.insert(record.id.clone(), flag.clone());
+        }
+        let zone = self.clone();
+        tokio::spawn(async move {
+            let id = record.id.clone();
+            let outcome = match serde_json::from_str::<TransferSpec>(&record.spec) {
+                Ok(spec) => zone.engine().run(&id, record.owner.as_str(), &spec, &flag).await,
+                Err(e) => Err(Error::internal(format!("bad stored request: {e}"))),
+            };
+            if let Err(e) = outcome {
+                // Catalog trouble: the transfer stays unfinished and is picked up again.
+                tracing::warn!(transfer = %id, error = %e, "transfer interrupted");
+            }
+            zone.running.flags.lock().expect("not poisoned").remove(&id);
+        });
+        true
+    }
+}
+
+/// Endpoints as the transfer's owner reaches them from this zone.
+struct ZoneSides {
+    zone: Weak<Zone>,
+}
+
+#[async_trait]
+impl Sides for ZoneSides {
+    async fn side(&self, owner: &str, at: &Endpoint) -> Result<Arc<dyn Side>, Error> {
+        let zone = self
+            .zone
+            .upgrade()
+            .ok_or_else(|| Error::new(ErrorCode::StorageUnavailable, "the zone is shutting down"))?;
+        let name = PrincipalName::parse(owner)?;
+        let user = zone
+            .catalog
+            .get_principal(&name)
+            .await?
+            .ok_or_else(|| Error::not_found(format_args!("user {owner}")))?;
+        let caller = zone.caller_for(&user, &[]).await?;
+        match at {
+            Endpoint::Logical(p) if p.zone() == zone.name.as_str() => {
+                Ok(Arc::new(LocalSide { zone, caller }))
+            }
+            Endpoint::Logical(p) => {
+                zone.peer(p.zone()).await?;
+                Ok(Arc::new(PeerSide {
+                    zone,
+                    caller,
+                    peer: p.zone().to_owned(),
+                }))
+            }
+            Endpoint::File(_) | Endpoint::S3 { .. } => Err(Error::forbidden(format!(
+                "zone {} allows no staging endpoint {at}: its administrator has configured none",
+                zone.name
+            ))),
+        }
+    }
+}
+
+fn logical(at: &Endpoint) -> Result<&LogicalPath, Error> {
+    match at {
+        Endpoint::Logical(p) => Ok(p),
+        other => Err(Error::internal(format!("{other} is not a logical path"))),
+    }
+}
+
+/// This zone's namespace, in process.
+struct LocalSide {
+    zone: Arc<Zone>,
+    caller: Caller,
+}
+
+#[async_trait]
+impl Side for LocalSide {
+    async fn stat(&self, at: &Endpoint) -> Result<Option<Entry>, Error> {
+        match self.zone.stat(&self.caller, logical(at)?).await {
+            Ok(info) => Ok(Some(Entry {
+                rel: String::new(),
+                is_dir: info.node.kind == NodeKind::Collection,
+                size: info.node.size as u64,
+                checksum: info.node.checksum,
+            })),
+            Err(e) if e.code == ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn list(&self, at: &Endpoint) -> Result<Vec<Entry>, Error> {
+        let root = logical(at)?;
+        let prefix = format!("{root}/");
+        let mut out = Vec::new();
+        let mut after_id = None;
+        loop {
+            let q = FindQuery {
+                root: root.clone(),
+                name_glob: None,
+                meta: Vec::new(),
+                kind: Some(NodeKind::Object),
+                after_id,
+                limit: 10_000,
+            };
+            let (nodes, next) = self.zone.find(&self.caller, q).await?;
+            out.extend(nodes.into_iter().map(|n| {
+                Entry {
+                    rel: n
+                        .path
+                        .as_str()
+                        .strip_prefix(&prefix)
+                        .unwrap_or(n.path.name())
+                        .to_owned(),
+                    is_dir: false,
+                    size: n.size as u64,
+                    checksum: n.checksum,
+                }
+            }));
+            match next.and_then(|c| c.parse().ok()) {
+                Some(c) => after_id = Some(c),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    async fn mkdirs(&self, at: &Endpoint) -> Result<(), Error> {
+        self.zone
+            .mkdir(&self.caller, logical(at)?, true)
+            .await
+            .map(|_| ())
+    }
+
+    async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error> {
+        use futures::TryStreamExt;
+        let read = self.zone.read(&self.caller, logical(at)?, Some(range)).await?;
+        let parts: Vec<Bytes> = read.stream.try_collect().await?;
+        Ok(concat(parts))
+    }
+
+    async fn put(&self, at: &Endpoint, data: Bytes, checksum: &Checksum) -> Result<(), Error> {
+        let size = data.len() as u64;
+        let body = futures::stream::once(async move { Ok(data) });
+        self.zone
+            .put_stream(&self.caller, logical(at)?, size, Some(checksum), None, true, body)
+            .await
+            .map(|_| ())
+    }
+
+    async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error> {
+        let info = self
+            .zone
+            .begin_upload(&self.caller, logical(at)?, size, Some(piece.get()), None, true)
+            .await?;
+        Ok(info.id)
+    }
+
+    async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error> {
+        let body = futures::stream::once(async move { Ok(data) });
+        self.zone
+            .upload_piece(&self.caller, upload, index, body)
+            .await
+            .map(|_| ())
+    }
+
+    async fn complete(&self, upload: &str, checksum: &Checksum) -> Result<(), Error> {
+        self.zone
+            .complete_upload(&self.caller, upload, Some(checksum))
+            .await
+            .map(|_| ())
+    }
+
+    async fn abort(&self, upload: &str) {
+        let _ = self.zone.abort_upload(&self.caller, upload).await;
+    }
+
+    async fn verify(&self, at: &Endpoint) -> Result<Checksum, Error> {
+        let checks = self.zone.verify(&self.caller, logical(at)?).await?;
+        checks
+            .into_iter()
+            .map(|(_, sum)| sum)
+            .next()
+            .ok_or_else(|| Error::not_found(format_args!("a replica of {at}")))
+    }
+}
+
+fn concat(parts: Vec<Bytes>) -> Bytes {
+    if parts.len() == 1 {
+        return parts.into_iter().next().expect("one part");
+    }
+    let mut all = bytes::BytesMut::with_capacity(parts.iter().map(Bytes::len).sum());
+    for p in parts {
+        all.extend_from_slice(&p);
+    }
+    all.freeze()
+}
+
+/// A federated zone's namespace, through its API, as `owner#thiszone`.
+struct PeerSide {
+    zone: Arc<Zone>,
+    caller: Caller,
+    peer: String,
+}
+
+impl PeerSide {
+    /// A client with a fresh zone token: tokens are short-lived, transfers are not.
+    async fn client(&self) -> Result<weft_client::Client, Error> {
+        self.zone.peer_client(&self.peer, &self.caller).await
+    }
+}
+
+/// The zone's stable code when it answered; otherwise a temporary `zone_unreachable`.
+fn from_client(peer: &str, e: ClientError) -> Error {
+    match e.error_code() {
+        Some(code) => Error::new(code, e.to_string()),
+        None if matches!(e, ClientError::Integrity { .. }) => {
+            Error::new(ErrorCode::ChecksumMismatch, e.to_string())
+        }
+        None => Error::new(ErrorCode::ZoneUnreachable, format!("zone {peer}: {e}")),
+    }
+}
+
+#[async_trait]
+impl Side for PeerSide {
+    async fn stat(&self, at: &Endpoint) -> Result<Option<Entry>, Error> {
+        match self.client().await?.stat(logical(at)?).await {
+            Ok(s) => Ok(Some(Entry {
+                rel: String::new(),
+                is_dir: s.kind == "collection",
+                size: s.size,
+                checksum: s.checksum.as_deref().map(Checksum::parse).transpose()?,
+            })),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(from_client(&self.peer, e)),
+        }
+    }
+
+    async fn list(&self, at: &Endpoint) -> Result<Vec<Entry>, Error> {
+        let root = logical(at)?;
+        let prefix = format!("{root}/");
+        let params = weft_client::FindParams {
+            root: root.clone(),
+            name: None,
+            meta: Vec::new(),
+            kind: Some("object".into()),
+        };
+        let found = self
+            .client()
+            .await?
+            .find_all(&params)
+            .await
+            .map_err(|e| from_client(&self.peer, e))?;
+        found
+            .into_iter()
+            .map(|s| {
+                Ok(Entry {
+                    rel: s.path.strip_prefix(&prefix).unwrap_or(&s.name).to_owned(),
+                    is_dir: false,
+                    size: s.size,
+                    checksum: s.checksum.as_deref().map(Checksum::parse).transpose()?,
+                })
+            })
+            .collect()
+    }
+
+    async fn mkdirs(&self, at: &Endpoint) -> Result<(), Error> {
+        self.client()
+            .await?
+            .mkdir(logical(at)?, true)
+            .await
+            .map(|_| ())
+            .map_err(|e| from_client(&self.peer, e))
+    }
+
+    async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error> {
+        self.client()
+            .await?
+            .read_range(logical(at)?, range)
+            .await
+            .map_err(|e| from_client(&self.peer, e))
+    }
+
+    async fn put(&self, at: &Endpoint, data: Bytes, _checksum: &Checksum) -> Result<(), Error> {
+        let opts = weft_client::PutOptions {
+            overwrite: true,
+            ..Default::default()
+        };
+        self.client()
+            .await?
+            .put_bytes(data, logical(at)?, &opts)
+            .await
+            .map(|_| ())
+            .map_err(|e| from_client(&self.peer, e))
+    }
+
+    async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error> {
+        let req = weft_client::wire::UploadRequest {
+            path: logical(at)?.to_string(),
+            size,
+            piece_size: Some(piece.get()),
+            resource: None,
+            overwrite: true,
+        };
+        self.client()
+            .await?
+            .begin_upload(&req)
+            .await
+            .map(|u| u.id)
+            .map_err(|e| from_client(&self.peer, e))
+    }
+
+    async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error> {
+        self.client()
+            .await?
+            .upload_piece(upload, index, data.len() as u64, data.into())
+            .await
+            .map(|_| ())
+            .map_err(|e| from_client(&self.peer, e))
+    }
+
+    async fn complete(&self, upload: &str, checksum: &Checksum) -> Result<(), Error> {
+        self.client()
+            .await?
+            .complete_upload(upload, Some(checksum))
+            .await
+            .map(|_| ())
+            .map_err(|e| from_client(&self.peer, e))
+    }
+
+    async fn abort(&self, upload: &str) {
+        if let Ok(c) = self.client().await {
+            let _ = c.abort_upload(upload).await;
+        }
+    }
+
+    async fn verify(&self, at: &Endpoint) -> Result<Checksum, Error> {
+        let report = self
+            .client()
+            .await?
+            .checksum(logical(at)?, true)
+            .await
+            .map_err(|e| from_client(&self.peer, e))?;
+        let computed = report
+            .checks
+            .first()
+            .map(|c| c.computed.clone())
+            .ok_or_else(|| Error::not_found(format_args!("a replica of {at}")))?;
+        Checksum::parse(&computed)
+    }
+}
