@@ -37,6 +37,15 @@
 //! | POST | `/acl/{*path}` | `AclRequest` → 204 |
 //! | GET, POST | `/resources` | → `Vec<ResourceWire>`; `NewResourceWire` → `ResourceWire` (201) |
 //! | DELETE | `/resources/{name}` | → 204 |
+//! | GET, POST | `/zones` | → `Vec<PeerZoneWire>` (probed); `NewPeerZone` → `PeerZoneWire` (201) |
+//! | DELETE | `/zones/{name}` | → 204 |
+//! | POST | `/transfers` | `TransferRequest` → `TransferWire` (201) |
+//! | POST | `/transfers/plan` | `TransferRequest` → `TransferPlanWire` (dry run) |
+//! | GET | `/transfers?limit`, `/transfers/{id}` | → `Vec<TransferWire>`, `TransferWire` |
+//! | GET | `/transfers/{id}/files?state&cursor&limit` | → `Vec<TransferFileWire>` |
+//! | POST | `/transfers/{id}/cancel` | → 204 |
+//!
+//! Paths of a federated zone are relayed to it (see weft-api's `proxy.rs`).
 //!
 //! Errors: any 4xx/5xx carries `ErrorBody`.
 
