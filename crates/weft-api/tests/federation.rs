@@ -3,23 +3,9 @@
 
 mod common;
 
-use common::{start_named, TestZone};
+use common::{federate, start_named, TestZone, SECRET};
 use serde_json::{json, Value};
 use weft_types::LogicalPath;
-
-const SECRET: &str = "0123456789abcdef0123456789abcdef-shared";
-
-async fn federate(a: &TestZone, a_name: &str, b: &TestZone, b_name: &str) {
-    for (zone, peer, url) in [(a, b_name, &b.url), (b, a_name, &a.url)] {
-        let r = zone
-            .post("zones", &zone.admin_token)
-            .json(&json!({"name": peer, "url": url, "secret": SECRET}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    }
-}
 
 async fn code_of(r: reqwest::Response) -> (u16, String, String) {
     let status = r.status().as_u16();

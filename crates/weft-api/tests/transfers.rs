@@ -4,25 +4,15 @@
 
 mod common;
 
-use common::{start_named, TestZone};
+use common::{federate, start_named, TestZone};
 use serde_json::{json, Value};
 use std::time::Duration;
 use weft_types::LogicalPath;
 
-const SECRET: &str = "0123456789abcdef0123456789abcdef-shared";
-
 async fn federated() -> (TestZone, TestZone, String) {
     let lrz = start_named("lrz").await;
     let it4i = start_named("it4i").await;
-    for (zone, peer, url) in [(&lrz, "it4i", &it4i.url), (&it4i, "lrz", &lrz.url)] {
-        let r = zone
-            .post("zones", &zone.admin_token)
-            .json(&json!({"name": peer, "url": url, "secret": SECRET}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 201);
-    }
+    federate(&lrz, "lrz", &it4i, "it4i").await;
     let alice = lrz.user("alice").await;
     assert_eq!(
         it4i.post("mkdir/it4i/shared", &it4i.admin_token)

@@ -5,7 +5,7 @@ use crate::spec::{TransferSpec, Verify};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -152,6 +152,7 @@ impl Engine {
         self.catalog.set_transfer_state(id, "active", None).await?;
 
         let progress = Progress::default();
+        let made = Mutex::new(HashSet::new());
         let flusher = async {
             loop {
                 tokio::time::sleep(FLUSH_EVERY).await;
@@ -167,7 +168,7 @@ impl Engine {
                     after = Some(last.seq);
                     futures::stream::iter(page)
                         .for_each_concurrent(spec.concurrency as usize, |f| {
-                            self.run_file(owner, spec, f, &progress, cancel)
+                            self.run_file(owner, spec, f, &progress, &made, cancel)
                         })
                         .await;
                     if cancel.load(Ordering::SeqCst) {
@@ -206,6 +207,7 @@ impl Engine {
         spec: &TransferSpec,
         mut f: TransferFile,
         progress: &Progress,
+        made: &Mutex<HashSet<String>>,
         cancel: &AtomicBool,
     ) {
         f.state = "active".into();
@@ -216,7 +218,7 @@ impl Engine {
                 break;
             }
             f.attempts += 1;
-            match self.copy(owner, spec, &mut f, progress, cancel).await {
+            match self.copy(owner, spec, &mut f, progress, made, cancel).await {
                 Ok(sum) => {
                     f.state = "done".into();
                     f.bytes_done = f.size;
@@ -243,20 +245,27 @@ impl Engine {
     }
 
     /// One attempt at one file; returns what the destination now holds.
+    #[allow(clippy::too_many_arguments)]
     async fn copy(
         &self,
         owner: &str,
         spec: &TransferSpec,
         f: &mut TransferFile,
         progress: &Progress,
+        made: &Mutex<HashSet<String>>,
         cancel: &AtomicBool,
     ) -> Result<Checksum, Error> {
         let (src_at, dst_at) = (Endpoint::parse(&f.source)?, Endpoint::parse(&f.destination)?);
         let src = self.sides.side(owner, &src_at).await?;
         let dst = self.sides.side(owner, &dst_at).await?;
         let expected = f.checksum.as_deref().map(Checksum::parse).transpose()?;
+        // Each destination directory is made once per run, not once per file.
         if let Some(parent) = parent_of(&dst_at) {
-            dst.mkdirs(&parent).await?;
+            let key = parent.to_string();
+            if !made.lock().expect("not poisoned").contains(&key) {
+                dst.mkdirs(&parent).await?;
+                made.lock().expect("not poisoned").insert(key);
+            }
         }
         let sum = if f.size <= self.piece.get() {
             let data = src.read(&src_at, 0..f.size).await?;
@@ -341,7 +350,9 @@ impl Engine {
                         .await?;
                     let mut guard = shared.lock().expect("not poisoned");
                     let (resume, file) = &mut *guard;
-                    resume.done.insert(index, hex(&digest.cv));
+                    resume
+                        .done
+                        .insert(index, blake3::Hash::from_bytes(digest.cv).to_hex().to_string());
                     file.bytes_done += range.end - range.start;
                     file.resume = serde_json::to_string(&*resume).ok();
                     progress.update(file);
@@ -369,12 +380,13 @@ impl Engine {
             .done
             .values()
             .map(|cv| {
-                unhex(cv).map(|cv| PieceDigest {
-                    cv,
+                blake3::Hash::from_hex(cv).map(|h| PieceDigest {
+                    cv: *h.as_bytes(),
                     root_if_whole: None,
                 })
             })
-            .collect::<Option<Vec<_>>>()
+            .collect::<Result<Vec<_>, _>>()
+            .ok()
             .ok_or_else(|| Error::internal(format!("bad resume record of {src_at}")))?;
         let sum = ChunkedBlake3::combine(self.piece, f.size, &digests)?;
         match dst.complete(&upload, &sum).await {
@@ -469,21 +481,6 @@ fn check_source(at: &Endpoint, expected: Option<&Checksum>, got: &Checksum) -> R
         )),
         _ => Ok(()),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<[u8; 32]> {
-    let mut out = [0u8; 32];
-    if s.len() != 64 {
-        return None;
-    }
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
 }
 
 /// File states changed since the last flush, written back in one transaction.

@@ -96,37 +96,36 @@ impl AuthCache {
     pub(crate) fn invalidate(&self) {
         self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
-}
 
-impl Zone {
-    /// The caller holding API token `secret`. Errors: `unauthenticated`, `token_expired`.
-    pub async fn caller_for_token(&self, secret: &str) -> Result<Caller, Error> {
-        let hash = crate::principals::token_hash(secret);
-        let generation = self
-            .auth_cache
-            .generation
-            .load(std::sync::atomic::Ordering::SeqCst);
-        let cached = {
-            let entries = self.auth_cache.entries.lock().expect("not poisoned");
-            entries
-                .get(&hash)
-                .filter(|c| c.generation == generation && c.fetched.elapsed() < AUTH_CACHE_LIFETIME)
-                .map(|c| (c.caller.clone(), c.expires))
-        };
-        if let Some((caller, expires)) = cached {
-            if expires.is_some_and(|e| e <= crate::now_ms()) {
-                return Err(crate::principals::expired());
-            }
-            return Ok(caller);
-        }
-        let (user, expires) = self.authenticate_token(secret).await?;
-        let caller = self.caller_for(&user, &[]).await?;
-        let mut entries = self.auth_cache.entries.lock().expect("not poisoned");
+    /// The generation to store a lookup under: taken before the lookup, so that a change
+    /// made meanwhile discards its result.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A fresh entry for `key`: the caller and when its credential expires.
+    pub(crate) fn get(&self, key: &str) -> Option<(Caller, Option<weft_types::Millis>)> {
+        let generation = self.generation();
+        let entries = self.entries.lock().expect("not poisoned");
+        entries
+            .get(key)
+            .filter(|c| c.generation == generation && c.fetched.elapsed() < AUTH_CACHE_LIFETIME)
+            .map(|c| (c.caller.clone(), c.expires))
+    }
+
+    pub(crate) fn put(
+        &self,
+        key: String,
+        generation: u64,
+        caller: &Caller,
+        expires: Option<weft_types::Millis>,
+    ) {
+        let mut entries = self.entries.lock().expect("not poisoned");
         if entries.len() >= AUTH_CACHE_SIZE {
             entries.clear();
         }
         entries.insert(
-            hash,
+            key,
             CachedCaller {
                 generation,
                 fetched: std::time::Instant::now(),
@@ -134,6 +133,23 @@ impl Zone {
                 expires,
             },
         );
+    }
+}
+
+impl Zone {
+    /// The caller holding API token `secret`. Errors: `unauthenticated`, `token_expired`.
+    pub async fn caller_for_token(&self, secret: &str) -> Result<Caller, Error> {
+        let hash = crate::principals::token_hash(secret);
+        let generation = self.auth_cache.generation();
+        if let Some((caller, expires)) = self.auth_cache.get(&hash) {
+            if expires.is_some_and(|e| e <= crate::now_ms()) {
+                return Err(crate::principals::expired());
+            }
+            return Ok(caller);
+        }
+        let (user, expires) = self.authenticate_token(secret).await?;
+        let caller = self.caller_for(&user, &[]).await?;
+        self.auth_cache.put(hash, generation, &caller, expires);
         Ok(caller)
     }
 }

@@ -240,8 +240,16 @@ impl Zone {
             .ok_or_else(|| unauthenticated(format!("zone token names a bad user {:?}", claims.sub)))?;
         let visitor = PrincipalName::parse(&format!("{user}#{from}"))
             .map_err(|e| unauthenticated(format!("zone token user: {}", e.message)))?;
+        // Zone tokens differ per request, so the visitor is what is cached.
+        let key = format!("zone:{visitor}");
+        let generation = self.auth_cache.generation();
+        if let Some((caller, _)) = self.auth_cache.get(&key) {
+            return Ok(caller);
+        }
         let principal = self.remote_principal(&visitor).await?;
-        self.caller_for(&principal, &[]).await
+        let caller = self.caller_for(&principal, &[]).await?;
+        self.auth_cache.put(key, generation, &caller, None);
+        Ok(caller)
     }
 
     /// The principal `user#zone` of a federated zone, created on first sight (without a

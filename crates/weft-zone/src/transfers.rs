@@ -41,6 +41,7 @@ impl Zone {
     fn engine(self: &Arc<Self>) -> Engine {
         let sides = Arc::new(ZoneSides {
             zone: Arc::downgrade(self),
+            callers: Mutex::default(),
         });
         let piece = PieceSize::new(TRANSFER_PIECE).expect("a power of two");
         Engine::new(self.catalog.clone(), sides, RetryPolicy::default(), piece)
@@ -78,9 +79,13 @@ impl Zone {
     /// The transfer with its counts. Errors: `not_found`, `forbidden` (another user's).
     pub async fn transfer(&self, caller: &Caller, id: &str) -> Result<TransferInfo, Error> {
         let record = self.own_transfer(caller, id).await?;
+        self.transfer_info(record).await
+    }
+
+    async fn transfer_info(&self, record: TransferRecord) -> Result<TransferInfo, Error> {
         let spec = serde_json::from_str(&record.spec)
-            .map_err(|e| Error::internal(format!("transfer {id} has a bad stored request: {e}")))?;
-        let counts = self.catalog.transfer_counts(id).await?;
+            .map_err(|e| Error::internal(format!("transfer {} has a bad stored request: {e}", record.id)))?;
+        let counts = self.catalog.transfer_counts(&record.id).await?;
         Ok(TransferInfo { record, spec, counts })
     }
 
@@ -100,9 +105,13 @@ impl Zone {
     }
 
     /// The caller's transfers, newest first (an administrator's: everyone's).
-    pub async fn transfers(&self, caller: &Caller, limit: u32) -> Result<Vec<TransferRecord>, Error> {
+    pub async fn transfers(&self, caller: &Caller, limit: u32) -> Result<Vec<TransferInfo>, Error> {
         let owner = (!caller.is_admin).then_some(caller.user_id);
-        self.catalog.list_transfers(owner, limit).await
+        let mut out = Vec::new();
+        for record in self.catalog.list_transfers(owner, limit).await? {
+            out.push(self.transfer_info(record).await?);
+        }
+        Ok(out)
     }
 
     pub async fn transfer_files(
@@ -190,9 +199,31 @@ impl Zone {
     }
 }
 
-/// Endpoints as the transfer's owner reaches them from this zone.
+/// Endpoints as the transfer's owner reaches them from this zone. Lives for one plan or
+/// run, so the owner is resolved once, not once per file.
 struct ZoneSides {
     zone: Weak<Zone>,
+    callers: Mutex<HashMap<String, Caller>>,
+}
+
+impl ZoneSides {
+    async fn caller(&self, zone: &Zone, owner: &str) -> Result<Caller, Error> {
+        if let Some(c) = self.callers.lock().expect("not poisoned").get(owner) {
+            return Ok(c.clone());
+        }
+        let name = PrincipalName::parse(owner)?;
+        let user = zone
+            .catalog
+            .get_principal(&name)
+            .await?
+            .ok_or_else(|| Error::not_found(format_args!("user {owner}")))?;
+        let caller = zone.caller_for(&user, &[]).await?;
+        self.callers
+            .lock()
+            .expect("not poisoned")
+            .insert(owner.to_owned(), caller.clone());
+        Ok(caller)
+    }
 }
 
 #[async_trait]
@@ -202,13 +233,7 @@ impl Sides for ZoneSides {
             .zone
             .upgrade()
             .ok_or_else(|| Error::new(ErrorCode::StorageUnavailable, "the zone is shutting down"))?;
-        let name = PrincipalName::parse(owner)?;
-        let user = zone
-            .catalog
-            .get_principal(&name)
-            .await?
-            .ok_or_else(|| Error::not_found(format_args!("user {owner}")))?;
-        let caller = zone.caller_for(&user, &[]).await?;
+        let caller = self.caller(&zone, owner).await?;
         match at {
             Endpoint::Logical(p) if p.zone() == zone.name.as_str() => {
                 Ok(Arc::new(LocalSide { zone, caller }))

@@ -72,11 +72,8 @@ pub async fn list(
     q: QueryPairs,
 ) -> ApiResult<Json<Vec<TransferWire>>> {
     let limit = q.number::<u32>("limit")?.unwrap_or(50).min(1000);
-    let mut out = Vec::new();
-    for r in s.zone.transfers(&c, limit).await? {
-        out.push(convert::transfer(&s.zone.transfer(&c, &r.id).await?));
-    }
-    Ok(Json(out))
+    let list = s.zone.transfers(&c, limit).await?;
+    Ok(Json(list.iter().map(convert::transfer).collect()))
 }
 
 #[utoipa::path(get, path = "/api/v1/transfers/{id}", tag = "transfers", params(("id" = String, Path)),

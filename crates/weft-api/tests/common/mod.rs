@@ -187,3 +187,19 @@ pub async fn code(r: reqwest::Response) -> (u16, String) {
     let body: serde_json::Value = r.json().await.unwrap_or_default();
     (status, body["code"].as_str().unwrap_or("<no code>").to_owned())
 }
+
+/// The shared secret of federation tests.
+pub const SECRET: &str = "0123456789abcdef0123456789abcdef-shared";
+
+/// Federates zone `a` (named `a_name`) and zone `b` both ways, as their admins would.
+pub async fn federate(a: &TestZone, a_name: &str, b: &TestZone, b_name: &str) {
+    for (zone, peer, url) in [(a, b_name, &b.url), (b, a_name, &a.url)] {
+        let r = zone
+            .post("zones", &zone.admin_token)
+            .json(&serde_json::json!({"name": peer, "url": url, "secret": SECRET}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    }
+}
