@@ -205,8 +205,9 @@ mod tests {
 
     #[test]
     fn foreign_bodies_keep_status_and_text() {
+        // A gateway's 502 means what a zone's own 502 means: the zone behind it is unreachable.
         let e = ClientError::from_answer(502, b"<html>Bad Gateway</html>");
-        assert_eq!(e.code(), "internal");
+        assert_eq!(e.code(), "zone_unreachable");
         assert!(e.to_string().contains("HTTP 502"));
         assert!(e.is_temporary());
         assert_eq!(ClientError::from_answer(401, b"").code(), "unauthenticated");
