@@ -13,6 +13,7 @@ mod namespace;
 pub mod plan;
 mod principals;
 mod progress;
+mod transfers;
 mod tree;
 mod upload;
 

@@ -83,24 +83,30 @@ impl Engine {
     /// source exists and every endpoint is allowed before anything moves.
     pub async fn plan(&self, owner: &str, spec: &TransferSpec) -> Result<Vec<TransferFile>, Error> {
         let (sources, dest) = spec.check()?;
+        // Sources first: a missing source is the mistake to report, whatever the
+        // destination.
+        let mut found = Vec::with_capacity(sources.len());
+        for src in &sources {
+            let side = self.sides.side(owner, src).await?;
+            let entry = side.stat(src).await?.ok_or_else(|| Error::not_found(src))?;
+            if entry.is_dir && !spec.recursive {
+                return Err(Error::invalid(format!(
+                    "{src} is a directory; use -r to transfer it whole"
+                )));
+            }
+            found.push((side, entry));
+        }
         let dst = self.sides.side(owner, &dest).await?;
         let dest_entry = dst.stat(&dest).await?;
         let into_dir = sources.len() > 1 || dest_entry.as_ref().is_some_and(|e| e.is_dir);
         let mut files = Vec::new();
-        for src in &sources {
-            let side = self.sides.side(owner, src).await?;
-            let entry = side.stat(src).await?.ok_or_else(|| Error::not_found(src))?;
+        for (src, (side, entry)) in sources.iter().zip(found) {
             let base = if into_dir {
                 dest.join(src.name())?
             } else {
                 dest.clone()
             };
             if entry.is_dir {
-                if !spec.recursive {
-                    return Err(Error::invalid(format!(
-                        "{src} is a directory; use -r to transfer it whole"
-                    )));
-                }
                 for e in side.list(src).await? {
                     files.push(planned(src.join(&e.rel)?, base.join(&e.rel)?, &e));
                 }
@@ -140,6 +146,10 @@ impl Engine {
             .get_transfer(id)
             .await?
             .ok_or_else(|| Error::not_found(format_args!("transfer {id}")))?;
+        if !matches!(record.state.as_str(), "queued" | "active") {
+            // Cancelled while queued: it ends as it is.
+            return Ok(());
+        }
         if record.state == "queued" && record.files_total == 0 {
             match self.plan(owner, spec).await {
                 Ok(files) => self.catalog.add_transfer_files(id, &files).await?,

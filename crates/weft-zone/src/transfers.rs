@@ -136,11 +136,18 @@ impl Zone {
                 format!("transfer {id} has already ended ({})", record.state),
             ));
         }
-        let flag = self.running.flags.lock().expect("not poisoned").get(id).cloned();
-        match flag {
-            Some(f) => f.store(true, std::sync::atomic::Ordering::SeqCst),
-            // Not running in this process (queued, or run by another server of the zone).
-            None => self.catalog.set_transfer_state(id, "cancelled", None).await?,
+        let flag = || self.running.flags.lock().expect("not poisoned").get(id).cloned();
+        if let Some(f) = flag() {
+            f.store(true, std::sync::atomic::Ordering::SeqCst);
+            return Ok(());
+        }
+        // Not running here: queued, or run by another server of the zone.
+        self.catalog.set_transfer_state(id, "cancelled", None).await?;
+        // A run launched meanwhile may have read the state before that write and marked
+        // the transfer active over it; its flag is registered before it reads, so it is
+        // seen here and stopped.
+        if let Some(f) = flag() {
+            f.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         Ok(())
     }

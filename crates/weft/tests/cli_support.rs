@@ -24,7 +24,7 @@ const ENV_TO_CLEAR: &[&str] = &[
     "RUST_LOG",
 ];
 
-/// A running zone named `testz`, with a scratch directory for local files.
+/// A running zone, with a scratch directory for local files.
 pub struct Zone {
     child: Child,
     pub url: String,
@@ -33,7 +33,12 @@ pub struct Zone {
 }
 
 impl Zone {
+    /// A zone named `testz`.
     pub fn start() -> Zone {
+        Zone::start_named("testz")
+    }
+
+    pub fn start_named(name: &str) -> Zone {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(dir.path().join("work")).unwrap();
         std::fs::create_dir_all(dir.path().join("config")).unwrap();
@@ -46,7 +51,7 @@ impl Zone {
             "--listen",
             &format!("127.0.0.1:{port}"),
             "--zone",
-            "testz",
+            name,
             "--data-dir",
         ])
         .arg(&data)

@@ -3,6 +3,7 @@
 
 mod auth;
 mod config;
+mod data;
 mod meta;
 mod namespace;
 pub mod output;
@@ -35,9 +36,9 @@ pub enum Command {
     /// Create collections.
     Mkdir(namespace::MkdirArgs),
     /// Upload files (or trees with -r).
-    Put(transfer::PutArgs),
+    Put(data::PutArgs),
     /// Download data objects (or trees with -r).
-    Get(transfer::GetArgs),
+    Get(data::GetArgs),
     /// List a collection (default: your home collection).
     Ls(namespace::LsArgs),
     /// Show a data object or collection, with replicas.
@@ -48,6 +49,8 @@ pub enum Command {
     Mv(namespace::MvArgs),
     /// Copy a data object inside the zone (no bytes through the client).
     Cp(namespace::CpArgs),
+    /// Managed transfers between zones and staging endpoints, run by the zones.
+    Transfer(transfer::TransferArgs),
     /// Show a data object's checksum; --verify re-reads every replica on the zone.
     Checksum(namespace::ChecksumArgs),
     /// Metadata (attribute, value, unit) of data objects and collections.
@@ -78,13 +81,14 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Login(_) => unreachable!("handled above"),
         Command::Whoami(a) => auth::whoami(&ctx, a).await,
         Command::Mkdir(a) => namespace::mkdir(&ctx, a).await,
-        Command::Put(a) => transfer::put(&ctx, a).await,
-        Command::Get(a) => transfer::get(&ctx, a).await,
+        Command::Put(a) => data::put(&ctx, a).await,
+        Command::Get(a) => data::get(&ctx, a).await,
         Command::Ls(a) => namespace::ls(&ctx, a).await,
         Command::Stat(a) => namespace::stat(&ctx, a).await,
         Command::Rm(a) => namespace::rm(&ctx, a).await,
         Command::Mv(a) => namespace::mv(&ctx, a).await,
         Command::Cp(a) => namespace::cp(&ctx, a).await,
+        Command::Transfer(a) => transfer::transfer(&ctx, a).await,
         Command::Checksum(a) => namespace::checksum(&ctx, a).await,
         Command::Meta(a) => meta::meta(&ctx, a).await,
         Command::Find(a) => meta::find(&ctx, a).await,

@@ -1,4 +1,4 @@
-//! The progress bar of `put` and `get`: one bar over all bytes (with a file count when
+//! The progress bar of `put`, `get` and `transfer wait`: one bar over all bytes (with a file count when
 //! there are several files), on stderr, only when stderr is a terminal and `--quiet` is off.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -61,6 +61,15 @@ impl Bar {
                 self.files_total
             ));
         }
+    }
+
+    /// Sets the bar from totals reported by a zone (`weft transfer wait`).
+    pub fn set(&self, bytes: u64, files_done: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(bytes);
+        }
+        self.files_done.store(files_done, Ordering::Relaxed);
+        self.show_files();
     }
 
     /// Prints a line above the bar (a per-file failure) without tearing it.

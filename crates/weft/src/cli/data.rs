@@ -1,0 +1,270 @@
+//! `weft put` and `weft get`. Destinations behave as with `cp`: an existing collection (or
+//! directory) receives each source under its own name; otherwise the destination is the
+//! new name of the single source.
+
+use super::output::{exit_code, human_bytes, Failure, Result, EXIT_NOT_FOUND};
+use super::progress::Bar;
+use super::Ctx;
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use weft_client::{
+    create_dirs, scan_local, BatchReport, ClientError, Done, GetJob, GetOptions, PutJob, PutOptions,
+};
+
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    /// Upload directories with everything below them.
+    #[arg(short, long)]
+    recursive: bool,
+    /// Replace existing data objects.
+    #[arg(short, long)]
+    force: bool,
+    /// Resource to store on [default: the zone's default].
+    #[arg(long)]
+    resource: Option<String>,
+    /// Parallel streams per large file [default: automatic, up to 4].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    streams: Option<u16>,
+    /// Files in flight at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+    concurrency: u16,
+    /// Local files (or directories with -r).
+    #[arg(required = true, value_name = "LOCAL")]
+    sources: Vec<PathBuf>,
+    /// Logical path: an existing collection, or the new name of a single source.
+    #[arg(value_name = "DEST")]
+    dest: String,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// Download collections with everything below them.
+    #[arg(short, long)]
+    recursive: bool,
+    /// Parallel streams per large object [default: automatic, up to 4].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    streams: Option<u16>,
+    /// Objects in flight at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+    concurrency: u16,
+    /// Skip hashing the bytes and comparing with the zone's checksum.
+    #[arg(long)]
+    no_verify: bool,
+    /// Logical paths of data objects (or collections with -r).
+    #[arg(required = true, value_name = "SRC")]
+    sources: Vec<String>,
+    /// Local directory, or the new file name of a single source.
+    #[arg(value_name = "LOCAL")]
+    dest: PathBuf,
+}
+
+pub async fn put(ctx: &Ctx, a: PutArgs) -> Result {
+    let dest = ctx.resolve(&a.dest).await?;
+    let dest_kind = match ctx.client.stat(&dest).await {
+        Ok(s) => Some(s.kind),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(e.into()),
+    };
+    let into = dest_kind.as_deref() == Some("collection");
+    // Several sources, or `DEST/`, promise an existing collection, as with cp; never
+    // quietly make DEST the name of an object.
+    if (a.sources.len() > 1 || a.dest.ends_with('/')) && !into {
+        return Err(not_a_container(&dest.to_string(), dest_kind.is_some()));
+    }
+    let mut collections = Vec::new();
+    let mut files = Vec::new();
+    for src in &a.sources {
+        let meta = std::fs::metadata(src).map_err(|e| local_failure(src, e))?;
+        let target = if into {
+            dest.join(&local_name(src)?)
+                .map_err(|e| Failure::usage(e.message))?
+        } else {
+            dest.clone()
+        };
+        if meta.is_dir() {
+            if !a.recursive {
+                return Err(Failure::usage(format!(
+                    "{} is a directory (use -r)",
+                    src.display()
+                )));
+            }
+            let tree = scan_local(src, &target)?;
+            for (path, why) in &tree.skipped {
+                ctx.info(format!("weft: skipped {}: {why}", path.display()));
+            }
+            collections.extend(tree.collections);
+            files.extend(tree.files);
+        } else {
+            files.push(PutJob {
+                local: src.clone(),
+                logical: target,
+                size: meta.len(),
+            });
+        }
+    }
+    ctx.client.mkdirs(&collections).await?;
+    let total: u64 = files.iter().map(|f| f.size).sum();
+    let bar = Bar::new(total, files.len() as u64, ctx.quiet);
+    let opts = PutOptions {
+        resource: a.resource,
+        overwrite: a.force,
+        streams: a.streams.map(usize::from),
+        piece_size: None,
+        progress: bar.callback(),
+    };
+    let count = files.len();
+    let started = Instant::now();
+    let report = ctx
+        .client
+        .put_many(files, a.concurrency.into(), &opts, &|d| {
+            on_done(&bar, count, d, "put", true)
+        })
+        .await;
+    bar.finish();
+    finish(ctx, report, count, started, "uploaded")
+}
+
+pub async fn get(ctx: &Ctx, a: GetArgs) -> Result {
+    let into = a.dest.is_dir();
+    let slash = a.dest.as_os_str().as_encoded_bytes().ends_with(b"/");
+    if (a.sources.len() > 1 || slash) && !into {
+        return Err(not_a_container(&a.dest.display().to_string(), a.dest.exists()));
+    }
+    let mut dirs = Vec::new();
+    let mut files = Vec::new();
+    for src in &a.sources {
+        let logical = ctx.resolve(src).await?;
+        let stat = ctx.client.stat(&logical).await?;
+        let target = if into {
+            a.dest.join(logical.name())
+        } else {
+            a.dest.clone()
+        };
+        if stat.kind == "collection" {
+            if !a.recursive {
+                return Err(Failure::usage(format!("{logical} is a collection (use -r)")));
+            }
+            let tree = ctx.client.scan_remote(&logical, &target).await?;
+            dirs.extend(tree.dirs);
+            files.extend(tree.files);
+        } else {
+            files.push(GetJob {
+                object: stat,
+                local: target,
+            });
+        }
+    }
+    create_dirs(&dirs)?;
+    let total: u64 = files.iter().map(|f| f.object.size).sum();
+    let bar = Bar::new(total, files.len() as u64, ctx.quiet);
+    let opts = GetOptions {
+        streams: a.streams.map(usize::from),
+        verify: !a.no_verify,
+        piece_size: None,
+        progress: bar.callback(),
+    };
+    let count = files.len();
+    let started = Instant::now();
+    let report = ctx
+        .client
+        .get_many(files, a.concurrency.into(), &opts, &|d| {
+            on_done(&bar, count, d, "get", false)
+        })
+        .await;
+    bar.finish();
+    finish(ctx, report, count, started, "downloaded")
+}
+
+/// Per file: count it, and in a batch print its failure at once (a single file's failure
+/// is the command's error and printed once, at the end).
+fn on_done(bar: &Bar, count: usize, d: Done<'_>, verb: &str, upload: bool) {
+    bar.file_done();
+    if let (Some(e), true) = (d.error, count > 1) {
+        let (from, to) = if upload {
+            (d.local.display().to_string(), d.logical.to_string())
+        } else {
+            (d.logical.to_string(), d.local.display().to_string())
+        };
+        bar.println(&format!("weft: error: {verb} {from} → {to}: {e} ({})", e.code()));
+    }
+}
+
+fn finish(ctx: &Ctx, mut report: BatchReport, count: usize, started: Instant, verb: &str) -> Result {
+    if report.ok() {
+        if count > 1 {
+            let secs = started.elapsed().as_secs_f64().max(1e-3);
+            ctx.info(format!(
+                "weft: {verb} {} files, {} in {secs:.1} s ({}/s)",
+                report.files,
+                human_bytes(report.bytes),
+                human_bytes((report.bytes as f64 / secs) as u64)
+            ));
+        }
+        return Ok(());
+    }
+    if count == 1 {
+        if let Some((path, e)) = report.failures.pop() {
+            // Network faults do not say which object they hit; the zone's answers do.
+            let unnamed = matches!(e, ClientError::Transport { .. } | ClientError::Protocol(_));
+            let f = Failure::from(e);
+            return Err(if unnamed { f.context(path) } else { f });
+        }
+    }
+    let failed = report.failures.len();
+    let (exit, code) = match report.failures.first() {
+        Some((_, e)) => (exit_code(e), e.code().to_owned()),
+        None => (super::output::EXIT_FAILURE, "stopped".to_owned()),
+    };
+    let mut message = format!("{failed} of {count} files failed");
+    if report.skipped > 0 {
+        message.push_str(&format!(
+            ", {} not tried after a fault that affects them all",
+            report.skipped
+        ));
+    }
+    Err(Failure::new(exit, &code, message))
+}
+
+/// DEST had to be an existing collection (put) or directory (get).
+fn not_a_container(dest: &str, exists: bool) -> Failure {
+    if exists {
+        Failure::usage(format!("{dest} is not a collection or directory"))
+    } else {
+        Failure::new(
+            EXIT_NOT_FOUND,
+            "not_found",
+            format!("{dest} does not exist (create it first)"),
+        )
+    }
+}
+
+/// The name a local source gets in the zone (`.` and `..` resolved to the real name).
+fn local_name(src: &Path) -> Result<String> {
+    let name = match src.file_name() {
+        Some(n) => n.to_owned(),
+        None => std::fs::canonicalize(src)
+            .map_err(|e| local_failure(src, e))?
+            .file_name()
+            .map(ToOwned::to_owned)
+            .ok_or_else(|| Failure::usage(format!("{} has no name to upload under", src.display())))?,
+    };
+    name.into_string()
+        .map_err(|n| Failure::usage(format!("{n:?}: the name is not UTF-8, and logical paths are")))
+}
+
+fn local_failure(path: &Path, e: std::io::Error) -> Failure {
+    let nf = e.kind() == std::io::ErrorKind::NotFound;
+    let f = Failure::from(ClientError::Local {
+        path: path.to_owned(),
+        source: e,
+    });
+    if nf {
+        Failure {
+            exit: EXIT_NOT_FOUND,
+            ..f
+        }
+    } else {
+        f
+    }
+}
