@@ -147,3 +147,14 @@ pub fn transfer(t: &weft_zone::TransferInfo) -> weft_types::wire::TransferWire {
         finished: r.finished,
     }
 }
+
+pub fn staging(a: &weft_zone::StagingInfo) -> weft_types::wire::StagingAreaWire {
+    weft_types::wire::StagingAreaWire {
+        name: a.name.to_string(),
+        kind: a.kind.as_str().to_owned(),
+        url: a.url.clone(),
+        endpoint: a.endpoint.clone(),
+        allow: a.allow.iter().map(|p| p.to_string()).collect(),
+        created: a.created,
+    }
+}

@@ -4,9 +4,8 @@
 
 mod common;
 
-use common::{federate, start_named, TestZone};
+use common::{checksum, federate, run_transfer as run, start_named, TestZone};
 use serde_json::{json, Value};
-use std::time::Duration;
 use weft_types::LogicalPath;
 
 async fn federated() -> (TestZone, TestZone, String) {
@@ -30,30 +29,6 @@ async fn federated() -> (TestZone, TestZone, String) {
         .unwrap();
     assert_eq!(r.status(), 204);
     (lrz, it4i, alice)
-}
-
-/// Starts a transfer and waits for its end; the final record.
-async fn run(zone: &TestZone, token: &str, body: Value) -> Value {
-    let r = zone.post("transfers", token).json(&body).send().await.unwrap();
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    let t: Value = r.json().await.unwrap();
-    let id = t["id"].as_str().unwrap().to_owned();
-    for _ in 0..600 {
-        let t = zone.get_json(&format!("transfers/{id}"), token).await;
-        if !matches!(t["state"].as_str(), Some("queued" | "active")) {
-            return t;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("transfer {id} did not end within a minute");
-}
-
-async fn checksum(zone: &TestZone, path: &str) -> String {
-    let s = zone.get_json(&format!("stat{path}"), &zone.admin_token).await;
-    s["checksum"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{path}: {s}"))
-        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

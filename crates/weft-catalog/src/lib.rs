@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use weft_types::{
     Checksum, Error, LogicalPath, MetaCondition, Millis, NodeKind, Permission, PrincipalName, ReplicaState,
-    ResourceKind, ResourceName, ZoneName,
+    ResourceKind, ResourceName, StagingName, ZoneName,
 };
 
 mod sql;
@@ -93,6 +93,31 @@ impl std::fmt::Debug for PeerZone {
         f.debug_struct("PeerZone")
             .field("name", &self.name)
             .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A staging area: an external directory or bucket transfers may read and write.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StagingArea {
+    pub name: StagingName,
+    pub kind: ResourceKind,
+    /// The endpoint it covers: `file:///abs/dir` or `s3://bucket/prefix`.
+    pub url: String,
+    /// The store's settings (JSON, as for resources; S3 credentials included).
+    pub settings: String,
+    /// Users and groups that may use it; empty: every user of the zone.
+    pub allow: Vec<PrincipalName>,
+    pub created: Millis,
+}
+
+impl std::fmt::Debug for StagingArea {
+    // By hand: the settings hold credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StagingArea")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("allow", &self.allow)
             .finish_non_exhaustive()
     }
 }
@@ -279,6 +304,14 @@ pub trait Catalog: Send + Sync + 'static {
     async fn get_zone(&self, name: &ZoneName) -> Result<Option<PeerZone>, Error>;
     /// Errors: `not_found`.
     async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error>;
+
+    // --- staging areas ----------------------------------------------------------------
+    /// Errors: `already_exists` (name).
+    async fn add_staging(&self, area: &StagingArea) -> Result<(), Error>;
+    /// Ordered by name.
+    async fn list_staging(&self) -> Result<Vec<StagingArea>, Error>;
+    /// Errors: `not_found`.
+    async fn delete_staging(&self, name: &StagingName) -> Result<(), Error>;
 
     // --- transfers --------------------------------------------------------------------
     /// Stores a new transfer in state `queued`. Errors: `already_exists` (id).

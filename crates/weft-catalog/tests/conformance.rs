@@ -5,11 +5,11 @@
 use std::sync::{Mutex, OnceLock};
 use weft_catalog::{
     Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, PeerZone, PrincipalKind, Registered,
-    SqlCatalog, TransferFile,
+    SqlCatalog, StagingArea, TransferFile,
 };
 use weft_types::{
     Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
-    ResourceKind, ResourceName, ZoneName,
+    ResourceKind, ResourceName, StagingName, ZoneName,
 };
 
 // --- harness ----------------------------------------------------------------------------
@@ -88,6 +88,7 @@ conformance!(
     tokens,
     resources_and_default,
     peer_zones,
+    staging_areas,
     transfers_and_their_files,
     collections_and_zone_roots,
     list_children_pages_by_name,
@@ -369,6 +370,58 @@ async fn tokens(c: &SqlCatalog) {
         code(c.create_token(99999, "h3", "", None).await),
         ErrorCode::NotFound
     );
+}
+
+async fn staging_areas(c: &SqlCatalog) {
+    let area = |name: &str, allow: &[&str]| StagingArea {
+        name: StagingName::parse(name).unwrap(),
+        kind: ResourceKind::Fs,
+        url: format!("file:///scratch/{name}"),
+        settings: format!(r#"{{"root":"/scratch/{name}"}}"#),
+        allow: allow.iter().map(|p| PrincipalName::parse(p).unwrap()).collect(),
+        created: 0,
+    };
+    c.add_staging(&area("scratch", &[])).await.unwrap();
+    c.add_staging(&area("proj", &["alice", "hpc-users"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        code(c.add_staging(&area("scratch", &["bob"])).await),
+        ErrorCode::AlreadyExists
+    );
+    let list = c.list_staging().await.unwrap();
+    let got: Vec<_> = list
+        .iter()
+        .map(|a| {
+            (
+                a.name.as_str(),
+                a.url.as_str(),
+                a.settings.as_str(),
+                a.allow.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("proj", "file:///scratch/proj", r#"{"root":"/scratch/proj"}"#, 2),
+            (
+                "scratch",
+                "file:///scratch/scratch",
+                r#"{"root":"/scratch/scratch"}"#,
+                0
+            )
+        ]
+    );
+    assert_eq!(list[0].allow[1].as_str(), "hpc-users");
+    c.delete_staging(&StagingName::parse("proj").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        code(c.delete_staging(&StagingName::parse("proj").unwrap()).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(c.list_staging().await.unwrap().len(), 1);
 }
 
 async fn peer_zones(c: &SqlCatalog) {

@@ -1,11 +1,11 @@
-//! Routes of principals, tokens, ACLs, resources and federated zones.
+//! Routes of principals, tokens, ACLs, resources, federated zones and staging areas.
 
 use crate::client::Client;
 use crate::error::ClientError;
 use reqwest::Method;
 use weft_types::wire::{
-    AclRequest, AclWire, NewGroup, NewPeerZone, NewResourceWire, NewUser, PeerZoneWire, PrincipalWire,
-    ResourceWire, TokenCreated, TokenRequest, WhoAmI,
+    AclRequest, AclWire, NewGroup, NewPeerZone, NewResourceWire, NewStagingArea, NewUser, PeerZoneWire,
+    PrincipalWire, ResourceWire, StagingAreaWire, TokenCreated, TokenRequest, WhoAmI,
 };
 use weft_types::LogicalPath;
 
@@ -114,6 +114,21 @@ impl Client {
 
     pub async fn remove_zone(&self, name: &str) -> Result<(), ClientError> {
         self.empty(self.request(Method::DELETE, self.name_url("zones", name)))
+            .await
+    }
+
+    /// `GET /staging`: where transfers of this zone may stage data.
+    pub async fn staging_areas(&self) -> Result<Vec<StagingAreaWire>, ClientError> {
+        self.json(self.request(Method::GET, self.url("/staging"))).await
+    }
+
+    pub async fn add_staging_area(&self, req: &NewStagingArea) -> Result<StagingAreaWire, ClientError> {
+        self.json(self.request(Method::POST, self.url("/staging")).json(req))
+            .await
+    }
+
+    pub async fn remove_staging_area(&self, name: &str) -> Result<(), ClientError> {
+        self.empty(self.request(Method::DELETE, self.name_url("staging", name)))
             .await
     }
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weft_types::{Error, ErrorCode};
 
-const TMP_DIR: &str = ".weft-tmp";
+pub(crate) const TMP_DIR: &str = ".weft-tmp";
 
 #[derive(Clone)]
 pub struct FsStore {
@@ -67,7 +67,7 @@ impl FsStore {
         blocking(move || Temp::create(&dir, &fallback, size)).await
     }
 
-    /// A new temporary file that is read back and never published (staging).
+    /// A new temporary file that is read back and never published (S3 pieces before upload).
     pub(crate) async fn scratch(&self, size: u64) -> Result<Temp, Error> {
         let dir = self.root.clone();
         let fallback = self.tmp_dir();
@@ -385,12 +385,12 @@ impl OffsetWriter {
     }
 
     pub(crate) async fn staged_for_s3(
-        staging: &FsStore,
+        scratch: &FsStore,
         size: u64,
         store: crate::s3::S3Store,
         key: String,
     ) -> Result<Self, Error> {
-        let temp = staging.scratch(size).await?;
+        let temp = scratch.scratch(size).await?;
         Ok(Self::start(temp, size, Target::S3(store, key)))
     }
 

@@ -11,6 +11,7 @@ mod config;
 mod fs;
 mod s3;
 mod temp;
+mod tree;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 use weft_types::{Error, ErrorCode, ResourceKind};
 
 pub use config::{FsConfig, S3Config};
+pub use tree::KeyInfo;
 
 /// A stream of a replica's bytes.
 pub type ByteStream = BoxStream<'static, Result<Bytes, Error>>;
@@ -35,9 +37,9 @@ pub enum Store {
 }
 
 impl Store {
-    /// Opens a resource from its kind and JSON settings. `staging_dir` is local scratch space
+    /// Opens a resource from its kind and JSON settings. `scratch_dir` is local scratch space
     /// for resources that cannot write at offsets (S3 stages parallel pieces there).
-    pub fn open(kind: ResourceKind, config_json: &str, staging_dir: PathBuf) -> Result<Store, Error> {
+    pub fn open(kind: ResourceKind, config_json: &str, scratch_dir: PathBuf) -> Result<Store, Error> {
         let bad = |e: serde_json::Error| {
             Error::new(
                 ErrorCode::InvalidArgument,
@@ -48,7 +50,7 @@ impl Store {
             ResourceKind::Fs => Store::Fs(fs::FsStore::new(serde_json::from_str(config_json).map_err(bad)?)?),
             ResourceKind::S3 => Store::S3(s3::S3Store::new(
                 serde_json::from_str(config_json).map_err(bad)?,
-                staging_dir,
+                scratch_dir,
             )?),
         })
     }

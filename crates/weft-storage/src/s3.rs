@@ -23,11 +23,11 @@ const CONCURRENCY: usize = 4;
 pub struct S3Store {
     op: Operator,
     describe: String,
-    staging: FsStore,
+    scratch: FsStore,
 }
 
 impl S3Store {
-    pub fn new(config: S3Config, staging_dir: PathBuf) -> Result<Self, Error> {
+    pub fn new(config: S3Config, scratch_dir: PathBuf) -> Result<Self, Error> {
         if config.bucket.is_empty() || config.endpoint.is_empty() {
             return Err(Error::invalid("an S3 resource needs an endpoint and a bucket"));
         }
@@ -46,12 +46,20 @@ impl S3Store {
             .map_err(|e| s3_error("cannot configure S3 resource", e))?
             .finish();
         let describe = format!("s3://{}/{} at {}", config.bucket, config.prefix, config.endpoint);
-        let staging = FsStore::new(crate::FsConfig { root: staging_dir })?;
+        let scratch = FsStore::new(crate::FsConfig { root: scratch_dir })?;
         Ok(S3Store {
             op,
             describe,
-            staging,
+            scratch,
         })
+    }
+
+    pub(crate) fn op(&self) -> &Operator {
+        &self.op
+    }
+
+    pub(crate) fn describe(&self) -> &str {
+        &self.describe
     }
 
     pub async fn check(&self) -> Result<(), Error> {
@@ -82,7 +90,7 @@ impl S3Store {
     }
 
     pub async fn offset_writer(&self, key: &str, size: u64) -> Result<OffsetWriter, Error> {
-        OffsetWriter::staged_for_s3(&self.staging, size, self.clone(), key.to_owned()).await
+        OffsetWriter::staged_for_s3(&self.scratch, size, self.clone(), key.to_owned()).await
     }
 
     /// Uploads a staged local file to `key`.
@@ -140,9 +148,9 @@ impl S3Store {
     }
 
     /// S3 keeps nothing temporary that is visible: an interrupted multipart upload never
-    /// becomes an object. Staged pieces live in the zone's local staging directory.
+    /// becomes an object. Staged pieces live in the zone's local scratch directory.
     pub async fn remove_temporary(&self) -> Result<u64, Error> {
-        self.staging.remove_temporary().await
+        self.scratch.remove_temporary().await
     }
 }
 
@@ -176,7 +184,7 @@ impl S3Writer {
     }
 }
 
-fn s3_error(what: &str, e: opendal::Error) -> Error {
+pub(crate) fn s3_error(what: &str, e: opendal::Error) -> Error {
     let code = match e.kind() {
         opendal::ErrorKind::NotFound => ErrorCode::NotFound,
         opendal::ErrorKind::PermissionDenied => ErrorCode::Forbidden,

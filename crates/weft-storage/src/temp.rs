@@ -67,6 +67,8 @@ impl Temp {
     }
 
     /// Makes the file visible at `target` (on the same file system), durable first if asked.
+    /// A file already at `target` is replaced atomically (staging areas overwrite; replicas
+    /// always get fresh keys).
     pub fn publish(&self, target: &Path, durable: bool) -> Result<(), Error> {
         if durable {
             self.file
@@ -76,7 +78,18 @@ impl Temp {
         let dir = target.parent().expect("a replica path has a parent");
         let r = with_dir(dir, || match &self.named {
             Some(p) => std::fs::rename(p, target),
-            None => link_unnamed(&self.file, target),
+            None => match link_unnamed(&self.file, target) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    // linkat never replaces: link under a hidden name, then rename over.
+                    let name = format!(".weft-{}.tmp", uuid::Uuid::new_v4().simple());
+                    let aside = dir.join(name);
+                    link_unnamed(&self.file, &aside)?;
+                    std::fs::rename(&aside, target).inspect_err(|_| {
+                        let _ = std::fs::remove_file(&aside);
+                    })
+                }
+                other => other,
+            },
         });
         r.map_err(|e| {
             io_error(

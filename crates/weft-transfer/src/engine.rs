@@ -120,12 +120,26 @@ impl Engine {
         if spec.sync {
             for f in &mut files {
                 let at = Endpoint::parse(&f.destination)?;
-                if let Some(there) = dst.stat(&at).await? {
-                    let same_sum =
-                        matches!((&there.checksum, &f.checksum), (Some(a), Some(b)) if a.to_string() == *b);
-                    if !there.is_dir && there.size == f.size && same_sum {
-                        f.state = "skipped".into();
+                let Some(there) = dst.stat(&at).await? else {
+                    continue;
+                };
+                if there.is_dir || there.size != f.size {
+                    continue;
+                }
+                // Files of staging areas carry no checksum: equal sizes are hashed to decide.
+                let here = match &f.checksum {
+                    Some(sum) => Checksum::parse(sum)?,
+                    None => {
+                        let src_at = Endpoint::parse(&f.source)?;
+                        self.sides.side(owner, &src_at).await?.verify(&src_at).await?
                     }
+                };
+                let there = match there.checksum {
+                    Some(sum) => sum,
+                    None => dst.verify(&at).await?,
+                };
+                if here == there {
+                    f.state = "skipped".into();
                 }
             }
         }

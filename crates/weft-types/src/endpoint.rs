@@ -108,6 +108,7 @@ impl fmt::Display for Endpoint {
         match self {
             Endpoint::Logical(p) => write!(f, "{p}"),
             Endpoint::File(p) => write!(f, "file://{p}"),
+            Endpoint::S3 { bucket, key } if key.is_empty() => write!(f, "s3://{bucket}"),
             Endpoint::S3 { bucket, key } => write!(f, "s3://{bucket}/{key}"),
         }
     }
@@ -124,7 +125,8 @@ mod tests {
             ("file:///scratch/run1/", "file:///scratch/run1"),
             ("file:///", "file:///"),
             ("s3://my-bucket/in/put/", "s3://my-bucket/in/put"),
-            ("s3://my-bucket", "s3://my-bucket/"),
+            ("s3://my-bucket", "s3://my-bucket"),
+            ("s3://my-bucket/", "s3://my-bucket"),
         ] {
             assert_eq!(Endpoint::parse(s).unwrap().to_string(), shown, "{s}");
         }

@@ -16,7 +16,7 @@ pub use endpoint::Endpoint;
 pub use error::{Error, ErrorCode, Result};
 pub use meta::{MetaCondition, MetaOp};
 pub use model::{NodeKind, Permission, ReplicaState, ResourceKind};
-pub use names::{PrincipalName, ResourceName, ZoneName};
+pub use names::{PrincipalName, ResourceName, StagingName, ZoneName};
 pub use path::LogicalPath;
 
 /// Milliseconds since the Unix epoch; the one time representation stored in the catalog.

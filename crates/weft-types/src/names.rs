@@ -106,6 +106,10 @@ name_type!(
     /// A resource name: `[a-z][a-z0-9_-]{0,62}`.
     ResourceName, "resource", 63, lower, resource_rest
 );
+name_type!(
+    /// A staging area's name: `[a-z][a-z0-9_-]{0,62}`.
+    StagingName, "staging area", 63, lower, resource_rest
+);
 
 #[cfg(test)]
 mod tests {

@@ -39,6 +39,8 @@
 //! | DELETE | `/resources/{name}` | → 204 |
 //! | GET, POST | `/zones` | → `Vec<PeerZoneWire>` (probed); `NewPeerZone` → `PeerZoneWire` (201) |
 //! | DELETE | `/zones/{name}` | → 204 |
+//! | GET, POST | `/staging` | → `Vec<StagingAreaWire>`; `NewStagingArea` → `StagingAreaWire` (201) |
+//! | DELETE | `/staging/{name}` | → 204 |
 //! | POST | `/transfers` | `TransferRequest` → `TransferWire` (201) |
 //! | POST | `/transfers/plan` | `TransferRequest` → `TransferPlanWire` (dry run) |
 //! | GET | `/transfers?limit`, `/transfers/{id}` | → `Vec<TransferWire>`, `TransferWire` |
@@ -309,6 +311,38 @@ pub struct NewPeerZone {
     /// Update the URL and secret of a zone already federated.
     #[serde(default)]
     pub replace: bool,
+}
+
+/// A staging area: an external directory or bucket transfers may read and write.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StagingAreaWire {
+    pub name: String,
+    /// `fs` or `s3`.
+    pub kind: String,
+    /// What it covers: `file:///dir` or `s3://bucket/prefix`.
+    pub url: String,
+    /// The S3 service, for S3 areas (credentials are never shown).
+    pub endpoint: Option<String>,
+    /// Users and groups that may use it; empty: every user of the zone.
+    pub allow: Vec<String>,
+    pub created: i64,
+}
+
+/// `POST /staging` (administrators).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NewStagingArea {
+    pub name: String,
+    /// `file:///abs/dir` or `s3://bucket/prefix`.
+    pub url: String,
+    /// S3 only: the service's URL.
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub access_key: Option<String>,
+    pub secret_key: Option<String>,
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Prove the area answers before storing it (default true).
+    pub check: Option<bool>,
 }
 
 /// `POST /transfers` (and `/transfers/plan` for a dry run).

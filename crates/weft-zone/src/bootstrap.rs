@@ -1,7 +1,7 @@
 //! Opening a zone: catalog, first-start setup (admin, home collections, default resource,
 //! admin token), resources and the removal of what interrupted writes left behind.
 
-use crate::{committer::Committer, staging_dir, upload::Uploads, Zone};
+use crate::{committer::Committer, scratch_dir, upload::Uploads, Zone};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -20,6 +20,8 @@ pub struct ZoneConfig {
     pub catalog_url: Option<String>,
     /// Resources to create at start when missing.
     pub resources: Vec<ResourceSpec>,
+    /// Staging areas to declare at start when missing (by name).
+    pub staging: Vec<crate::StagingSpec>,
 }
 
 /// A resource declared in the configuration file.
@@ -98,6 +100,7 @@ impl Zone {
             .await?;
         zone.ensure_home(&admin).await?;
         zone.ensure_resources(&config).await?;
+        zone.ensure_staging(&config).await?;
         zone.open_stores().await?;
         report.temporary_removed = zone.remove_temporary().await?;
         crate::upload::start_sweeper(&zone, sweeper);
@@ -117,7 +120,7 @@ impl Zone {
             if existing.iter().all(|r| r.name != spec.name) {
                 let settings =
                     serde_json::to_string(&spec.settings).map_err(|e| Error::invalid(e.to_string()))?;
-                Store::open(spec.kind, &settings, staging_dir(&self.data_dir))?
+                Store::open(spec.kind, &settings, scratch_dir(&self.data_dir))?
                     .check()
                     .await?;
                 self.catalog
@@ -151,14 +154,14 @@ impl Zone {
     async fn open_stores(&self) -> Result<(), Error> {
         let mut stores = HashMap::new();
         for r in self.catalog.list_resources().await? {
-            let store = Store::open(r.kind, &r.config, self.staging_dir())?;
+            let store = Store::open(r.kind, &r.config, self.scratch_dir())?;
             stores.insert(r.id, (r, store));
         }
         *self.stores.write().await = stores;
         Ok(())
     }
 
-    /// Deletes temporary data of every resource and the staging area. Only safe before
+    /// Deletes temporary data of every resource and of the scratch directory. Only safe before
     /// writes start, i.e. at zone start.
     async fn remove_temporary(&self) -> Result<u64, Error> {
         let mut n = 0;
@@ -168,15 +171,15 @@ impl Zone {
                 .await
                 .map_err(|e| Error::new(e.code, format!("resource {}: {}", r.name, e.message)))?;
         }
-        let staging = Store::open(
+        let scratch = Store::open(
             ResourceKind::Fs,
             &serde_json::to_string(&FsConfig {
-                root: self.staging_dir(),
+                root: self.scratch_dir(),
             })
             .expect("serialisable"),
-            self.staging_dir(),
+            self.scratch_dir(),
         )?;
-        n += staging.remove_temporary().await?;
+        n += scratch.remove_temporary().await?;
         Ok(n)
     }
 }

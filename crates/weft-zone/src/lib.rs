@@ -11,6 +11,7 @@ mod meta;
 mod namespace;
 mod principals;
 mod resources;
+mod staging;
 mod transfers;
 mod upload;
 mod worker;
@@ -31,6 +32,7 @@ pub use meta::MetaEdit;
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
 pub use principals::NewToken;
 pub use resources::ResourceInfo;
+pub use staging::{StagingInfo, StagingSpec};
 pub use transfers::{TransferInfo, TRANSFER_PIECE};
 pub use upload::{UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, Node, Principal, PrincipalKind};
@@ -67,8 +69,8 @@ impl Zone {
     }
 
     /// Staging space for resources that cannot write at offsets.
-    fn staging_dir(&self) -> PathBuf {
-        staging_dir(&self.data_dir)
+    fn scratch_dir(&self) -> PathBuf {
+        scratch_dir(&self.data_dir)
     }
 
     /// Checks `path` belongs to this zone.
@@ -115,8 +117,8 @@ impl Zone {
     }
 }
 
-fn staging_dir(data_dir: &std::path::Path) -> PathBuf {
-    data_dir.join("staging")
+fn scratch_dir(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join("scratch")
 }
 
 fn now_ms() -> i64 {

@@ -49,7 +49,7 @@ impl Zone {
     ) -> Result<ResourceInfo, Error> {
         caller.require_admin("adding a resource")?;
         let config = settings.to_string();
-        let store = Store::open(kind, &config, self.staging_dir())?;
+        let store = Store::open(kind, &config, self.scratch_dir())?;
         store.check().await?;
         let r = self
             .catalog

@@ -6,6 +6,7 @@
 //! namespace in process, a federated zone's through its API with zone tokens minted per
 //! request, acting for the transfer's owner so that each zone applies its own ACLs.
 
+use crate::staging::StagingSide;
 use crate::{Caller, Zone};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
-use weft_catalog::{FindQuery, TransferCounts, TransferFile, TransferRecord};
+use weft_catalog::{FindQuery, StagingArea, TransferCounts, TransferFile, TransferRecord};
 use weft_client::ClientError;
 use weft_transfer::{Engine, Entry, RetryPolicy, Side, Sides, TransferSpec};
 use weft_types::{Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, PieceSize, PrincipalName};
@@ -42,6 +43,8 @@ impl Zone {
         let sides = Arc::new(ZoneSides {
             zone: Arc::downgrade(self),
             callers: Mutex::default(),
+            areas: tokio::sync::OnceCell::new(),
+            staging: Mutex::default(),
         });
         let piece = PieceSize::new(TRANSFER_PIECE).expect("a power of two");
         Engine::new(self.catalog.clone(), sides, RetryPolicy::default(), piece)
@@ -211,6 +214,10 @@ impl Zone {
 struct ZoneSides {
     zone: Weak<Zone>,
     callers: Mutex<HashMap<String, Caller>>,
+    /// The staging areas, read once per plan or run.
+    areas: tokio::sync::OnceCell<Vec<StagingArea>>,
+    /// Staging sides by owner and area URL: they hold the open uploads of the run.
+    staging: Mutex<HashMap<(String, String), Arc<StagingSide>>>,
 }
 
 impl ZoneSides {
@@ -253,10 +260,17 @@ impl Sides for ZoneSides {
                     peer: p.zone().to_owned(),
                 }))
             }
-            Endpoint::File(_) | Endpoint::S3 { .. } => Err(Error::forbidden(format!(
-                "zone {} allows no staging endpoint {at}: its administrator has configured none",
-                zone.name
-            ))),
+            Endpoint::File(_) | Endpoint::S3 { .. } => {
+                let areas = self.areas.get_or_try_init(|| zone.catalog.list_staging()).await?;
+                let (area, base) = zone.staging_area_for(areas, at)?;
+                let key = (owner.to_owned(), area.url.clone());
+                if let Some(side) = self.staging.lock().expect("not poisoned").get(&key) {
+                    return Ok(side.clone());
+                }
+                let side = Arc::new(zone.staging_side(&caller, area, base).await?);
+                let mut cached = self.staging.lock().expect("not poisoned");
+                Ok(cached.entry(key).or_insert(side).clone())
+            }
         }
     }
 }
@@ -384,7 +398,7 @@ impl Side for LocalSide {
     }
 }
 
-fn concat(parts: Vec<Bytes>) -> Bytes {
+pub(crate) fn concat(parts: Vec<Bytes>) -> Bytes {
     if parts.len() == 1 {
         return parts.into_iter().next().expect("one part");
     }

@@ -12,6 +12,7 @@ async fn abandoned_uploads_are_swept() {
         data_dir: dir.path().to_owned(),
         catalog_url: None,
         resources: vec![],
+        staging: vec![],
     };
     let (zone, _) = Zone::open(config).await.unwrap();
     let admin = zone

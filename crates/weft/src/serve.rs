@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use weft_api::OidcIssuer;
 use weft_types::ZoneName;
-use weft_zone::{ResourceSpec, Zone, ZoneConfig};
+use weft_zone::{ResourceSpec, StagingSpec, Zone, ZoneConfig};
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8640";
 pub const DEFAULT_ZONE: &str = "weft";
@@ -28,7 +28,7 @@ pub struct ServeArgs {
     /// Catalog URL: sqlite://FILE or postgres://USER@HOST/DB [default: SQLite in the data dir].
     #[arg(long, env = "WEFT_CATALOG")]
     pub catalog: Option<String>,
-    /// TOML file with the settings above plus [[resources]] and [[oidc]] tables.
+    /// TOML file with the settings above plus [[resources]], [[staging]] and [[oidc]] tables.
     #[arg(long, env = "WEFT_CONFIG")]
     pub config: Option<PathBuf>,
 }
@@ -43,6 +43,9 @@ pub struct FileConfig {
     pub catalog: Option<String>,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
+    /// Staging areas transfers may use (`file:///dir`, `s3://bucket/prefix`).
+    #[serde(default)]
+    pub staging: Vec<StagingSpec>,
     #[serde(default)]
     pub oidc: Vec<OidcIssuer>,
 }
@@ -85,6 +88,7 @@ impl ServeArgs {
                 data_dir,
                 catalog_url: self.catalog.or(file.catalog),
                 resources: file.resources,
+                staging: file.staging,
             },
             listen,
             oidc: file.oidc,

@@ -217,4 +217,37 @@ fn transfers_that_cannot_work_are_refused_with_a_clear_error() {
         lrz.weft_as(&alice, &["transfer", "ls", "--json"]).ok().json(),
         serde_json::json!([])
     );
+
+    // Staging: only an administrator declares an area; then files move in from it.
+    let area = format!("file://{}", lrz.work().display());
+    lrz.weft_as(&alice, &["staging", "add", "work", &area])
+        .fails(5, "forbidden");
+    lrz.weft_as(&alice, &["transfer", "start", "file:///etc/passwd", "."])
+        .fails(5, "forbidden");
+    lrz.weft(&["staging", "add", "work", &area]).ok();
+    let listed = lrz.weft_as(&alice, &["staging", "ls"]).ok().stdout;
+    assert!(
+        listed.contains("work") && listed.contains("every user"),
+        "{listed}"
+    );
+    lrz.weft(&["staging", "add", "nothere", "file:///no/such/dir"])
+        .fails(1, "invalid_argument");
+    assert_eq!(
+        lrz.weft_as(&alice, &["transfer", "ls", "--json"]).ok().json(),
+        serde_json::json!([])
+    );
+    let staged = format!("{area}/a.txt");
+    let done = lrz
+        .weft_as(
+            &alice,
+            &["transfer", "start", &staged, "staged.txt", "--wait", "--json"],
+        )
+        .ok()
+        .json();
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let sum = lrz.weft_as(&alice, &["checksum", "staged.txt"]).ok().stdout;
+    assert!(sum.contains(&b3(b"alpha")), "{sum}");
+    lrz.weft(&["staging", "rm", "work"]).ok();
+    lrz.weft_as(&alice, &["transfer", "start", &staged, "again.txt"])
+        .fails(5, "forbidden");
 }

@@ -45,9 +45,15 @@ kind = "fs"
 tier = "ssd"
 default = true
 settings = {{ root = "{fast}" }}
+
+[[staging]]
+name = "scratch"
+url = "file://{scratch}"
+allow = ["admin"]
 "#,
             data = dir.path().join("data").display(),
-            fast = fast.display()
+            fast = fast.display(),
+            scratch = dir.path().display()
         ),
     )
     .unwrap();
@@ -100,6 +106,28 @@ settings = {{ root = "{fast}" }}
     let stat: serde_json::Value = serde_json::from_slice(&stat.stdout).unwrap();
     assert_eq!(stat["replicas"][0]["resource"], "fast");
     assert!(fast.join("data").exists());
+
+    // The file's staging area is declared: the admin stages x.txt in from it.
+    let areas = weft()
+        .args(["staging", "ls", "--json"])
+        .env("WEFT_URL", &url)
+        .env("WEFT_TOKEN", &token)
+        .env("XDG_CONFIG_HOME", dir.path())
+        .output()
+        .unwrap();
+    let areas: serde_json::Value = serde_json::from_slice(&areas.stdout).unwrap();
+    assert_eq!(areas[0]["name"], "scratch", "{areas}");
+    assert_eq!(areas[0]["allow"], serde_json::json!(["admin"]));
+    let staged = weft()
+        .args(["transfer", "start", "--wait", "--quiet"])
+        .arg(format!("file://{}", src.display()))
+        .arg("/fromenv/home/admin/staged.txt")
+        .env("WEFT_URL", &url)
+        .env("WEFT_TOKEN", &token)
+        .env("XDG_CONFIG_HOME", dir.path())
+        .status()
+        .unwrap();
+    assert!(staged.success());
     child.kill().unwrap();
     child.wait().unwrap();
 
@@ -126,6 +154,24 @@ fn bad_config_is_refused_naming_the_file() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.toml") && err.contains("listen_typo"), "{err}");
+
+    // A staging area that cannot be one stops the start, naming it.
+    std::fs::write(
+        &config,
+        "zone = \"x\"\n[[staging]]\nname = \"logical\"\nurl = \"/x/home\"\n",
+    )
+    .unwrap();
+    let out = weft()
+        .args(["serve", "--config"])
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.path().join("d"))
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[[staging]] logical"), "{err}");
 
     let out = weft()
         .args(["serve", "--zone", "Not A Zone", "--data-dir"])

@@ -1,4 +1,4 @@
-//! Federated peer zones.
+//! Federated peer zones and staging areas: what lies beyond this zone.
 
 use crate::auth::Authed;
 use crate::convert;
@@ -9,8 +9,9 @@ use axum::extract::{Path, State};
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
-use weft_types::wire::{NewPeerZone, PeerZoneWire};
-use weft_types::ZoneName;
+use weft_types::wire::{NewPeerZone, NewStagingArea, PeerZoneWire, StagingAreaWire};
+use weft_types::{PrincipalName, StagingName, ZoneName};
+use weft_zone::StagingSpec;
 
 #[utoipa::path(get, path = "/api/v1/zones", tag = "federation",
     responses((status = 200, body = Vec<PeerZoneWire>, description = "each peer, probed for reachability")))]
@@ -43,5 +44,56 @@ pub async fn remove_zone(
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
     s.zone.remove_zone(&c, &ZoneName::parse(&name)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/api/v1/staging", tag = "federation",
+    responses((status = 200, body = Vec<StagingAreaWire>, description = "where transfers may stage data")))]
+pub async fn list_staging(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+) -> ApiResult<Json<Vec<StagingAreaWire>>> {
+    Ok(Json(
+        s.zone
+            .list_staging(&c)
+            .await?
+            .iter()
+            .map(convert::staging)
+            .collect(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/staging", tag = "federation", request_body = NewStagingArea,
+    responses((status = 201, body = StagingAreaWire)))]
+pub async fn add_staging(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WireJson(a): WireJson<NewStagingArea>,
+) -> ApiResult<(StatusCode, Json<StagingAreaWire>)> {
+    let spec = StagingSpec {
+        name: StagingName::parse(&a.name)?,
+        url: a.url,
+        endpoint: a.endpoint,
+        region: a.region,
+        access_key: a.access_key,
+        secret_key: a.secret_key,
+        allow: a
+            .allow
+            .iter()
+            .map(|p| PrincipalName::parse(p))
+            .collect::<Result<_, _>>()?,
+    };
+    let info = s.zone.add_staging(&c, &spec, a.check.unwrap_or(true)).await?;
+    Ok((StatusCode::CREATED, Json(convert::staging(&info))))
+}
+
+#[utoipa::path(delete, path = "/api/v1/staging/{name}", tag = "federation", params(("name" = String, Path)),
+    responses((status = 204)))]
+pub async fn remove_staging(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    s.zone.remove_staging(&c, &StagingName::parse(&name)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }

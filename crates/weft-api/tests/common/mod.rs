@@ -43,6 +43,7 @@ async fn start_full(name: &str, catalog_url: Option<String>, oidc: Vec<OidcIssue
         data_dir: data_dir.clone(),
         catalog_url,
         resources: vec![],
+        staging: vec![],
     };
     let (zone, boot) = Zone::open(config).await.unwrap();
     let token_file = boot.admin_token_file.expect("first start writes the admin token");
@@ -202,4 +203,48 @@ pub async fn federate(a: &TestZone, a_name: &str, b: &TestZone, b_name: &str) {
             .unwrap();
         assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
     }
+}
+
+/// Starts a transfer and waits for its end; the final record.
+pub async fn run_transfer(zone: &TestZone, token: &str, body: serde_json::Value) -> serde_json::Value {
+    let r = zone.post("transfers", token).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let id = r.json::<serde_json::Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for _ in 0..600 {
+        let t = zone.get_json(&format!("transfers/{id}"), token).await;
+        if !matches!(t["state"].as_str(), Some("queued" | "active")) {
+            return t;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("transfer {id} did not end within a minute");
+}
+
+pub async fn checksum(zone: &TestZone, path: &str) -> String {
+    let s = zone.get_json(&format!("stat{path}"), &zone.admin_token).await;
+    s["checksum"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{path}: {s}"))
+        .to_owned()
+}
+
+pub fn b3(bytes: &[u8]) -> String {
+    format!("blake3:{}", blake3::hash(bytes).to_hex())
+}
+
+/// Deterministic bytes that do not repeat at piece boundaries.
+pub fn pseudo_random(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
 }

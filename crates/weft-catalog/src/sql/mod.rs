@@ -11,12 +11,14 @@ mod namespace;
 mod principals;
 mod resources;
 mod rows;
+mod staging;
 mod transfers;
 mod zones;
 
 use crate::{
     AclEntry, Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, Node, PeerZone, Principal,
-    PrincipalKind, Registered, Replica, Resource, TokenRecord, TransferCounts, TransferFile, TransferRecord,
+    PrincipalKind, Registered, Replica, Resource, StagingArea, TokenRecord, TransferCounts, TransferFile,
+    TransferRecord,
 };
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyQueryResult};
@@ -25,7 +27,9 @@ use sqlx::{Any, AnyPool, Executor, Transaction};
 use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
-use weft_types::{Error, ErrorCode, LogicalPath, Millis, Permission, PrincipalName, ResourceName, ZoneName};
+use weft_types::{
+    Error, ErrorCode, LogicalPath, Millis, Permission, PrincipalName, ResourceName, StagingName, ZoneName,
+};
 
 /// Connections per pool. SQLite has one writer at a time anyway; readers run in parallel (WAL).
 const POOL_SIZE: u32 = 8;
@@ -59,6 +63,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "transfers",
         include_str!("../../migrations/sqlite/0003_transfers.sql"),
     ),
+    (
+        4,
+        "staging",
+        include_str!("../../migrations/sqlite/0004_staging.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -71,6 +80,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         3,
         "transfers",
         include_str!("../../migrations/postgres/0003_transfers.sql"),
+    ),
+    (
+        4,
+        "staging",
+        include_str!("../../migrations/postgres/0004_staging.sql"),
     ),
 ];
 
@@ -394,6 +408,15 @@ impl Catalog for SqlCatalog {
     }
     async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error> {
         zones::delete_zone(self, name).await
+    }
+    async fn add_staging(&self, area: &StagingArea) -> Result<(), Error> {
+        staging::add_staging(self, area).await
+    }
+    async fn list_staging(&self) -> Result<Vec<StagingArea>, Error> {
+        staging::list_staging(self).await
+    }
+    async fn delete_staging(&self, name: &StagingName) -> Result<(), Error> {
+        staging::delete_staging(self, name).await
     }
 
     async fn create_transfer(&self, id: &str, owner_id: i64, spec: &str) -> Result<TransferRecord, Error> {

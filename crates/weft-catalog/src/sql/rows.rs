@@ -2,13 +2,14 @@
 //! the order of the `*_COLS` constants.
 
 use crate::{
-    Node, PeerZone, Principal, PrincipalKind, Replica, Resource, TokenRecord, TransferFile, TransferRecord,
+    Node, PeerZone, Principal, PrincipalKind, Replica, Resource, StagingArea, TokenRecord, TransferFile,
+    TransferRecord,
 };
 use sqlx::any::AnyRow;
 use sqlx::{Decode, Row, Type};
 use weft_types::{
     Checksum, Error, ErrorCode, LogicalPath, NodeKind, PrincipalName, ReplicaState, ResourceKind,
-    ResourceName, ZoneName,
+    ResourceName, StagingName, ZoneName,
 };
 
 pub(crate) const NODE_COLS: &str =
@@ -22,6 +23,7 @@ pub(crate) const TOKEN_COLS: &str = "t.id, t.user_id, t.label, t.created, t.expi
 pub(crate) const RESOURCE_COLS: &str = "s.id, s.name, s.kind, s.config, s.tier, s.is_default, s.created";
 
 pub(crate) const ZONE_COLS: &str = "name, url, secret, created";
+pub(crate) const STAGING_COLS: &str = "name, kind, url, settings, allow, created";
 
 pub(crate) const TRANSFER_COLS: &str = "t.id, t.owner_id, p.name, t.spec, t.state, t.error, t.files_total, \
      t.bytes_total, t.created, t.started, t.finished";
@@ -149,6 +151,25 @@ pub(crate) fn zone(row: &AnyRow) -> Result<PeerZone, Error> {
         url: get(row, 1)?,
         secret: get(row, 2)?,
         created: get(row, 3)?,
+    })
+}
+
+pub(crate) fn staging(row: &AnyRow) -> Result<StagingArea, Error> {
+    let name: String = get(row, 0)?;
+    let kind: String = get(row, 1)?;
+    let allow: String = get(row, 4)?;
+    let allow: Vec<String> =
+        serde_json::from_str(&allow).map_err(|e| corrupt("staging allow list", e.to_string()))?;
+    Ok(StagingArea {
+        name: StagingName::parse(&name).map_err(|e| corrupt("staging area name", e.message))?,
+        kind: ResourceKind::parse(&kind).map_err(|e| corrupt("staging area kind", e.message))?,
+        url: get(row, 2)?,
+        settings: get(row, 3)?,
+        allow: allow
+            .iter()
+            .map(|p| PrincipalName::parse(p).map_err(|e| corrupt("staging allow list", e.message)))
+            .collect::<Result<_, _>>()?,
+        created: get(row, 5)?,
     })
 }
 

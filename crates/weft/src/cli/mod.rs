@@ -10,6 +10,7 @@ pub mod output;
 mod principals;
 mod progress;
 mod resource;
+mod staging;
 mod transfer;
 mod zone;
 
@@ -67,6 +68,8 @@ pub enum Command {
     Acl(principals::AclArgs),
     /// Storage resources of the zone.
     Resource(resource::ResourceArgs),
+    /// Staging areas: external directories and buckets transfers may use.
+    Staging(staging::StagingArgs),
     /// The zone itself: version and background workers.
     Zone(zone::ZoneArgs),
 }
@@ -97,6 +100,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Token(a) => auth::token(&ctx, a).await,
         Command::Acl(a) => principals::acl(&ctx, a).await,
         Command::Resource(a) => resource::resource(&ctx, a).await,
+        Command::Staging(a) => staging::staging(&ctx, a).await,
         Command::Zone(a) => zone::zone(&ctx, a).await,
     }
 }

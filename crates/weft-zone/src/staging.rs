@@ -1,0 +1,515 @@
+//! Staging areas: external directories and buckets that transfers may read and write
+//! (`file:///scratch/proj/...`, `s3://bucket/prefix/...`), for moving data to and from
+//! compute systems. Only the zone administrator declares them; an area may be restricted to
+//! some users and groups. S3 credentials stay in this zone's catalog: listings never show
+//! them and no request carries them to another zone.
+//!
+//! Files in an area carry no checksum of their own: the engine hashes them in flight, and
+//! `--sync` and `--verify strong` re-read them (see [`Side::verify`]).
+
+use crate::{Caller, Zone};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::TryStreamExt;
+use serde::Deserialize;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use weft_catalog::StagingArea;
+use weft_storage::{FsConfig, KeyInfo, OffsetWriter, S3Config, Store};
+use weft_transfer::{Entry, Side};
+use weft_types::{Checksum, Endpoint, Error, ErrorCode, PieceSize, PrincipalName, ResourceKind, StagingName};
+
+/// A staging area as the administrator declares it (`[[staging]]` in the configuration
+/// file, `POST /staging`, `weft staging add`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StagingSpec {
+    pub name: StagingName,
+    /// `file:///abs/dir` or `s3://bucket/prefix`.
+    pub url: String,
+    /// S3 only: the service's address, e.g. `https://s3.example.org`.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub region: Option<String>,
+    #[serde(default)]
+    pub access_key: Option<String>,
+    #[serde(default)]
+    pub secret_key: Option<String>,
+    /// Users and groups that may use the area; empty: every user of this zone.
+    #[serde(default)]
+    pub allow: Vec<PrincipalName>,
+}
+
+/// A staging area as listings show it: no credentials.
+#[derive(Debug, Clone)]
+pub struct StagingInfo {
+    pub name: StagingName,
+    pub kind: ResourceKind,
+    pub url: String,
+    /// The S3 service, for S3 areas.
+    pub endpoint: Option<String>,
+    pub allow: Vec<PrincipalName>,
+    pub created: i64,
+}
+
+impl From<&StagingArea> for StagingInfo {
+    fn from(a: &StagingArea) -> Self {
+        let endpoint = match a.kind {
+            ResourceKind::S3 => serde_json::from_str::<S3Config>(&a.settings)
+                .ok()
+                .map(|c| c.endpoint),
+            ResourceKind::Fs => None,
+        };
+        StagingInfo {
+            name: a.name.clone(),
+            kind: a.kind,
+            url: a.url.clone(),
+            endpoint,
+            allow: a.allow.clone(),
+            created: a.created,
+        }
+    }
+}
+
+impl Zone {
+    /// Declares a staging area (administrators). With `check`, the area must answer now:
+    /// the directory exists, or the bucket lists with the given credentials, so that a typo
+    /// fails here and not in the middle of someone's transfer.
+    pub async fn add_staging(
+        &self,
+        caller: &Caller,
+        spec: &StagingSpec,
+        check: bool,
+    ) -> Result<StagingInfo, Error> {
+        caller.require_admin("declaring a staging area")?;
+        let area = self.staging_area(spec).await?;
+        if self
+            .catalog
+            .list_staging()
+            .await?
+            .iter()
+            .any(|a| a.url == area.url)
+        {
+            return Err(Error::new(
+                ErrorCode::AlreadyExists,
+                format!("a staging area already covers {}", area.url),
+            ));
+        }
+        if check {
+            self.probe_staging(&area).await.map_err(|e| {
+                let code = if e.code.is_temporary() {
+                    e.code
+                } else {
+                    ErrorCode::InvalidArgument
+                };
+                Error::new(
+                    code,
+                    format!("staging area {} does not work: {}", area.name, e.message),
+                )
+            })?;
+        }
+        self.catalog.add_staging(&area).await?;
+        let stored = self.catalog.list_staging().await?;
+        let area = stored.iter().find(|a| a.name == area.name).unwrap_or(&area);
+        Ok(StagingInfo::from(area))
+    }
+
+    /// Declares the configuration file's staging areas that the catalog lacks. A bad
+    /// declaration stops the start; an area that does not answer now (S3 down, directory
+    /// not mounted yet) is declared anyway, with a warning: transfers using it fail with
+    /// the cause until it answers.
+    pub(crate) async fn ensure_staging(&self, config: &crate::ZoneConfig) -> Result<(), Error> {
+        let existing = self.catalog.list_staging().await?;
+        for spec in &config.staging {
+            if existing.iter().any(|a| a.name == spec.name) {
+                continue;
+            }
+            let area = self
+                .staging_area(spec)
+                .await
+                .map_err(|e| Error::new(e.code, format!("[[staging]] {}: {}", spec.name, e.message)))?;
+            if let Err(e) = self.probe_staging(&area).await {
+                tracing::warn!(area = %area.name, url = %area.url, "staging area does not answer: {e}");
+            }
+            self.catalog.add_staging(&area).await?;
+        }
+        Ok(())
+    }
+
+    /// Every staging area; any user may see where staging is allowed (never credentials).
+    pub async fn list_staging(&self, _caller: &Caller) -> Result<Vec<StagingInfo>, Error> {
+        Ok(self
+            .catalog
+            .list_staging()
+            .await?
+            .iter()
+            .map(StagingInfo::from)
+            .collect())
+    }
+
+    pub async fn remove_staging(&self, caller: &Caller, name: &StagingName) -> Result<(), Error> {
+        caller.require_admin("removing a staging area")?;
+        self.catalog.delete_staging(name).await
+    }
+
+    /// The catalog record of `spec`, after checking its parts fit together.
+    async fn staging_area(&self, spec: &StagingSpec) -> Result<StagingArea, Error> {
+        let at = Endpoint::parse(&spec.url)?;
+        let s3_fields = [&spec.endpoint, &spec.region, &spec.access_key, &spec.secret_key];
+        let (kind, settings) = match &at {
+            Endpoint::File(root) => {
+                if s3_fields.iter().any(|f| f.is_some()) {
+                    return Err(Error::invalid(format!(
+                        "staging area {}: endpoint, region and keys are for s3:// areas only",
+                        spec.name
+                    )));
+                }
+                let config = FsConfig { root: root.into() };
+                (ResourceKind::Fs, serde_json::to_string(&config))
+            }
+            Endpoint::S3 { bucket, key } => {
+                let need = |f: &Option<String>, what: &str| {
+                    f.clone().filter(|v| !v.is_empty()).ok_or_else(|| {
+                        Error::invalid(format!("staging area {}: an s3:// area needs {what}", spec.name))
+                    })
+                };
+                let config = S3Config {
+                    endpoint: need(&spec.endpoint, "an endpoint (the S3 service's URL)")?,
+                    bucket: bucket.clone(),
+                    region: spec.region.clone().unwrap_or_else(|| "us-east-1".into()),
+                    access_key: need(&spec.access_key, "an access key")?,
+                    secret_key: need(&spec.secret_key, "a secret key")?,
+                    prefix: key.clone(),
+                };
+                (ResourceKind::S3, serde_json::to_string(&config))
+            }
+            Endpoint::Logical(p) => {
+                return Err(Error::invalid(format!(
+                "staging area {}: {p} is a logical path; a staging area is file:///dir or s3://bucket/prefix",
+                spec.name
+            )))
+            }
+        };
+        for p in &spec.allow {
+            let found = self.catalog.get_principal(p).await?;
+            if found.is_none() || p.as_str().contains('#') {
+                return Err(Error::not_found(format_args!(
+                    "user or group {p} of zone {}",
+                    self.name
+                )));
+            }
+        }
+        Ok(StagingArea {
+            name: spec.name.clone(),
+            kind,
+            url: at.to_string(),
+            settings: settings.map_err(|e| Error::internal(e.to_string()))?,
+            allow: spec.allow.clone(),
+            created: 0,
+        })
+    }
+
+    /// Proves the area answers: the directory exists, or the bucket lists with the
+    /// credentials given.
+    async fn probe_staging(&self, area: &StagingArea) -> Result<(), Error> {
+        match self.open_staging(area)?.stat("").await? {
+            Some(KeyInfo::Dir) => Ok(()),
+            _ => Err(Error::invalid(format!("{} is not a directory", area.url))),
+        }
+    }
+
+    fn open_staging(&self, area: &StagingArea) -> Result<Store, Error> {
+        Store::open(area.kind, &area.settings, self.scratch_dir())
+    }
+
+    /// The innermost staging area holding `at`, with its URL parsed.
+    pub(crate) fn staging_area_for<'a>(
+        &self,
+        areas: &'a [StagingArea],
+        at: &Endpoint,
+    ) -> Result<(&'a StagingArea, Endpoint), Error> {
+        let area = areas
+            .iter()
+            .filter_map(|a| {
+                Endpoint::parse(&a.url)
+                    .ok()
+                    .and_then(|base| below(&base, at).map(|_| (a, base)))
+            })
+            .max_by_key(|(a, _)| a.url.len());
+        area.ok_or_else(|| {
+            let known: Vec<&str> = areas.iter().map(|a| a.url.as_str()).collect();
+            let allowed = if known.is_empty() {
+                "none is configured".to_owned()
+            } else {
+                format!("allowed: {}", known.join(", "))
+            };
+            Error::forbidden(format!(
+                "zone {} allows no staging at {at} ({allowed}); ask its administrator (`weft staging ls`)",
+                self.name
+            ))
+        })
+    }
+
+    /// `area` as `caller` may use it, if it is open to the caller.
+    pub(crate) async fn staging_side(
+        &self,
+        caller: &Caller,
+        area: &StagingArea,
+        base: Endpoint,
+    ) -> Result<StagingSide, Error> {
+        if !self.may_use(caller, area).await? {
+            return Err(Error::forbidden(format!(
+                "staging area {} ({}) is not open to {}",
+                area.name, area.url, caller.name
+            )));
+        }
+        Ok(StagingSide {
+            store: self.open_staging(area)?,
+            base,
+            uploads: Mutex::default(),
+        })
+    }
+
+    async fn may_use(&self, caller: &Caller, area: &StagingArea) -> Result<bool, Error> {
+        if caller.name.as_str().contains('#') {
+            return Ok(false); // Visitors of other zones never touch this zone's file systems.
+        }
+        if caller.is_admin || area.allow.is_empty() {
+            return Ok(true);
+        }
+        for p in &area.allow {
+            if let Some(found) = self.catalog.get_principal(p).await? {
+                if caller.principal_ids.contains(&found.id) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// `at` relative to the area `base` (`""` for the area itself), if it lies inside.
+fn below(base: &Endpoint, at: &Endpoint) -> Option<String> {
+    let inside = |root: &str, path: &str| -> Option<String> {
+        if root.is_empty() || root == "/" {
+            return Some(path.trim_start_matches('/').to_owned());
+        }
+        let rest = path.strip_prefix(root)?;
+        match rest {
+            "" => Some(String::new()),
+            r if r.starts_with('/') => Some(r[1..].to_owned()),
+            _ => None,
+        }
+    };
+    match (base, at) {
+        (Endpoint::File(root), Endpoint::File(path)) => inside(root, path),
+        (Endpoint::S3 { bucket: b, key: root }, Endpoint::S3 { bucket, key }) if b == bucket => {
+            inside(root, key)
+        }
+        _ => None,
+    }
+}
+
+/// A write in pieces into a staging area.
+struct StagedUpload {
+    writer: tokio::sync::Mutex<Option<OffsetWriter>>,
+    piece: PieceSize,
+    pieces: u64,
+    received: Mutex<HashSet<u64>>,
+    name: String,
+}
+
+/// One staging area as a transfer's owner uses it. Open uploads live here, for one run:
+/// after a zone restart they are gone and the engine starts those files again.
+pub(crate) struct StagingSide {
+    store: Store,
+    base: Endpoint,
+    uploads: Mutex<HashMap<String, Arc<StagedUpload>>>,
+}
+
+impl StagingSide {
+    /// The store key of `at`, after refusing paths through symbolic links.
+    async fn key(&self, at: &Endpoint) -> Result<String, Error> {
+        let key = below(&self.base, at)
+            .ok_or_else(|| Error::internal(format!("{at} is outside staging area {}", self.base)))?;
+        self.store.refuse_links(&key).await?;
+        Ok(key)
+    }
+
+    fn upload(&self, id: &str) -> Result<Arc<StagedUpload>, Error> {
+        self.uploads
+            .lock()
+            .expect("not poisoned")
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::not_found(format_args!("upload {id}")))
+    }
+}
+
+#[async_trait]
+impl Side for StagingSide {
+    async fn stat(&self, at: &Endpoint) -> Result<Option<Entry>, Error> {
+        let key = self.key(at).await?;
+        Ok(self.store.stat(&key).await?.map(|info| Entry {
+            rel: String::new(),
+            is_dir: info == KeyInfo::Dir,
+            size: match info {
+                KeyInfo::File { size } => size,
+                KeyInfo::Dir => 0,
+            },
+            checksum: None,
+        }))
+    }
+
+    async fn list(&self, at: &Endpoint) -> Result<Vec<Entry>, Error> {
+        let key = self.key(at).await?;
+        Ok(self
+            .store
+            .list(&key)
+            .await?
+            .into_iter()
+            .map(|(rel, size)| Entry {
+                rel,
+                is_dir: false,
+                size,
+                checksum: None,
+            })
+            .collect())
+    }
+
+    async fn mkdirs(&self, at: &Endpoint) -> Result<(), Error> {
+        let key = self.key(at).await?;
+        self.store.make_dirs(&key).await
+    }
+
+    async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error> {
+        let key = self.key(at).await?;
+        let parts: Vec<Bytes> = self.store.read(&key, range).await?.try_collect().await?;
+        Ok(crate::transfers::concat(parts))
+    }
+
+    async fn put(&self, at: &Endpoint, data: Bytes, _checksum: &Checksum) -> Result<(), Error> {
+        let key = self.key(at).await?;
+        let mut w = self.store.writer(&key).await?;
+        if let Err(e) = w.write(data).await {
+            w.abort().await;
+            return Err(e);
+        }
+        w.commit(true).await.map(drop)
+    }
+
+    async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error> {
+        let key = self.key(at).await?;
+        let writer = self.store.offset_writer(&key, size).await?;
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let upload = StagedUpload {
+            writer: tokio::sync::Mutex::new(Some(writer)),
+            piece,
+            pieces: piece.count(size),
+            received: Mutex::default(),
+            name: at.to_string(),
+        };
+        self.uploads
+            .lock()
+            .expect("not poisoned")
+            .insert(id.clone(), Arc::new(upload));
+        Ok(id)
+    }
+
+    async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error> {
+        let u = self.upload(upload)?;
+        let guard = u.writer.lock().await;
+        let w = guard
+            .as_ref()
+            .ok_or_else(|| Error::not_found(format_args!("upload {upload}")))?;
+        let range = u.piece.range(index, w.size());
+        if index >= u.pieces || data.len() as u64 != range.end - range.start {
+            return Err(Error::new(
+                ErrorCode::SizeMismatch,
+                format!(
+                    "piece {index} of {} has {} bytes, expected {range:?}",
+                    u.name,
+                    data.len()
+                ),
+            ));
+        }
+        w.write_at(range.start, vec![data]).await?;
+        u.received.lock().expect("not poisoned").insert(index);
+        Ok(())
+    }
+
+    /// The engine hashed every piece as it read it from the source and combined them into
+    /// `_checksum`; the bytes written are those bytes. `--verify strong` re-reads the file.
+    async fn complete(&self, upload: &str, _checksum: &Checksum) -> Result<(), Error> {
+        let u = self.upload(upload)?;
+        let got = u.received.lock().expect("not poisoned").len() as u64;
+        if got != u.pieces {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!("{}: {got} of {} pieces arrived", u.name, u.pieces),
+            ));
+        }
+        let writer = u.writer.lock().await.take();
+        self.uploads.lock().expect("not poisoned").remove(upload);
+        match writer {
+            Some(w) => w.commit(true).await,
+            None => Err(Error::not_found(format_args!("upload {upload}"))),
+        }
+    }
+
+    async fn abort(&self, upload: &str) {
+        let u = self.uploads.lock().expect("not poisoned").remove(upload);
+        if let Some(u) = u {
+            if let Some(w) = u.writer.lock().await.take() {
+                w.abort().await;
+            }
+        }
+    }
+
+    async fn verify(&self, at: &Endpoint) -> Result<Checksum, Error> {
+        let key = self.key(at).await?;
+        let size = match self.store.stat(&key).await? {
+            Some(KeyInfo::File { size }) => size,
+            _ => return Err(Error::not_found(at)),
+        };
+        let mut hasher = blake3::Hasher::new();
+        let mut stream = self.store.read(&key, 0..size).await?;
+        while let Some(buf) = stream.try_next().await? {
+            hasher.update(&buf);
+        }
+        Ok(Checksum::blake3(&hasher.finalize()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(s: &str) -> Endpoint {
+        Endpoint::parse(s).unwrap()
+    }
+
+    #[test]
+    fn endpoints_map_into_areas_by_whole_components() {
+        let base = e("file:///scratch/proj");
+        assert_eq!(below(&base, &e("file:///scratch/proj")), Some(String::new()));
+        assert_eq!(
+            below(&base, &e("file:///scratch/proj/run1/a.nc")),
+            Some("run1/a.nc".into())
+        );
+        assert_eq!(below(&base, &e("file:///scratch/project2/a")), None);
+        assert_eq!(below(&base, &e("file:///scratch")), None);
+        assert_eq!(below(&base, &e("s3://scratch/proj/a")), None);
+        assert_eq!(
+            below(&e("file:///"), &e("file:///etc/passwd")),
+            Some("etc/passwd".into())
+        );
+        let bucket = e("s3://data/in");
+        assert_eq!(below(&bucket, &e("s3://data/in/x/y")), Some("x/y".into()));
+        assert_eq!(below(&bucket, &e("s3://data/inbox/y")), None);
+        assert_eq!(below(&bucket, &e("s3://other/in/y")), None);
+        assert_eq!(below(&e("s3://data"), &e("s3://data/a")), Some("a".into()));
+    }
+}
