@@ -2,6 +2,7 @@
 //! REST API (see `cli`).
 
 mod cli;
+mod demo;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,9 @@ struct Cli {
 enum Command {
     /// Run a zone: catalog, resources and the REST API.
     Serve(serve::ServeArgs),
+    /// Start two federated zones on loopback, put sample data in one and transfer it to
+    /// the other; then print what to try next.
+    Demo(demo::DemoArgs),
     #[command(flatten)]
     Client(cli::Command),
 }
@@ -49,6 +53,16 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Demo(args) => {
+            init_client_logging();
+            match runtime.block_on(demo::run(args, cli.global.quiet)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("weft: error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Client(cmd) => {
             init_client_logging();
             match runtime.block_on(cli::run(cli.global, cmd)) {

@@ -8,7 +8,7 @@ mod meta;
 mod namespace;
 pub mod output;
 mod principals;
-mod progress;
+pub(crate) mod progress;
 mod resource;
 mod staging;
 mod transfer;
