@@ -129,7 +129,7 @@ pub async fn run(args: DemoArgs, quiet: bool) -> anyhow::Result<()> {
         println!("--exit: both zones stop now; without it they keep running for you to explore.");
         return Ok(());
     }
-    print_next_steps(&lrz, &it4i, &t.id, &dir);
+    print_next_steps(&lrz, &it4i, &t.id);
     println!(
         "Press Ctrl-C to stop both zones (their data stays in {}).",
         dir.display()
@@ -202,7 +202,7 @@ async fn follow(client: &Client, mut t: TransferWire, quiet: bool) -> anyhow::Re
     Ok(t)
 }
 
-fn print_next_steps(lrz: &Running, it4i: &Running, id: &str, dir: &Path) {
+fn print_next_steps(lrz: &Running, it4i: &Running, id: &str) {
     println!();
     println!("Two federated zones are running:");
     for z in [lrz, it4i] {
