@@ -106,6 +106,7 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::namespace::remove,
         routes::namespace::rename,
         routes::namespace::copy,
+        routes::data::bundle,
         routes::data::put,
         routes::data::get,
         routes::data::begin_upload,

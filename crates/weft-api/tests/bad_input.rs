@@ -419,3 +419,68 @@ async fn conflicts_with_what_exists() {
     assert_eq!(code(r).await, (416, "range_not_satisfiable".into()));
     assert_eq!(z.snapshot().await, before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bundles_refuse_bad_framing_and_fail_bad_files_alone() {
+    let z = start().await;
+    let t = z.admin_token.clone();
+    let b3 = |d: &[u8]| format!("blake3:{}", blake3::hash(d).to_hex());
+    let post = |body: Vec<u8>| z.post("bundles", &t).body(body).send();
+    let before = z.snapshot().await;
+    for body in [
+        b"no header line".to_vec(),
+        b"{not json}\nxyz".to_vec(),
+        format!(
+            "{}\nab",
+            json!({"files": [{"path": "/z/home/admin/a", "size": 3, "checksum": b3(b"abc")}]})
+        )
+        .into_bytes(),
+        format!(
+            "{}\nabcd",
+            json!({"files": [{"path": "/z/home/admin/a", "size": 3, "checksum": b3(b"abc")}]})
+        )
+        .into_bytes(),
+    ] {
+        let r = post(body.clone()).await.unwrap();
+        assert_eq!(
+            code(r).await,
+            (400, "invalid_argument".into()),
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    assert_eq!(z.snapshot().await, before, "refused bundles change nothing");
+
+    // One good file, a bad path, a wrong checksum, a missing collection: only the good one
+    // is stored, and each other names its cause.
+    let files = json!({"files": [
+        {"path": "/z/home/admin/good", "size": 2, "checksum": b3(b"ok")},
+        {"path": "relative", "size": 1, "checksum": b3(b"x")},
+        {"path": "/z/home/admin/bad-sum", "size": 1, "checksum": b3(b"y")},
+        {"path": "/z/home/admin/nowhere/f", "size": 1, "checksum": b3(b"z")},
+    ]});
+    let r = post(format!("{files}\nokxXz").into_bytes()).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let out: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(out[0]["error"], serde_json::Value::Null, "{out}");
+    assert_eq!(out[1]["error"]["code"], "invalid_path", "{out}");
+    assert_eq!(out[2]["error"]["code"], "checksum_mismatch", "{out}");
+    assert_eq!(out[3]["error"]["code"], "not_found", "{out}");
+    let got = z
+        .get("data/z/home/admin/good", &t)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(&got[..], b"ok");
+    assert_eq!(
+        z.get("stat/z/home/admin/bad-sum", &t)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+}

@@ -17,7 +17,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use weft_types::wire::{CompleteUpload, NodeStat, PieceReceipt, Upload, UploadRequest, CHECKSUM_HEADER};
+use weft_types::wire::{
+    BundleEntry, BundleHeader, BundleOutcome, CompleteUpload, NodeStat, PieceReceipt, Upload, UploadRequest,
+    CHECKSUM_HEADER,
+};
 use weft_types::{Checksum, ChunkedBlake3, LogicalPath, PieceDigest, PieceHasher, PieceSize};
 
 /// How to upload a file.
@@ -115,6 +118,39 @@ impl Client {
         let stat = self.json(req).await?;
         report(&opts.progress, len);
         Ok(stat)
+    }
+
+    /// `POST /bundles`: several small files in one request; one outcome per file, in
+    /// order (a file can fail while the others are stored).
+    pub async fn put_bundle(
+        &self,
+        files: &[(LogicalPath, Bytes, Checksum)],
+        overwrite: bool,
+    ) -> Result<Vec<BundleOutcome>, ClientError> {
+        let header = BundleHeader {
+            files: files
+                .iter()
+                .map(|(path, data, sum)| BundleEntry {
+                    path: path.to_string(),
+                    size: data.len() as u64,
+                    checksum: sum.to_string(),
+                })
+                .collect(),
+            overwrite,
+        };
+        let head = serde_json::to_vec(&header).map_err(|e| ClientError::Invalid(e.to_string()))?;
+        let mut body =
+            bytes::BytesMut::with_capacity(head.len() + 1 + files.iter().map(|f| f.1.len()).sum::<usize>());
+        body.extend_from_slice(&head);
+        body.extend_from_slice(b"\n");
+        for (_, data, _) in files {
+            body.extend_from_slice(data);
+        }
+        let req = self
+            .request(Method::POST, self.url("/bundles"))
+            .header(CONTENT_LENGTH, body.len())
+            .body(body.freeze());
+        self.json(req).await
     }
 
     /// `POST /uploads`: opens an upload session.

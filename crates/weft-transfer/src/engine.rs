@@ -3,7 +3,7 @@
 use crate::side::{Entry, Side, Sides};
 use crate::spec::{TransferSpec, Verify};
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +16,12 @@ use weft_types::{Checksum, ChunkedBlake3, Endpoint, Error, ErrorCode, PieceDiges
 const FLUSH_EVERY: Duration = Duration::from_millis(300);
 /// Files listed per catalog page while running.
 const PAGE: u32 = 1000;
+/// Files up to this size move in bundles: many per request to the destination, so that a
+/// tree of small files pays a round trip per bundle, not per file (DESIGN.md §4.6).
+const BUNDLE_FILE_MAX: u64 = 1 << 20;
+/// At most this many files, and this many bytes, per bundle (memory per bundle in flight).
+const BUNDLE_FILES: usize = 64;
+const BUNDLE_BYTES: u64 = 16 << 20;
 
 /// How temporary errors are retried.
 #[derive(Debug, Clone)]
@@ -177,10 +183,19 @@ impl Engine {
 
         let progress = Progress::default();
         let made = Mutex::new(HashSet::new());
+        // The flusher is told to stop, never dropped: a flush cut off mid-transaction would
+        // lose its batch.
+        let finished = tokio::sync::Notify::new();
         let flusher = async {
             loop {
-                tokio::time::sleep(FLUSH_EVERY).await;
+                let stop = tokio::select! {
+                    _ = tokio::time::sleep(FLUSH_EVERY) => false,
+                    _ = finished.notified() => true,
+                };
                 progress.flush(self.catalog.as_ref(), id).await;
+                if stop {
+                    return;
+                }
             }
         };
         let work = async {
@@ -190,9 +205,19 @@ impl Engine {
                     let page = self.catalog.transfer_files(id, Some(state), after, PAGE).await?;
                     let Some(last) = page.last() else { break };
                     after = Some(last.seq);
-                    futures::stream::iter(page)
-                        .for_each_concurrent(spec.concurrency as usize, |f| {
-                            self.run_file(owner, spec, f, &progress, &made, cancel)
+                    let (small, large): (Vec<_>, Vec<_>) = page
+                        .into_iter()
+                        .partition(|f| f.size <= BUNDLE_FILE_MAX && f.resume.is_none());
+                    let units = bundles(small)
+                        .into_iter()
+                        .map(Unit::Bundle)
+                        .chain(large.into_iter().map(Unit::File));
+                    futures::stream::iter(units)
+                        .for_each_concurrent(spec.concurrency as usize, |unit| match unit {
+                            Unit::Bundle(b) => {
+                                self.run_bundle(owner, spec, b, &progress, &made, cancel).boxed()
+                            }
+                            Unit::File(f) => self.run_file(owner, spec, f, &progress, &made, cancel).boxed(),
                         })
                         .await;
                     if cancel.load(Ordering::SeqCst) {
@@ -202,11 +227,12 @@ impl Engine {
             }
             Ok::<(), Error>(())
         };
-        let outcome = tokio::select! {
-            r = work => r,
-            _ = flusher => unreachable!("the flusher never ends"),
+        let work = async {
+            let r = work.await;
+            finished.notify_one();
+            r
         };
-        progress.flush(self.catalog.as_ref(), id).await;
+        let (outcome, ()) = futures::join!(work, flusher);
         outcome?;
         let counts = self.catalog.transfer_counts(id).await?;
         let failed = counts
@@ -242,30 +268,170 @@ impl Engine {
                 break;
             }
             f.attempts += 1;
-            match self.copy(owner, spec, &mut f, progress, made, cancel).await {
-                Ok(sum) => {
-                    f.state = "done".into();
-                    f.bytes_done = f.size;
-                    f.checksum = Some(sum.to_string());
-                    f.error = None;
-                    f.resume = None;
-                    break;
-                }
-                Err(e) => {
-                    f.error = Some(e.to_string());
-                    let again = (e.code.is_temporary() || e.code == ErrorCode::ChecksumMismatch)
-                        && f.attempts < self.retry.attempts;
-                    tracing::warn!(file = %f.source, attempt = f.attempts, error = %e, retry = again, "transfer file failed");
-                    if !again {
-                        f.state = "failed".into();
-                        break;
-                    }
-                    progress.update(&f);
-                    tokio::time::sleep(self.retry.backoff(f.attempts)).await;
-                }
+            let outcome = self.copy(owner, spec, &mut f, progress, made, cancel).await;
+            if !self.settle(&mut f, outcome) {
+                break;
             }
+            progress.update(&f);
+            tokio::time::sleep(self.retry.backoff(f.attempts)).await;
         }
         progress.update(&f);
+    }
+
+    /// Small files, a bundle at a time: each read and hashed on its own, all written with
+    /// one `put_many`; each file keeps its own outcome, attempts and retries.
+    async fn run_bundle(
+        &self,
+        owner: &str,
+        spec: &TransferSpec,
+        mut files: Vec<TransferFile>,
+        progress: &Progress,
+        made: &Mutex<HashSet<String>>,
+        cancel: &AtomicBool,
+    ) {
+        for f in &mut files {
+            f.state = "active".into();
+            progress.update(f);
+        }
+        let mut todo: Vec<usize> = (0..files.len()).collect();
+        while !todo.is_empty() {
+            if cancel.load(Ordering::SeqCst) {
+                for &i in &todo {
+                    files[i].state = "cancelled".into();
+                    progress.update(&files[i]);
+                }
+                return;
+            }
+            for &i in &todo {
+                files[i].attempts += 1;
+            }
+            let outcomes = self.copy_bundle(owner, spec, &files, &todo, made).await;
+            let mut again = Vec::new();
+            for (&i, outcome) in todo.iter().zip(outcomes) {
+                if self.settle(&mut files[i], outcome) {
+                    again.push(i);
+                }
+                progress.update(&files[i]);
+            }
+            if let Some(&i) = again.first() {
+                tokio::time::sleep(self.retry.backoff(files[i].attempts)).await;
+            }
+            todo = again;
+        }
+    }
+
+    /// Records one attempt's outcome in `f`; whether to try again.
+    fn settle(&self, f: &mut TransferFile, outcome: Result<Checksum, Error>) -> bool {
+        match outcome {
+            Ok(sum) => {
+                f.state = "done".into();
+                f.bytes_done = f.size;
+                f.checksum = Some(sum.to_string());
+                f.error = None;
+                f.resume = None;
+                false
+            }
+            Err(e) => {
+                f.error = Some(e.to_string());
+                let again = (e.code.is_temporary() || e.code == ErrorCode::ChecksumMismatch)
+                    && f.attempts < self.retry.attempts;
+                tracing::warn!(file = %f.source, attempt = f.attempts, error = %e, retry = again, "transfer file failed");
+                if !again {
+                    f.state = "failed".into();
+                }
+                again
+            }
+        }
+    }
+
+    /// One attempt at the files `todo` of a bundle; one outcome each, in order.
+    async fn copy_bundle(
+        &self,
+        owner: &str,
+        spec: &TransferSpec,
+        files: &[TransferFile],
+        todo: &[usize],
+        made: &Mutex<HashSet<String>>,
+    ) -> Vec<Result<Checksum, Error>> {
+        let reads = todo.iter().map(|&i| self.read_bundled(owner, &files[i]));
+        let mut outcomes: Vec<Option<Result<Checksum, Error>>> = Vec::with_capacity(todo.len());
+        let mut ready = Vec::new();
+        for r in futures::future::join_all(reads).await {
+            match r {
+                Ok(item) => {
+                    ready.push(item);
+                    outcomes.push(None);
+                }
+                Err(e) => outcomes.push(Some(Err(e))),
+            }
+        }
+        if !ready.is_empty() {
+            let sums: Vec<(Endpoint, Checksum)> =
+                ready.iter().map(|(at, _, s)| (at.clone(), s.clone())).collect();
+            let written = match self.destination(owner, &ready[0].0, &sums, made).await {
+                Ok(dst) => {
+                    let results = dst.put_many(ready).await;
+                    let checks = sums
+                        .iter()
+                        .zip(results)
+                        .map(|((at, sum), r)| written_as(dst.as_ref(), spec, at, sum, r));
+                    futures::future::join_all(checks).await
+                }
+                Err(e) => vec![Err(e); sums.len()],
+            };
+            let mut written = written.into_iter();
+            for o in outcomes.iter_mut().filter(|o| o.is_none()) {
+                *o = written.next();
+            }
+        }
+        outcomes
+            .into_iter()
+            .map(|o| o.expect("every file of the bundle has an outcome"))
+            .collect()
+    }
+
+    /// Reads and hashes one file of a bundle; where it goes, its bytes and their checksum.
+    async fn read_bundled(
+        &self,
+        owner: &str,
+        f: &TransferFile,
+    ) -> Result<(Endpoint, Bytes, Checksum), Error> {
+        let (src_at, dst_at) = (Endpoint::parse(&f.source)?, Endpoint::parse(&f.destination)?);
+        let src = self.sides.side(owner, &src_at).await?;
+        let (data, sum) = read_whole(src.as_ref(), &src_at, f).await?;
+        Ok((dst_at, data, sum))
+    }
+
+    /// The destination side of a bundle, with the parent directories of its files made
+    /// (each once per run).
+    async fn destination(
+        &self,
+        owner: &str,
+        first: &Endpoint,
+        files: &[(Endpoint, Checksum)],
+        made: &Mutex<HashSet<String>>,
+    ) -> Result<Arc<dyn Side>, Error> {
+        let dst = self.sides.side(owner, first).await?;
+        for (at, _) in files {
+            self.make_parent(dst.as_ref(), at, made).await?;
+        }
+        Ok(dst)
+    }
+
+    async fn make_parent(
+        &self,
+        dst: &dyn Side,
+        at: &Endpoint,
+        made: &Mutex<HashSet<String>>,
+    ) -> Result<(), Error> {
+        if let Some(parent) = parent_of(at) {
+            let key = parent.to_string();
+            if !made.lock().expect("not poisoned").contains(&key) {
+                dst.mkdirs(&parent).await?;
+                made.lock().expect("not poisoned").insert(key);
+            }
+        }
+        Ok(())
     }
 
     /// One attempt at one file; returns what the destination now holds.
@@ -282,46 +448,30 @@ impl Engine {
         let (src_at, dst_at) = (Endpoint::parse(&f.source)?, Endpoint::parse(&f.destination)?);
         let src = self.sides.side(owner, &src_at).await?;
         let dst = self.sides.side(owner, &dst_at).await?;
-        let expected = f.checksum.as_deref().map(Checksum::parse).transpose()?;
-        // Each destination directory is made once per run, not once per file.
-        if let Some(parent) = parent_of(&dst_at) {
-            let key = parent.to_string();
-            if !made.lock().expect("not poisoned").contains(&key) {
-                dst.mkdirs(&parent).await?;
-                made.lock().expect("not poisoned").insert(key);
-            }
-        }
+        self.make_parent(dst.as_ref(), &dst_at, made).await?;
         let sum = if f.size <= self.piece.get() {
-            let data = src.read(&src_at, 0..f.size).await?;
-            check_len(&src_at, f.size, data.len() as u64)?;
-            let sum = Checksum::blake3(&blake3::hash(&data));
-            check_source(&src_at, expected.as_ref(), &sum)?;
+            let (data, sum) = read_whole(src.as_ref(), &src_at, f).await?;
             dst.put(&dst_at, data, &sum).await?;
             sum
         } else {
-            self.copy_pieces(
-                spec,
-                f,
-                src.as_ref(),
-                &src_at,
-                dst.as_ref(),
-                &dst_at,
-                progress,
-                cancel,
-            )
-            .await?
+            let sum = self
+                .copy_pieces(
+                    spec,
+                    f,
+                    src.as_ref(),
+                    &src_at,
+                    dst.as_ref(),
+                    &dst_at,
+                    progress,
+                    cancel,
+                )
+                .await?;
+            let expected = f.checksum.as_deref().map(Checksum::parse).transpose()?;
+            check_source(&src_at, expected.as_ref(), &sum)?;
+            sum
         };
-        if let Some(e) = &expected {
-            check_source(&src_at, Some(e), &sum)?;
-        }
         if spec.verify == Verify::Strong {
-            let there = dst.verify(&dst_at).await?;
-            if there != sum {
-                return Err(Error::new(
-                    ErrorCode::ChecksumMismatch,
-                    format!("{dst_at} re-read hashes to {there}, {sum} was written"),
-                ));
-            }
+            verify_strong(dst.as_ref(), &dst_at, &sum).await?;
         }
         Ok(sum)
     }
@@ -461,6 +611,69 @@ impl Engine {
     }
 }
 
+/// Reads a whole (small) file and hashes it, checking its size and, where the source knows
+/// one, its checksum.
+async fn read_whole(src: &dyn Side, at: &Endpoint, f: &TransferFile) -> Result<(Bytes, Checksum), Error> {
+    let data = src.read(at, 0..f.size).await?;
+    check_len(at, f.size, data.len() as u64)?;
+    let sum = Checksum::blake3(&blake3::hash(&data));
+    let expected = f.checksum.as_deref().map(Checksum::parse).transpose()?;
+    check_source(at, expected.as_ref(), &sum)?;
+    Ok((data, sum))
+}
+
+/// The outcome of one file of a bundle once written: re-read at the destination first with
+/// `--verify strong`.
+async fn written_as(
+    dst: &dyn Side,
+    spec: &TransferSpec,
+    at: &Endpoint,
+    sum: &Checksum,
+    written: Result<(), Error>,
+) -> Result<Checksum, Error> {
+    written?;
+    if spec.verify == Verify::Strong {
+        verify_strong(dst, at, sum).await?;
+    }
+    Ok(sum.clone())
+}
+
+/// `--verify strong`: the destination re-reads what it holds.
+async fn verify_strong(dst: &dyn Side, at: &Endpoint, sum: &Checksum) -> Result<(), Error> {
+    let there = dst.verify(at).await?;
+    if there != *sum {
+        return Err(Error::new(
+            ErrorCode::ChecksumMismatch,
+            format!("{at} re-read hashes to {there}, {sum} was written"),
+        ));
+    }
+    Ok(())
+}
+
+/// What the engine runs at once: a bundle of small files, or one larger file.
+enum Unit {
+    Bundle(Vec<TransferFile>),
+    File(TransferFile),
+}
+
+/// Small files grouped into bundles of at most BUNDLE_FILES files and BUNDLE_BYTES bytes.
+fn bundles(files: Vec<TransferFile>) -> Vec<Vec<TransferFile>> {
+    let mut out: Vec<Vec<TransferFile>> = Vec::new();
+    let mut bytes = 0;
+    for f in files {
+        let full = out
+            .last()
+            .is_none_or(|b| b.len() >= BUNDLE_FILES || bytes + f.size > BUNDLE_BYTES);
+        if full {
+            out.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += f.size;
+        out.last_mut().expect("just pushed").push(f);
+    }
+    out
+}
+
 fn planned(source: Endpoint, destination: Endpoint, e: &Entry) -> TransferFile {
     TransferFile {
         seq: 0,
@@ -536,5 +749,41 @@ impl Progress {
                 changed.entry(f.seq).or_insert(f);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(seq: u64, size: u64) -> TransferFile {
+        let e = Entry {
+            rel: String::new(),
+            is_dir: false,
+            size,
+            checksum: None,
+        };
+        let mut f = planned(
+            Endpoint::parse("/a/x").unwrap(),
+            Endpoint::parse("/b/x").unwrap(),
+            &e,
+        );
+        f.seq = seq;
+        f
+    }
+
+    #[test]
+    fn bundles_are_bounded_by_files_and_bytes() {
+        let many: Vec<_> = (0..130).map(|i| file(i, 10)).collect();
+        let sizes: Vec<usize> = bundles(many).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [64, 64, 2]);
+        let big: Vec<_> = (0..40).map(|i| file(i, 1 << 20)).collect();
+        let b = bundles(big);
+        assert!(b
+            .iter()
+            .all(|b| b.iter().map(|f| f.size).sum::<u64>() <= BUNDLE_BYTES));
+        assert_eq!(b.iter().map(Vec::len).sum::<usize>(), 40);
+        assert_eq!(b[0].len(), 16);
+        assert!(bundles(Vec::new()).is_empty());
     }
 }

@@ -29,6 +29,15 @@ pub trait Side: Send + Sync {
     async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error>;
     /// Writes a whole (small) file, replacing what is there, visible only when complete.
     async fn put(&self, at: &Endpoint, data: Bytes, checksum: &Checksum) -> Result<(), Error>;
+    /// Writes several small files, each replacing what is there and visible when complete;
+    /// one outcome per file, in order. By default they are written concurrently; a side
+    /// that can send them all in one request does so.
+    async fn put_many(&self, files: Vec<(Endpoint, Bytes, Checksum)>) -> Vec<Result<(), Error>> {
+        let puts = files
+            .iter()
+            .map(|(at, data, sum)| self.put(at, data.clone(), sum));
+        futures::future::join_all(puts).await
+    }
     /// Opens a write of `size` bytes in pieces; returns its id.
     async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error>;
     async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error>;

@@ -22,6 +22,7 @@
 //! | PUT | `/uploads/{id}/{index}` | bytes of piece `index` → `PieceReceipt` |
 //! | POST | `/uploads/{id}/complete` | `CompleteUpload` → `NodeStat` (201) |
 //! | DELETE | `/uploads/{id}` | → 204 |
+//! | POST | `/bundles` | `BundleHeader` JSON, `\n`, the files' bytes back to back → `Vec<BundleOutcome>` |
 //! | POST | `/checksum/{*path}?verify=bool` | → `ChecksumReport` |
 //! | GET | `/meta/{*path}` | → `Vec<AvuWire>` |
 //! | POST | `/meta/{*path}` | `MetaRequest` → 204 |
@@ -343,6 +344,39 @@ pub struct NewStagingArea {
     pub allow: Vec<String>,
     /// Prove the area answers before storing it (default true).
     pub check: Option<bool>,
+}
+
+/// The head of a `POST /bundles` body: many small files in one request, so that a tree of
+/// small files costs one round trip per bundle, not per file. The body is this header as
+/// one line of JSON, a newline, then the files' bytes back to back in the header's order.
+/// The most files one bundle may hold.
+pub const BUNDLE_MAX_FILES: usize = 1000;
+/// The most bytes (of files) one bundle may carry; the zone holds a bundle in memory.
+pub const BUNDLE_MAX_BYTES: u64 = 64 << 20;
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BundleHeader {
+    pub files: Vec<BundleEntry>,
+    /// Replace existing data objects.
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BundleEntry {
+    /// Logical path of the new data object.
+    pub path: String,
+    pub size: u64,
+    /// `blake3:<hex>` of the bytes; checked before the object becomes visible.
+    pub checksum: String,
+}
+
+/// What became of one file of a bundle; files succeed or fail each on their own.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BundleOutcome {
+    pub path: String,
+    /// `None`: the object is stored and visible.
+    pub error: Option<ErrorBody>,
 }
 
 /// `POST /transfers` (and `/transfers/plan` for a dry run).

@@ -109,6 +109,24 @@ impl Zone {
             .await
     }
 
+    /// Stores several small objects at once (`POST /bundles`): each is checked and made
+    /// visible on its own, so a bad one fails alone, while their catalog writes share the
+    /// committer's transactions. One outcome per file, in order.
+    pub async fn put_bundle(
+        &self,
+        caller: &Caller,
+        files: Vec<(LogicalPath, Bytes, Checksum)>,
+        overwrite: bool,
+    ) -> Vec<Result<PutOutcome, Error>> {
+        let puts = files.into_iter().map(|(path, data, sum)| async move {
+            let size = data.len() as u64;
+            let body = futures::stream::once(async move { Ok(data) });
+            self.put_stream(caller, &path, size, Some(&sum), None, overwrite, body)
+                .await
+        });
+        futures::future::join_all(puts).await
+    }
+
     /// Registers bytes already committed at `key`; removes them again if that fails.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn register(

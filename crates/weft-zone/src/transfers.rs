@@ -507,6 +507,48 @@ impl Side for PeerSide {
             .map_err(|e| from_client(&self.peer, e))
     }
 
+    /// One `POST /bundles` for all of them: a tree of small files costs a round trip per
+    /// bundle, not per file.
+    async fn put_many(&self, files: Vec<(Endpoint, Bytes, Checksum)>) -> Vec<Result<(), Error>> {
+        let n = files.len();
+        let sent = async {
+            let items = files
+                .into_iter()
+                .map(|(at, data, sum)| Ok((logical(&at)?.clone(), data, sum)))
+                .collect::<Result<Vec<_>, Error>>()?;
+            let outcomes = self
+                .client()
+                .await?
+                .put_bundle(&items, true)
+                .await
+                .map_err(|e| from_client(&self.peer, e))?;
+            if outcomes.len() != n {
+                return Err(Error::new(
+                    ErrorCode::ZoneUnreachable,
+                    format!(
+                        "zone {} answered {} outcomes for {n} files",
+                        self.peer,
+                        outcomes.len()
+                    ),
+                ));
+            }
+            Ok(outcomes)
+        };
+        match sent.await {
+            Ok(outcomes) => outcomes
+                .into_iter()
+                .map(|o| match o.error {
+                    None => Ok(()),
+                    Some(e) => Err(Error::new(
+                        ErrorCode::parse(&e.code).unwrap_or(ErrorCode::Internal),
+                        format!("zone {}: {}", self.peer, e.message),
+                    )),
+                })
+                .collect(),
+            Err(e) => vec![Err(e); n],
+        }
+    }
+
     async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error> {
         let req = weft_client::wire::UploadRequest {
             path: logical(at)?.to_string(),

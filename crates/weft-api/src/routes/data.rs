@@ -14,8 +14,8 @@ use http::{header, HeaderMap, HeaderValue, StatusCode};
 use std::ops::Range;
 use std::sync::Arc;
 use weft_types::wire::{
-    ChecksumReport, CompleteUpload, NodeStat, PieceReceipt, ReplicaCheck, Upload, UploadRequest,
-    CHECKSUM_HEADER,
+    BundleHeader, BundleOutcome, ChecksumReport, CompleteUpload, ErrorBody, NodeStat, PieceReceipt,
+    ReplicaCheck, Upload, UploadRequest, BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, CHECKSUM_HEADER,
 };
 use weft_types::{Checksum, ErrorCode, LogicalPath, ResourceName};
 
@@ -64,6 +64,80 @@ pub async fn put(
         )
         .await?;
     Ok((StatusCode::CREATED, Json(convert::node(&out.node))))
+}
+
+/// Bounds the header line of a bundle (paths and checksums of up to BUNDLE_MAX_FILES).
+const BUNDLE_HEADER_MAX: usize = 1 << 20;
+
+#[utoipa::path(post, path = "/api/v1/bundles", tag = "data",
+    request_body(content = Vec<u8>, content_type = "application/octet-stream",
+        description = "a BundleHeader as one line of JSON, a newline, then the files' bytes back to back"),
+    responses((status = 200, body = Vec<BundleOutcome>, description = "one outcome per file, in order"),
+        (status = 400, body = weft_types::wire::ErrorBody)))]
+pub async fn bundle(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    body: Body,
+) -> ApiResult<Json<Vec<BundleOutcome>>> {
+    let limit = BUNDLE_HEADER_MAX + BUNDLE_MAX_BYTES as usize;
+    let all = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        ApiError::new(
+            ErrorCode::InvalidArgument,
+            format!("bundle body unreadable or over {limit} bytes: {e}"),
+        )
+    })?;
+    let split = all[..all.len().min(BUNDLE_HEADER_MAX)]
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or_else(|| ApiError::new(ErrorCode::InvalidArgument, "bundle: no header line"))?;
+    let header: BundleHeader = serde_json::from_slice(&all[..split])
+        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bundle header: {e}")))?;
+    let sizes: u64 = header.files.iter().map(|f| f.size).sum();
+    if header.files.len() > BUNDLE_MAX_FILES || sizes != (all.len() - split - 1) as u64 {
+        return Err(ApiError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "bundle: {} files (at most {BUNDLE_MAX_FILES}) of {sizes} bytes, but {} bytes follow the header",
+                header.files.len(),
+                all.len() - split - 1
+            ),
+        ));
+    }
+    // Entries that do not parse fail alone, like any other file of the bundle.
+    let mut outcomes: Vec<Option<weft_types::Error>> = Vec::with_capacity(header.files.len());
+    let mut items = Vec::new();
+    let mut at = split + 1;
+    for f in &header.files {
+        let data = all.slice(at..at + f.size as usize);
+        at += f.size as usize;
+        match LogicalPath::parse(&f.path).and_then(|p| Ok((p, Checksum::parse(&f.checksum)?))) {
+            Ok((path, sum)) => {
+                items.push((path, data, sum));
+                outcomes.push(None);
+            }
+            Err(e) => outcomes.push(Some(e)),
+        }
+    }
+    let mut stored = s.zone.put_bundle(&c, items, header.overwrite).await.into_iter();
+    let answer = header
+        .files
+        .iter()
+        .zip(outcomes)
+        .map(|(f, bad)| {
+            let error = match bad {
+                Some(e) => Some(e),
+                None => stored.next().expect("one outcome per stored file").err(),
+            };
+            BundleOutcome {
+                path: f.path.clone(),
+                error: error.map(|e| ErrorBody {
+                    code: e.code.as_str().to_owned(),
+                    message: e.message,
+                }),
+            }
+        })
+        .collect();
+    Ok(Json(answer))
 }
 
 #[utoipa::path(get, path = "/api/v1/data/{path}", tag = "data",

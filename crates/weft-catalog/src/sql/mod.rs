@@ -198,11 +198,24 @@ impl SqlCatalog {
 
     /// Begins a transaction that will write. SQLite takes the write lock at once (`BEGIN
     /// IMMEDIATE`), so a transaction that reads first never fails to upgrade its lock.
+    ///
+    /// Beginning runs on a task of its own: sqlx's begin is not cancel-safe. A caller
+    /// dropped while SQLite waits for the write lock (a client that hung up, a loop that
+    /// stopped) would leave BEGIN executed on a pooled connection that nobody ends, holding
+    /// the write lock for good ("database is locked" everywhere after). On its own task the
+    /// begin completes, and if the caller is gone the transaction is dropped and rolls back.
     pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Any>, Error> {
-        match self.dialect {
-            Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db),
-            Dialect::Postgres => self.pool.begin().await.map_err(db),
-        }
+        let pool = self.pool.clone();
+        let dialect = self.dialect;
+        tokio::spawn(async move {
+            match dialect {
+                Dialect::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
+                Dialect::Postgres => pool.begin().await,
+            }
+        })
+        .await
+        .map_err(|e| Error::internal(format!("catalog: beginning a transaction failed: {e}")))?
+        .map_err(db)
     }
 
     /// Row lock for a collection that new children will be attached to (PostgreSQL; SQLite
