@@ -1663,9 +1663,11 @@ async fn find_uses_indexes_on_100k_objects(c: &SqlCatalog) {
     // PostgreSQL keeps its statistics up to date itself, so it is checked after.
     if c.dialect() == Dialect::Sqlite {
         assert_plan_uses_indexes(c, &q).await;
+        assert_permission_plan_is_by_path(c, admin).await;
     }
     c.analyze().await.unwrap();
     assert_plan_uses_indexes(c, &q).await;
+    assert_permission_plan_is_by_path(c, admin).await;
 
     // And the answer is right: run r042 is i ≡ 42 (mod 1000); temp = (i mod 997)/10 > 30.
     let expected: Vec<String> = (0..N)
@@ -1691,6 +1693,26 @@ async fn find_uses_indexes_on_100k_objects(c: &SqlCatalog) {
     let got = c.find(&q2).await.unwrap();
     assert_eq!(got.len(), 100);
     assert!(got.iter().all(|n| n.path.as_str().starts_with("/z/data/d42/")));
+}
+
+/// A permission check looks up the path and its ancestors, whatever the caller owns (here
+/// 100 k objects): never a walk over the owner's nodes.
+async fn assert_permission_plan_is_by_path(c: &SqlCatalog, owner: i64) {
+    let plan = c
+        .explain_permission(&p("/z/data/d07/f000007.nc"), &[owner])
+        .await
+        .unwrap();
+    eprintln!("{:?} permission plan:\n{plan}", c.dialect());
+    match c.dialect() {
+        Dialect::Sqlite => {
+            assert!(!plan.contains("nodes_owner"), "{plan}");
+            assert!(!plan.contains("SCAN n"), "{plan}");
+        }
+        Dialect::Postgres => {
+            assert!(!plan.contains("Seq Scan on nodes"), "{plan}");
+            assert!(!plan.contains("nodes_owner"), "{plan}");
+        }
+    }
 }
 
 async fn assert_plan_uses_indexes(c: &SqlCatalog, q: &FindQuery) {

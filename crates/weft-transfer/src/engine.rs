@@ -327,7 +327,7 @@ impl Engine {
                 f.state = "done".into();
                 f.bytes_done = f.size;
                 f.checksum = Some(sum.to_string());
-                f.error = None;
+                // `error` stays: the last error of a retried file, as the API documents.
                 f.resume = None;
                 false
             }
@@ -540,6 +540,13 @@ impl Engine {
         *f = file;
         if let Some(e) = results.into_iter().find_map(Result::err) {
             if e.code == ErrorCode::NotFound {
+                if matches!(src.stat(src_at).await, Ok(None)) {
+                    // The source is gone: that is permanent. Drop the upload opened for it.
+                    dst.abort(&upload).await;
+                    f.resume = None;
+                    f.bytes_done = 0;
+                    return Err(e);
+                }
                 // The destination lost the upload (restarted): start this file over.
                 f.resume = None;
                 f.bytes_done = 0;
@@ -564,12 +571,29 @@ impl Engine {
             .ok_or_else(|| Error::internal(format!("bad resume record of {src_at}")))?;
         let sum = ChunkedBlake3::combine(self.piece, f.size, &digests)?;
         match dst.complete(&upload, &sum).await {
-            Err(e) if e.code == ErrorCode::NotFound || e.code == ErrorCode::ChecksumMismatch => {
+            Ok(()) => Ok(sum),
+            Err(e) if e.code == ErrorCode::NotFound => {
+                // The upload is gone: an earlier `complete` went through and only its answer
+                // was lost, or the destination restarted and dropped it. The destination
+                // tells which: the file is there whole, or it is sent again.
+                if let Ok(Some(there)) = dst.stat(dst_at).await {
+                    if !there.is_dir && there.size == f.size && there.checksum.as_ref() == Some(&sum) {
+                        return Ok(sum);
+                    }
+                }
+                f.resume = None;
+                f.bytes_done = 0;
+                Err(Error::new(
+                    ErrorCode::StorageUnavailable,
+                    format!("the destination lost the upload of {dst_at} ({e}); starting it again"),
+                ))
+            }
+            Err(e) if e.code == ErrorCode::ChecksumMismatch => {
                 f.resume = None;
                 f.bytes_done = 0;
                 Err(e)
             }
-            other => other.map(|_| sum),
+            Err(e) => Err(e),
         }
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 pub const BIN: &str = env!("CARGO_BIN_EXE_weft");
 
 /// Variables a developer's shell may hold that would change what the tests see.
-const ENV_TO_CLEAR: &[&str] = &[
+pub const ENV_TO_CLEAR: &[&str] = &[
     "WEFT_URL",
     "WEFT_TOKEN",
     "WEFT_ZONE",

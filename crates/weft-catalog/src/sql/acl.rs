@@ -107,24 +107,8 @@ pub(super) async fn effective_permission(
     if principal_ids.is_empty() {
         return Ok(Permission::None);
     }
-    // One query over the path and its ancestors (each an indexed lookup by path): the best
-    // ACL level of any of the principals, and whether one of them owns any of those nodes.
-    let chain = path.ancestors_and_self();
-    let paths = placeholders(1, chain.len());
-    let ids = placeholders(1 + chain.len(), principal_ids.len());
-    let sql = format!(
-        "SELECT \
-           (SELECT MAX(a.level) FROM acls a JOIN nodes n ON n.id = a.node_id \
-             WHERE n.path IN ({paths}) AND a.principal_id IN ({ids})), \
-           EXISTS (SELECT 1 FROM nodes n WHERE n.path IN ({paths}) AND n.owner_id IN ({ids}))"
-    );
-    let mut q = sqlx::query(&sql);
-    for p in &chain {
-        q = q.bind(p.as_str());
-    }
-    for id in principal_ids {
-        q = q.bind(*id);
-    }
+    let sql = permission_sql(path, principal_ids);
+    let q = bind_permission(sqlx::query(&sql), path, principal_ids);
     let row = q.fetch_one(c.pool()).await.map_err(db)?;
     if rows::get_flag(&row, 1)? {
         return Ok(Permission::Own);
@@ -132,4 +116,55 @@ pub(super) async fn effective_permission(
     Ok(Permission::from_level(
         rows::get::<Option<i64>>(&row, 0)?.unwrap_or(0),
     ))
+}
+
+/// One query over the path and its ancestors (each an indexed lookup by path): the best ACL
+/// level of any of the principals, and whether one of them owns any of those nodes.
+/// `+n.owner_id` keeps the owner index out of the plan: by owner, SQLite would walk every
+/// node the caller owns (a check per put that grew with the user's data: 4 ms at 20 k).
+fn permission_sql(path: &LogicalPath, principal_ids: &[i64]) -> String {
+    let chain = path.ancestors_and_self().len();
+    let paths = placeholders(1, chain);
+    let ids = placeholders(1 + chain, principal_ids.len());
+    format!(
+        "SELECT \
+           (SELECT MAX(a.level) FROM acls a JOIN nodes n ON n.id = a.node_id \
+             WHERE n.path IN ({paths}) AND a.principal_id IN ({ids})), \
+           EXISTS (SELECT 1 FROM nodes n WHERE n.path IN ({paths}) AND +n.owner_id IN ({ids}))"
+    )
+}
+
+fn bind_permission<'q>(
+    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    path: &LogicalPath,
+    principal_ids: &[i64],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for p in path.ancestors_and_self() {
+        q = q.bind(p.as_str().to_owned());
+    }
+    for id in principal_ids {
+        q = q.bind(*id);
+    }
+    q
+}
+
+/// The query plan of a permission check (tests keep it on indexes).
+pub(super) async fn explain_permission(
+    c: &SqlCatalog,
+    path: &LogicalPath,
+    principal_ids: &[i64],
+) -> Result<String, Error> {
+    let sql = permission_sql(path, principal_ids);
+    let (sql, col) = match c.dialect {
+        super::Dialect::Sqlite => (format!("EXPLAIN QUERY PLAN {sql}"), 3),
+        super::Dialect::Postgres => (format!("EXPLAIN {sql}"), 0),
+    };
+    let lines = bind_permission(sqlx::query(&sql), path, principal_ids)
+        .fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| rows::get::<String>(r, col))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(lines.join("\n"))
 }

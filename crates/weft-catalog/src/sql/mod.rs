@@ -192,6 +192,15 @@ impl SqlCatalog {
         meta::add_avus(self, items).await
     }
 
+    /// The query plan of a permission check of `path` for `principal_ids`.
+    pub async fn explain_permission(
+        &self,
+        path: &LogicalPath,
+        principal_ids: &[i64],
+    ) -> Result<String, Error> {
+        acl::explain_permission(self, path, principal_ids).await
+    }
+
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
     }
