@@ -330,3 +330,86 @@ async fn zone_admin_and_bad_input() {
     let r = lrz.delete("zones/it4i", &lrz.admin_token).send().await.unwrap();
     assert_eq!(r.status(), 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_maps_a_remote_user_to_a_local_one() {
+    let (lrz, it4i, alice) = two_zones().await;
+    it4i.user("al").await; // alice's account at it4i, with its home
+    let admin = it4i.admin_token.clone();
+    let map = |body: Value| it4i.post("zones/lrz/users", &admin).json(&body).send();
+
+    // Bad mappings are refused and change nothing.
+    let r = it4i
+        .post("zones/lrz/users", &lrz.user("mallory").await)
+        .json(&json!({"remote_user": "alice", "local_user": "al"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401, "a token of lrz means nothing at it4i");
+    let r = it4i
+        .post("zones/lrz/users", &it4i.user("bob").await)
+        .json(&json!({"remote_user": "alice", "local_user": "al"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code_of(r).await.1, "forbidden");
+    for (body, want) in [
+        (
+            json!({"remote_user": "alice", "local_user": "admin"}),
+            "invalid_argument",
+        ),
+        (
+            json!({"remote_user": "alice", "local_user": "nobody"}),
+            "not_found",
+        ),
+        (
+            json!({"remote_user": "alice#lrz", "local_user": "al"}),
+            "invalid_argument",
+        ),
+        (
+            json!({"remote_user": "Alice Smith", "local_user": "al"}),
+            "invalid_name",
+        ),
+    ] {
+        let got = code_of(map(body.clone()).await.unwrap()).await;
+        assert_eq!(got.1, want, "{body}: {got:?}");
+    }
+    let r = it4i
+        .post("zones/nowhere/users", &admin)
+        .json(&json!({"remote_user": "alice", "local_user": "al"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code_of(r).await.1, "unknown_zone");
+    assert_eq!(it4i.get_json("zones/lrz/users", &admin).await, json!([]));
+
+    // Unmapped, alice is the visitor alice#lrz: al's home is closed to her.
+    let write = |name: &str| {
+        lrz.put(&format!("data/it4i/home/al/{name}"), &alice)
+            .body(b"from lrz".to_vec())
+            .send()
+    };
+    assert_eq!(write("x.txt").await.unwrap().status(), 403);
+
+    // Mapped, she acts as al: she writes in al's home and the object is al's.
+    let r = map(json!({"remote_user": "alice", "local_user": "al"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(
+        it4i.get_json("zones/lrz/users", &admin).await,
+        json!([{"remote_user": "alice", "local_user": "al"}])
+    );
+    assert_eq!(write("x.txt").await.unwrap().status(), 201);
+    let s = it4i.get_json("stat/it4i/home/al/x.txt", &admin).await;
+    assert_eq!(s["owner"], "al", "{s}");
+    let who: Value = lrz.get_json("stat/it4i/home/al/x.txt", &alice).await;
+    assert_eq!(who["owner"], "al");
+
+    // Unmapped again: back to the visitor.
+    let r = it4i.delete("zones/lrz/users/alice", &admin).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(write("y.txt").await.unwrap().status(), 403);
+    let r = it4i.delete("zones/lrz/users/alice", &admin).send().await.unwrap();
+    assert_eq!(code_of(r).await.1, "not_found");
+}

@@ -305,6 +305,25 @@ pub trait Catalog: Send + Sync + 'static {
     /// Errors: `not_found`.
     async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error>;
 
+    /// Maps `remote_user` of the federated `zone` to the local user `local_id` (replacing
+    /// an earlier mapping). Errors: `not_found` (zone or user).
+    async fn map_user(
+        &self,
+        zone: &ZoneName,
+        remote_user: &PrincipalName,
+        local_id: i64,
+    ) -> Result<(), Error>;
+    /// Errors: `not_found` (no such mapping).
+    async fn unmap_user(&self, zone: &ZoneName, remote_user: &PrincipalName) -> Result<(), Error>;
+    /// The mappings of `zone` as (remote user, local user), by remote user.
+    async fn user_maps(&self, zone: &ZoneName) -> Result<Vec<(PrincipalName, Principal)>, Error>;
+    /// The local user `remote_user` of `zone` is mapped to, if any.
+    async fn mapped_user(
+        &self,
+        zone: &ZoneName,
+        remote_user: &PrincipalName,
+    ) -> Result<Option<Principal>, Error>;
+
     // --- staging areas ----------------------------------------------------------------
     /// Errors: `already_exists` (name).
     async fn add_staging(&self, area: &StagingArea) -> Result<(), Error>;

@@ -89,6 +89,7 @@ conformance!(
     resources_and_default,
     peer_zones,
     staging_areas,
+    user_maps_follow_zones_and_users,
     transfers_and_their_files,
     collections_and_zone_roots,
     list_children_pages_by_name,
@@ -370,6 +371,68 @@ async fn tokens(c: &SqlCatalog) {
         code(c.create_token(99999, "h3", "", None).await),
         ErrorCode::NotFound
     );
+}
+
+async fn user_maps_follow_zones_and_users(c: &SqlCatalog) {
+    let zone = |n: &str| ZoneName::parse(n).unwrap();
+    let name = |n: &str| PrincipalName::parse(n).unwrap();
+    for z in ["lrz", "cesnet"] {
+        let peer = PeerZone {
+            name: zone(z),
+            url: "http://x:1".into(),
+            secret: "s".repeat(32),
+            created: 0,
+        };
+        c.put_zone(&peer, false).await.unwrap();
+    }
+    let alice = c
+        .create_principal(&name("alice"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let bob = c
+        .create_principal(&name("bob"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    c.map_user(&zone("lrz"), &name("al"), alice.id).await.unwrap();
+    c.map_user(&zone("lrz"), &name("bo"), alice.id).await.unwrap();
+    c.map_user(&zone("lrz"), &name("bo"), bob.id).await.unwrap(); // replaces
+    c.map_user(&zone("cesnet"), &name("al"), bob.id).await.unwrap();
+    let maps: Vec<(String, String)> = c
+        .user_maps(&zone("lrz"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(r, p)| (r.to_string(), p.name.to_string()))
+        .collect();
+    assert_eq!(maps, [("al".into(), "alice".into()), ("bo".into(), "bob".into())]);
+    assert_eq!(
+        c.mapped_user(&zone("cesnet"), &name("al"))
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        bob.id
+    );
+    assert_eq!(c.mapped_user(&zone("cesnet"), &name("bo")).await.unwrap(), None);
+    assert_eq!(
+        code(c.map_user(&zone("nowhere"), &name("al"), alice.id).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        code(c.map_user(&zone("lrz"), &name("x"), 999_999).await),
+        ErrorCode::NotFound
+    );
+    c.unmap_user(&zone("lrz"), &name("al")).await.unwrap();
+    assert_eq!(
+        code(c.unmap_user(&zone("lrz"), &name("al")).await),
+        ErrorCode::NotFound
+    );
+    // Gone with the local user, and with the zone.
+    c.delete_principal(&name("bob")).await.unwrap();
+    assert!(c.user_maps(&zone("lrz")).await.unwrap().is_empty());
+    c.map_user(&zone("cesnet"), &name("al"), alice.id).await.unwrap();
+    c.delete_zone(&zone("cesnet")).await.unwrap();
+    assert!(c.user_maps(&zone("cesnet")).await.unwrap().is_empty());
 }
 
 async fn staging_areas(c: &SqlCatalog) {

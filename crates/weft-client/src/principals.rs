@@ -5,7 +5,7 @@ use crate::error::ClientError;
 use reqwest::Method;
 use weft_types::wire::{
     AclRequest, AclWire, NewGroup, NewPeerZone, NewResourceWire, NewStagingArea, NewUser, PeerZoneWire,
-    PrincipalWire, ResourceWire, StagingAreaWire, TokenCreated, TokenRequest, WhoAmI,
+    PrincipalWire, ResourceWire, StagingAreaWire, TokenCreated, TokenRequest, UserMapWire, WhoAmI,
 };
 use weft_types::LogicalPath;
 
@@ -115,6 +115,26 @@ impl Client {
     pub async fn remove_zone(&self, name: &str) -> Result<(), ClientError> {
         self.empty(self.request(Method::DELETE, self.name_url("zones", name)))
             .await
+    }
+
+    /// Users of `zone` mapped to local users (administrators).
+    pub async fn user_maps(&self, zone: &str) -> Result<Vec<UserMapWire>, ClientError> {
+        let url = format!("{}/users", self.name_url("zones", zone));
+        self.json(self.request(Method::GET, url)).await
+    }
+
+    pub async fn map_user(&self, zone: &str, map: &UserMapWire) -> Result<(), ClientError> {
+        let url = format!("{}/users", self.name_url("zones", zone));
+        self.empty(self.request(Method::POST, url).json(map)).await
+    }
+
+    pub async fn unmap_user(&self, zone: &str, remote_user: &str) -> Result<(), ClientError> {
+        let url = format!(
+            "{}/users/{}",
+            self.name_url("zones", zone),
+            crate::client::encode_segment(remote_user)
+        );
+        self.empty(self.request(Method::DELETE, url)).await
     }
 
     /// `GET /staging`: where transfers of this zone may stage data.

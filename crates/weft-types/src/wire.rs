@@ -40,6 +40,8 @@
 //! | DELETE | `/resources/{name}` | → 204 |
 //! | GET, POST | `/zones` | → `Vec<PeerZoneWire>` (probed); `NewPeerZone` → `PeerZoneWire` (201) |
 //! | DELETE | `/zones/{name}` | → 204 |
+//! | GET, POST | `/zones/{name}/users` | → `Vec<UserMapWire>`; `UserMapWire` → 204 (administrators) |
+//! | DELETE | `/zones/{name}/users/{user}` | → 204 |
 //! | GET, POST | `/staging` | → `Vec<StagingAreaWire>`; `NewStagingArea` → `StagingAreaWire` (201) |
 //! | DELETE | `/staging/{name}` | → 204 |
 //! | POST | `/transfers` | `TransferRequest` → `TransferWire` (201) |
@@ -299,6 +301,15 @@ pub struct PeerZoneWire {
     pub version: Option<String>,
     /// Why it is not reachable.
     pub error: Option<String>,
+}
+
+/// A user of a federated zone mapped to a local user: its requests act as `local_user`
+/// instead of as the visitor `remote_user#zone`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct UserMapWire {
+    /// The user's name in its own zone (no `#zone`).
+    pub remote_user: String,
+    pub local_user: String,
 }
 
 /// `POST /zones`: federate with a peer. Run on both zones with the same secret.

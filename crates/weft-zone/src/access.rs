@@ -1,7 +1,7 @@
 //! Who is asking, and what they may do.
 
 use crate::Zone;
-use weft_types::{Error, LogicalPath, Permission, PrincipalName};
+use weft_types::{Error, LogicalPath, Permission, PrincipalName, ZoneName};
 
 /// An authenticated principal, with the ids the ACL checks match against.
 #[derive(Debug, Clone)]
@@ -11,6 +11,9 @@ pub struct Caller {
     pub is_admin: bool,
     /// The user's own id followed by the ids of its groups.
     pub principal_ids: Vec<i64>,
+    /// The federated zone that vouched for this caller (a zone token): a visitor, or a
+    /// user of that zone mapped to a local one. It never acts on further zones.
+    pub via_zone: Option<ZoneName>,
 }
 
 impl Caller {
@@ -68,6 +71,7 @@ impl Zone {
             name: user.name.clone(),
             is_admin: user.is_admin,
             principal_ids: ids,
+            via_zone: None,
         })
     }
 }

@@ -107,7 +107,70 @@ impl Zone {
         caller.require_admin("removing a federated zone")?;
         self.catalog.delete_zone(name).await?;
         self.peers.forget();
+        self.auth_cache.invalidate();
         Ok(())
+    }
+
+    /// Maps `remote_user` of the federated zone `zone` to the local user `local`
+    /// (administrators): requests of that user through `zone` then act as `local`, with its
+    /// ACLs and its home, instead of as the visitor `remote_user#zone`. Administrators and
+    /// groups cannot be mapped to.
+    pub async fn map_user(
+        &self,
+        caller: &Caller,
+        zone: &ZoneName,
+        remote_user: &PrincipalName,
+        local: &PrincipalName,
+    ) -> Result<(), Error> {
+        caller.require_admin("mapping users of another zone")?;
+        self.peer(zone.as_str()).await?;
+        if remote_user.as_str().contains('#') {
+            return Err(Error::invalid(format!(
+                "{remote_user}: name the user as zone {zone} knows it, without #zone"
+            )));
+        }
+        let user = self
+            .catalog
+            .get_principal(local)
+            .await?
+            .ok_or_else(|| Error::not_found(format_args!("user {local}")))?;
+        if user.kind != weft_catalog::PrincipalKind::User || user.is_admin || local.as_str().contains('#') {
+            return Err(Error::invalid(format!(
+                "{local} cannot stand for a user of zone {zone}: map to a plain local user (not a group, an administrator or a visitor)"
+            )));
+        }
+        self.catalog.map_user(zone, remote_user, user.id).await?;
+        self.auth_cache.invalidate();
+        Ok(())
+    }
+
+    pub async fn unmap_user(
+        &self,
+        caller: &Caller,
+        zone: &ZoneName,
+        remote_user: &PrincipalName,
+    ) -> Result<(), Error> {
+        caller.require_admin("mapping users of another zone")?;
+        self.catalog.unmap_user(zone, remote_user).await?;
+        self.auth_cache.invalidate();
+        Ok(())
+    }
+
+    /// The users of `zone` mapped to local users, as (remote, local).
+    pub async fn user_maps(
+        &self,
+        caller: &Caller,
+        zone: &ZoneName,
+    ) -> Result<Vec<(PrincipalName, PrincipalName)>, Error> {
+        caller.require_admin("listing user mappings")?;
+        self.peer(zone.as_str()).await?;
+        Ok(self
+            .catalog
+            .user_maps(zone)
+            .await?
+            .into_iter()
+            .map(|(remote, local)| (remote, local.name))
+            .collect())
     }
 
     /// The peer zones, each probed for reachability (in parallel, a few seconds at most).
@@ -165,7 +228,7 @@ impl Zone {
     /// A client of peer `zone` acting for `caller` (with a freshly minted zone token).
     pub async fn peer_client(&self, zone: &str, caller: &Caller) -> Result<weft_client::Client, Error> {
         let peer = self.peer(zone).await?;
-        if caller.name.as_str().contains('#') {
+        if caller.via_zone.is_some() || caller.name.as_str().contains('#') {
             // A visitor's rights come from the zone that vouches for it; passing it on to a
             // third zone would let a zone speak for users it does not know.
             return Err(Error::forbidden(format!(
@@ -246,8 +309,14 @@ impl Zone {
         if let Some((caller, _)) = self.auth_cache.get(&key) {
             return Ok(caller);
         }
-        let principal = self.remote_principal(&visitor).await?;
-        let caller = self.caller_for(&principal, &[]).await?;
+        let principal = match self.catalog.mapped_user(&peer.name, &user).await? {
+            Some(local) => local,
+            None => self.remote_principal(&visitor).await?,
+        };
+        let mut caller = self.caller_for(&principal, &[]).await?;
+        // A peer's user never administers this zone, mapped or not.
+        caller.is_admin = false;
+        caller.via_zone = Some(peer.name.clone());
         self.auth_cache.put(key, generation, &caller, None);
         Ok(caller)
     }

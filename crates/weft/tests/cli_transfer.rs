@@ -218,6 +218,20 @@ fn transfers_that_cannot_work_are_refused_with_a_clear_error() {
         serde_json::json!([])
     );
 
+    // A user of lrz mapped to a local user of it4i, and back.
+    it4i.weft(&["user", "add", "al"]).ok();
+    it4i.weft(&["zone", "map", "lrz", "alice", "al"]).ok();
+    let maps = it4i.weft(&["zone", "maps", "lrz", "--json"]).ok().json();
+    assert_eq!(
+        maps,
+        serde_json::json!([{"remote_user": "alice", "local_user": "al"}])
+    );
+    it4i.weft(&["zone", "map", "lrz", "alice", "admin"])
+        .fails(1, "invalid_argument");
+    it4i.weft(&["zone", "unmap", "lrz", "alice"]).ok();
+    let none = it4i.weft(&["zone", "maps", "lrz"]).ok().stdout;
+    assert!(none.contains("no users of zone lrz are mapped"), "{none}");
+
     // Staging: only an administrator declares an area; then files move in from it.
     let area = format!("file://{}", lrz.work().display());
     lrz.weft_as(&alice, &["staging", "add", "work", &area])

@@ -9,7 +9,7 @@ use axum::extract::{Path, State};
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
-use weft_types::wire::{NewPeerZone, NewStagingArea, PeerZoneWire, StagingAreaWire};
+use weft_types::wire::{NewPeerZone, NewStagingArea, PeerZoneWire, StagingAreaWire, UserMapWire};
 use weft_types::{PrincipalName, StagingName, ZoneName};
 use weft_zone::StagingSpec;
 
@@ -44,6 +44,55 @@ pub async fn remove_zone(
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
     s.zone.remove_zone(&c, &ZoneName::parse(&name)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/api/v1/zones/{name}/users", tag = "federation", params(("name" = String, Path)),
+    responses((status = 200, body = Vec<UserMapWire>, description = "users of that zone mapped to local users")))]
+pub async fn user_maps(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Vec<UserMapWire>>> {
+    let maps = s.zone.user_maps(&c, &ZoneName::parse(&name)?).await?;
+    Ok(Json(
+        maps.into_iter()
+            .map(|(remote, local)| UserMapWire {
+                remote_user: remote.to_string(),
+                local_user: local.to_string(),
+            })
+            .collect(),
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/zones/{name}/users", tag = "federation", params(("name" = String, Path)),
+    request_body = UserMapWire, responses((status = 204)))]
+pub async fn map_user(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path(name): Path<String>,
+    WireJson(m): WireJson<UserMapWire>,
+) -> ApiResult<StatusCode> {
+    let (remote, local) = (
+        PrincipalName::parse(&m.remote_user)?,
+        PrincipalName::parse(&m.local_user)?,
+    );
+    s.zone
+        .map_user(&c, &ZoneName::parse(&name)?, &remote, &local)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(delete, path = "/api/v1/zones/{name}/users/{user}", tag = "federation",
+    params(("name" = String, Path), ("user" = String, Path)), responses((status = 204)))]
+pub async fn unmap_user(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    Path((name, user)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    s.zone
+        .unmap_user(&c, &ZoneName::parse(&name)?, &PrincipalName::parse(&user)?)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -93,6 +93,13 @@ pub fn table() -> RouteTable {
         .add(M::GET, "/api/v1/zones", federation::list_zones)
         .add(M::POST, "/api/v1/zones", federation::add_zone)
         .add(M::DELETE, "/api/v1/zones/{name}", federation::remove_zone)
+        .add(M::GET, "/api/v1/zones/{name}/users", federation::user_maps)
+        .add(M::POST, "/api/v1/zones/{name}/users", federation::map_user)
+        .add(
+            M::DELETE,
+            "/api/v1/zones/{name}/users/{user}",
+            federation::unmap_user,
+        )
         .add(M::GET, "/api/v1/staging", federation::list_staging)
         .add(M::POST, "/api/v1/staging", federation::add_staging)
         .add(M::DELETE, "/api/v1/staging/{name}", federation::remove_staging)

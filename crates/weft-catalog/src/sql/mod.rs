@@ -68,6 +68,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "staging",
         include_str!("../../migrations/sqlite/0004_staging.sql"),
     ),
+    (
+        5,
+        "user_maps",
+        include_str!("../../migrations/sqlite/0005_user_maps.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -85,6 +90,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         4,
         "staging",
         include_str!("../../migrations/postgres/0004_staging.sql"),
+    ),
+    (
+        5,
+        "user_maps",
+        include_str!("../../migrations/postgres/0005_user_maps.sql"),
     ),
 ];
 
@@ -430,6 +440,30 @@ impl Catalog for SqlCatalog {
     }
     async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error> {
         zones::delete_zone(self, name).await
+    }
+    async fn map_user(
+        &self,
+        zone: &ZoneName,
+        remote_user: &PrincipalName,
+        local_id: i64,
+    ) -> Result<(), Error> {
+        zones::map_user(self, zone, remote_user, local_id).await
+    }
+    async fn unmap_user(&self, zone: &ZoneName, remote_user: &PrincipalName) -> Result<(), Error> {
+        zones::unmap_user(self, zone, remote_user).await
+    }
+    async fn user_maps(&self, zone: &ZoneName) -> Result<Vec<(PrincipalName, Principal)>, Error> {
+        zones::user_maps(self, zone, None).await
+    }
+    async fn mapped_user(
+        &self,
+        zone: &ZoneName,
+        remote_user: &PrincipalName,
+    ) -> Result<Option<Principal>, Error> {
+        Ok(zones::user_maps(self, zone, Some(remote_user))
+            .await?
+            .pop()
+            .map(|(_, p)| p))
     }
     async fn add_staging(&self, area: &StagingArea) -> Result<(), Error> {
         staging::add_staging(self, area).await

@@ -1,9 +1,9 @@
 //! Federated peer zones.
 
-use super::rows::{self, ZONE_COLS};
+use super::rows::{self, PRINCIPAL_COLS, ZONE_COLS};
 use super::{affected, db, db_ctx, now_ms, SqlCatalog};
-use crate::PeerZone;
-use weft_types::{Error, ZoneName};
+use crate::{PeerZone, Principal};
+use weft_types::{Error, PrincipalName, ZoneName};
 
 pub(super) async fn put_zone(c: &SqlCatalog, z: &PeerZone, replace: bool) -> Result<(), Error> {
     let conflict = if replace {
@@ -55,4 +55,75 @@ pub(super) async fn delete_zone(c: &SqlCatalog, name: &ZoneName) -> Result<(), E
         return Err(Error::not_found(format_args!("zone {name}")));
     }
     Ok(())
+}
+
+pub(super) async fn map_user(
+    c: &SqlCatalog,
+    zone: &ZoneName,
+    remote_user: &PrincipalName,
+    local_id: i64,
+) -> Result<(), Error> {
+    sqlx::query(
+        "INSERT INTO user_maps (zone, remote_user, local_id, created) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (zone, remote_user) DO UPDATE SET local_id = excluded.local_id",
+    )
+    .bind(zone.as_str())
+    .bind(remote_user.as_str())
+    .bind(local_id)
+    .bind(now_ms())
+    .execute(c.pool())
+    .await
+    .map_err(|e| db_ctx(e, format_args!("mapping {remote_user} of zone {zone}")))?;
+    Ok(())
+}
+
+pub(super) async fn unmap_user(
+    c: &SqlCatalog,
+    zone: &ZoneName,
+    remote_user: &PrincipalName,
+) -> Result<(), Error> {
+    let done = sqlx::query("DELETE FROM user_maps WHERE zone = $1 AND remote_user = $2")
+        .bind(zone.as_str())
+        .bind(remote_user.as_str())
+        .execute(c.pool())
+        .await
+        .map_err(db)?;
+    if affected(done) == 0 {
+        return Err(Error::not_found(format_args!(
+            "a mapping of {remote_user} of zone {zone}"
+        )));
+    }
+    Ok(())
+}
+
+/// The mappings of `zone` (only that of `remote_user` when given), by remote user.
+pub(super) async fn user_maps(
+    c: &SqlCatalog,
+    zone: &ZoneName,
+    remote_user: Option<&PrincipalName>,
+) -> Result<Vec<(PrincipalName, Principal)>, Error> {
+    let only = if remote_user.is_some() {
+        " AND m.remote_user = $2"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT m.remote_user, {PRINCIPAL_COLS} FROM user_maps m JOIN principals p ON p.id = m.local_id \
+         WHERE m.zone = $1{only} ORDER BY m.remote_user"
+    );
+    let mut q = sqlx::query(&sql).bind(zone.as_str());
+    if let Some(u) = remote_user {
+        q = q.bind(u.as_str());
+    }
+    q.fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| {
+            Ok((
+                rows::principal_name(&rows::get::<String>(r, 0)?)?,
+                rows::principal(r, 1)?,
+            ))
+        })
+        .collect()
 }

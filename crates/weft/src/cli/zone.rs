@@ -4,7 +4,7 @@ use super::output::{format_millis, print_json, Failure, Result};
 use super::Ctx;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
-use weft_client::wire::{NewPeerZone, PeerZoneWire};
+use weft_client::wire::{NewPeerZone, PeerZoneWire, UserMapWire};
 
 #[derive(Debug, Args)]
 pub struct ZoneArgs {
@@ -44,6 +44,23 @@ enum ZoneCmd {
     },
     /// End the federation with a zone (admin); its paths are no longer reachable from here.
     Rm { name: String },
+    /// Let a user of another zone act here as a local user (admin), instead of as the
+    /// visitor USER#ZONE: e.g. `weft zone map lrz alice alice` on it4i.
+    Map {
+        zone: String,
+        /// The user's name in its own zone.
+        remote_user: String,
+        /// A plain local user (not an administrator).
+        local_user: String,
+    },
+    /// End a mapping: the user is the visitor USER#ZONE again.
+    Unmap { zone: String, remote_user: String },
+    /// List the users of a zone mapped to local users.
+    Maps {
+        zone: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub async fn zone(ctx: &Ctx, a: ZoneArgs) -> Result {
@@ -113,6 +130,40 @@ pub async fn zone(ctx: &Ctx, a: ZoneArgs) -> Result {
                 return print_json(&zones);
             }
             print_zones(&zones);
+            Ok(())
+        }
+        ZoneCmd::Map {
+            zone,
+            remote_user,
+            local_user,
+        } => {
+            let map = UserMapWire {
+                remote_user,
+                local_user,
+            };
+            ctx.client.map_user(&zone, &map).await?;
+            println!(
+                "{} of zone {zone} now acts here as {}",
+                map.remote_user, map.local_user
+            );
+            Ok(())
+        }
+        ZoneCmd::Unmap { zone, remote_user } => {
+            ctx.client.unmap_user(&zone, &remote_user).await?;
+            println!("{remote_user} of zone {zone} acts here as {remote_user}#{zone} again");
+            Ok(())
+        }
+        ZoneCmd::Maps { zone, json } => {
+            let maps = ctx.client.user_maps(&zone).await?;
+            if json {
+                return print_json(&maps);
+            }
+            if maps.is_empty() {
+                println!("no users of zone {zone} are mapped; each acts as USER#{zone}");
+            }
+            for m in &maps {
+                println!("{}#{zone} -> {}", m.remote_user, m.local_user);
+            }
             Ok(())
         }
         ZoneCmd::Rm { name } => {
