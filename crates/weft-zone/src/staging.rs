@@ -424,8 +424,14 @@ impl Side for StagingSide {
         let w = guard
             .as_ref()
             .ok_or_else(|| Error::not_found(format_args!("upload {upload}")))?;
+        if index >= u.pieces {
+            return Err(Error::invalid(format!(
+                "piece {index} of {}: it has {} pieces",
+                u.name, u.pieces
+            )));
+        }
         let range = u.piece.range(index, w.size());
-        if index >= u.pieces || data.len() as u64 != range.end - range.start {
+        if data.len() as u64 != range.end - range.start {
             return Err(Error::new(
                 ErrorCode::SizeMismatch,
                 format!(
