@@ -440,6 +440,15 @@ async fn bundles_refuse_bad_framing_and_fail_bad_files_alone() {
             json!({"files": [{"path": "/z/home/admin/a", "size": 3, "checksum": b3(b"abc")}]})
         )
         .into_bytes(),
+        // Sizes whose sum overflows.
+        format!(
+            "{}\nabc",
+            json!({"files": [
+                {"path": "/z/home/admin/a", "size": u64::MAX, "checksum": b3(b"abc")},
+                {"path": "/z/home/admin/b", "size": 4, "checksum": b3(b"abc")},
+            ]})
+        )
+        .into_bytes(),
     ] {
         let r = post(body.clone()).await.unwrap();
         assert_eq!(

@@ -92,7 +92,11 @@ pub async fn bundle(
         .ok_or_else(|| ApiError::new(ErrorCode::InvalidArgument, "bundle: no header line"))?;
     let header: BundleHeader = serde_json::from_slice(&all[..split])
         .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bundle header: {e}")))?;
-    let sizes: u64 = header.files.iter().map(|f| f.size).sum();
+    // Saturating: sizes come from the client, and a sum that overflows is simply wrong.
+    let sizes = header
+        .files
+        .iter()
+        .fold(0u64, |sum, f| sum.saturating_add(f.size));
     if header.files.len() > BUNDLE_MAX_FILES || sizes != (all.len() - split - 1) as u64 {
         return Err(ApiError::new(
             ErrorCode::InvalidArgument,
