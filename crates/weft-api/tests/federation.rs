@@ -3,19 +3,9 @@
 
 mod common;
 
-use common::{federate, start_named, TestZone, SECRET};
+use common::{code_of, federate, start_named, TestZone, SECRET};
 use serde_json::{json, Value};
 use weft_types::LogicalPath;
-
-async fn code_of(r: reqwest::Response) -> (u16, String, String) {
-    let status = r.status().as_u16();
-    let body: Value = r.json().await.unwrap_or(Value::Null);
-    (
-        status,
-        body["code"].as_str().unwrap_or("").to_owned(),
-        body["message"].as_str().unwrap_or("").to_owned(),
-    )
-}
 
 /// lrz and it4i federated; alice is a user of lrz; it4i has /it4i/shared with a.txt.
 async fn two_zones() -> (TestZone, TestZone, String) {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{b3, checksum, code, pseudo_random, run_transfer as run, start_named, TestZone};
+use common::{b3, checksum, code, code_of, pseudo_random, run_transfer as run, start_named, TestZone};
 use serde_json::{json, Value};
 use std::path::Path;
 use weft_testkit::minio::Minio;
@@ -221,13 +221,7 @@ async fn staging_outside_allowed_areas_is_refused_before_any_byte_moves() {
                 .send()
                 .await
                 .unwrap();
-            let status = r.status().as_u16();
-            let body: Value = r.json().await.unwrap();
-            (
-                status,
-                body["code"].as_str().unwrap().to_owned(),
-                body["message"].as_str().unwrap().to_owned(),
-            )
+            code_of(r).await
         }
     };
     let home = "/hpc/home/alice".to_owned();
@@ -314,17 +308,9 @@ async fn buckets_stage_with_credentials_held_by_the_zone() {
 
     // Wrong credentials: refused when declared, with the cause.
     let r = add_area(&z, area("bad", "not-the-secret", true)).await;
-    let status = r.status();
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(
-        (status.as_u16(), body["code"].as_str()),
-        (400, Some("invalid_argument")),
-        "{body}"
-    );
-    assert!(
-        body["message"].as_str().unwrap().contains("does not work"),
-        "{body}"
-    );
+    let (status, code, message) = code_of(r).await;
+    assert_eq!((status, code.as_str()), (400, "invalid_argument"), "{message}");
+    assert!(message.contains("does not work"), "{message}");
 
     let r = add_area(&z, area("s3stage", minio.secret_key(), true)).await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
@@ -388,16 +374,8 @@ async fn buckets_stage_with_credentials_held_by_the_zone() {
         .send()
         .await
         .unwrap();
-    let status = r.status().as_u16();
-    let body: Value = r.json().await.unwrap();
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (403, Some("forbidden")),
-        "{body}"
-    );
-    assert!(
-        body["message"].as_str().unwrap().contains("s3://stage/other"),
-        "{body}"
-    );
+    let (status, code, message) = code_of(r).await;
+    assert_eq!((status, code.as_str()), (403, "forbidden"), "{message}");
+    assert!(message.contains("s3://stage/other"), "{message}");
     assert_eq!(transfer_count(&z, &alice).await, before);
 }

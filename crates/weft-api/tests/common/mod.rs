@@ -189,6 +189,17 @@ pub async fn code(r: reqwest::Response) -> (u16, String) {
     (status, body["code"].as_str().unwrap_or("<no code>").to_owned())
 }
 
+/// Status, error code and message of a response, for assertions on the cause.
+pub async fn code_of(r: reqwest::Response) -> (u16, String, String) {
+    let status = r.status().as_u16();
+    let body: serde_json::Value = r.json().await.unwrap_or(serde_json::Value::Null);
+    (
+        status,
+        body["code"].as_str().unwrap_or("").to_owned(),
+        body["message"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
 /// The shared secret of federation tests.
 pub const SECRET: &str = "0123456789abcdef0123456789abcdef-shared";
 
