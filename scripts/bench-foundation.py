@@ -12,27 +12,12 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def timed(cmd, env=None):
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+from benchlib import ROOT, Zone, build_weft, settle, timed
 
 
 def max_rss_kib(cmd, env):
@@ -44,25 +29,6 @@ def max_rss_kib(cmd, env):
 def summary(xs):
     med = statistics.median(xs)
     return med, (min(xs), max(xs))
-
-
-def settle(*warm_files, drop=True):
-    """Starts each measurement from the same state: nothing dirty, the page cache dropped
-    (when we may, and `drop`), and the inputs read once so that both sides of a comparison
-    read from memory. Without this, dirty pages and page-cache reclaim left by the previous
-    step dominate the large-file runs. The tree runs keep the caches: dropping them makes
-    the zone's directories and catalog cold, which a running zone's are not."""
-    subprocess.run(["sync"], check=True)
-    if drop:
-        try:
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("3\n")
-        except OSError:
-            pass
-    for path in warm_files:
-        with open(path, "rb") as f:
-            while f.read(8 << 20):
-                pass
 
 
 def plain_create(dirpath, n, size):
@@ -86,25 +52,13 @@ def main():
     ap.add_argument("--scratch", default=os.path.join(ROOT, "target", "bench-scratch"))
     args = ap.parse_args()
 
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "weft"], check=True, cwd=ROOT)
-    weft = os.path.join(ROOT, "target", "release", "weft")
+    weft = build_weft()
     shutil.rmtree(args.scratch, ignore_errors=True)
     os.makedirs(args.scratch)
     scratch = args.scratch
-    data_dir = os.path.join(scratch, "zone")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([weft, "serve", "--zone", "bench", "--listen", f"127.0.0.1:{port}",
-                               "--data-dir", data_dir], stderr=open(os.path.join(scratch, "serve.log"), "w"))
+    zone = Zone(weft, "bench", scratch)
+    server, token, env = zone.proc, zone.token, zone.env
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{url}/api/v1/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        token = open(os.path.join(data_dir, "admin.token")).read().strip()
-        env = dict(os.environ, WEFT_URL=url, WEFT_TOKEN=token)
         w = lambda *a: [weft, *a]
         home = "/bench/home/admin"
 
@@ -118,7 +72,7 @@ def main():
 
         cp_t, put_t, get_t = [], [], []
         warm_object = ["curl", "-sf", "-o", "/dev/null", "-H", f"Authorization: Bearer {token}",
-                       f"{url}/api/v1/data{home}/big.bin"]
+                       f"{zone.url}/api/v1/data{home}/big.bin"]
         for run in range(args.runs + 1):  # the first run warms up and is dropped
             dst = os.path.join(scratch, "cp.bin")
             settle(big)
@@ -154,8 +108,7 @@ def main():
                 plain_t.append(pt), tree_t.append(t)
         server_rss = next(int(l.split()[1]) for l in open(f"/proc/{server.pid}/status") if l.startswith("VmHWM"))
     finally:
-        server.terminate()
-        server.wait()
+        zone.stop()
 
     gb = size / 1e9
     cp_m, cp_s = summary(cp_t)

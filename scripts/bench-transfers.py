@@ -25,53 +25,13 @@ import json
 import math
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, Zone, build_weft, free_port, settle, timed
 RCLONE = os.path.expanduser("~/.cache/weft/tools/bin/rclone")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Zone:
-    def __init__(self, weft, name, scratch):
-        self.name = name
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.data = os.path.join(scratch, name)
-        self.proc = subprocess.Popen(
-            [weft, "serve", "--zone", name, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data],
-            stderr=open(os.path.join(scratch, f"{name}.log"), "w"))
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        self.token = open(os.path.join(self.data, "admin.token")).read().strip()
-        self.env = dict(os.environ, WEFT_URL=self.url, WEFT_TOKEN=self.token)
-
-    def call(self, method, route, body=None):
-        req = urllib.request.Request(f"{self.url}/api/v1/{route}", method=method,
-                                     headers={"Authorization": f"Bearer {self.token}",
-                                              "Content-Type": "application/json"},
-                                     data=None if body is None else json.dumps(body).encode())
-        with urllib.request.urlopen(req) as r:
-            text = r.read()
-            return json.loads(text) if text else None
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
 
 
 def transfer(zone, src, dst, **opts):
@@ -85,27 +45,6 @@ def transfer(zone, src, dst, **opts):
     if t["state"] != "succeeded":
         raise SystemExit(f"transfer {t['id']} {t['state']}: {t.get('error')}")
     return t["finished"] / 1000 - t0
-
-
-def settle(*warm, drop=True):
-    """Nothing dirty, caches dropped when allowed, inputs read once (as bench-foundation)."""
-    subprocess.run(["sync"], check=True)
-    if drop:
-        try:
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("3\n")
-        except OSError:
-            pass
-    for p in warm:
-        with open(p, "rb") as f:
-            while f.read(8 << 20):
-                pass
-
-
-def timed(cmd, env=None):
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
 
 
 def make_tree(path, n, size, seed):
@@ -160,8 +99,7 @@ def main():
     held_out = 600
     totals = [16 << 20, 32 << 20] if args.quick else [128 << 20, 256 << 20]
 
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "weft"], check=True, cwd=ROOT)
-    weft = os.path.join(ROOT, "target", "release", "weft")
+    weft = build_weft()
     shutil.rmtree(args.scratch, ignore_errors=True)
     os.makedirs(args.scratch)
     s = args.scratch

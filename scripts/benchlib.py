@@ -1,0 +1,81 @@
+"""What the benchmark scripts share: release zones on loopback, timing, and a common
+starting state for each measurement. Not a test: imported by scripts/bench-*.py."""
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def build_weft():
+    """Builds the release binary; its path."""
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "weft"], check=True, cwd=ROOT)
+    return os.path.join(ROOT, "target", "release", "weft")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def timed(cmd, env=None):
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def settle(*warm_files, drop=True):
+    """Starts each measurement from the same state: nothing dirty, the page cache dropped
+    (when we may, and `drop`), and the inputs read once so that both sides of a comparison
+    read from memory. Without this, dirty pages and page-cache reclaim left by the previous
+    step dominate the large-file runs. The tree runs keep the caches: dropping them makes
+    the zone's directories and catalog cold, which a running zone's are not."""
+    subprocess.run(["sync"], check=True)
+    if drop:
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
+        except OSError:
+            pass
+    for path in warm_files:
+        with open(path, "rb") as f:
+            while f.read(8 << 20):
+                pass
+
+
+class Zone:
+    """`weft serve` with embedded defaults on a free port, data under `scratch/name`."""
+
+    def __init__(self, weft, name, scratch):
+        self.name = name
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.data = os.path.join(scratch, name)
+        self.proc = subprocess.Popen(
+            [weft, "serve", "--zone", name, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data],
+            stderr=open(os.path.join(scratch, f"{name}.log"), "w"))
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        self.token = open(os.path.join(self.data, "admin.token")).read().strip()
+        self.env = dict(os.environ, WEFT_URL=self.url, WEFT_TOKEN=self.token)
+
+    def call(self, method, route, body=None):
+        req = urllib.request.Request(f"{self.url}/api/v1/{route}", method=method,
+                                     headers={"Authorization": f"Bearer {self.token}",
+                                              "Content-Type": "application/json"},
+                                     data=None if body is None else json.dumps(body).encode())
+        with urllib.request.urlopen(req) as r:
+            text = r.read()
+            return json.loads(text) if text else None
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
