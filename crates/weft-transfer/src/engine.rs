@@ -106,6 +106,7 @@ impl Engine {
         let dest_entry = dst.stat(&dest).await?;
         let into_dir = sources.len() > 1 || dest_entry.as_ref().is_some_and(|e| e.is_dir);
         let mut files = Vec::new();
+        let (mut dir_bases, mut singles) = (Vec::new(), HashSet::new());
         for (src, (side, entry)) in sources.iter().zip(found) {
             let base = if into_dir {
                 dest.join(src.name())?
@@ -116,7 +117,9 @@ impl Engine {
                 for e in side.list(src).await? {
                     files.push(planned(src.join(&e.rel)?, base.join(&e.rel)?, &e));
                 }
+                dir_bases.push(base);
             } else {
+                singles.insert(base.to_string());
                 files.push(planned(src.clone(), base, &entry));
             }
         }
@@ -124,9 +127,24 @@ impl Engine {
             f.seq = seq as u64;
         }
         if spec.sync {
+            // What the destination holds: one listing per directory source, not one stat
+            // per file (a round trip each to a peer zone).
+            let mut listed = HashMap::new();
+            for base in &dir_bases {
+                if dst.stat(base).await?.is_some_and(|e| e.is_dir) {
+                    for e in dst.list(base).await? {
+                        listed.insert(base.join(&e.rel)?.to_string(), e);
+                    }
+                }
+            }
             for f in &mut files {
                 let at = Endpoint::parse(&f.destination)?;
-                let Some(there) = dst.stat(&at).await? else {
+                let there = match listed.remove(&f.destination) {
+                    Some(e) => Some(e),
+                    None if singles.contains(&f.destination) => dst.stat(&at).await?,
+                    None => None,
+                };
+                let Some(there) = there else {
                     continue;
                 };
                 if there.is_dir || there.size != f.size {
