@@ -25,7 +25,9 @@ pub struct Minio {
 }
 
 impl Minio {
-    /// `minio server <tempdir>/data` on 127.0.0.1 ports; waits for /minio/health/live.
+    /// `minio server <tempdir>/data` on 127.0.0.1 ports; waits for /minio/health/cluster,
+    /// which answers 200 only once the object layer can serve requests (`health/live`
+    /// answers earlier: a busy machine then saw `XMinioServerNotInitialized`).
     pub fn start() -> Result<Minio> {
         let bin = tools_dir().join("bin/minio");
         require(&bin, "minio")?;
@@ -51,7 +53,7 @@ impl Minio {
                 &log,
             )?;
             match wait_ready(&mut proc, "minio", &log, Duration::from_secs(60), || {
-                http_status(port, "/minio/health/live") == Some(200)
+                http_status(port, "/minio/health/cluster") == Some(200)
             }) {
                 Ok(()) => {
                     return Ok(Minio {
