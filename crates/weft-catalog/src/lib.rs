@@ -199,6 +199,53 @@ pub struct Replica {
     pub verified: Option<Millis>,
 }
 
+/// A copy of one of this zone's data objects held by a federated zone, where it is the
+/// data object `location` on `resource`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteReplica {
+    pub id: i64,
+    pub node_id: i64,
+    pub zone: ZoneName,
+    pub resource: ResourceName,
+    pub location: LogicalPath,
+    pub size: i64,
+    pub checksum: Option<Checksum>,
+    pub state: ReplicaState,
+    pub created: Millis,
+    pub verified: Option<Millis>,
+}
+
+/// A good copy of a data object to record (see [`Catalog::add_replica`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewReplica {
+    pub node_id: i64,
+    /// Where the bytes are: a resource of this zone, or a federated zone.
+    pub at: ReplicaPlace,
+    pub size: i64,
+    /// What the bytes hash to; the object's checksum must still be this one.
+    pub checksum: Checksum,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplicaPlace {
+    Local {
+        resource_id: i64,
+        physical_key: String,
+    },
+    Remote {
+        zone: ZoneName,
+        resource: ResourceName,
+        location: LogicalPath,
+    },
+}
+
+/// The replicas a removal let go: their bytes are garbage.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Removed {
+    pub local: Vec<Replica>,
+    pub remote: Vec<RemoteReplica>,
+}
+
 /// A data object to register with its first good replica.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewObject {
@@ -387,14 +434,44 @@ pub trait Catalog: Send + Sync + 'static {
     async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error>;
     async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error>;
     /// Removes a data object or a collection; with `recursive` a collection's whole subtree.
-    /// Returns the replicas whose bytes are now garbage. Errors: `not_found`,
-    /// `collection_not_empty` (without `recursive`), `invalid_argument` (zone root).
-    async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Vec<Replica>, Error>;
+    /// Returns the replicas (here and in other zones) whose bytes are now garbage. Errors:
+    /// `not_found`, `collection_not_empty` (without `recursive`), `invalid_argument` (zone
+    /// root).
+    async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Removed, Error>;
     /// Moves (renames) a node and its subtree. The target's parent must be an existing
     /// collection and the target must not exist. Errors: `not_found`, `already_exists`,
     /// `not_a_collection`, `invalid_argument` (into itself, zone root).
     async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error>;
     async fn touch_replica_verified(&self, replica_id: i64, at: Millis) -> Result<(), Error>;
+
+    // --- replication ------------------------------------------------------------------
+    /// Records a good copy of a data object, replacing the copy it already had at the same
+    /// place (resource, or zone and resource), which is returned when its bytes are now
+    /// garbage (a local copy under another key). Errors: `not_found` (node), `conflict`
+    /// when the object no longer hashes to `checksum` (it was overwritten meanwhile).
+    async fn add_replica(&self, r: &NewReplica) -> Result<Option<Replica>, Error>;
+    /// Errors: `not_found`.
+    async fn set_replica_state(&self, replica_id: i64, state: ReplicaState) -> Result<(), Error>;
+    /// Forgets a local replica, unless it is the object's last good copy here or in any
+    /// zone. Errors: `not_found`, `conflict` (last good copy).
+    async fn remove_replica(&self, replica_id: i64) -> Result<Replica, Error>;
+    async fn remote_replicas(&self, node_id: i64) -> Result<Vec<RemoteReplica>, Error>;
+    /// Errors: `not_found`.
+    async fn set_remote_replica(
+        &self,
+        id: i64,
+        state: ReplicaState,
+        verified: Option<Millis>,
+    ) -> Result<(), Error>;
+    /// As [`Catalog::remove_replica`], for a copy in another zone.
+    async fn remove_remote_replica(&self, id: i64) -> Result<RemoteReplica, Error>;
+    /// Local replicas (`good` or `bad`) last verified (or made) before `before`, oldest
+    /// first: the scrubber's queue.
+    async fn replicas_to_scrub(&self, before: Millis, limit: u32) -> Result<Vec<Replica>, Error>;
+    /// As [`Catalog::replicas_to_scrub`], for copies in other zones.
+    async fn remote_replicas_to_scrub(&self, before: Millis, limit: u32)
+        -> Result<Vec<RemoteReplica>, Error>;
+    async fn get_node_by_id(&self, id: i64) -> Result<Option<Node>, Error>;
 
     // --- metadata ---------------------------------------------------------------------
     /// Errors: `already_exists` (the same triple).

@@ -43,7 +43,7 @@ string_enum!(
 );
 string_enum!(
     /// The state of one physical copy.
-    ReplicaState { Writing => "writing", Good => "good", Stale => "stale" }
+    ReplicaState { Writing => "writing", Good => "good", Stale => "stale", Bad => "bad" }
 );
 string_enum!(
     /// The kind of storage behind a resource.

@@ -9,6 +9,7 @@ mod acl;
 mod meta;
 mod namespace;
 mod principals;
+mod replicas;
 mod resources;
 mod rows;
 mod staging;
@@ -16,9 +17,9 @@ mod transfers;
 mod zones;
 
 use crate::{
-    AclEntry, Avu, Catalog, Dialect, FindQuery, NewObject, NewResource, Node, PeerZone, Principal,
-    PrincipalKind, Registered, Replica, Resource, StagingArea, TokenRecord, TransferCounts, TransferFile,
-    TransferRecord,
+    AclEntry, Avu, Catalog, Dialect, FindQuery, NewObject, NewReplica, NewResource, Node, PeerZone,
+    Principal, PrincipalKind, Registered, RemoteReplica, Removed, Replica, Resource, StagingArea,
+    TokenRecord, TransferCounts, TransferFile, TransferRecord,
 };
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyQueryResult};
@@ -28,7 +29,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 use weft_types::{
-    Error, ErrorCode, LogicalPath, Millis, Permission, PrincipalName, ResourceName, StagingName, ZoneName,
+    Error, ErrorCode, LogicalPath, Millis, Permission, PrincipalName, ReplicaState, ResourceName,
+    StagingName, ZoneName,
 };
 
 /// Connections per pool. SQLite has one writer at a time anyway; readers run in parallel (WAL).
@@ -73,6 +75,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "user_maps",
         include_str!("../../migrations/sqlite/0005_user_maps.sql"),
     ),
+    (
+        6,
+        "replicas",
+        include_str!("../../migrations/sqlite/0006_replicas.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -95,6 +102,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         5,
         "user_maps",
         include_str!("../../migrations/postgres/0005_user_maps.sql"),
+    ),
+    (
+        6,
+        "replicas",
+        include_str!("../../migrations/postgres/0006_replicas.sql"),
     ),
 ];
 
@@ -539,7 +551,7 @@ impl Catalog for SqlCatalog {
     async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error> {
         namespace::replicas(self, node_id).await
     }
-    async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Vec<Replica>, Error> {
+    async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Removed, Error> {
         namespace::delete_node(self, path, recursive).await
     }
     async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
@@ -547,6 +559,43 @@ impl Catalog for SqlCatalog {
     }
     async fn touch_replica_verified(&self, replica_id: i64, at: Millis) -> Result<(), Error> {
         namespace::touch_replica_verified(self, replica_id, at).await
+    }
+
+    async fn add_replica(&self, r: &NewReplica) -> Result<Option<Replica>, Error> {
+        replicas::add_replica(self, r).await
+    }
+    async fn set_replica_state(&self, replica_id: i64, state: ReplicaState) -> Result<(), Error> {
+        replicas::set_replica_state(self, replica_id, state).await
+    }
+    async fn remove_replica(&self, replica_id: i64) -> Result<Replica, Error> {
+        replicas::remove_replica(self, replica_id).await
+    }
+    async fn remote_replicas(&self, node_id: i64) -> Result<Vec<RemoteReplica>, Error> {
+        replicas::remote_replicas(self, node_id).await
+    }
+    async fn set_remote_replica(
+        &self,
+        id: i64,
+        state: ReplicaState,
+        verified: Option<Millis>,
+    ) -> Result<(), Error> {
+        replicas::set_remote_replica(self, id, state, verified).await
+    }
+    async fn remove_remote_replica(&self, id: i64) -> Result<RemoteReplica, Error> {
+        replicas::remove_remote_replica(self, id).await
+    }
+    async fn replicas_to_scrub(&self, before: Millis, limit: u32) -> Result<Vec<Replica>, Error> {
+        replicas::replicas_to_scrub(self, before, limit).await
+    }
+    async fn remote_replicas_to_scrub(
+        &self,
+        before: Millis,
+        limit: u32,
+    ) -> Result<Vec<RemoteReplica>, Error> {
+        replicas::remote_replicas_to_scrub(self, before, limit).await
+    }
+    async fn get_node_by_id(&self, id: i64) -> Result<Option<Node>, Error> {
+        replicas::get_node_by_id(self, id).await
     }
 
     async fn add_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error> {

@@ -1,9 +1,9 @@
 //! Collections, data objects and replicas: one `nodes` table with the full path on every
 //! node, so a path resolves in one indexed lookup and a subtree is one index range.
 
-use super::rows::{self, NODE_COLS, NODE_FROM, REPLICA_COLS, REPLICA_FROM};
+use super::rows::{self, NODE_COLS, NODE_FROM, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
 use super::{affected, db, db_ctx, now_ms, placeholders, subtree_range, SqlCatalog};
-use crate::{NewObject, Node, Registered, Replica};
+use crate::{NewObject, Node, Registered, Removed, Replica};
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
 use std::collections::{HashMap, HashSet};
@@ -468,12 +468,26 @@ async fn overwrite(
             format!("{} already exists", o.path),
         ));
     }
-    let replaced = replicas_of(&mut *conn, node.id).await?;
-    sqlx::query("DELETE FROM replicas WHERE node_id = $1")
+    // The copy on the new bytes' resource is replaced; copies elsewhere (other resources,
+    // other zones) now hold the old content: stale until replicated again.
+    let replaced: Vec<Replica> = replicas_of(&mut *conn, node.id)
+        .await?
+        .into_iter()
+        .filter(|r| r.resource_id == o.resource_id)
+        .collect();
+    sqlx::query("DELETE FROM replicas WHERE node_id = $1 AND resource_id = $2")
         .bind(node.id)
+        .bind(o.resource_id)
         .execute(&mut *conn)
         .await
         .map_err(db)?;
+    for table in ["replicas", "remote_replicas"] {
+        sqlx::query(&format!("UPDATE {table} SET state = 'stale' WHERE node_id = $1"))
+            .bind(node.id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db)?;
+    }
     sqlx::query("UPDATE nodes SET size = $2, checksum = $3, modified = $4 WHERE id = $1")
         .bind(node.id)
         .bind(o.size)
@@ -488,7 +502,7 @@ async fn overwrite(
     // Bytes under the very key being registered again are not garbage.
     let replaced = replaced
         .into_iter()
-        .filter(|r| !(r.resource_id == o.resource_id && r.physical_key == o.physical_key))
+        .filter(|r| r.physical_key != o.physical_key)
         .collect();
     Ok(Registered { node, replaced })
 }
@@ -514,7 +528,7 @@ pub(super) async fn delete_node(
     c: &SqlCatalog,
     path: &LogicalPath,
     recursive: bool,
-) -> Result<Vec<Replica>, Error> {
+) -> Result<Removed, Error> {
     if path.is_zone_root() {
         return Err(Error::invalid(format!(
             "{path} is a zone root and cannot be deleted"
@@ -558,7 +572,20 @@ pub(super) async fn delete_node(
             .iter()
             .map(rows::replica)
             .collect::<Result<Vec<_>, _>>()?;
-        for table in ["avus", "acls", "replicas"] {
+        let sql = format!(
+            "SELECT {REMOTE_REPLICA_COLS} FROM remote_replicas WHERE node_id IN {SUBTREE} ORDER BY id"
+        );
+        let remote = sqlx::query(&sql)
+            .bind(path.as_str())
+            .bind(&lo)
+            .bind(&hi)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?
+            .iter()
+            .map(rows::remote_replica)
+            .collect::<Result<Vec<_>, _>>()?;
+        for table in ["avus", "acls", "replicas", "remote_replicas"] {
             sqlx::query(&format!("DELETE FROM {table} WHERE node_id IN {SUBTREE}"))
                 .bind(path.as_str())
                 .bind(&lo)
@@ -575,7 +602,10 @@ pub(super) async fn delete_node(
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
-        return Ok(replicas);
+        return Ok(Removed {
+            local: replicas,
+            remote,
+        });
     }
 
     if kind == NodeKind::Collection {
@@ -592,7 +622,16 @@ pub(super) async fn delete_node(
         }
     }
     let replicas = replicas_of(&mut tx, id).await?;
-    for table in ["avus", "acls", "replicas"] {
+    let sql = format!("SELECT {REMOTE_REPLICA_COLS} FROM remote_replicas WHERE node_id = $1 ORDER BY id");
+    let remote = sqlx::query(&sql)
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::remote_replica)
+        .collect::<Result<Vec<_>, _>>()?;
+    for table in ["avus", "acls", "replicas", "remote_replicas"] {
         sqlx::query(&format!("DELETE FROM {table} WHERE node_id = $1"))
             .bind(id)
             .execute(&mut *tx)
@@ -605,7 +644,10 @@ pub(super) async fn delete_node(
         .await
         .map_err(db)?;
     tx.commit().await.map_err(db)?;
-    Ok(replicas)
+    Ok(Removed {
+        local: replicas,
+        remote,
+    })
 }
 
 pub(super) async fn move_node(c: &SqlCatalog, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {

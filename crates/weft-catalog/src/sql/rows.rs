@@ -2,8 +2,8 @@
 //! the order of the `*_COLS` constants.
 
 use crate::{
-    Node, PeerZone, Principal, PrincipalKind, Replica, Resource, StagingArea, TokenRecord, TransferFile,
-    TransferRecord,
+    Node, PeerZone, Principal, PrincipalKind, RemoteReplica, Replica, Resource, StagingArea, TokenRecord,
+    TransferFile, TransferRecord,
 };
 use sqlx::any::AnyRow;
 use sqlx::{Decode, Row, Type};
@@ -34,6 +34,8 @@ pub(crate) const TRANSFER_FILE_COLS: &str =
 pub(crate) const REPLICA_COLS: &str =
     "r.id, r.node_id, r.resource_id, s.name, r.physical_key, r.size, r.checksum, r.state, r.created, r.verified";
 pub(crate) const REPLICA_FROM: &str = "replicas r JOIN resources s ON s.id = r.resource_id";
+pub(crate) const REMOTE_REPLICA_COLS: &str =
+    "id, node_id, zone, resource, location, size, checksum, state, created, verified";
 
 fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(
@@ -214,6 +216,25 @@ pub(crate) fn replica(row: &AnyRow) -> Result<Replica, Error> {
         resource_id: get(row, 2)?,
         resource: ResourceName::parse(&resource).map_err(|e| corrupt("resource name", e.message))?,
         physical_key: get(row, 4)?,
+        size: get(row, 5)?,
+        checksum: checksum(get(row, 6)?)?,
+        state: ReplicaState::parse(&state).map_err(|e| corrupt("replica state", e.message))?,
+        created: get(row, 8)?,
+        verified: get(row, 9)?,
+    })
+}
+
+pub(crate) fn remote_replica(row: &AnyRow) -> Result<RemoteReplica, Error> {
+    let zone: String = get(row, 2)?;
+    let resource: String = get(row, 3)?;
+    let location: String = get(row, 4)?;
+    let state: String = get(row, 7)?;
+    Ok(RemoteReplica {
+        id: get(row, 0)?,
+        node_id: get(row, 1)?,
+        zone: ZoneName::parse(&zone).map_err(|e| corrupt("zone name", e.message))?,
+        resource: ResourceName::parse(&resource).map_err(|e| corrupt("resource name", e.message))?,
+        location: path(&location)?,
         size: get(row, 5)?,
         checksum: checksum(get(row, 6)?)?,
         state: ReplicaState::parse(&state).map_err(|e| corrupt("replica state", e.message))?,
