@@ -147,6 +147,8 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::transfers::show,
         routes::transfers::files,
         routes::transfers::cancel,
+        routes::transfers::replicate,
+        routes::transfers::trim,
     )
 )]
 pub struct ApiDoc;

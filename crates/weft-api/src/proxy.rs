@@ -5,8 +5,8 @@
 //!
 //! Which zone a request is about: the first component of the logical path for routes
 //! `…/{*path}`, the `path` query parameter of `find`, the `<zone>.` prefix of an upload id,
-//! and the `path`/`from`/`to` fields of the small JSON bodies of `uploads`, `move` and
-//! `copy`. Everything else is this zone's.
+//! and the `path`/`from`/`to` fields of the small JSON bodies of `uploads`, `move`, `copy`
+//! and `replicas`. Everything else is this zone's.
 
 use crate::auth::Authed;
 use crate::error::ApiError;
@@ -24,7 +24,7 @@ const PATH_ROUTES: &[&str] = &[
     "stat", "list", "mkdir", "nodes", "data", "checksum", "meta", "acl",
 ];
 /// Routes whose JSON body names the paths; such bodies are small.
-const BODY_ROUTES: &[&str] = &["uploads", "move", "copy"];
+const BODY_ROUTES: &[&str] = &["uploads", "move", "copy", "replicas"];
 const BODY_LIMIT: usize = 64 * 1024;
 
 pub async fn relay_remote(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
@@ -42,7 +42,8 @@ async fn relay(s: &Arc<AppState>, req: Request, next: Next) -> Result<Response, 
     let mut segments = rest.trim_start_matches('/').splitn(3, '/');
     let route = segments.next().unwrap_or("");
     let second = segments.next();
-    let (req, zone) = if PATH_ROUTES.contains(&route) {
+    // `replicas` names its path in the URL to trim, in the body to replicate.
+    let (req, zone) = if PATH_ROUTES.contains(&route) || (route == "replicas" && second.is_some()) {
         let zone = second.map(decode).unwrap_or_default();
         (req, zone)
     } else if route == "find" {

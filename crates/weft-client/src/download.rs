@@ -74,6 +74,33 @@ impl Client {
         resp.bytes().await.map_err(|e| self.transport(e))
     }
 
+    /// The bytes `range` of a data object as they arrive (a zone serving a read from a
+    /// replica another zone holds).
+    pub async fn read_stream(
+        &self,
+        logical: &LogicalPath,
+        range: Range<u64>,
+    ) -> Result<futures::stream::BoxStream<'static, Result<Bytes, ClientError>>, ClientError> {
+        if range.is_empty() {
+            return Ok(futures::stream::empty().boxed());
+        }
+        let req = self
+            .request(Method::GET, self.path_url("data", logical))
+            .header(RANGE, format!("bytes={}-{}", range.start, range.end - 1));
+        let resp = self.send(req).await?;
+        if resp.status() != StatusCode::PARTIAL_CONTENT {
+            return Err(ClientError::Protocol(format!(
+                "asked for a byte range of {logical}, the zone answered {} instead of 206",
+                resp.status()
+            )));
+        }
+        let client = self.clone();
+        Ok(resp
+            .bytes_stream()
+            .map(move |r| r.map_err(|e| client.transport(e)))
+            .boxed())
+    }
+
     /// Downloads the data object `logical` to the local file `local` (replacing it).
     pub async fn get_file(
         &self,

@@ -4,7 +4,10 @@
 use crate::client::Client;
 use crate::error::ClientError;
 use reqwest::Method;
-use weft_types::wire::{TransferFileWire, TransferPlanWire, TransferRequest, TransferWire};
+use weft_types::wire::{
+    ReplicaWire, ReplicateRequest, TransferFileWire, TransferPlanWire, TransferRequest, TransferWire,
+};
+use weft_types::LogicalPath;
 
 impl Client {
     /// `POST /transfers`: checked and planned by the zone before it answers; runs after.
@@ -55,5 +58,19 @@ impl Client {
     pub async fn cancel_transfer(&self, id: &str) -> Result<(), ClientError> {
         let url = format!("{}/cancel", self.name_url("transfers", id));
         self.empty(self.request(Method::POST, url)).await
+    }
+
+    /// `POST /replicas`: replication, run by the object's zone as a managed transfer.
+    pub async fn replicate(&self, req: &ReplicateRequest) -> Result<TransferWire, ClientError> {
+        self.json(self.request(Method::POST, self.url("/replicas")).json(req))
+            .await
+    }
+
+    /// `DELETE /replicas/{path}?from=`: removes one replica (never the last good one).
+    pub async fn trim(&self, path: &LogicalPath, from: &str) -> Result<ReplicaWire, ClientError> {
+        let req = self
+            .request(Method::DELETE, self.path_url("replicas", path))
+            .query(&[("from", from)]);
+        self.json(req).await
     }
 }

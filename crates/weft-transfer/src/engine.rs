@@ -108,10 +108,23 @@ impl Engine {
         let mut files = Vec::new();
         let (mut dir_bases, mut singles) = (Vec::new(), HashSet::new());
         for (src, (side, entry)) in sources.iter().zip(found) {
-            let base = if into_dir {
-                dest.join(src.name())?
-            } else {
-                dest.clone()
+            let base = match (&dest, src) {
+                // `replica://ZONE[:RESOURCE]`: each object's copy is named by the object.
+                (Endpoint::Replica { object: None, .. }, Endpoint::Logical(p)) => {
+                    dest.replica_of(p).expect("a replica endpoint")
+                }
+                (Endpoint::Replica { object: Some(_), .. }, _) => {
+                    return Err(Error::invalid(format!(
+                        "{dest}: name only the place, replica://ZONE[:RESOURCE]; the sources name the objects"
+                    )))
+                }
+                (Endpoint::Replica { .. }, _) => {
+                    return Err(Error::invalid(format!(
+                        "{src} is not in the namespace; only data objects have replicas"
+                    )))
+                }
+                _ if into_dir => dest.join(src.name())?,
+                _ => dest.clone(),
             };
             if entry.is_dir {
                 for e in side.list(src).await? {
@@ -737,7 +750,8 @@ fn parent_of(at: &Endpoint) -> Option<Endpoint> {
         Endpoint::File(p) => p
             .rsplit_once('/')
             .map(|(d, _)| Endpoint::File(if d.is_empty() { "/".into() } else { d.into() })),
-        Endpoint::S3 { .. } => None,
+        // Replicas are copies of existing objects: nothing to create around them.
+        Endpoint::S3 { .. } | Endpoint::Replica { .. } => None,
     }
 }
 

@@ -1,8 +1,11 @@
 //! Endpoints: where the bytes of a transfer come from or go to. A logical path of any
 //! federated zone, or an external location for staging: `file:///abs/dir` under a staging
 //! root the zone admin allowed, or `s3://bucket/prefix` whose credentials that zone holds.
+//! And as the destination of replication, `replica://ZONE[:RESOURCE]`: further copies of
+//! the source objects, kept by their own zone as replicas of the same objects.
 
 use crate::error::{Error, ErrorCode};
+use crate::names::{ResourceName, ZoneName};
 use crate::path::LogicalPath;
 use std::fmt;
 
@@ -15,6 +18,13 @@ pub enum Endpoint {
         bucket: String,
         key: String,
     },
+    /// Replicas at `zone` (on `resource`, or that zone's default) of the data object
+    /// `object`, or of the sources when `object` is `None`.
+    Replica {
+        zone: ZoneName,
+        resource: Option<ResourceName>,
+        object: Option<LogicalPath>,
+    },
 }
 
 impl Endpoint {
@@ -25,6 +35,23 @@ impl Endpoint {
                 format!("{s:?} is not an endpoint: {why} (use /zone/path, file:///abs/path or s3://bucket/prefix)"),
             )
         };
+        if let Some(rest) = s.strip_prefix("replica://") {
+            let (target, object) = match rest.find('/') {
+                Some(i) => (&rest[..i], Some(LogicalPath::parse(&rest[i..])?)),
+                None => (rest, None),
+            };
+            let (zone, resource) = match target.split_once(':') {
+                Some((z, r)) => (z, Some(ResourceName::parse(r)?)),
+                None => (target, None),
+            };
+            let zone =
+                ZoneName::parse(zone).map_err(|_| bad("replica://ZONE[:RESOURCE] needs a zone name"))?;
+            return Ok(Endpoint::Replica {
+                zone,
+                resource,
+                object,
+            });
+        }
         if let Some(rest) = s.strip_prefix("file://") {
             if !rest.starts_with('/') {
                 return Err(bad("a file URL needs an absolute path, file:///dir"));
@@ -88,7 +115,31 @@ impl Endpoint {
                 bucket: bucket.clone(),
                 key: format!("{key}/{rel}"),
             },
+            Endpoint::Replica { object: None, .. } => {
+                return Err(Error::invalid(format!("{self} names no object to join {rel} to")))
+            }
+            Endpoint::Replica {
+                zone,
+                resource,
+                object: Some(p),
+            } => Endpoint::Replica {
+                zone: zone.clone(),
+                resource: resource.clone(),
+                object: Some(LogicalPath::parse(&format!("{p}/{rel}"))?),
+            },
         })
+    }
+
+    /// The replicas of `object` at the place `self` names (`replica://ZONE[:RESOURCE]`).
+    pub fn replica_of(&self, object: &LogicalPath) -> Option<Endpoint> {
+        match self {
+            Endpoint::Replica { zone, resource, .. } => Some(Endpoint::Replica {
+                zone: zone.clone(),
+                resource: resource.clone(),
+                object: Some(object.clone()),
+            }),
+            _ => None,
+        }
     }
 
     /// The last name (what `cp SRC DIR/` would call the copy).
@@ -99,6 +150,7 @@ impl Endpoint {
             Endpoint::S3 { key, bucket } => {
                 key.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(bucket)
             }
+            Endpoint::Replica { object, zone, .. } => object.as_ref().map_or(zone.as_str(), |p| p.name()),
         }
     }
 }
@@ -110,6 +162,20 @@ impl fmt::Display for Endpoint {
             Endpoint::File(p) => write!(f, "file://{p}"),
             Endpoint::S3 { bucket, key } if key.is_empty() => write!(f, "s3://{bucket}"),
             Endpoint::S3 { bucket, key } => write!(f, "s3://{bucket}/{key}"),
+            Endpoint::Replica {
+                zone,
+                resource,
+                object,
+            } => {
+                write!(f, "replica://{zone}")?;
+                if let Some(r) = resource {
+                    write!(f, ":{r}")?;
+                }
+                match object {
+                    Some(p) => write!(f, "{p}"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -127,6 +193,8 @@ mod tests {
             ("s3://my-bucket/in/put/", "s3://my-bucket/in/put"),
             ("s3://my-bucket", "s3://my-bucket"),
             ("s3://my-bucket/", "s3://my-bucket"),
+            ("replica://it4i", "replica://it4i"),
+            ("replica://it4i:tape/lrz/home/a", "replica://it4i:tape/lrz/home/a"),
         ] {
             assert_eq!(Endpoint::parse(s).unwrap().to_string(), shown, "{s}");
         }
@@ -140,6 +208,10 @@ mod tests {
             "s3://bucket/a/../b",
             "http://x/y",
             "/lrz/a/../b",
+            "replica://",
+            "replica://It4i",
+            "replica://z:/a",
+            "replica://z/a/../b",
         ] {
             assert!(Endpoint::parse(bad).is_err(), "{bad} accepted");
         }
@@ -155,5 +227,12 @@ mod tests {
         assert_eq!(e.join("y").unwrap().to_string(), "/z/x/y");
         assert!(e.join("../y").is_err());
         assert_eq!(e.name(), "x");
+        let r = Endpoint::parse("replica://far:tape").unwrap();
+        assert!(r.join("y").is_err());
+        let one = r.replica_of(&LogicalPath::parse("/z/x").unwrap()).unwrap();
+        assert_eq!(one.to_string(), "replica://far:tape/z/x");
+        assert_eq!(one.join("y").unwrap().to_string(), "replica://far:tape/z/x/y");
+        assert_eq!(one.name(), "x");
+        assert_eq!(e.replica_of(&LogicalPath::parse("/z/x").unwrap()), None);
     }
 }

@@ -49,6 +49,8 @@
 //! | GET | `/transfers?limit`, `/transfers/{id}` | → `Vec<TransferWire>`, `TransferWire` |
 //! | GET | `/transfers/{id}/files?state&cursor&limit` | → `Vec<TransferFileWire>` |
 //! | POST | `/transfers/{id}/cancel` | → 204 |
+//! | POST | `/replicas` | `ReplicateRequest` → `TransferWire` (201): replication, a managed transfer |
+//! | DELETE | `/replicas/{*path}?from=ZONE[:RESOURCE]` | → `ReplicaWire` (the replica removed: trim) |
 //!
 //! Paths of a federated zone are relayed to it (see weft-api's `proxy.rs`).
 //!
@@ -87,7 +89,8 @@ pub struct WhoAmI {
 pub struct ReplicaWire {
     pub zone: String,
     pub resource: String,
-    /// `writing`, `good` or `stale`.
+    /// `good`, `stale` (the object changed since; replicate again) or `bad` (the
+    /// scrubber found it corrupt or missing; it is repaired from a good one).
     pub state: String,
     pub size: u64,
     pub checksum: Option<String>,
@@ -447,6 +450,16 @@ pub struct TransferFileWire {
     /// The last error and its cause (kept after a successful retry).
     pub error: Option<String>,
     pub checksum: Option<String>,
+}
+
+/// `POST /replicas`: copies of `path` (with `recursive`, of every data object below it) at
+/// `target`, `ZONE` or `ZONE:RESOURCE`; those already good there are skipped.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ReplicateRequest {
+    pub path: String,
+    pub target: String,
+    #[serde(default)]
+    pub recursive: bool,
 }
 
 /// What a transfer would do (`--dry-run`).

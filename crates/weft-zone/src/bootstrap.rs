@@ -22,6 +22,8 @@ pub struct ZoneConfig {
     pub resources: Vec<ResourceSpec>,
     /// Staging areas to declare at start when missing (by name).
     pub staging: Vec<crate::StagingSpec>,
+    /// How often every replica is re-read and checked ([`crate::SCRUB_INTERVAL_DEFAULT`]).
+    pub scrub_interval: std::time::Duration,
 }
 
 /// A resource declared in the configuration file.
@@ -69,7 +71,13 @@ impl Zone {
         let committer = Committer::start(catalog.clone());
         let sweeper = crate::worker::Worker::new("upload-sweeper");
         let transfer_worker = crate::worker::Worker::new("transfers");
-        let workers = vec![committer.worker.clone(), sweeper.clone(), transfer_worker.clone()];
+        let scrubber = crate::worker::Worker::new("scrubber");
+        let workers = vec![
+            committer.worker.clone(),
+            sweeper.clone(),
+            transfer_worker.clone(),
+            scrubber.clone(),
+        ];
         let zone = Arc::new(Zone {
             name: config.name.clone(),
             data_dir: data_dir.clone(),
@@ -101,10 +109,15 @@ impl Zone {
         zone.ensure_home(&admin).await?;
         zone.ensure_resources(&config).await?;
         zone.ensure_staging(&config).await?;
+        for peer in zone.catalog.list_zones().await? {
+            // Zones federated before replication existed get their area too.
+            zone.ensure_replica_area(&peer.name).await?;
+        }
         zone.open_stores().await?;
         report.temporary_removed = zone.remove_temporary().await?;
         crate::upload::start_sweeper(&zone, sweeper);
         crate::transfers::start_worker(&zone, transfer_worker);
+        crate::scrubber::start(&zone, scrubber, config.scrub_interval);
         if first_start {
             let token = zone.issue_token(admin.id, "admin (first start)", None).await?;
             let file = data_dir.join("admin.token");

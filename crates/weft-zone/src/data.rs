@@ -202,18 +202,34 @@ impl Zone {
                 ),
             ));
         }
-        let (_, store, key) = self.good_replica(&node).await?;
-        let stream = store.read(&key, range.clone()).await?;
+        let stream = self.read_good_replica(&node, range.clone()).await?;
         Ok(ObjectRead { node, range, stream })
     }
 
-    async fn good_replica(&self, node: &Node) -> Result<(Resource, Store, String), Error> {
+    /// Opens `range` of a good replica of `node`: one of this zone's if it has one (in
+    /// order, the next if a resource fails to open), else a copy another zone holds.
+    pub(crate) async fn read_good_replica(
+        &self,
+        node: &Node,
+        range: Range<u64>,
+    ) -> Result<ByteStream, Error> {
         let replicas = self.catalog.replicas(node.id).await?;
-        let good = replicas.iter().filter(|r| r.state == ReplicaState::Good);
         let mut last_err = None;
-        for r in good {
+        for r in replicas.iter().filter(|r| r.state == ReplicaState::Good) {
             match self.store_by_id(r.resource_id).await {
-                Ok((res, store)) => return Ok((res, store, r.physical_key.clone())),
+                Ok((_, store)) => match store.read(&r.physical_key, range.clone()).await {
+                    Ok(stream) => return Ok(stream),
+                    Err(e) => last_err = Some(e),
+                },
+                Err(e) => last_err = Some(e),
+            }
+        }
+        for r in self.catalog.remote_replicas(node.id).await? {
+            if r.state != ReplicaState::Good {
+                continue;
+            }
+            match self.read_remote(&r, range.clone()).await {
+                Ok(stream) => return Ok(stream),
                 Err(e) => last_err = Some(e),
             }
         }
@@ -223,6 +239,13 @@ impl Zone {
                 format!("{} has no good replica", node.path),
             )
         }))
+    }
+
+    /// Re-reads a replica of this zone and returns what it hashes to.
+    pub(crate) async fn hash_replica(&self, r: &weft_catalog::Replica) -> Result<Checksum, Error> {
+        let (_, store) = self.store_by_id(r.resource_id).await?;
+        let stream = store.read(&r.physical_key, 0..r.size as u64).await?;
+        copy_hashing(stream, r.size as u64, None).await
     }
 
     /// Server-side copy: the bytes go from replica to replica inside the zone, hashed on
@@ -270,15 +293,21 @@ impl Zone {
         }
         let mut out = Vec::new();
         for r in self.catalog.replicas(node.id).await? {
-            let (_, store) = self.store_by_id(r.resource_id).await?;
-            let stream = store.read(&r.physical_key, 0..r.size as u64).await?;
-            let sum = copy_hashing(stream, r.size as u64, None).await?;
-            if r.checksum.as_ref() == Some(&sum) {
-                self.catalog.touch_replica_verified(r.id, crate::now_ms()).await?;
-            }
+            let sum = self.hash_replica(&r).await?;
             let mut info = self.replica_info(&r);
             if r.checksum.as_ref() == Some(&sum) {
+                self.catalog.touch_replica_verified(r.id, crate::now_ms()).await?;
                 info.verified = Some(crate::now_ms());
+            }
+            out.push((info, sum));
+        }
+        for r in self.catalog.remote_replicas(node.id).await? {
+            let sum = self.verify_remote(&r).await?;
+            let mut info = crate::replication::remote_info(&r);
+            if r.checksum.as_ref() == Some(&sum) {
+                let now = crate::now_ms();
+                self.catalog.set_remote_replica(r.id, r.state, Some(now)).await?;
+                info.verified = Some(now);
             }
             out.push((info, sum));
         }

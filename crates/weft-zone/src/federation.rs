@@ -98,6 +98,7 @@ impl Zone {
         };
         self.catalog.put_zone(&peer, replace).await?;
         self.peers.forget();
+        self.ensure_replica_area(name).await?;
         let mut info = PeerInfo::of(&peer);
         info.reachability = Some(self.probe(&peer).await);
         Ok(info)
@@ -124,6 +125,11 @@ impl Zone {
     ) -> Result<(), Error> {
         caller.require_admin("mapping users of another zone")?;
         self.peer(zone.as_str()).await?;
+        if remote_user.as_str() == crate::bootstrap::ADMIN {
+            return Err(Error::invalid(format!(
+                "{remote_user} of zone {zone} is how that zone acts for itself (the replicas it keeps here); it cannot be mapped"
+            )));
+        }
         if remote_user.as_str().contains('#') {
             return Err(Error::invalid(format!(
                 "{remote_user}: name the user as zone {zone} knows it, without #zone"

@@ -4,7 +4,7 @@ use crate::namespace::MAX_PAGE;
 use crate::{Caller, Zone};
 use weft_catalog::{Avu, FindQuery, Node};
 use weft_types::meta::validate_avu_part;
-use weft_types::{Error, LogicalPath, Permission};
+use weft_types::{Error, LogicalPath, NodeKind, Permission};
 
 pub enum MetaEdit {
     Add(Avu),
@@ -38,6 +38,42 @@ impl Zone {
     }
 
     /// Searches below `q.root`. Results the caller may not read are left out.
+    /// Every data object below `root` the caller may see, with its path relative to
+    /// `root`, page after page (a transfer's listing of a collection).
+    pub(crate) async fn objects_below(
+        &self,
+        caller: &Caller,
+        root: &LogicalPath,
+    ) -> Result<Vec<(String, Node)>, Error> {
+        let prefix = format!("{root}/");
+        let mut out = Vec::new();
+        let mut after_id = None;
+        loop {
+            let q = FindQuery {
+                root: root.clone(),
+                name_glob: None,
+                meta: Vec::new(),
+                kind: Some(NodeKind::Object),
+                after_id,
+                limit: 10_000,
+            };
+            let (nodes, next) = self.find(caller, q).await?;
+            out.extend(nodes.into_iter().map(|n| {
+                let rel = n
+                    .path
+                    .as_str()
+                    .strip_prefix(&prefix)
+                    .unwrap_or(n.path.name())
+                    .to_owned();
+                (rel, n)
+            }));
+            match next.and_then(|c| c.parse().ok()) {
+                Some(c) => after_id = Some(c),
+                None => return Ok(out),
+            }
+        }
+    }
+
     pub async fn find(
         &self,
         caller: &Caller,

@@ -56,16 +56,13 @@ impl Zone {
     pub async fn stat(&self, caller: &Caller, path: &LogicalPath) -> Result<NodeInfo, Error> {
         let node = self.node(path).await?;
         self.require(caller, path, Permission::Read).await?;
-        let replicas = match node.kind {
-            NodeKind::Object => self
-                .catalog
-                .replicas(node.id)
-                .await?
-                .iter()
-                .map(|r| self.replica_info(r))
-                .collect(),
-            NodeKind::Collection => Vec::new(),
-        };
+        let mut replicas: Vec<ReplicaInfo> = Vec::new();
+        if node.kind == NodeKind::Object {
+            let here = self.catalog.replicas(node.id).await?;
+            replicas.extend(here.iter().map(|r| self.replica_info(r)));
+            let there = self.catalog.remote_replicas(node.id).await?;
+            replicas.extend(there.iter().map(crate::replication::remote_info));
+        }
         Ok(NodeInfo { node, replicas })
     }
 
@@ -140,7 +137,8 @@ impl Zone {
         }
         self.require(caller, path, Permission::Write).await?;
         let garbage = self.catalog.delete_node(path, recursive).await?;
-        self.delete_bytes(&garbage).await;
+        self.delete_bytes(&garbage.local).await;
+        self.delete_remote(&garbage.remote).await;
         Ok(())
     }
 

@@ -185,11 +185,11 @@ impl Zone {
                 };
                 (ResourceKind::S3, serde_json::to_string(&config))
             }
-            Endpoint::Logical(p) => {
+            Endpoint::Logical(_) | Endpoint::Replica { .. } => {
                 return Err(Error::invalid(format!(
-                "staging area {}: {p} is a logical path; a staging area is file:///dir or s3://bucket/prefix",
-                spec.name
-            )))
+                    "staging area {}: {at} is not an external location; a staging area is file:///dir or s3://bucket/prefix",
+                    spec.name
+                )))
             }
         };
         for p in &spec.allow {

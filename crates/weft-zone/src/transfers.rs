@@ -14,10 +14,12 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
-use weft_catalog::{FindQuery, StagingArea, TransferCounts, TransferFile, TransferRecord};
+use weft_catalog::{StagingArea, TransferCounts, TransferFile, TransferRecord};
 use weft_client::ClientError;
 use weft_transfer::{Engine, Entry, RetryPolicy, Side, Sides, TransferSpec};
-use weft_types::{Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, PieceSize, PrincipalName};
+use weft_types::{
+    Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, PieceSize, PrincipalName, ResourceName,
+};
 
 /// Pieces of large files moved between zones: small enough to retry cheaply, large enough
 /// that per-request costs vanish.
@@ -258,8 +260,16 @@ impl Sides for ZoneSides {
                     zone,
                     caller,
                     peer: p.zone().to_owned(),
+                    resource: None,
                 }))
             }
+            Endpoint::Replica {
+                zone: at_zone,
+                resource,
+                ..
+            } => Ok(Arc::new(
+                zone.replica_side(caller, at_zone, resource.as_ref()).await?,
+            )),
             Endpoint::File(_) | Endpoint::S3 { .. } => {
                 let areas = self.areas.get_or_try_init(|| zone.catalog.list_staging()).await?;
                 let (area, base) = zone.staging_area_for(areas, at)?;
@@ -305,37 +315,16 @@ impl Side for LocalSide {
 
     async fn list(&self, at: &Endpoint) -> Result<Vec<Entry>, Error> {
         let root = logical(at)?;
-        let prefix = format!("{root}/");
-        let mut out = Vec::new();
-        let mut after_id = None;
-        loop {
-            let q = FindQuery {
-                root: root.clone(),
-                name_glob: None,
-                meta: Vec::new(),
-                kind: Some(NodeKind::Object),
-                after_id,
-                limit: 10_000,
-            };
-            let (nodes, next) = self.zone.find(&self.caller, q).await?;
-            out.extend(nodes.into_iter().map(|n| {
-                Entry {
-                    rel: n
-                        .path
-                        .as_str()
-                        .strip_prefix(&prefix)
-                        .unwrap_or(n.path.name())
-                        .to_owned(),
-                    is_dir: false,
-                    size: n.size as u64,
-                    checksum: n.checksum,
-                }
-            }));
-            match next.and_then(|c| c.parse().ok()) {
-                Some(c) => after_id = Some(c),
-                None => return Ok(out),
-            }
-        }
+        let objects = self.zone.objects_below(&self.caller, root).await?;
+        Ok(objects
+            .into_iter()
+            .map(|(rel, n)| Entry {
+                rel,
+                is_dir: false,
+                size: n.size as u64,
+                checksum: n.checksum,
+            })
+            .collect())
     }
 
     async fn mkdirs(&self, at: &Endpoint) -> Result<(), Error> {
@@ -410,10 +399,12 @@ pub(crate) fn concat(parts: Vec<Bytes>) -> Bytes {
 }
 
 /// A federated zone's namespace, through its API, as `owner#thiszone`.
-struct PeerSide {
-    zone: Arc<Zone>,
-    caller: Caller,
-    peer: String,
+pub(crate) struct PeerSide {
+    pub(crate) zone: Arc<Zone>,
+    pub(crate) caller: Caller,
+    pub(crate) peer: String,
+    /// Where new objects go there; `None`: that zone's default resource.
+    pub(crate) resource: Option<ResourceName>,
 }
 
 impl PeerSide {
@@ -424,7 +415,7 @@ impl PeerSide {
 }
 
 /// The zone's stable code when it answered; otherwise a temporary `zone_unreachable`.
-fn from_client(peer: &str, e: ClientError) -> Error {
+pub(crate) fn from_client(peer: &str, e: ClientError) -> Error {
     match e.error_code() {
         Some(code) => Error::new(code, e.to_string()),
         None if matches!(e, ClientError::Integrity { .. }) => {
@@ -497,6 +488,7 @@ impl Side for PeerSide {
     async fn put(&self, at: &Endpoint, data: Bytes, _checksum: &Checksum) -> Result<(), Error> {
         let opts = weft_client::PutOptions {
             overwrite: true,
+            resource: self.resource.as_ref().map(ToString::to_string),
             ..Default::default()
         };
         self.client()
@@ -554,7 +546,7 @@ impl Side for PeerSide {
             path: logical(at)?.to_string(),
             size,
             piece_size: Some(piece.get()),
-            resource: None,
+            resource: self.resource.as_ref().map(ToString::to_string),
             overwrite: true,
         };
         self.client()

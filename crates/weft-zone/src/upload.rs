@@ -38,6 +38,8 @@ struct Session {
     size: u64,
     piece: PieceSize,
     overwrite: bool,
+    /// A further replica of this data object (by id), rather than new object content.
+    replica_of: Option<i64>,
     target: PutTarget,
     key: String,
     writer: RwLock<Option<OffsetWriter>>,
@@ -67,6 +69,39 @@ impl Zone {
     ) -> Result<UploadInfo, Error> {
         let piece = PieceSize::new(piece_size.unwrap_or(PIECE_SIZE_DEFAULT))?;
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
+        self.open_upload(caller, path, size, piece, target, overwrite, None)
+            .await
+    }
+
+    /// An upload in pieces of a further replica of `node` onto `target` (replication; the
+    /// caller's permission is checked by it).
+    pub(crate) async fn begin_replica_upload(
+        &self,
+        caller: &Caller,
+        node: &weft_catalog::Node,
+        target: &PutTarget,
+        size: u64,
+        piece: PieceSize,
+    ) -> Result<UploadInfo, Error> {
+        let target = PutTarget {
+            resource: target.resource.clone(),
+            store: target.store.clone(),
+        };
+        self.open_upload(caller, &node.path, size, piece, target, false, Some(node.id))
+            .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn open_upload(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        size: u64,
+        piece: PieceSize,
+        target: PutTarget,
+        overwrite: bool,
+        replica_of: Option<i64>,
+    ) -> Result<UploadInfo, Error> {
         let key = Store::new_key();
         let writer = target.store.offset_writer(&key, size).await?;
         // `<zone>.<random>`: a zone relaying piece requests for its users (federation)
@@ -80,6 +115,7 @@ impl Zone {
             size,
             piece,
             overwrite,
+            replica_of,
             target,
             key,
             writer: RwLock::new(Some(writer)),
@@ -226,6 +262,16 @@ impl Zone {
             }
         }
         writer.commit(true).await?;
+        if let Some(node_id) = s.replica_of {
+            self.register_replica(node_id, s.size, checksum, &s.target, s.key.clone())
+                .await?;
+            let node = self
+                .catalog
+                .get_node_by_id(node_id)
+                .await?
+                .ok_or_else(|| Error::not_found(&s.path))?;
+            return Ok(PutOutcome { node });
+        }
         self.register(
             caller,
             &s.path,

@@ -13,6 +13,7 @@ async fn abandoned_uploads_are_swept() {
         catalog_url: None,
         resources: vec![],
         staging: vec![],
+        scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
     };
     let (zone, _) = Zone::open(config).await.unwrap();
     let admin = zone

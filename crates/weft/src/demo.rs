@@ -145,6 +145,7 @@ async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
         catalog_url: None,
         resources: vec![],
         staging: vec![],
+        scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
     };
     let (zone, boot) = Zone::open(config)
         .await

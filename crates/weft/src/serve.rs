@@ -28,6 +28,9 @@ pub struct ServeArgs {
     /// Catalog URL: sqlite://FILE or postgres://USER@HOST/DB [default: SQLite in the data dir].
     #[arg(long, env = "WEFT_CATALOG")]
     pub catalog: Option<String>,
+    /// Re-read and check every replica this often, in seconds [default: 604800, a week].
+    #[arg(long, env = "WEFT_SCRUB_INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
+    pub scrub_interval: Option<u64>,
     /// TOML file with the settings above plus [[resources]], [[staging]] and [[oidc]] tables.
     #[arg(long, env = "WEFT_CONFIG")]
     pub config: Option<PathBuf>,
@@ -41,6 +44,8 @@ pub struct FileConfig {
     pub listen: Option<SocketAddr>,
     pub data_dir: Option<PathBuf>,
     pub catalog: Option<String>,
+    /// Seconds between two checks of each replica.
+    pub scrub_interval: Option<u64>,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
     /// Staging areas transfers may use (`file:///dir`, `s3://bucket/prefix`).
@@ -89,6 +94,11 @@ impl ServeArgs {
                 catalog_url: self.catalog.or(file.catalog),
                 resources: file.resources,
                 staging: file.staging,
+                scrub_interval: match self.scrub_interval.or(file.scrub_interval) {
+                    Some(0) => anyhow::bail!("scrub_interval must be at least 1 second"),
+                    Some(s) => std::time::Duration::from_secs(s),
+                    None => weft_zone::SCRUB_INTERVAL_DEFAULT,
+                },
             },
             listen,
             oidc: file.oidc,

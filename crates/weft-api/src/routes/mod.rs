@@ -109,4 +109,6 @@ pub fn table() -> RouteTable {
         .add(M::GET, "/api/v1/transfers/{id}", transfers::show)
         .add(M::GET, "/api/v1/transfers/{id}/files", transfers::files)
         .add(M::POST, "/api/v1/transfers/{id}/cancel", transfers::cancel)
+        .add(M::POST, "/api/v1/replicas", transfers::replicate)
+        .add(M::DELETE, "/api/v1/replicas/{*path}", transfers::trim)
 }

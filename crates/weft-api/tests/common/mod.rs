@@ -36,15 +36,31 @@ pub async fn start_named(name: &str) -> TestZone {
 }
 
 async fn start_full(name: &str, catalog_url: Option<String>, oidc: Vec<OidcIssuer>) -> TestZone {
+    start_config(name, catalog_url, oidc, |_| {}).await
+}
+
+/// A zone named `name` whose configuration `tweak` adjusts.
+pub async fn start_tweaked(name: &str, tweak: impl FnOnce(&mut ZoneConfig)) -> TestZone {
+    start_config(name, None, Vec::new(), tweak).await
+}
+
+async fn start_config(
+    name: &str,
+    catalog_url: Option<String>,
+    oidc: Vec<OidcIssuer>,
+    tweak: impl FnOnce(&mut ZoneConfig),
+) -> TestZone {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
-    let config = ZoneConfig {
+    let mut config = ZoneConfig {
         name: ZoneName::parse(name).unwrap(),
         data_dir: data_dir.clone(),
         catalog_url,
         resources: vec![],
         staging: vec![],
+        scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
     };
+    tweak(&mut config);
     let (zone, boot) = Zone::open(config).await.unwrap();
     let token_file = boot.admin_token_file.expect("first start writes the admin token");
     let admin_token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
@@ -224,6 +240,11 @@ pub async fn run_transfer(zone: &TestZone, token: &str, body: serde_json::Value)
         .as_str()
         .unwrap()
         .to_owned();
+    wait_transfer(zone, token, &id).await
+}
+
+/// Waits for transfer `id` to end; the final record.
+pub async fn wait_transfer(zone: &TestZone, token: &str, id: &str) -> serde_json::Value {
     for _ in 0..600 {
         let t = zone.get_json(&format!("transfers/{id}"), token).await;
         if !matches!(t["state"].as_str(), Some("queued" | "active")) {

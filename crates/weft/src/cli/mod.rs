@@ -9,6 +9,7 @@ mod namespace;
 pub mod output;
 mod principals;
 pub(crate) mod progress;
+mod replica;
 mod resource;
 mod staging;
 mod transfer;
@@ -52,6 +53,11 @@ pub enum Command {
     Cp(namespace::CpArgs),
     /// Managed transfers between zones and staging endpoints, run by the zones.
     Transfer(transfer::TransferArgs),
+    /// Copy data objects to another resource or zone as further replicas (a managed
+    /// transfer; objects already good there are skipped).
+    Replicate(replica::ReplicateArgs),
+    /// Remove a replica of a data object (never its last good one).
+    Trim(replica::TrimArgs),
     /// Show a data object's checksum; --verify re-reads every replica on the zone.
     Checksum(namespace::ChecksumArgs),
     /// Metadata (attribute, value, unit) of data objects and collections.
@@ -92,6 +98,8 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Mv(a) => namespace::mv(&ctx, a).await,
         Command::Cp(a) => namespace::cp(&ctx, a).await,
         Command::Transfer(a) => transfer::transfer(&ctx, a).await,
+        Command::Replicate(a) => replica::replicate(&ctx, a).await,
+        Command::Trim(a) => replica::trim(&ctx, a).await,
         Command::Checksum(a) => namespace::checksum(&ctx, a).await,
         Command::Meta(a) => meta::meta(&ctx, a).await,
         Command::Find(a) => meta::find(&ctx, a).await,

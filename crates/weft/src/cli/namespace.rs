@@ -144,8 +144,12 @@ pub async fn stat(ctx: &Ctx, a: StatArgs) -> Result {
     if !s.replicas.is_empty() {
         println!("replicas");
         for r in &s.replicas {
+            let verified = match r.verified {
+                Some(t) => format!("verified {} UTC", format_millis(t)),
+                None => "never verified".to_owned(),
+            };
             println!(
-                "  {}/{}  {}  {} bytes  {}  created {} UTC",
+                "  {}:{}  {}  {} bytes  {}  created {} UTC  {verified}",
                 r.zone,
                 r.resource,
                 r.state,

@@ -247,7 +247,7 @@ async fn files(ctx: &Ctx, id: &str, state: Option<&str>, limit: u64) -> Result<V
     }
 }
 
-async fn wait(ctx: &Ctx, id: &str, timeout: Option<Duration>, json: bool) -> Result {
+pub(super) async fn wait(ctx: &Ctx, id: &str, timeout: Option<Duration>, json: bool) -> Result {
     let deadline = timeout.map(|t| Instant::now() + t);
     let mut t = ctx.client.transfer(id).await?;
     let bar = Bar::new(t.bytes_total, t.files_total, ctx.quiet || json);

@@ -1,0 +1,592 @@
+//! Replication: further copies of this zone's data objects, on its other resources or in
+//! federated zones, recorded as replicas of the same objects in this zone's catalog.
+//!
+//! `weft replicate PATH --to ZONE[:RESOURCE]` is a managed transfer to the endpoint
+//! `replica://ZONE[:RESOURCE]` (with `sync`, so copies already good there are skipped):
+//! persisted, retried and resumed like any other. [`ReplicaSide`] is that endpoint for the
+//! engine. A copy on a resource of this zone is written as any object's bytes are and
+//! registered as a further replica. A copy in zone `far` is the data object
+//! `/far/replicas/<this zone>/<resource>/<object id>` there, written with this zone's own
+//! authority (its administrator, `admin#<this zone>` at `far`, which owns that collection
+//! from federation on); this zone records it as a remote replica. Object ids never change,
+//! so moves and renames here leave the copies where they are.
+
+use crate::data::PutTarget;
+use crate::transfers::{from_client, PeerSide};
+use crate::{Caller, ReplicaInfo, Zone};
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::ops::Range;
+use std::sync::Arc;
+use weft_catalog::{NewReplica, Node, RemoteReplica, Replica, ReplicaPlace, TransferRecord};
+use weft_storage::{ByteStream, Store};
+use weft_transfer::{Entry, Side, TransferSpec, Verify};
+use weft_types::{
+    Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, Permission, PieceSize, PrincipalName,
+    ReplicaState, ResourceName, ZoneName,
+};
+
+/// The collection below each zone root where the copies other zones keep there live.
+pub const REPLICA_AREA: &str = "replicas";
+
+/// `ZONE[:RESOURCE]`, as `--to` and `--from` take it.
+fn parse_place(s: &str) -> Result<(ZoneName, Option<ResourceName>), Error> {
+    match Endpoint::parse(&format!("replica://{s}")) {
+        Ok(Endpoint::Replica {
+            zone,
+            resource,
+            object: None,
+        }) => Ok((zone, resource)),
+        _ => Err(Error::invalid(format!(
+            "{s:?} is not a place for replicas: use ZONE or ZONE:RESOURCE"
+        ))),
+    }
+}
+
+impl Zone {
+    /// Copies `path` (with `recursive`, every object below it) to `to` (`ZONE[:RESOURCE]`)
+    /// as a managed transfer; objects already good there are skipped. Needs `write` on each
+    /// object. Errors as for transfers, checked before it is accepted.
+    pub async fn replicate(
+        self: &Arc<Self>,
+        caller: &Caller,
+        path: &LogicalPath,
+        recursive: bool,
+        to: &str,
+    ) -> Result<TransferRecord, Error> {
+        self.local(path)?;
+        let (zone, resource) = parse_place(to)?;
+        let dest = Endpoint::Replica {
+            zone,
+            resource,
+            object: None,
+        };
+        let spec = TransferSpec {
+            sources: vec![path.to_string()],
+            destination: dest.to_string(),
+            recursive,
+            sync: true,
+            verify: Verify::Default,
+            streams: TransferSpec::STREAMS_DEFAULT,
+            concurrency: TransferSpec::CONCURRENCY_DEFAULT,
+        };
+        self.start_transfer(caller, spec).await
+    }
+
+    /// Removes the replica of the data object `path` at `from` (`ZONE[:RESOURCE]`), never
+    /// its last good one. Needs `write`. Errors: `not_found` (no replica there),
+    /// `invalid_argument` (several there: name the resource), `conflict` (last good copy).
+    pub async fn trim(&self, caller: &Caller, path: &LogicalPath, from: &str) -> Result<ReplicaInfo, Error> {
+        let (zone, resource) = parse_place(from)?;
+        let node = self.node(path).await?;
+        self.require(caller, path, Permission::Write).await?;
+        if node.kind != NodeKind::Object {
+            return Err(Error::new(
+                ErrorCode::IsACollection,
+                format!("{path} is a collection; trim its data objects"),
+            ));
+        }
+        let pick = |n: usize, what: &str| match n {
+            0 => Err(Error::not_found(format_args!("a replica of {path} at {from}"))),
+            1 => Ok(()),
+            _ => Err(Error::invalid(format!(
+                "{path} has {n} replicas at {what}; name one as {zone}:RESOURCE"
+            ))),
+        };
+        if zone == self.name {
+            let here: Vec<Replica> = self
+                .catalog
+                .replicas(node.id)
+                .await?
+                .into_iter()
+                .filter(|r| resource.as_ref().is_none_or(|n| &r.resource == n))
+                .collect();
+            pick(here.len(), from)?;
+            let gone = self.catalog.remove_replica(here[0].id).await?;
+            self.delete_bytes(std::slice::from_ref(&gone)).await;
+            return Ok(self.replica_info(&gone));
+        }
+        let there: Vec<RemoteReplica> = self
+            .catalog
+            .remote_replicas(node.id)
+            .await?
+            .into_iter()
+            .filter(|r| r.zone == zone && resource.as_ref().is_none_or(|n| &r.resource == n))
+            .collect();
+        pick(there.len(), from)?;
+        let gone = self.catalog.remove_remote_replica(there[0].id).await?;
+        self.delete_remote(std::slice::from_ref(&gone)).await;
+        Ok(remote_info(&gone))
+    }
+
+    /// Removes copies other zones held for objects this zone no longer has. A failure
+    /// leaves a stray object in `/<zone>/replicas/<this zone>` there, never a catalog
+    /// entry without bytes, so it is logged and not raised.
+    pub(crate) async fn delete_remote(&self, replicas: &[RemoteReplica]) {
+        for r in replicas {
+            let removed = async {
+                let service = self.service_caller().await?;
+                let client = self.peer_client(r.zone.as_str(), &service).await?;
+                match client.remove(&r.location, false).await {
+                    Err(e) if !e.is_not_found() => Err(from_client(r.zone.as_str(), e)),
+                    _ => Ok(()),
+                }
+            };
+            if let Err(e) = removed.await {
+                tracing::warn!(zone = %r.zone, location = %r.location, error = %e, "could not remove a replica in another zone");
+            }
+        }
+    }
+
+    /// The identity this zone acts with on its own behalf towards peers (replicas it keeps
+    /// there): its administrator, `admin#<this zone>` over there.
+    pub(crate) async fn service_caller(&self) -> Result<Caller, Error> {
+        let name = PrincipalName::parse(crate::bootstrap::ADMIN).expect("a valid name");
+        let admin = self
+            .catalog
+            .get_principal(&name)
+            .await?
+            .ok_or_else(|| Error::internal("the zone administrator is missing"))?;
+        self.caller_for(&admin, &[]).await
+    }
+
+    /// Makes `/<this zone>/replicas/<peer>`, where `peer` keeps copies of its objects,
+    /// owned by `admin#<peer>` (and by nobody else of that zone).
+    pub(crate) async fn ensure_replica_area(&self, peer: &ZoneName) -> Result<(), Error> {
+        let path = LogicalPath::parse(&format!("/{}/{REPLICA_AREA}/{peer}", self.name))?;
+        let admin = self.service_caller().await?;
+        self.catalog.create_collection(&path, admin.user_id, true).await?;
+        let visitor = PrincipalName::parse(&format!("{}#{peer}", crate::bootstrap::ADMIN))?;
+        let visitor = self.remote_principal(&visitor).await?;
+        self.catalog
+            .set_acl(&path, visitor.id, Permission::Own, false)
+            .await
+    }
+
+    /// Records bytes committed at `key` on `target` as a good replica of `node_id`;
+    /// removes them again if that fails, and the bytes of a copy it replaced.
+    pub(crate) async fn register_replica(
+        &self,
+        node_id: i64,
+        size: u64,
+        checksum: Checksum,
+        target: &PutTarget,
+        key: String,
+    ) -> Result<(), Error> {
+        let new = NewReplica {
+            node_id,
+            at: ReplicaPlace::Local {
+                resource_id: target.resource.id,
+                physical_key: key.clone(),
+            },
+            size: size as i64,
+            checksum,
+        };
+        match self.catalog.add_replica(&new).await {
+            Ok(replaced) => {
+                self.delete_bytes(replaced.as_slice()).await;
+                Ok(())
+            }
+            Err(e) => {
+                if let Err(de) = target.store.delete(&key).await {
+                    tracing::warn!(%key, error = %de, "could not remove bytes of a failed replica");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Streams `range` of a copy another zone holds.
+    pub(crate) async fn read_remote(
+        &self,
+        r: &RemoteReplica,
+        range: Range<u64>,
+    ) -> Result<ByteStream, Error> {
+        use futures::StreamExt;
+        let service = self.service_caller().await?;
+        let client = self.peer_client(r.zone.as_str(), &service).await?;
+        let zone = r.zone.to_string();
+        let stream = client
+            .read_stream(&r.location, range)
+            .await
+            .map_err(|e| from_client(&zone, e))?;
+        Ok(stream.map(move |c| c.map_err(|e| from_client(&zone, e))).boxed())
+    }
+
+    /// Has the zone holding a copy re-read it; what it hashes to.
+    pub(crate) async fn verify_remote(&self, r: &RemoteReplica) -> Result<Checksum, Error> {
+        let service = self.service_caller().await?;
+        let client = self.peer_client(r.zone.as_str(), &service).await?;
+        let report = client
+            .checksum(&r.location, true)
+            .await
+            .map_err(|e| from_client(r.zone.as_str(), e))?;
+        let computed =
+            report.checks.first().map(|c| c.computed.clone()).ok_or_else(|| {
+                Error::not_found(format_args!("the copy {} in zone {}", r.location, r.zone))
+            })?;
+        Checksum::parse(&computed)
+    }
+
+    /// The engine's side for `replica://ZONE[:RESOURCE]`, acting for `caller`.
+    pub(crate) async fn replica_side(
+        self: &Arc<Self>,
+        caller: Caller,
+        zone: &ZoneName,
+        resource: Option<&ResourceName>,
+    ) -> Result<ReplicaSide, Error> {
+        let place = if zone == &self.name {
+            let (resource, store) = self.store_for_write(resource).await?;
+            Place::Local(PutTarget { resource, store })
+        } else {
+            self.peer(zone.as_str()).await?;
+            let service = self.service_caller().await?;
+            let resource = self.resource_of(zone, &service, resource).await?;
+            Place::Remote {
+                area: LogicalPath::parse(&format!("/{zone}/{REPLICA_AREA}/{}/{resource}", self.name))?,
+                peer: PeerSide {
+                    zone: self.clone(),
+                    caller: service,
+                    peer: zone.to_string(),
+                    resource: Some(resource.clone()),
+                },
+                zone: zone.clone(),
+                resource,
+            }
+        };
+        Ok(ReplicaSide {
+            zone: self.clone(),
+            caller,
+            place,
+            area_ready: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// The resource of peer `zone` named (checked), or its default.
+    async fn resource_of(
+        &self,
+        zone: &ZoneName,
+        service: &Caller,
+        name: Option<&ResourceName>,
+    ) -> Result<ResourceName, Error> {
+        let client = self.peer_client(zone.as_str(), service).await?;
+        let resources = client
+            .resources()
+            .await
+            .map_err(|e| from_client(zone.as_str(), e))?;
+        let found = resources.into_iter().find(|r| match name {
+            Some(n) => r.name == n.as_str(),
+            None => r.default,
+        });
+        match found {
+            Some(r) => ResourceName::parse(&r.name),
+            None => Err(Error::new(
+                ErrorCode::UnknownResource,
+                match name {
+                    Some(n) => format!("resource {n:?} does not exist in zone {zone}"),
+                    None => format!("zone {zone} has no default resource"),
+                },
+            )),
+        }
+    }
+}
+
+pub(crate) fn remote_info(r: &RemoteReplica) -> ReplicaInfo {
+    ReplicaInfo {
+        zone: r.zone.to_string(),
+        resource: r.resource.to_string(),
+        state: r.state,
+        size: r.size,
+        checksum: r.checksum.clone(),
+        created: r.created,
+        verified: r.verified,
+    }
+}
+
+enum Place {
+    /// A resource of this zone.
+    Local(PutTarget),
+    /// Zone `zone`'s `resource`, where the copies are objects below `area`.
+    Remote {
+        zone: ZoneName,
+        resource: ResourceName,
+        area: LogicalPath,
+        peer: PeerSide,
+    },
+}
+
+/// `replica://ZONE[:RESOURCE]` for the transfer engine: the copies of this zone's objects
+/// at one place. Reading is the objects' business; this side only writes and checks copies.
+pub(crate) struct ReplicaSide {
+    zone: Arc<Zone>,
+    /// The transfer's owner: needs `read` on an object to see its copies, `write` to add one.
+    caller: Caller,
+    place: Place,
+    area_ready: tokio::sync::OnceCell<()>,
+}
+
+/// Uploads in pieces carry the object's id: `<node id>:<upload id>`.
+fn split_upload(upload: &str) -> Result<(i64, &str), Error> {
+    upload
+        .split_once(':')
+        .and_then(|(n, id)| Some((n.parse().ok()?, id)))
+        .ok_or_else(|| Error::not_found(format_args!("upload {upload:?}")))
+}
+
+impl ReplicaSide {
+    async fn object(&self, at: &Endpoint, need: Permission) -> Result<Node, Error> {
+        let Endpoint::Replica {
+            object: Some(path), ..
+        } = at
+        else {
+            return Err(Error::internal(format!("{at} names no object")));
+        };
+        let node = self.zone.node(path).await?;
+        self.zone.require(&self.caller, path, need).await?;
+        if node.kind != NodeKind::Object {
+            return Err(Error::new(
+                ErrorCode::IsACollection,
+                format!("{path} is a collection; its data objects have replicas"),
+            ));
+        }
+        Ok(node)
+    }
+
+    /// The good copy of `node` at this place, as (size, checksum).
+    async fn good_copy(&self, node: &Node) -> Result<Option<(i64, Option<Checksum>)>, Error> {
+        Ok(match &self.place {
+            Place::Local(t) => self
+                .zone
+                .catalog
+                .replicas(node.id)
+                .await?
+                .into_iter()
+                .find(|r| r.resource_id == t.resource.id && r.state == ReplicaState::Good)
+                .map(|r| (r.size, r.checksum)),
+            Place::Remote { zone, resource, .. } => self
+                .zone
+                .catalog
+                .remote_replicas(node.id)
+                .await?
+                .into_iter()
+                .find(|r| &r.zone == zone && &r.resource == resource && r.state == ReplicaState::Good)
+                .map(|r| (r.size, r.checksum)),
+        })
+    }
+
+    /// Where the copy of `node` lives in the other zone (creating its collection once).
+    async fn location(&self, node: &Node) -> Result<(&PeerSide, Endpoint), Error> {
+        let Place::Remote { area, peer, .. } = &self.place else {
+            return Err(Error::internal("a local place has no remote location"));
+        };
+        self.area_ready
+            .get_or_try_init(|| async {
+                peer.mkdirs(&Endpoint::Logical(area.clone())).await.map_err(|e| {
+                    if e.code == ErrorCode::Forbidden {
+                        Error::forbidden(format!(
+                            "zone {} does not let this zone keep replicas in {area}: run `weft zone add {}` there again to set it up ({})",
+                            peer.peer, self.zone.name, e.message
+                        ))
+                    } else {
+                        e
+                    }
+                })
+            })
+            .await?;
+        Ok((peer, Endpoint::Logical(area.join(&node.id.to_string())?)))
+    }
+
+    async fn record_remote(
+        &self,
+        node: &Node,
+        location: &Endpoint,
+        checksum: &Checksum,
+    ) -> Result<(), Error> {
+        let (Place::Remote { zone, resource, .. }, Endpoint::Logical(location)) = (&self.place, location)
+        else {
+            return Err(Error::internal("not a remote copy"));
+        };
+        let new = NewReplica {
+            node_id: node.id,
+            at: ReplicaPlace::Remote {
+                zone: zone.clone(),
+                resource: resource.clone(),
+                location: location.clone(),
+            },
+            size: node.size,
+            checksum: checksum.clone(),
+        };
+        self.zone.catalog.add_replica(&new).await.map(|_| ())
+    }
+}
+
+#[async_trait]
+impl Side for ReplicaSide {
+    async fn stat(&self, at: &Endpoint) -> Result<Option<Entry>, Error> {
+        let Endpoint::Replica {
+            object: Some(path), ..
+        } = at
+        else {
+            return Ok(None);
+        };
+        let Some(node) = self.zone.catalog.get_node(path).await? else {
+            return Ok(None);
+        };
+        self.zone.require(&self.caller, path, Permission::Read).await?;
+        if node.kind == NodeKind::Collection {
+            return Ok(Some(Entry {
+                rel: String::new(),
+                is_dir: true,
+                size: 0,
+                checksum: None,
+            }));
+        }
+        Ok(self.good_copy(&node).await?.map(|(size, checksum)| Entry {
+            rel: String::new(),
+            is_dir: false,
+            size: size as u64,
+            checksum,
+        }))
+    }
+
+    async fn list(&self, at: &Endpoint) -> Result<Vec<Entry>, Error> {
+        let Endpoint::Replica {
+            object: Some(root), ..
+        } = at
+        else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for (rel, n) in self.zone.objects_below(&self.caller, root).await? {
+            if let Some((size, checksum)) = self.good_copy(&n).await? {
+                out.push(Entry {
+                    rel,
+                    is_dir: false,
+                    size: size as u64,
+                    checksum,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    async fn mkdirs(&self, _at: &Endpoint) -> Result<(), Error> {
+        Ok(())
+    }
+
+    async fn read(&self, at: &Endpoint, _range: Range<u64>) -> Result<Bytes, Error> {
+        Err(Error::invalid(format!(
+            "{at} is a destination only; read the object itself"
+        )))
+    }
+
+    async fn put(&self, at: &Endpoint, data: Bytes, checksum: &Checksum) -> Result<(), Error> {
+        let node = self.object(at, Permission::Write).await?;
+        match &self.place {
+            Place::Local(target) => {
+                let key = Store::new_key();
+                let size = data.len() as u64;
+                let mut writer = target.store.writer(&key).await?;
+                if let Err(e) = writer.write(data).await {
+                    writer.abort().await;
+                    return Err(e);
+                }
+                writer.commit(true).await?;
+                self.zone
+                    .register_replica(node.id, size, checksum.clone(), target, key)
+                    .await
+            }
+            Place::Remote { .. } => {
+                let (peer, location) = self.location(&node).await?;
+                peer.put(&location, data, checksum).await?;
+                self.record_remote(&node, &location, checksum).await
+            }
+        }
+    }
+
+    async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error> {
+        let node = self.object(at, Permission::Write).await?;
+        let id = match &self.place {
+            Place::Local(target) => {
+                self.zone
+                    .begin_replica_upload(&self.caller, &node, target, size, piece)
+                    .await?
+                    .id
+            }
+            Place::Remote { .. } => {
+                let (peer, location) = self.location(&node).await?;
+                peer.begin(&location, size, piece).await?
+            }
+        };
+        Ok(format!("{}:{id}", node.id))
+    }
+
+    async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error> {
+        let (_, id) = split_upload(upload)?;
+        match &self.place {
+            Place::Local(_) => {
+                let body = futures::stream::once(async move { Ok(data) });
+                self.zone
+                    .upload_piece(&self.caller, id, index, body)
+                    .await
+                    .map(|_| ())
+            }
+            Place::Remote { peer, .. } => peer.put_piece(id, index, data).await,
+        }
+    }
+
+    async fn complete(&self, upload: &str, checksum: &Checksum) -> Result<(), Error> {
+        let (node_id, id) = split_upload(upload)?;
+        match &self.place {
+            Place::Local(_) => self
+                .zone
+                .complete_upload(&self.caller, id, Some(checksum))
+                .await
+                .map(|_| ()),
+            Place::Remote { .. } => {
+                let node = self.zone.catalog.get_node_by_id(node_id).await?.ok_or_else(|| {
+                    Error::not_found(format_args!("data object {node_id} (removed meanwhile)"))
+                })?;
+                let (peer, location) = self.location(&node).await?;
+                peer.complete(id, checksum).await?;
+                self.record_remote(&node, &location, checksum).await
+            }
+        }
+    }
+
+    async fn abort(&self, upload: &str) {
+        let Ok((_, id)) = split_upload(upload) else { return };
+        match &self.place {
+            Place::Local(_) => {
+                let _ = self.zone.abort_upload(&self.caller, id).await;
+            }
+            Place::Remote { peer, .. } => peer.abort(id).await,
+        }
+    }
+
+    async fn verify(&self, at: &Endpoint) -> Result<Checksum, Error> {
+        let node = self.object(at, Permission::Read).await?;
+        match &self.place {
+            Place::Local(target) => {
+                let copy = self
+                    .zone
+                    .catalog
+                    .replicas(node.id)
+                    .await?
+                    .into_iter()
+                    .find(|r| r.resource_id == target.resource.id)
+                    .ok_or_else(|| {
+                        Error::not_found(format_args!(
+                            "a replica of {} on {}",
+                            node.path, target.resource.name
+                        ))
+                    })?;
+                self.zone.hash_replica(&copy).await
+            }
+            Place::Remote { .. } => {
+                let (peer, location) = self.location(&node).await?;
+                peer.verify(&location).await
+            }
+        }
+    }
+}

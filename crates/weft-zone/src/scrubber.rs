@@ -1,0 +1,192 @@
+//! The replica scrubber: re-reads every replica once per scrub interval and compares it with
+//! its recorded checksum. A copy whose bytes differ or are gone is marked `bad` (reads skip
+//! it) and repaired from a good copy by a replication transfer to the same place, owned by
+//! the zone administrator (persisted and retried like any transfer, and listed with them).
+//! Copies in other zones are re-read by the zone holding them.
+
+use crate::{now_ms, Zone};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use weft_catalog::{RemoteReplica, Replica};
+use weft_types::{Checksum, Error, ErrorCode, ReplicaState};
+
+/// How often each replica is re-read by default: weekly, as archives commonly do.
+pub const SCRUB_INTERVAL_DEFAULT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Replicas fetched from the queue at a time.
+const BATCH: u32 = 500;
+
+/// Runs a pass every tenth of the interval (at most every minute, at least every second),
+/// so each replica is checked within about an interval of its last check.
+pub(crate) fn start(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>, interval: Duration) {
+    let weak = Arc::downgrade(zone);
+    let tick = (interval / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(tick).await;
+            let Some(zone) = weak.upgrade() else { return };
+            match zone.scrub(interval).await {
+                Ok(n) => worker.record(n, None),
+                Err(e) => worker.record(0, Some(e.to_string())),
+            }
+        }
+    });
+}
+
+/// What re-reading a copy found.
+enum Found {
+    Intact,
+    /// Bytes that differ from the checksum, or none at all.
+    Damaged(String),
+}
+
+fn judge(outcome: Result<Checksum, Error>, want: Option<&Checksum>) -> Result<Found, Error> {
+    match outcome {
+        Ok(got) if Some(&got) == want => Ok(Found::Intact),
+        Ok(got) => Ok(Found::Damaged(format!(
+            "hashes to {got}, the catalog records {}",
+            want.map_or("nothing".to_owned(), |w| w.to_string())
+        ))),
+        Err(e) if e.code == ErrorCode::NotFound => Ok(Found::Damaged(format!("bytes missing: {e}"))),
+        // The storage or the peer is unreachable: nothing is known about the copy.
+        Err(e) => Err(e),
+    }
+}
+
+impl Zone {
+    /// One pass over the replicas not checked within `interval`; how many were checked.
+    /// Copies that cannot be read for now (storage or peer down) stay queued and are
+    /// reported as the pass's error.
+    pub async fn scrub(self: &Arc<Self>, interval: Duration) -> Result<u64, Error> {
+        let before = now_ms() - interval.as_millis() as i64;
+        let mut checked = 0;
+        let mut failed: HashSet<i64> = HashSet::new();
+        let mut last_error = None;
+        loop {
+            let batch: Vec<Replica> = self
+                .catalog
+                .replicas_to_scrub(before, BATCH)
+                .await?
+                .into_iter()
+                .filter(|r| !failed.contains(&r.id))
+                .collect();
+            if batch.is_empty() {
+                break;
+            }
+            for r in batch {
+                match judge(self.hash_replica(&r).await, r.checksum.as_ref()) {
+                    Ok(found) => {
+                        self.settle_local(&r, found).await?;
+                        checked += 1;
+                    }
+                    Err(e) => {
+                        failed.insert(r.id);
+                        last_error = Some(format!("replica of object {} on {}: {e}", r.node_id, r.resource));
+                    }
+                }
+            }
+        }
+        let mut failed: HashSet<i64> = HashSet::new();
+        loop {
+            let batch: Vec<RemoteReplica> = self
+                .catalog
+                .remote_replicas_to_scrub(before, BATCH)
+                .await?
+                .into_iter()
+                .filter(|r| !failed.contains(&r.id))
+                .collect();
+            if batch.is_empty() {
+                break;
+            }
+            for r in batch {
+                match judge(self.verify_remote(&r).await, r.checksum.as_ref()) {
+                    Ok(found) => {
+                        self.settle_remote(&r, found).await?;
+                        checked += 1;
+                    }
+                    Err(e) => {
+                        failed.insert(r.id);
+                        last_error = Some(format!("replica {} in zone {}: {e}", r.location, r.zone));
+                    }
+                }
+            }
+        }
+        match last_error {
+            Some(e) => Err(Error::new(
+                ErrorCode::StorageUnavailable,
+                format!("checked {checked} replicas; could not read some, e.g. {e}"),
+            )),
+            None => Ok(checked),
+        }
+    }
+
+    async fn settle_local(self: &Arc<Self>, r: &Replica, found: Found) -> Result<(), Error> {
+        self.catalog.touch_replica_verified(r.id, now_ms()).await?;
+        match found {
+            Found::Intact if r.state == ReplicaState::Bad => {
+                self.catalog.set_replica_state(r.id, ReplicaState::Good).await
+            }
+            Found::Intact => Ok(()),
+            Found::Damaged(why) => {
+                tracing::error!(object = r.node_id, resource = %r.resource, key = %r.physical_key, %why, "replica is damaged");
+                if r.state != ReplicaState::Bad {
+                    self.catalog.set_replica_state(r.id, ReplicaState::Bad).await?;
+                }
+                self.repair(r.node_id, &format!("{}:{}", self.name, r.resource))
+                    .await
+            }
+        }
+    }
+
+    async fn settle_remote(self: &Arc<Self>, r: &RemoteReplica, found: Found) -> Result<(), Error> {
+        match found {
+            Found::Intact => {
+                self.catalog
+                    .set_remote_replica(r.id, ReplicaState::Good, Some(now_ms()))
+                    .await
+            }
+            Found::Damaged(why) => {
+                tracing::error!(object = r.node_id, zone = %r.zone, location = %r.location, %why, "replica is damaged");
+                self.catalog
+                    .set_remote_replica(r.id, ReplicaState::Bad, Some(now_ms()))
+                    .await?;
+                self.repair(r.node_id, &format!("{}:{}", r.zone, r.resource))
+                    .await
+            }
+        }
+    }
+
+    /// Replicates the object again to `place` from a good copy, if it has one left.
+    async fn repair(self: &Arc<Self>, node_id: i64, place: &str) -> Result<(), Error> {
+        let Some(node) = self.catalog.get_node_by_id(node_id).await? else {
+            return Ok(());
+        };
+        let good_here = self
+            .catalog
+            .replicas(node_id)
+            .await?
+            .iter()
+            .any(|r| r.state == ReplicaState::Good);
+        let good_there = self
+            .catalog
+            .remote_replicas(node_id)
+            .await?
+            .iter()
+            .any(|r| r.state == ReplicaState::Good);
+        if !good_here && !good_there {
+            tracing::error!(object = %node.path, "no good replica left to repair from");
+            return Ok(());
+        }
+        let admin = self.service_caller().await?;
+        match self.replicate(&admin, &node.path, false, place).await {
+            Ok(t) => {
+                tracing::info!(object = %node.path, %place, transfer = %t.id, "repairing the replica");
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(object = %node.path, %place, error = %e, "could not start the repair");
+                Ok(())
+            }
+        }
+    }
+}
