@@ -173,6 +173,24 @@ fn bad_config_is_refused_naming_the_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("[[staging]] logical"), "{err}");
 
+    // A scrub interval of zero would re-read everything without pause.
+    std::fs::write(&config, "zone = \"x\"\nscrub_interval = 0\n").unwrap();
+    let out = weft().args(["serve", "--config"]).arg(&config).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("scrub_interval"), "{err}");
+    let out = weft()
+        .args(["serve", "--scrub-interval", "0", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     let out = weft()
         .args(["serve", "--zone", "Not A Zone", "--data-dir"])
         .arg(dir.path())
