@@ -14,12 +14,14 @@ pub fn node(n: &Node) -> NodeStat {
         created: n.created,
         modified: n.modified,
         replicas: Vec::new(),
+        pid: None,
     }
 }
 
 pub fn node_info(i: &NodeInfo) -> NodeStat {
     NodeStat {
         replicas: i.replicas.iter().map(replica).collect(),
+        pid: i.pid.clone(),
         ..node(&i.node)
     }
 }

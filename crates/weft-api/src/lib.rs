@@ -149,6 +149,9 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::transfers::cancel,
         routes::transfers::replicate,
         routes::transfers::trim,
+        routes::pids::mint,
+        routes::pids::resolve,
+        routes::pids::landing,
     )
 )]
 pub struct ApiDoc;

@@ -5,8 +5,8 @@
 //!
 //! Which zone a request is about: the first component of the logical path for routes
 //! `…/{*path}`, the `path` query parameter of `find`, the `<zone>.` prefix of an upload id,
-//! and the `path`/`from`/`to` fields of the small JSON bodies of `uploads`, `move`, `copy`
-//! and `replicas`. Everything else is this zone's.
+//! and the `path`/`from`/`to` fields of the small JSON bodies of `uploads`, `move`, `copy`,
+//! `replicas` and `pids`. Everything else is this zone's.
 
 use crate::auth::Authed;
 use crate::error::ApiError;
@@ -24,7 +24,7 @@ const PATH_ROUTES: &[&str] = &[
     "stat", "list", "mkdir", "nodes", "data", "checksum", "meta", "acl",
 ];
 /// Routes whose JSON body names the paths; such bodies are small.
-const BODY_ROUTES: &[&str] = &["uploads", "move", "copy", "replicas"];
+const BODY_ROUTES: &[&str] = &["uploads", "move", "copy", "replicas", "pids"];
 const BODY_LIMIT: usize = 64 * 1024;
 
 pub async fn relay_remote(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {

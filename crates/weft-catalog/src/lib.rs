@@ -239,6 +239,19 @@ pub enum ReplicaPlace {
     },
 }
 
+/// A persistent identifier `<prefix>/<suffix>` and what it is bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PidRecord {
+    pub prefix: String,
+    pub suffix: String,
+    /// The collection or data object; `None` once it was removed.
+    pub node_id: Option<i64>,
+    /// Where it is now (it follows moves), or where it was when removed.
+    pub path: LogicalPath,
+    pub created: Millis,
+    pub removed: Option<Millis>,
+}
+
 /// The replicas a removal let go: their bytes are garbage.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Removed {
@@ -472,6 +485,13 @@ pub trait Catalog: Send + Sync + 'static {
     async fn remote_replicas_to_scrub(&self, before: Millis, limit: u32)
         -> Result<Vec<RemoteReplica>, Error>;
     async fn get_node_by_id(&self, id: i64) -> Result<Option<Node>, Error>;
+
+    // --- persistent identifiers -------------------------------------------------------
+    /// Binds `prefix/suffix` to the node, or returns the PID it already has (a node has at
+    /// most one). Errors: `not_found` (node), `already_exists` (the PID names another).
+    async fn mint_pid(&self, node_id: i64, prefix: &str, suffix: &str) -> Result<PidRecord, Error>;
+    async fn get_pid(&self, prefix: &str, suffix: &str) -> Result<Option<PidRecord>, Error>;
+    async fn pid_of(&self, node_id: i64) -> Result<Option<PidRecord>, Error>;
 
     // --- metadata ---------------------------------------------------------------------
     /// Errors: `already_exists` (the same triple).

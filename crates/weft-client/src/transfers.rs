@@ -5,7 +5,8 @@ use crate::client::Client;
 use crate::error::ClientError;
 use reqwest::Method;
 use weft_types::wire::{
-    ReplicaWire, ReplicateRequest, TransferFileWire, TransferPlanWire, TransferRequest, TransferWire,
+    MintPidRequest, PidWire, ReplicaWire, ReplicateRequest, TransferFileWire, TransferPlanWire,
+    TransferRequest, TransferWire,
 };
 use weft_types::LogicalPath;
 
@@ -72,5 +73,27 @@ impl Client {
             .request(Method::DELETE, self.path_url("replicas", path))
             .query(&[("from", from)]);
         self.json(req).await
+    }
+
+    /// `POST /pids`: the PID of a collection or data object (minted on first request).
+    pub async fn mint_pid(&self, path: &LogicalPath) -> Result<PidWire, ClientError> {
+        let req = MintPidRequest {
+            path: path.to_string(),
+        };
+        self.json(self.request(Method::POST, self.url("/pids")).json(&req))
+            .await
+    }
+
+    /// `GET /pids/{prefix}/{suffix}`: what a PID stands for now.
+    pub async fn resolve_pid(&self, pid: &str) -> Result<PidWire, ClientError> {
+        let (prefix, suffix) = pid
+            .split_once('/')
+            .ok_or_else(|| ClientError::Invalid(format!("{pid:?} is not a PID: expected PREFIX/SUFFIX")))?;
+        let url = format!(
+            "{}/{}",
+            self.name_url("pids", prefix),
+            crate::client::encode_segment(suffix)
+        );
+        self.json(self.request(Method::GET, url)).await
     }
 }

@@ -51,6 +51,8 @@
 //! | POST | `/transfers/{id}/cancel` | → 204 |
 //! | POST | `/replicas` | `ReplicateRequest` → `TransferWire` (201): replication, a managed transfer |
 //! | DELETE | `/replicas/{*path}?from=ZONE[:RESOURCE]` | → `ReplicaWire` (the replica removed: trim) |
+//! | POST | `/pids` | `MintPidRequest` → `PidWire` (201 new, 200 it had one) |
+//! | GET | `/pids/{prefix}/{suffix}`, and `/pid/{prefix}/{suffix}` outside `/api/v1` | → `PidWire`, or an HTML landing page for `Accept: text/html` (public) |
 //!
 //! Paths of a federated zone are relayed to it (see weft-api's `proxy.rs`).
 //!
@@ -112,6 +114,9 @@ pub struct NodeStat {
     pub modified: i64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<ReplicaWire>,
+    /// Its persistent identifier, `<prefix>/<suffix>` (`stat` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -460,6 +465,27 @@ pub struct ReplicateRequest {
     pub target: String,
     #[serde(default)]
     pub recursive: bool,
+}
+
+/// `POST /pids`: mint (or return) the PID of a collection or data object.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MintPidRequest {
+    pub path: String,
+}
+
+/// A PID resolved: what it stands for now.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PidWire {
+    /// `<prefix>/<suffix>`.
+    pub pid: String,
+    /// Where the collection or object is (it follows moves), or was when removed.
+    pub path: String,
+    /// The node with its replicas and checksum; absent once removed.
+    pub node: Option<NodeStat>,
+    pub metadata: Vec<AvuWire>,
+    pub created: i64,
+    /// When the node was removed; the PID still resolves, to this record.
+    pub removed: Option<i64>,
 }
 
 /// What a transfer would do (`--dry-run`).

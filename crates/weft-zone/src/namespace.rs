@@ -11,6 +11,8 @@ pub struct NodeInfo {
     pub node: Node,
     /// Replicas of a data object (empty for collections and in listings).
     pub replicas: Vec<ReplicaInfo>,
+    /// Its persistent identifier, if one was minted.
+    pub pid: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -56,14 +58,23 @@ impl Zone {
     pub async fn stat(&self, caller: &Caller, path: &LogicalPath) -> Result<NodeInfo, Error> {
         let node = self.node(path).await?;
         self.require(caller, path, Permission::Read).await?;
-        let mut replicas: Vec<ReplicaInfo> = Vec::new();
-        if node.kind == NodeKind::Object {
-            let here = self.catalog.replicas(node.id).await?;
-            replicas.extend(here.iter().map(|r| self.replica_info(r)));
-            let there = self.catalog.remote_replicas(node.id).await?;
-            replicas.extend(there.iter().map(crate::replication::remote_info));
-        }
-        Ok(NodeInfo { node, replicas })
+        let replicas = match node.kind {
+            NodeKind::Object => self.replicas_of(node.id).await?,
+            NodeKind::Collection => Vec::new(),
+        };
+        let pid = self.pid_of(node.id).await?;
+        Ok(NodeInfo { node, replicas, pid })
+    }
+
+    /// Every replica of a data object, this zone's first, then those in other zones.
+    pub(crate) async fn replicas_of(&self, node_id: i64) -> Result<Vec<ReplicaInfo>, Error> {
+        let here = self.catalog.replicas(node_id).await?;
+        let there = self.catalog.remote_replicas(node_id).await?;
+        Ok(here
+            .iter()
+            .map(|r| self.replica_info(r))
+            .chain(there.iter().map(crate::replication::remote_info))
+            .collect())
     }
 
     /// Lists a collection by name, one page after `cursor`; a data object lists as itself.

@@ -6,6 +6,7 @@ pub mod data;
 pub mod federation;
 pub mod meta;
 pub mod namespace;
+pub mod pids;
 pub mod transfers;
 
 use crate::AppState;
@@ -111,4 +112,7 @@ pub fn table() -> RouteTable {
         .add(M::POST, "/api/v1/transfers/{id}/cancel", transfers::cancel)
         .add(M::POST, "/api/v1/replicas", transfers::replicate)
         .add(M::DELETE, "/api/v1/replicas/{*path}", transfers::trim)
+        .add(M::POST, "/api/v1/pids", pids::mint)
+        .add(M::GET, "/api/v1/pids/{prefix}/{suffix}", pids::resolve)
+        .add(M::GET, "/pid/{prefix}/{suffix}", pids::landing)
 }

@@ -8,6 +8,7 @@
 mod acl;
 mod meta;
 mod namespace;
+mod pids;
 mod principals;
 mod replicas;
 mod resources;
@@ -18,7 +19,7 @@ mod zones;
 
 use crate::{
     AclEntry, Avu, Catalog, Dialect, FindQuery, NewObject, NewReplica, NewResource, Node, PeerZone,
-    Principal, PrincipalKind, Registered, RemoteReplica, Removed, Replica, Resource, StagingArea,
+    PidRecord, Principal, PrincipalKind, Registered, RemoteReplica, Removed, Replica, Resource, StagingArea,
     TokenRecord, TransferCounts, TransferFile, TransferRecord,
 };
 use async_trait::async_trait;
@@ -80,6 +81,7 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "replicas",
         include_str!("../../migrations/sqlite/0006_replicas.sql"),
     ),
+    (7, "pids", include_str!("../../migrations/sqlite/0007_pids.sql")),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -108,6 +110,7 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         "replicas",
         include_str!("../../migrations/postgres/0006_replicas.sql"),
     ),
+    (7, "pids", include_str!("../../migrations/postgres/0007_pids.sql")),
 ];
 
 #[derive(Debug)]
@@ -596,6 +599,16 @@ impl Catalog for SqlCatalog {
     }
     async fn get_node_by_id(&self, id: i64) -> Result<Option<Node>, Error> {
         replicas::get_node_by_id(self, id).await
+    }
+
+    async fn mint_pid(&self, node_id: i64, prefix: &str, suffix: &str) -> Result<PidRecord, Error> {
+        pids::mint_pid(self, node_id, prefix, suffix).await
+    }
+    async fn get_pid(&self, prefix: &str, suffix: &str) -> Result<Option<PidRecord>, Error> {
+        pids::get_pid(self, prefix, suffix).await
+    }
+    async fn pid_of(&self, node_id: i64) -> Result<Option<PidRecord>, Error> {
+        pids::pid_of(self, node_id).await
     }
 
     async fn add_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error> {

@@ -585,6 +585,15 @@ pub(super) async fn delete_node(
             .iter()
             .map(rows::remote_replica)
             .collect::<Result<Vec<_>, _>>()?;
+        const SUBTREE_2: &str = "(SELECT id FROM nodes WHERE path = $2 OR (path >= $3 AND path < $4))";
+        sqlx::query(&format!("{}{SUBTREE_2}", super::pids::TOMBSTONE))
+            .bind(now_ms())
+            .bind(path.as_str())
+            .bind(&lo)
+            .bind(&hi)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
         for table in ["avus", "acls", "replicas", "remote_replicas"] {
             sqlx::query(&format!("DELETE FROM {table} WHERE node_id IN {SUBTREE}"))
                 .bind(path.as_str())
@@ -631,6 +640,12 @@ pub(super) async fn delete_node(
         .iter()
         .map(rows::remote_replica)
         .collect::<Result<Vec<_>, _>>()?;
+    sqlx::query(&format!("{}($2)", super::pids::TOMBSTONE))
+        .bind(now_ms())
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
     for table in ["avus", "acls", "replicas", "remote_replicas"] {
         sqlx::query(&format!("DELETE FROM {table} WHERE node_id = $1"))
             .bind(id)

@@ -7,6 +7,7 @@ mod data;
 mod meta;
 mod namespace;
 pub mod output;
+mod pid;
 mod principals;
 pub(crate) mod progress;
 mod replica;
@@ -58,6 +59,8 @@ pub enum Command {
     Replicate(replica::ReplicateArgs),
     /// Remove a replica of a data object (never its last good one).
     Trim(replica::TrimArgs),
+    /// Persistent identifiers: mint one for a collection or object, or resolve one.
+    Pid(pid::PidArgs),
     /// Show a data object's checksum; --verify re-reads every replica on the zone.
     Checksum(namespace::ChecksumArgs),
     /// Metadata (attribute, value, unit) of data objects and collections.
@@ -100,6 +103,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Transfer(a) => transfer::transfer(&ctx, a).await,
         Command::Replicate(a) => replica::replicate(&ctx, a).await,
         Command::Trim(a) => replica::trim(&ctx, a).await,
+        Command::Pid(a) => pid::pid(&ctx, a).await,
         Command::Checksum(a) => namespace::checksum(&ctx, a).await,
         Command::Meta(a) => meta::meta(&ctx, a).await,
         Command::Find(a) => meta::find(&ctx, a).await,

@@ -141,6 +141,9 @@ pub async fn stat(ctx: &Ctx, a: StatArgs) -> Result {
     println!("owner     {}", s.owner);
     println!("created   {} UTC", format_millis(s.created));
     println!("modified  {} UTC", format_millis(s.modified));
+    if let Some(pid) = &s.pid {
+        println!("pid       {pid}");
+    }
     if !s.replicas.is_empty() {
         println!("replicas");
         for r in &s.replicas {

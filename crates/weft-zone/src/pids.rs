@@ -1,0 +1,99 @@
+//! Persistent identifiers: `weft pid mint PATH` binds `<prefix>/<suffix>` to a collection or
+//! data object. The PID is bound to the node's id, so it follows moves and renames; a node
+//! has at most one; a removed node's PID still resolves, to a record saying it is gone and
+//! where it was. Resolving is public (a PID is made to be cited): it answers the path,
+//! size, checksum, every replica (those replication made included, as B2SAFE records them)
+//! and the metadata. The prefix is the zone's name.
+
+use crate::{Caller, NodeInfo, Zone};
+use weft_catalog::{Avu, PidRecord};
+use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, Permission};
+
+/// A PID and what it stands for now.
+#[derive(Debug, Clone)]
+pub struct PidInfo {
+    /// `<prefix>/<suffix>`.
+    pub pid: String,
+    /// Where the node is, or was when removed.
+    pub path: LogicalPath,
+    /// The node with its replicas; `None` once removed.
+    pub node: Option<NodeInfo>,
+    pub metadata: Vec<Avu>,
+    pub created: Millis,
+    pub removed: Option<Millis>,
+}
+
+/// `prefix/suffix`: two non-empty parts of letters, digits, `.`, `_` and `-`.
+pub fn parse_pid(pid: &str) -> Result<(&str, &str), Error> {
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 128
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    };
+    match pid.split_once('/') {
+        Some((prefix, suffix)) if ok(prefix) && ok(suffix) => Ok((prefix, suffix)),
+        _ => Err(Error::invalid(format!(
+            "{pid:?} is not a PID: expected PREFIX/SUFFIX of letters, digits, '.', '_' and '-'"
+        ))),
+    }
+}
+
+impl Zone {
+    /// Binds a new PID to `path`, or returns the one it has. Needs `write`.
+    pub async fn mint_pid(&self, caller: &Caller, path: &LogicalPath) -> Result<PidInfo, Error> {
+        let node = self.node(path).await?;
+        self.require(caller, path, Permission::Write).await?;
+        let suffix = uuid::Uuid::new_v4().to_string().to_uppercase();
+        let record = self
+            .catalog
+            .mint_pid(node.id, self.name.as_str(), &suffix)
+            .await?;
+        self.pid_info(record).await
+    }
+
+    /// What `pid` stands for; anyone may ask. Errors: `invalid_argument`, `not_found`.
+    pub async fn resolve_pid(&self, pid: &str) -> Result<PidInfo, Error> {
+        let (prefix, suffix) = parse_pid(pid)?;
+        let record = self
+            .catalog
+            .get_pid(prefix, suffix)
+            .await?
+            .ok_or_else(|| Error::new(ErrorCode::NotFound, format!("PID {pid} was never minted here")))?;
+        self.pid_info(record).await
+    }
+
+    /// The PID bound to the node, if any (for `stat`).
+    pub(crate) async fn pid_of(&self, node_id: i64) -> Result<Option<String>, Error> {
+        Ok(self
+            .catalog
+            .pid_of(node_id)
+            .await?
+            .map(|r| format!("{}/{}", r.prefix, r.suffix)))
+    }
+
+    async fn pid_info(&self, r: PidRecord) -> Result<PidInfo, Error> {
+        let mut node = None;
+        let mut metadata = Vec::new();
+        if let Some(n) = self.catalog.get_node_by_id(r.node_id.unwrap_or(-1)).await? {
+            metadata = self.catalog.list_avus(n.id).await?;
+            let replicas = match n.kind {
+                NodeKind::Object => self.replicas_of(n.id).await?,
+                NodeKind::Collection => Vec::new(),
+            };
+            node = Some(NodeInfo {
+                node: n,
+                replicas,
+                pid: None,
+            });
+        }
+        Ok(PidInfo {
+            pid: format!("{}/{}", r.prefix, r.suffix),
+            path: r.path,
+            node,
+            metadata,
+            created: r.created,
+            removed: r.removed,
+        })
+    }
+}

@@ -1,0 +1,36 @@
+//! `weft pid mint|show`: the PID alone on stdout, resolvable, following a move.
+
+#[path = "cli_support.rs"]
+mod support;
+
+use support::*;
+
+#[test]
+fn pids_are_minted_and_shown_from_the_cli() {
+    let z = Zone::start_named("lrz");
+    let alice = z.user_with_token("alice");
+    std::fs::write(z.work().join("f.nc"), b"data\n").unwrap();
+    z.weft_as(&alice, &["put", "f.nc", "."]).ok();
+    let pid = z
+        .weft_as(&alice, &["pid", "mint", "f.nc"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    assert!(
+        pid.starts_with("lrz/") && !pid.contains(char::is_whitespace),
+        "{pid}"
+    );
+    let again = z.weft_as(&alice, &["pid", "mint", "f.nc", "--json"]).ok().json();
+    assert_eq!(again["pid"], pid.as_str());
+    z.weft_as(&alice, &["mv", "f.nc", "g.nc"]).ok();
+    let shown = z.weft_as(&alice, &["pid", "show", &pid]).ok().stdout;
+    assert!(shown.contains("/lrz/home/alice/g.nc"), "{shown}");
+    assert!(shown.contains("replica   lrz:default  good"), "{shown}");
+    let stat = z.weft_as(&alice, &["stat", "g.nc"]).ok().stdout;
+    assert!(stat.contains(&format!("pid       {pid}")), "{stat}");
+    z.weft_as(&alice, &["pid", "show", "lrz/NOPE"])
+        .fails(3, "not_found");
+    z.weft_as(&alice, &["pid", "show", "no-slash"])
+        .fails(1, "invalid_argument");
+}
