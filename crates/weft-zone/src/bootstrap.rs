@@ -110,8 +110,12 @@ impl Zone {
         zone.ensure_resources(&config).await?;
         zone.ensure_staging(&config).await?;
         for peer in zone.catalog.list_zones().await? {
-            // Zones federated before replication existed get their area too.
-            zone.ensure_replica_area(&peer.name).await?;
+            // Zones federated before replication existed get their area too. A failure
+            // (an object where the collection should be) must not keep the zone down:
+            // that peer's replication answers `forbidden` with a hint until it is fixed.
+            if let Err(e) = zone.ensure_replica_area(&peer.name).await {
+                tracing::warn!(peer = %peer.name, error = %e, "cannot prepare the area for that zone's replicas");
+            }
         }
         zone.open_stores().await?;
         report.temporary_removed = zone.remove_temporary().await?;
