@@ -33,6 +33,29 @@ pub(crate) fn start(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>, interv
     });
 }
 
+/// A replica due for a check: in this zone, or held by a peer.
+enum Copy {
+    Local(Replica),
+    Remote(RemoteReplica),
+}
+
+impl Copy {
+    /// Ids are per table; the two queues are drained one after the other.
+    fn id(&self) -> i64 {
+        match self {
+            Copy::Local(r) => r.id,
+            Copy::Remote(r) => r.id,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Copy::Local(r) => format!("replica of object {} on {}", r.node_id, r.resource),
+            Copy::Remote(r) => format!("replica {} in zone {}", r.location, r.zone),
+        }
+    }
+}
+
 /// What re-reading a copy found.
 enum Found {
     Intact,
@@ -60,53 +83,38 @@ impl Zone {
     pub async fn scrub(self: &Arc<Self>, interval: Duration) -> Result<u64, Error> {
         let before = now_ms() - interval.as_millis() as i64;
         let mut checked = 0;
-        let mut failed: HashSet<i64> = HashSet::new();
         let mut last_error = None;
-        loop {
-            let batch: Vec<Replica> = self
-                .catalog
-                .replicas_to_scrub(before, BATCH)
-                .await?
-                .into_iter()
-                .filter(|r| !failed.contains(&r.id))
-                .collect();
-            if batch.is_empty() {
-                break;
-            }
-            for r in batch {
-                match judge(self.hash_replica(&r).await, r.checksum.as_ref()) {
-                    Ok(found) => {
-                        self.settle_local(&r, found).await?;
-                        checked += 1;
-                    }
-                    Err(e) => {
-                        failed.insert(r.id);
-                        last_error = Some(format!("replica of object {} on {}: {e}", r.node_id, r.resource));
-                    }
+        for remote in [false, true] {
+            // Copies that could not be read stay queued but are not fetched again now.
+            let mut unreadable: HashSet<i64> = HashSet::new();
+            loop {
+                let batch: Vec<Copy> = if remote {
+                    let due = self.catalog.remote_replicas_to_scrub(before, BATCH).await?;
+                    due.into_iter().map(Copy::Remote).collect()
+                } else {
+                    let due = self.catalog.replicas_to_scrub(before, BATCH).await?;
+                    due.into_iter().map(Copy::Local).collect()
+                };
+                let batch: Vec<Copy> = batch
+                    .into_iter()
+                    .filter(|c| !unreadable.contains(&c.id()))
+                    .collect();
+                if batch.is_empty() {
+                    break;
                 }
-            }
-        }
-        let mut failed: HashSet<i64> = HashSet::new();
-        loop {
-            let batch: Vec<RemoteReplica> = self
-                .catalog
-                .remote_replicas_to_scrub(before, BATCH)
-                .await?
-                .into_iter()
-                .filter(|r| !failed.contains(&r.id))
-                .collect();
-            if batch.is_empty() {
-                break;
-            }
-            for r in batch {
-                match judge(self.verify_remote(&r).await, r.checksum.as_ref()) {
-                    Ok(found) => {
-                        self.settle_remote(&r, found).await?;
-                        checked += 1;
-                    }
-                    Err(e) => {
-                        failed.insert(r.id);
-                        last_error = Some(format!("replica {} in zone {}: {e}", r.location, r.zone));
+                for copy in batch {
+                    match self.check(&copy).await {
+                        Ok(found) => {
+                            match &copy {
+                                Copy::Local(r) => self.settle_local(r, found).await?,
+                                Copy::Remote(r) => self.settle_remote(r, found).await?,
+                            }
+                            checked += 1;
+                        }
+                        Err(e) => {
+                            unreadable.insert(copy.id());
+                            last_error = Some(format!("{}: {e}", copy.describe()));
+                        }
                     }
                 }
             }
@@ -117,6 +125,14 @@ impl Zone {
                 format!("checked {checked} replicas; could not read some, e.g. {e}"),
             )),
             None => Ok(checked),
+        }
+    }
+
+    /// Re-reads a copy (a peer re-reads its own) and judges it.
+    async fn check(&self, copy: &Copy) -> Result<Found, Error> {
+        match copy {
+            Copy::Local(r) => judge(self.hash_replica(r).await, r.checksum.as_ref()),
+            Copy::Remote(r) => judge(self.verify_remote(r).await, r.checksum.as_ref()),
         }
     }
 

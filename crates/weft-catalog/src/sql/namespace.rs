@@ -544,80 +544,7 @@ pub(super) async fn delete_node(
         .ok_or_else(|| Error::not_found(path))?;
     let id: i64 = rows::get(&row, 0)?;
     let kind = kind_of(&row, 1)?;
-
-    if kind == NodeKind::Collection && recursive {
-        let (lo, hi) = subtree_range(path);
-        if !c.lock_subtree().is_empty() {
-            let sql = format!(
-                "SELECT id FROM nodes WHERE path >= $1 AND path < $2{}",
-                c.lock_subtree()
-            );
-            sqlx::query(&sql)
-                .bind(&lo)
-                .bind(&hi)
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
-        }
-        const SUBTREE: &str = "(SELECT id FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3))";
-        let sql =
-            format!("SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id IN {SUBTREE} ORDER BY r.id");
-        let replicas = sqlx::query(&sql)
-            .bind(path.as_str())
-            .bind(&lo)
-            .bind(&hi)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?
-            .iter()
-            .map(rows::replica)
-            .collect::<Result<Vec<_>, _>>()?;
-        let sql = format!(
-            "SELECT {REMOTE_REPLICA_COLS} FROM remote_replicas WHERE node_id IN {SUBTREE} ORDER BY id"
-        );
-        let remote = sqlx::query(&sql)
-            .bind(path.as_str())
-            .bind(&lo)
-            .bind(&hi)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?
-            .iter()
-            .map(rows::remote_replica)
-            .collect::<Result<Vec<_>, _>>()?;
-        const SUBTREE_2: &str = "(SELECT id FROM nodes WHERE path = $2 OR (path >= $3 AND path < $4))";
-        sqlx::query(&format!("{}{SUBTREE_2}", super::pids::TOMBSTONE))
-            .bind(now_ms())
-            .bind(path.as_str())
-            .bind(&lo)
-            .bind(&hi)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        for table in ["avus", "acls", "replicas", "remote_replicas"] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE node_id IN {SUBTREE}"))
-                .bind(path.as_str())
-                .bind(&lo)
-                .bind(&hi)
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
-        }
-        sqlx::query("DELETE FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3)")
-            .bind(path.as_str())
-            .bind(&lo)
-            .bind(&hi)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        tx.commit().await.map_err(db)?;
-        return Ok(Removed {
-            local: replicas,
-            remote,
-        });
-    }
-
-    if kind == NodeKind::Collection {
+    if kind == NodeKind::Collection && !recursive {
         let child = sqlx::query("SELECT 1 FROM nodes WHERE parent_id = $1 LIMIT 1")
             .bind(id)
             .fetch_optional(&mut *tx)
@@ -630,39 +557,71 @@ pub(super) async fn delete_node(
             ));
         }
     }
-    let replicas = replicas_of(&mut tx, id).await?;
-    let sql = format!("SELECT {REMOTE_REPLICA_COLS} FROM remote_replicas WHERE node_id = $1 ORDER BY id");
+
+    // The node and everything below it (nothing, for an object or an empty collection).
+    let (lo, hi) = subtree_range(path);
+    if !c.lock_subtree().is_empty() {
+        let sql = format!(
+            "SELECT id FROM nodes WHERE path >= $1 AND path < $2{}",
+            c.lock_subtree()
+        );
+        sqlx::query(&sql)
+            .bind(&lo)
+            .bind(&hi)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+    }
+    const SUBTREE: &str = "(SELECT id FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3))";
+    let sql = format!("SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id IN {SUBTREE} ORDER BY r.id");
+    let local = sqlx::query(&sql)
+        .bind(path.as_str())
+        .bind(&lo)
+        .bind(&hi)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::replica)
+        .collect::<Result<Vec<_>, _>>()?;
+    let sql =
+        format!("SELECT {REMOTE_REPLICA_COLS} FROM remote_replicas WHERE node_id IN {SUBTREE} ORDER BY id");
     let remote = sqlx::query(&sql)
-        .bind(id)
+        .bind(path.as_str())
+        .bind(&lo)
+        .bind(&hi)
         .fetch_all(&mut *tx)
         .await
         .map_err(db)?
         .iter()
         .map(rows::remote_replica)
         .collect::<Result<Vec<_>, _>>()?;
-    sqlx::query(&format!("{}($2)", super::pids::TOMBSTONE))
+    sqlx::query(&format!("{}{SUBTREE}", super::pids::TOMBSTONE))
+        .bind(path.as_str())
+        .bind(&lo)
+        .bind(&hi)
         .bind(now_ms())
-        .bind(id)
         .execute(&mut *tx)
         .await
         .map_err(db)?;
     for table in ["avus", "acls", "replicas", "remote_replicas"] {
-        sqlx::query(&format!("DELETE FROM {table} WHERE node_id = $1"))
-            .bind(id)
+        sqlx::query(&format!("DELETE FROM {table} WHERE node_id IN {SUBTREE}"))
+            .bind(path.as_str())
+            .bind(&lo)
+            .bind(&hi)
             .execute(&mut *tx)
             .await
             .map_err(db)?;
     }
-    sqlx::query("DELETE FROM nodes WHERE id = $1")
-        .bind(id)
+    sqlx::query("DELETE FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3)")
+        .bind(path.as_str())
+        .bind(&lo)
+        .bind(&hi)
         .execute(&mut *tx)
         .await
         .map_err(db)?;
     tx.commit().await.map_err(db)?;
-    Ok(Removed {
-        local: replicas,
-        remote,
-    })
+    Ok(Removed { local, remote })
 }
 
 pub(super) async fn move_node(c: &SqlCatalog, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {

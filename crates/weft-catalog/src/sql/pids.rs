@@ -86,8 +86,8 @@ pub(super) async fn mint_pid(
     Ok(out)
 }
 
-/// Turns the PIDs of the nodes `node_ids` selects (SQL, parameters from `$2`) into
-/// tombstones, before those nodes are deleted: `$1` is the time.
+/// Turns the PIDs of the nodes selected by the SQL appended (parameters `$1`-`$3`) into
+/// tombstones, before those nodes are deleted; `$4` is the time.
 pub(super) const TOMBSTONE: &str =
     "UPDATE pids SET path = (SELECT n.path FROM nodes n WHERE n.id = pids.node_id), \
-     node_id = NULL, removed = $1 WHERE node_id IN ";
+     node_id = NULL, removed = $4 WHERE node_id IN ";
