@@ -11,6 +11,7 @@ pub enum ErrorCode {
     InvalidName,
     InvalidArgument,
     InvalidJson,
+    InvalidPolicy,
     PathTooLong,
     NameTooLong,
     UnknownZone,
@@ -42,6 +43,7 @@ impl ErrorCode {
         Self::InvalidName,
         Self::InvalidArgument,
         Self::InvalidJson,
+        Self::InvalidPolicy,
         Self::PathTooLong,
         Self::NameTooLong,
         Self::UnknownZone,
@@ -73,6 +75,7 @@ impl ErrorCode {
             Self::InvalidName => "invalid_name",
             Self::InvalidArgument => "invalid_argument",
             Self::InvalidJson => "invalid_json",
+            Self::InvalidPolicy => "invalid_policy",
             Self::PathTooLong => "path_too_long",
             Self::NameTooLong => "name_too_long",
             Self::UnknownZone => "unknown_zone",
@@ -109,6 +112,7 @@ impl ErrorCode {
             | Self::InvalidName
             | Self::InvalidArgument
             | Self::InvalidJson
+            | Self::InvalidPolicy
             | Self::PathTooLong
             | Self::NameTooLong
             | Self::UnknownZone
