@@ -1,6 +1,7 @@
 //! Metadata (AVUs) and `find`. Every AVU stores the numeric reading of its value beside it
 //! (`value_num`), so that `attr>number` is answered from the (attr, value_num) index.
 
+use super::policy::record_events;
 use super::rows::{self, NODE_COLS, NODE_FROM};
 use super::{affected, db, db_ctx, subtree_range, SqlCatalog};
 use crate::{Avu, Dialect, FindQuery, Node};
@@ -35,6 +36,7 @@ pub(super) async fn add_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(
     validate(avu)?;
     // One statement: insert unless the same triple is there. (Large values rule out a unique
     // index over the triple on PostgreSQL.)
+    let mut tx = c.begin_write().await?;
     let r = sqlx::query(
         "INSERT INTO avus (node_id, attr, value, unit, value_num) \
          SELECT $1, $2, $3, $4, CASE WHEN $6 THEN $5 END \
@@ -46,7 +48,7 @@ pub(super) async fn add_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(
     .bind(&avu.unit)
     .bind(number(&avu.value).0)
     .bind(number(&avu.value).1)
-    .execute(c.pool())
+    .execute(&mut *tx)
     .await
     .map_err(|e| db_ctx(e, what(node_id, avu)))?;
     if affected(r) == 0 {
@@ -55,7 +57,8 @@ pub(super) async fn add_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(
             format!("{} already exists", what(node_id, avu)),
         ));
     }
-    Ok(())
+    record_events(&mut tx, "meta", &[(node_id, Some(&avu.attr))]).await?;
+    tx.commit().await.map_err(db)
 }
 
 pub(super) async fn set_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(), Error> {
@@ -80,6 +83,7 @@ pub(super) async fn set_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(
     .execute(&mut *tx)
     .await
     .map_err(|e| db_ctx(e, what(node_id, avu)))?;
+    record_events(&mut tx, "meta", &[(node_id, Some(&avu.attr))]).await?;
     tx.commit().await.map_err(db)
 }
 
@@ -117,6 +121,10 @@ pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(),
         }
         q.execute(&mut *tx).await.map_err(|e| db_ctx(e, "metadata"))?;
     }
+    let changed: std::collections::BTreeSet<(i64, &str)> =
+        items.iter().map(|(n, a)| (*n, a.attr.as_str())).collect();
+    let changed: Vec<(i64, Option<&str>)> = changed.into_iter().map(|(n, a)| (n, Some(a))).collect();
+    record_events(&mut tx, "meta", &changed).await?;
     tx.commit().await.map_err(db)
 }
 
@@ -126,20 +134,21 @@ pub(super) async fn remove_avu(
     attr: &str,
     value: Option<&str>,
 ) -> Result<(), Error> {
+    let mut tx = c.begin_write().await?;
     let r = match value {
         Some(v) => {
             sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2 AND value = $3")
                 .bind(node_id)
                 .bind(attr)
                 .bind(v)
-                .execute(c.pool())
+                .execute(&mut *tx)
                 .await
         }
         None => {
             sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2")
                 .bind(node_id)
                 .bind(attr)
-                .execute(c.pool())
+                .execute(&mut *tx)
                 .await
         }
     }
@@ -151,7 +160,8 @@ pub(super) async fn remove_avu(
         };
         return Err(Error::not_found(what));
     }
-    Ok(())
+    record_events(&mut tx, "meta", &[(node_id, Some(attr))]).await?;
+    tx.commit().await.map_err(db)
 }
 
 pub(super) async fn list_avus(c: &SqlCatalog, node_id: i64) -> Result<Vec<Avu>, Error> {

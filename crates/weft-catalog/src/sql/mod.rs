@@ -9,6 +9,7 @@ mod acl;
 mod meta;
 mod namespace;
 mod pids;
+mod policy;
 mod principals;
 mod replicas;
 mod resources;
@@ -18,9 +19,10 @@ mod transfers;
 mod zones;
 
 use crate::{
-    AclEntry, Avu, Catalog, Dialect, FindQuery, NewObject, NewReplica, NewResource, Node, PeerZone,
-    PidRecord, Principal, PrincipalKind, Registered, RemoteReplica, Removed, Replica, Resource, StagingArea,
-    TokenRecord, TransferCounts, TransferFile, TransferRecord,
+    AclEntry, Avu, Catalog, CopyPlace, Dialect, FindQuery, NewObject, NewPolicyTask, NewReplica, NewResource,
+    Node, NodeEvent, PeerZone, PidRecord, PolicyRuleRecord, PolicyTask, Principal, PrincipalKind, QosRecord,
+    Registered, RemoteReplica, Removed, Replica, Resource, StagingArea, TokenRecord, TransferCounts,
+    TransferFile, TransferRecord,
 };
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyQueryResult};
@@ -82,6 +84,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         include_str!("../../migrations/sqlite/0006_replicas.sql"),
     ),
     (7, "pids", include_str!("../../migrations/sqlite/0007_pids.sql")),
+    (
+        8,
+        "policies",
+        include_str!("../../migrations/sqlite/0008_policies.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -111,6 +118,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         include_str!("../../migrations/postgres/0006_replicas.sql"),
     ),
     (7, "pids", include_str!("../../migrations/postgres/0007_pids.sql")),
+    (
+        8,
+        "policies",
+        include_str!("../../migrations/postgres/0008_policies.sql"),
+    ),
 ];
 
 #[derive(Debug)]
@@ -648,6 +660,60 @@ impl Catalog for SqlCatalog {
         principal_ids: &[i64],
     ) -> Result<Permission, Error> {
         acl::effective_permission(self, path, principal_ids).await
+    }
+
+    async fn events(&self, limit: u32) -> Result<Vec<NodeEvent>, Error> {
+        policy::events(self, limit).await
+    }
+    async fn delete_events(&self, ids: &[i64]) -> Result<(), Error> {
+        policy::delete_events(self, ids).await
+    }
+    async fn put_policy_rules(&self, rules: &[(String, String)]) -> Result<(), Error> {
+        policy::put_rules(self, rules).await
+    }
+    async fn list_policy_rules(&self) -> Result<Vec<PolicyRuleRecord>, Error> {
+        policy::list_rules(self).await
+    }
+    async fn delete_policy_rule(&self, name: &str) -> Result<(), Error> {
+        policy::delete_rule(self, name).await
+    }
+    async fn set_policy_rule_run(&self, name: &str, at: Millis) -> Result<(), Error> {
+        policy::set_rule_run(self, name, at).await
+    }
+    async fn add_policy_tasks(&self, tasks: &[NewPolicyTask]) -> Result<u64, Error> {
+        policy::add_tasks(self, tasks).await
+    }
+    async fn due_policy_tasks(&self, now: Millis, limit: u32) -> Result<Vec<PolicyTask>, Error> {
+        policy::due_tasks(self, now, limit).await
+    }
+    async fn policy_tasks(
+        &self,
+        rule: Option<&str>,
+        state: &str,
+        limit: u32,
+    ) -> Result<Vec<PolicyTask>, Error> {
+        policy::tasks(self, rule, state, limit).await
+    }
+    async fn update_policy_task(&self, t: &PolicyTask) -> Result<(), Error> {
+        policy::update_task(self, t).await
+    }
+    async fn policy_task_counts(&self) -> Result<Vec<(String, String, u64)>, Error> {
+        policy::task_counts(self).await
+    }
+    async fn add_qos(&self, path: &LogicalPath, expression: &str, owner_id: i64) -> Result<QosRecord, Error> {
+        policy::add_qos(self, path, expression, owner_id).await
+    }
+    async fn list_qos(&self) -> Result<Vec<QosRecord>, Error> {
+        policy::list_qos(self).await
+    }
+    async fn delete_qos(&self, id: i64) -> Result<QosRecord, Error> {
+        policy::delete_qos(self, id).await
+    }
+    async fn set_qos_status(&self, id: i64, status: &str, reason: &str, at: Millis) -> Result<(), Error> {
+        policy::set_qos_status(self, id, status, reason, at).await
+    }
+    async fn copy_places(&self, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error> {
+        policy::copy_places(self, node_ids).await
     }
 }
 

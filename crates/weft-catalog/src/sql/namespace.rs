@@ -333,6 +333,8 @@ pub(super) async fn register_objects(
         insert_chunk(&mut tx, &resolved, chunk, now, &mut out).await?;
         start = end;
     }
+    let written: Vec<(i64, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
+    super::policy::record_events(&mut tx, "written", &written).await?;
     tx.commit().await.map_err(db)?;
     Ok(out)
 }

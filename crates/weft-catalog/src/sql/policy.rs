@@ -1,0 +1,408 @@
+//! The policy engine's state: events recorded with each change, loaded rules, the tasks
+//! they queue, QoS requirements, and where the copies of many objects are.
+
+use super::rows::{get, path};
+use super::{affected, db, db_ctx, now_ms, placeholders, SqlCatalog};
+use crate::{CopyPlace, NewPolicyTask, NodeEvent, PolicyRuleRecord, PolicyTask, QosRecord};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Transaction};
+use weft_types::{Error, ErrorCode, LogicalPath, Millis, ReplicaState, ResourceName, ZoneName};
+
+/// Ids per statement: far below SQLite's 32,766 and PostgreSQL's 65,535 parameters.
+const IDS_PER_STATEMENT: usize = 5_000;
+/// Tasks per multi-row INSERT (7 parameters each).
+const TASKS_PER_INSERT: usize = 500;
+
+const TASK_COLS: &str =
+    "id, rule, node_id, path, action, state, transfer_id, due, attempts, error, created, updated";
+const QOS_COLS: &str = "id, path, expression, owner_id, status, reason, evaluated, created";
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorCode::CatalogError,
+        format!("catalog holds a bad {what}: {e}"),
+    )
+}
+
+fn task(row: &AnyRow) -> Result<PolicyTask, Error> {
+    let p: String = get(row, 3)?;
+    Ok(PolicyTask {
+        id: get(row, 0)?,
+        rule: get(row, 1)?,
+        node_id: get(row, 2)?,
+        path: path(&p)?,
+        action: get(row, 4)?,
+        state: get(row, 5)?,
+        transfer_id: get(row, 6)?,
+        due: get(row, 7)?,
+        attempts: get::<i64>(row, 8)? as u32,
+        error: get(row, 9)?,
+        created: get(row, 10)?,
+        updated: get(row, 11)?,
+    })
+}
+
+fn qos(row: &AnyRow) -> Result<QosRecord, Error> {
+    let p: String = get(row, 1)?;
+    Ok(QosRecord {
+        id: get(row, 0)?,
+        path: path(&p)?,
+        expression: get(row, 2)?,
+        owner_id: get(row, 3)?,
+        status: get(row, 4)?,
+        reason: get(row, 5)?,
+        evaluated: get(row, 6)?,
+        created: get(row, 7)?,
+    })
+}
+
+// --- events ---------------------------------------------------------------------------
+
+/// Records one event per `(node, attr)` inside the caller's transaction (one statement).
+pub(super) async fn record_events(
+    tx: &mut Transaction<'static, Any>,
+    kind: &str,
+    items: &[(i64, Option<&str>)],
+) -> Result<(), Error> {
+    let at = now_ms();
+    for chunk in items.chunks(IDS_PER_STATEMENT / 2) {
+        let mut sql = String::from("INSERT INTO node_events (node_id, attr, kind, at) VALUES ");
+        for i in 0..chunk.len() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("(${}, ${}, '{kind}', {at})", 2 * i + 1, 2 * i + 2));
+        }
+        let mut q = sqlx::query(&sql);
+        for (node, attr) in chunk {
+            q = q.bind(*node).bind(attr.map(str::to_owned));
+        }
+        q.execute(&mut **tx).await.map_err(db)?;
+    }
+    Ok(())
+}
+
+pub(super) async fn events(c: &SqlCatalog, limit: u32) -> Result<Vec<NodeEvent>, Error> {
+    sqlx::query("SELECT id, node_id, kind, attr, at FROM node_events ORDER BY id LIMIT $1")
+        .bind(i64::from(limit))
+        .fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| {
+            Ok(NodeEvent {
+                id: get(r, 0)?,
+                node_id: get(r, 1)?,
+                kind: get(r, 2)?,
+                attr: get(r, 3)?,
+                at: get(r, 4)?,
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn delete_events(c: &SqlCatalog, ids: &[i64]) -> Result<(), Error> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut tx = c.begin_write().await?;
+    for chunk in ids.chunks(IDS_PER_STATEMENT) {
+        let sql = format!(
+            "DELETE FROM node_events WHERE id IN ({})",
+            placeholders(1, chunk.len())
+        );
+        let mut q = sqlx::query(&sql);
+        for id in chunk {
+            q = q.bind(*id);
+        }
+        q.execute(&mut *tx).await.map_err(db)?;
+    }
+    tx.commit().await.map_err(db)
+}
+
+// --- rules ----------------------------------------------------------------------------
+
+pub(super) async fn put_rules(c: &SqlCatalog, rules: &[(String, String)]) -> Result<(), Error> {
+    let mut tx = c.begin_write().await?;
+    let now = now_ms();
+    for (name, definition) in rules {
+        sqlx::query(
+            "INSERT INTO policy_rules (name, definition, updated) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, updated = excluded.updated",
+        )
+        .bind(name.as_str())
+        .bind(definition.as_str())
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db_ctx(e, format!("policy rule {name}")))?;
+    }
+    tx.commit().await.map_err(db)
+}
+
+pub(super) async fn list_rules(c: &SqlCatalog) -> Result<Vec<PolicyRuleRecord>, Error> {
+    sqlx::query("SELECT name, definition, updated, last_run FROM policy_rules ORDER BY name")
+        .fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| {
+            Ok(PolicyRuleRecord {
+                name: get(r, 0)?,
+                definition: get(r, 1)?,
+                updated: get(r, 2)?,
+                last_run: get(r, 3)?,
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn delete_rule(c: &SqlCatalog, name: &str) -> Result<(), Error> {
+    let mut tx = c.begin_write().await?;
+    let gone = sqlx::query("DELETE FROM policy_rules WHERE name = $1")
+        .bind(name)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    if affected(gone) == 0 {
+        return Err(Error::not_found(format_args!("policy rule {name:?}")));
+    }
+    sqlx::query("DELETE FROM policy_tasks WHERE rule = $1")
+        .bind(name)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    tx.commit().await.map_err(db)
+}
+
+pub(super) async fn set_rule_run(c: &SqlCatalog, name: &str, at: Millis) -> Result<(), Error> {
+    let r = sqlx::query("UPDATE policy_rules SET last_run = $1 WHERE name = $2")
+        .bind(at)
+        .bind(name)
+        .execute(c.pool())
+        .await
+        .map_err(db)?;
+    if affected(r) == 0 {
+        return Err(Error::not_found(format_args!("policy rule {name:?}")));
+    }
+    Ok(())
+}
+
+// --- tasks ----------------------------------------------------------------------------
+
+pub(super) async fn add_tasks(c: &SqlCatalog, tasks: &[NewPolicyTask]) -> Result<u64, Error> {
+    if tasks.is_empty() {
+        return Ok(0);
+    }
+    let now = now_ms();
+    let mut tx = c.begin_write().await?;
+    let mut added = 0;
+    for chunk in tasks.chunks(TASKS_PER_INSERT) {
+        let mut sql = String::from(
+            "INSERT INTO policy_tasks (rule, node_id, path, action, due, created, updated, state) VALUES ",
+        );
+        for i in 0..chunk.len() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            let b = 7 * i;
+            sql.push_str(&format!(
+                "(${}, ${}, ${}, ${}, ${}, ${}, ${}, 'pending')",
+                b + 1,
+                b + 2,
+                b + 3,
+                b + 4,
+                b + 5,
+                b + 6,
+                b + 7
+            ));
+        }
+        // The partial unique index keeps one open task per (rule, node, action).
+        sql.push_str(" ON CONFLICT DO NOTHING");
+        let mut q = sqlx::query(&sql);
+        for t in chunk {
+            q = q
+                .bind(t.rule.as_str())
+                .bind(t.node_id)
+                .bind(t.path.as_str())
+                .bind(t.action.as_str())
+                .bind(t.due)
+                .bind(now)
+                .bind(now);
+        }
+        added += affected(q.execute(&mut *tx).await.map_err(db)?);
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(added)
+}
+
+pub(super) async fn due_tasks(c: &SqlCatalog, now: Millis, limit: u32) -> Result<Vec<PolicyTask>, Error> {
+    sqlx::query(&format!(
+        "SELECT {TASK_COLS} FROM policy_tasks WHERE state = 'pending' AND due <= $1 ORDER BY due, id LIMIT $2"
+    ))
+    .bind(now)
+    .bind(i64::from(limit))
+    .fetch_all(c.pool())
+    .await
+    .map_err(db)?
+    .iter()
+    .map(task)
+    .collect()
+}
+
+pub(super) async fn tasks(
+    c: &SqlCatalog,
+    rule: Option<&str>,
+    state: &str,
+    limit: u32,
+) -> Result<Vec<PolicyTask>, Error> {
+    let rows = match rule {
+        Some(rule) => {
+            sqlx::query(&format!(
+                "SELECT {TASK_COLS} FROM policy_tasks WHERE rule = $1 AND state = $2 ORDER BY id LIMIT $3"
+            ))
+            .bind(rule)
+            .bind(state)
+            .bind(i64::from(limit))
+            .fetch_all(c.pool())
+            .await
+        }
+        None => {
+            sqlx::query(&format!(
+                "SELECT {TASK_COLS} FROM policy_tasks WHERE state = $1 ORDER BY id LIMIT $2"
+            ))
+            .bind(state)
+            .bind(i64::from(limit))
+            .fetch_all(c.pool())
+            .await
+        }
+    };
+    rows.map_err(db)?.iter().map(task).collect()
+}
+
+pub(super) async fn update_task(c: &SqlCatalog, t: &PolicyTask) -> Result<(), Error> {
+    let r = sqlx::query(
+        "UPDATE policy_tasks SET state = $1, transfer_id = $2, due = $3, attempts = $4, error = $5, \
+         updated = $6 WHERE id = $7",
+    )
+    .bind(t.state.as_str())
+    .bind(t.transfer_id.as_deref())
+    .bind(t.due)
+    .bind(i64::from(t.attempts))
+    .bind(t.error.as_deref())
+    .bind(now_ms())
+    .bind(t.id)
+    .execute(c.pool())
+    .await
+    .map_err(|e| db_ctx(e, format!("policy task {}", t.id)))?;
+    if affected(r) == 0 {
+        return Err(Error::not_found(format_args!("policy task {}", t.id)));
+    }
+    Ok(())
+}
+
+pub(super) async fn task_counts(c: &SqlCatalog) -> Result<Vec<(String, String, u64)>, Error> {
+    sqlx::query("SELECT rule, state, count(*) FROM policy_tasks GROUP BY rule, state ORDER BY rule, state")
+        .fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| Ok((get(r, 0)?, get(r, 1)?, get::<i64>(r, 2)? as u64)))
+        .collect()
+}
+
+// --- QoS ------------------------------------------------------------------------------
+
+pub(super) async fn add_qos(
+    c: &SqlCatalog,
+    p: &LogicalPath,
+    expression: &str,
+    owner_id: i64,
+) -> Result<QosRecord, Error> {
+    let row = sqlx::query(&format!(
+        "INSERT INTO qos (path, expression, owner_id, status, created) VALUES ($1, $2, $3, 'pending', $4) \
+         RETURNING {QOS_COLS}"
+    ))
+    .bind(p.as_str())
+    .bind(expression)
+    .bind(owner_id)
+    .bind(now_ms())
+    .fetch_one(c.pool())
+    .await
+    .map_err(|e| db_ctx(e, format!("QoS requirement `{expression}` on {p}")))?;
+    qos(&row)
+}
+
+pub(super) async fn list_qos(c: &SqlCatalog) -> Result<Vec<QosRecord>, Error> {
+    sqlx::query(&format!("SELECT {QOS_COLS} FROM qos ORDER BY path, id"))
+        .fetch_all(c.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(qos)
+        .collect()
+}
+
+pub(super) async fn delete_qos(c: &SqlCatalog, id: i64) -> Result<QosRecord, Error> {
+    let row = sqlx::query(&format!("DELETE FROM qos WHERE id = $1 RETURNING {QOS_COLS}"))
+        .bind(id)
+        .fetch_optional(c.pool())
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::not_found(format_args!("QoS requirement {id}")))?;
+    qos(&row)
+}
+
+pub(super) async fn set_qos_status(
+    c: &SqlCatalog,
+    id: i64,
+    status: &str,
+    reason: &str,
+    at: Millis,
+) -> Result<(), Error> {
+    let r = sqlx::query("UPDATE qos SET status = $1, reason = $2, evaluated = $3 WHERE id = $4")
+        .bind(status)
+        .bind(reason)
+        .bind(at)
+        .bind(id)
+        .execute(c.pool())
+        .await
+        .map_err(|e| db_ctx(e, format!("QoS requirement {id}")))?;
+    if affected(r) == 0 {
+        return Err(Error::not_found(format_args!("QoS requirement {id}")));
+    }
+    Ok(())
+}
+
+// --- where copies are -----------------------------------------------------------------
+
+pub(super) async fn copy_places(c: &SqlCatalog, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error> {
+    let mut out = Vec::new();
+    for chunk in node_ids.chunks(IDS_PER_STATEMENT) {
+        let ids = placeholders(1, chunk.len());
+        let sql = format!(
+            "SELECT r.node_id, NULL, s.name, r.state FROM replicas r JOIN resources s ON s.id = r.resource_id \
+             WHERE r.node_id IN ({ids}) \
+             UNION ALL SELECT node_id, zone, resource, state FROM remote_replicas WHERE node_id IN ({ids})"
+        );
+        let mut q = sqlx::query(&sql);
+        for id in chunk {
+            q = q.bind(*id);
+        }
+        for row in q.fetch_all(c.pool()).await.map_err(db)? {
+            let zone: Option<String> = get(&row, 1)?;
+            let resource: String = get(&row, 2)?;
+            let state: String = get(&row, 3)?;
+            out.push(CopyPlace {
+                node_id: get(&row, 0)?,
+                zone: zone
+                    .map(|z| ZoneName::parse(&z).map_err(|e| corrupt("zone name", e.message)))
+                    .transpose()?,
+                resource: ResourceName::parse(&resource).map_err(|e| corrupt("resource name", e.message))?,
+                state: ReplicaState::parse(&state).map_err(|e| corrupt("replica state", e.message))?,
+            });
+        }
+    }
+    out.sort_by_key(|p| p.node_id);
+    Ok(out)
+}
