@@ -21,7 +21,7 @@ mkdir -p "$BIN"
 # scratch dirs an interrupted run left behind.
 exec 9>"$TOOLS/.lock"
 flock 9
-rm -rf "$TOOLS"/.go-* "$TOOLS"/.kc-*
+rm -rf "$TOOLS"/.go-* "$TOOLS"/.kc-* "$TOOLS"/py.new
 
 # Go's official tarball lives outside the default PATH of non-login shells (CI).
 if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then PATH="$PATH:/usr/local/go/bin"; fi
@@ -139,6 +139,24 @@ if command -v iperf3 >/dev/null; then
 else
   apt_install iperf3
   done_msg "installed via apt"
+fi
+
+# (g) The DataCite metadata schema's own validator (inveniosoftware's `datacite` package,
+# which ships the official kernel-4.3 JSON schema), in a venv of its own: the tests check
+# `weft export datacite` against it.
+DATACITE_VERSION="1.1.4"
+step datacite
+PY="$TOOLS/py"
+if [ -x "$PY/bin/python" ] && [ -f "$PY/.datacite-$DATACITE_VERSION" ]; then
+  done_msg "present"
+else
+  rm -rf "$PY.new"
+  quiet python3 -m venv "$PY.new"
+  quiet "$PY.new/bin/pip" install --no-input "datacite==$DATACITE_VERSION" "setuptools<81"
+  touch "$PY.new/.datacite-$DATACITE_VERSION"
+  rm -rf "$PY"
+  mv "$PY.new" "$PY"
+  done_msg "installed datacite $DATACITE_VERSION"
 fi
 
 STEP=""

@@ -152,6 +152,15 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::pids::mint,
         routes::pids::resolve,
         routes::pids::landing,
+        routes::meta::export_datacite,
+        routes::policies::list,
+        routes::policies::apply,
+        routes::policies::remove,
+        routes::policies::try_rules,
+        routes::policies::rule_status,
+        routes::policies::list_qos,
+        routes::policies::add_qos,
+        routes::policies::remove_qos,
     )
 )]
 pub struct ApiDoc;

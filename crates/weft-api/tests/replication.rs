@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{b3, code_of, federate, pseudo_random, start_named, TestZone};
+use common::{b3, code_of, federate, pseudo_random, replicas, start_named, TestZone};
 use serde_json::{json, Value};
 
 async fn replicate(zone: &TestZone, token: &str, path: &str, target: &str, recursive: bool) -> Value {
@@ -21,26 +21,6 @@ async fn replicate(zone: &TestZone, token: &str, path: &str, target: &str, recur
         .unwrap()
         .to_owned();
     common::wait_transfer(zone, token, &id).await
-}
-
-/// `zone:resource state` of every replica of `path`, sorted.
-async fn replicas(zone: &TestZone, token: &str, path: &str) -> Vec<String> {
-    let s = zone.get_json(&format!("stat{path}"), token).await;
-    let mut out: Vec<String> = s["replicas"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{path}: {s}"))
-        .iter()
-        .map(|r| {
-            format!(
-                "{}:{} {}",
-                r["zone"].as_str().unwrap(),
-                r["resource"].as_str().unwrap(),
-                r["state"].as_str().unwrap()
-            )
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 async fn read(zone: &TestZone, token: &str, path: &str) -> Vec<u8> {

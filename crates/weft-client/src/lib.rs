@@ -11,6 +11,7 @@ mod download;
 mod error;
 mod namespace;
 pub mod plan;
+mod policies;
 mod principals;
 mod progress;
 mod transfers;

@@ -27,6 +27,7 @@
 //! | GET | `/meta/{*path}` | → `Vec<AvuWire>` |
 //! | POST | `/meta/{*path}` | `MetaRequest` → 204 |
 //! | GET | `/find?path&name&meta(repeated)&kind&cursor&limit` | → `Page<NodeStat>` |
+//! | GET | `/export/datacite/{*path}` | → DataCite (kernel 4.3) JSON from `datacite.*` metadata and the PID |
 //! | GET, POST | `/users` | → `Vec<PrincipalWire>`; `NewUser` → `PrincipalWire` (201) |
 //! | DELETE | `/users/{name}` | → 204 |
 //! | GET, POST | `/groups` | → `Vec<PrincipalWire>`; `NewGroup` → `PrincipalWire` (201) |
@@ -53,6 +54,12 @@
 //! | DELETE | `/replicas/{*path}?from=ZONE[:RESOURCE]` | → `ReplicaWire` (the replica removed: trim) |
 //! | POST | `/pids` | `MintPidRequest` → `PidWire` (201 new, 200 it had one) |
 //! | GET | `/pids/{prefix}/{suffix}`, and `/pid/{prefix}/{suffix}` outside `/api/v1` | → `PidWire`, or an HTML landing page for `Accept: text/html` (public) |
+//! | GET, POST | `/policies` | → `Vec<PolicyRuleWire>`; `PolicyRequest` → `Vec<PolicyRuleWire>` (201, the rules loaded) (administrators) |
+//! | DELETE | `/policies/{name}` | → 204 |
+//! | POST | `/policies/test` | `PolicyRequest` with `path` → `Vec<RuleTestWire>` (nothing is done) |
+//! | GET | `/policies/status` | → `Vec<PolicyStatusWire>` |
+//! | GET, POST | `/qos?path` | → `Vec<QosWire>` (on `path`, above and below it); `QosRequest` → `QosWire` (201) |
+//! | DELETE | `/qos/{id}` | → 204 |
 //!
 //! Paths of a federated zone are relayed to it (see weft-api's `proxy.rs`).
 //!
@@ -513,4 +520,109 @@ pub struct ZoneStatus {
     pub version: String,
     /// Background loops and their state.
     pub workers: Vec<WorkerWire>,
+}
+
+/// `POST /policies` (load the rules of a policy file, replacing rules of the same names) and
+/// `POST /policies/test` (what they would do to `path`, without doing it).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PolicyRequest {
+    /// The policy file's text (TOML).
+    pub source: String,
+    /// `test` only: the collection or data object to try the rules on.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// A loaded rule.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PolicyRuleWire {
+    pub name: String,
+    /// `created`, `metadata [ATTR]` or `schedule every D`.
+    pub trigger: String,
+    /// The actions, in the order they run, as the file says them.
+    pub actions: Vec<String>,
+    /// The whole rule: trigger, condition and actions.
+    #[schema(value_type = Object)]
+    pub definition: serde_json::Value,
+    pub updated: i64,
+    pub last_run: Option<i64>,
+}
+
+/// A task of a rule that failed, with its cause.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PolicyFailureWire {
+    pub path: String,
+    pub action: String,
+    pub error: String,
+    pub attempts: u32,
+    pub at: i64,
+}
+
+/// `GET /policies/status`: per rule, what fired and where it stands.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PolicyStatusWire {
+    pub rule: String,
+    pub last_run: Option<i64>,
+    /// Tasks (one per object and action) per state: `pending`, `waiting` (for a transfer),
+    /// `done`, `failed`.
+    pub pending: u64,
+    pub waiting: u64,
+    pub done: u64,
+    pub failed: u64,
+    /// The latest failures (at most 10).
+    pub failures: Vec<PolicyFailureWire>,
+}
+
+/// One transfer `policy test` would start.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PlannedTransferWire {
+    /// `ZONE:RESOURCE`.
+    pub to: String,
+    pub files: u64,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ActionTestWire {
+    pub action: String,
+    /// Objects it would change (not those already as it wants them).
+    pub objects: u64,
+    /// Bytes it would copy.
+    pub bytes: u64,
+    pub transfers: Vec<PlannedTransferWire>,
+    /// Why it could not run on some objects.
+    pub errors: Vec<String>,
+}
+
+/// What one rule would do (`POST /policies/test`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RuleTestWire {
+    pub rule: String,
+    pub trigger: String,
+    /// Objects at or below the path whose condition holds, and their bytes.
+    pub objects: u64,
+    pub bytes: u64,
+    pub actions: Vec<ActionTestWire>,
+}
+
+/// `POST /qos`: a requirement on `path` and everything below it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct QosRequest {
+    pub path: String,
+    /// `replicas=N & <place expression>`, e.g. `replicas=2 & zone != origin`.
+    pub expression: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct QosWire {
+    pub id: i64,
+    pub path: String,
+    pub expression: String,
+    pub replicas: u32,
+    /// `fulfilled`, `pending` or `impossible`.
+    pub status: String,
+    /// Why it is not fulfilled.
+    pub reason: String,
+    pub evaluated: Option<i64>,
+    pub created: i64,
 }

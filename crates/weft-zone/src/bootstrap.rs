@@ -72,11 +72,13 @@ impl Zone {
         let sweeper = crate::worker::Worker::new("upload-sweeper");
         let transfer_worker = crate::worker::Worker::new("transfers");
         let scrubber = crate::worker::Worker::new("scrubber");
+        let policies = crate::worker::Worker::new("policies");
         let workers = vec![
             committer.worker.clone(),
             sweeper.clone(),
             transfer_worker.clone(),
             scrubber.clone(),
+            policies.clone(),
         ];
         let zone = Arc::new(Zone {
             name: config.name.clone(),
@@ -89,6 +91,8 @@ impl Zone {
             auth_cache: Default::default(),
             peers: Default::default(),
             running: Default::default(),
+            peer_places: Default::default(),
+            engine_state: Default::default(),
         });
         let mut report = Bootstrap::default();
         let admin_name = PrincipalName::parse(ADMIN).expect("valid name");
@@ -122,6 +126,7 @@ impl Zone {
         crate::upload::start_sweeper(&zone, sweeper);
         crate::transfers::start_worker(&zone, transfer_worker);
         crate::scrubber::start(&zone, scrubber, config.scrub_interval);
+        crate::policy_engine::start(&zone, policies);
         if first_start {
             let token = zone.issue_token(admin.id, "admin (first start)", None).await?;
             let file = data_dir.join("admin.token");

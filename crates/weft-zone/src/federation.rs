@@ -98,6 +98,8 @@ impl Zone {
         };
         self.catalog.put_zone(&peer, replace).await?;
         self.peers.forget();
+        self.forget_peer_places();
+        self.wake_policies(true);
         self.ensure_replica_area(name).await?;
         let mut info = PeerInfo::of(&peer);
         info.reachability = Some(self.probe(&peer).await);
@@ -108,6 +110,8 @@ impl Zone {
         caller.require_admin("removing a federated zone")?;
         self.catalog.delete_zone(name).await?;
         self.peers.forget();
+        self.forget_peer_places();
+        self.wake_policies(true);
         self.auth_cache.invalidate();
         Ok(())
     }

@@ -6,11 +6,15 @@ mod access;
 mod bootstrap;
 mod committer;
 mod data;
+mod datacite;
 mod federation;
 mod meta;
 mod namespace;
 mod pids;
+mod policy;
+mod policy_engine;
 mod principals;
+mod qos;
 mod replication;
 mod resources;
 mod scrubber;
@@ -34,7 +38,9 @@ pub use federation::{PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX};
 pub use meta::MetaEdit;
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
 pub use pids::{parse_pid, PidInfo};
+pub use policy::{describe, describe_trigger, ActionTest, PolicyRuleInfo, RuleStatus, RuleTest};
 pub use principals::NewToken;
+pub use qos::QosInfo;
 pub use replication::REPLICA_AREA;
 pub use resources::ResourceInfo;
 pub use scrubber::SCRUB_INTERVAL_DEFAULT;
@@ -42,7 +48,8 @@ pub use staging::{StagingInfo, StagingSpec};
 pub use transfers::{TransferInfo, TRANSFER_PIECE};
 pub use upload::{UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, Node, Principal, PrincipalKind};
-pub use weft_catalog::{TransferCounts, TransferFile, TransferRecord};
+pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, TransferRecord};
+pub use weft_policy::{Action, QosExpr, Rule, Trigger};
 pub use weft_transfer::{TransferSpec, Verify};
 pub use worker::WorkerStatus;
 
@@ -58,6 +65,8 @@ pub struct Zone {
     auth_cache: access::AuthCache,
     peers: federation::Peers,
     running: transfers::Running,
+    peer_places: policy::PeerPlaces,
+    engine_state: policy_engine::EngineState,
 }
 
 impl Zone {

@@ -18,11 +18,11 @@ impl Zone {
         self.require(caller, path, Permission::Write).await?;
         match edit {
             MetaEdit::Add(avu) => {
-                validate(&avu)?;
+                self.validate(node.id, &avu, true).await?;
                 self.catalog.add_avu(node.id, &avu).await
             }
             MetaEdit::Set(avu) => {
-                validate(&avu)?;
+                self.validate(node.id, &avu, false).await?;
                 self.catalog.set_avu(node.id, &avu).await
             }
             MetaEdit::Remove { attr, value } => {
@@ -97,8 +97,17 @@ impl Zone {
     }
 }
 
-fn validate(avu: &Avu) -> Result<(), Error> {
-    validate_avu_part("attribute", &avu.attr)?;
-    validate_avu_part("value", &avu.value)?;
-    validate_avu_part("unit", &avu.unit)
+impl Zone {
+    /// Checks an AVU about to be added (`add`) or set on node `node_id`; `datacite.*`
+    /// attributes are also checked as DataCite fields.
+    async fn validate(&self, node_id: i64, avu: &Avu, add: bool) -> Result<(), Error> {
+        validate_avu_part("attribute", &avu.attr)?;
+        validate_avu_part("value", &avu.value)?;
+        validate_avu_part("unit", &avu.unit)?;
+        if avu.attr.starts_with(crate::datacite::PREFIX) {
+            let existing = self.catalog.list_avus(node_id).await?;
+            crate::datacite::check(avu, add, &existing)?;
+        }
+        Ok(())
+    }
 }

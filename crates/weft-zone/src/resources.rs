@@ -66,6 +66,7 @@ impl Zone {
         let r = self.catalog.get_resource(name).await?.unwrap_or(r);
         self.stores.write().await.insert(r.id, (r.clone(), store));
         self.refresh_defaults().await?;
+        self.wake_policies(true);
         Ok(Self::info(&r))
     }
 
@@ -78,6 +79,7 @@ impl Zone {
             .ok_or_else(|| Error::not_found(format!("resource {name}")))?;
         self.catalog.delete_resource(name).await?;
         self.stores.write().await.remove(&r.id);
+        self.wake_policies(true);
         Ok(())
     }
 

@@ -104,3 +104,15 @@ pub async fn find(
         next_cursor,
     }))
 }
+
+#[utoipa::path(get, path = "/api/v1/export/datacite/{path}", tag = "metadata",
+    params(("path" = String, Path, description = "collection or data object, without the leading slash")),
+    responses((status = 200, description = "DataCite (kernel 4.3) JSON from the `datacite.*` metadata and the PID", body = Object),
+        (status = 400, body = weft_types::wire::ErrorBody, description = "mandatory fields or the PID missing")))]
+pub async fn export_datacite(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    PathParam(p): PathParam,
+) -> ApiResult<Json<serde_json::Value>> {
+    Ok(Json(s.zone.export_datacite(&c, &p).await?))
+}

@@ -7,6 +7,7 @@ pub mod federation;
 pub mod meta;
 pub mod namespace;
 pub mod pids;
+pub mod policies;
 pub mod transfers;
 
 use crate::AppState;
@@ -72,6 +73,7 @@ pub fn table() -> RouteTable {
         .add(M::GET, "/api/v1/meta/{*path}", meta::list)
         .add(M::POST, "/api/v1/meta/{*path}", meta::edit)
         .add(M::GET, "/api/v1/find", meta::find)
+        .add(M::GET, "/api/v1/export/datacite/{*path}", meta::export_datacite)
         .add(M::GET, "/api/v1/users", admin::list_users)
         .add(M::POST, "/api/v1/users", admin::add_user)
         .add(M::DELETE, "/api/v1/users/{name}", admin::remove_user)
@@ -115,4 +117,12 @@ pub fn table() -> RouteTable {
         .add(M::POST, "/api/v1/pids", pids::mint)
         .add(M::GET, "/api/v1/pids/{prefix}/{suffix}", pids::resolve)
         .add(M::GET, "/pid/{prefix}/{suffix}", pids::landing)
+        .add(M::GET, "/api/v1/policies", policies::list)
+        .add(M::POST, "/api/v1/policies", policies::apply)
+        .add(M::DELETE, "/api/v1/policies/{name}", policies::remove)
+        .add(M::POST, "/api/v1/policies/test", policies::try_rules)
+        .add(M::GET, "/api/v1/policies/status", policies::rule_status)
+        .add(M::GET, "/api/v1/qos", policies::list_qos)
+        .add(M::POST, "/api/v1/qos", policies::add_qos)
+        .add(M::DELETE, "/api/v1/qos/{id}", policies::remove_qos)
 }

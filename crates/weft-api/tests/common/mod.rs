@@ -136,10 +136,15 @@ impl TestZone {
     /// Everything a user could observe: every node with size and checksum, and every file
     /// under the data directory except the catalog itself. Bad input must not change it.
     pub async fn snapshot(&self) -> (Vec<String>, Vec<String>) {
+        self.snapshot_of("/z").await
+    }
+
+    /// As [`TestZone::snapshot`], for the zone whose root is `root`.
+    pub async fn snapshot_of(&self, root: &str) -> (Vec<String>, Vec<String>) {
         let mut nodes = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
-            let mut q = vec![("path".to_owned(), "/z".to_owned())];
+            let mut q = vec![("path".to_owned(), root.to_owned())];
             if let Some(c) = &cursor {
                 q.push(("cursor".into(), c.clone()));
             }
@@ -278,5 +283,25 @@ pub fn pseudo_random(len: usize, seed: u64) -> Vec<u8> {
         out.extend_from_slice(&x.to_le_bytes());
     }
     out.truncate(len);
+    out
+}
+
+/// `zone:resource state` of every replica of `path`, sorted.
+pub async fn replicas(zone: &TestZone, token: &str, path: &str) -> Vec<String> {
+    let s = zone.get_json(&format!("stat{path}"), token).await;
+    let mut out: Vec<String> = s["replicas"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{path}: {s}"))
+        .iter()
+        .map(|r| {
+            format!(
+                "{}:{} {}",
+                r["zone"].as_str().unwrap(),
+                r["resource"].as_str().unwrap(),
+                r["state"].as_str().unwrap()
+            )
+        })
+        .collect();
+    out.sort();
     out
 }

@@ -4,10 +4,12 @@
 mod auth;
 mod config;
 mod data;
+mod export;
 mod meta;
 mod namespace;
 pub mod output;
 mod pid;
+mod policy;
 mod principals;
 pub(crate) mod progress;
 mod replica;
@@ -61,12 +63,19 @@ pub enum Command {
     Trim(replica::TrimArgs),
     /// Persistent identifiers: mint one for a collection or object, or resolve one.
     Pid(pid::PidArgs),
+    /// Policies: rules that replicate, tier, trim, mint PIDs, set metadata, delete or call
+    /// webhooks when objects are created, metadata is set, or on a schedule.
+    Policy(policy::PolicyArgs),
+    /// QoS requirements: how many copies where, for a path and everything below it.
+    Qos(policy::QosArgs),
     /// Show a data object's checksum; --verify re-reads every replica on the zone.
     Checksum(namespace::ChecksumArgs),
     /// Metadata (attribute, value, unit) of data objects and collections.
     Meta(meta::MetaArgs),
     /// Search below a collection by name and metadata.
     Find(meta::FindArgs),
+    /// Metadata in standard formats: DataCite JSON.
+    Export(export::ExportArgs),
     /// Manage users (administrators).
     User(principals::UserArgs),
     /// Manage groups and their members.
@@ -104,9 +113,12 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Replicate(a) => replica::replicate(&ctx, a).await,
         Command::Trim(a) => replica::trim(&ctx, a).await,
         Command::Pid(a) => pid::pid(&ctx, a).await,
+        Command::Policy(a) => policy::policy(&ctx, a).await,
+        Command::Qos(a) => policy::qos(&ctx, a).await,
         Command::Checksum(a) => namespace::checksum(&ctx, a).await,
         Command::Meta(a) => meta::meta(&ctx, a).await,
         Command::Find(a) => meta::find(&ctx, a).await,
+        Command::Export(a) => export::export(&ctx, a).await,
         Command::User(a) => principals::user(&ctx, a).await,
         Command::Group(a) => principals::group(&ctx, a).await,
         Command::Token(a) => auth::token(&ctx, a).await,

@@ -1,0 +1,528 @@
+//! The policy engine: one [`Worker`] (`policies`) that turns what happened into tasks and
+//! carries them out.
+//!
+//! A pass: (1) events the catalog recorded with each write and metadata change are matched
+//! against the rules and become tasks, one per (rule, object, action); (2) schedule rules
+//! that are due look at every object below their path; (3) QoS requirements are
+//! re-evaluated and objects short of copies get tasks; (4) due tasks run: copies are grouped
+//! into one managed transfer per target place, everything else is done at once; (5) tasks
+//! waiting for a transfer are planned again once it ended, which removes what an `evict` or
+//! `tier` moved away from. Tasks live in the catalog, so a restart picks up where it was;
+//! every step is planned from the current state, so running one twice does no harm.
+
+use crate::policy::{json, place_name, Step};
+use crate::worker::Worker;
+use crate::{now_ms, Caller, Zone};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use weft_catalog::{NewPolicyTask, Node, PolicyTask};
+use weft_policy::{Action, Event, Place, Rule, Trigger};
+use weft_transfer::{TransferSpec, Verify};
+use weft_types::{Endpoint, Error, ErrorCode, NodeKind, ResourceName, ZoneName};
+
+/// How often the engine looks for work when nobody wakes it.
+const TICK: Duration = Duration::from_secs(1);
+/// QoS requirements are re-evaluated at least this often (replicas turn bad, peers return).
+const QOS_EVERY: Duration = Duration::from_secs(30);
+/// Events and tasks handled per pass.
+const BATCH: u32 = 1000;
+/// Webhook calls: attempts before a task fails, and the longest wait between two.
+const WEBHOOK_ATTEMPTS: u32 = 8;
+const WEBHOOK_BACKOFF_MAX_MS: i64 = 600_000;
+
+/// Wake-ups and dirty flags of the engine.
+#[derive(Default)]
+pub(crate) struct EngineState {
+    wake: tokio::sync::Notify,
+    qos_dirty: AtomicBool,
+}
+
+impl Zone {
+    /// Asks the engine for a pass now (new rules, a QoS requirement, a changed resource).
+    pub(crate) fn wake_policies(&self, qos_changed: bool) {
+        if qos_changed {
+            self.engine_state.qos_dirty.store(true, Ordering::Relaxed);
+        }
+        self.engine_state.wake.notify_one();
+    }
+}
+
+pub(crate) fn start(zone: &Arc<Zone>, worker: Arc<Worker>) {
+    let weak = Arc::downgrade(zone);
+    tokio::spawn(async move {
+        let mut last_qos = tokio::time::Instant::now();
+        loop {
+            let Some(zone) = weak.upgrade() else { return };
+            let qos_due = last_qos.elapsed() >= QOS_EVERY;
+            if qos_due {
+                zone.engine_state.qos_dirty.store(true, Ordering::Relaxed);
+                last_qos = tokio::time::Instant::now();
+            }
+            match zone.policy_pass().await {
+                Ok(n) => worker.record(n, None),
+                Err(e) => worker.record(0, Some(e.to_string())),
+            }
+            let wait = async {
+                tokio::select! {
+                    _ = zone.engine_state.wake.notified() => {}
+                    _ = tokio::time::sleep(TICK) => {}
+                }
+            };
+            wait.await;
+        }
+    });
+}
+
+impl Zone {
+    /// One pass of the engine; how many events and tasks it handled.
+    pub(crate) async fn policy_pass(self: &Arc<Self>) -> Result<u64, Error> {
+        let rules: Vec<Rule> = self.policy_rules().await?.into_iter().map(|r| r.rule).collect();
+        let mut n = self.handle_events(&rules).await?;
+        n += self.run_schedules(&rules).await?;
+        if self.engine_state.qos_dirty.swap(false, Ordering::Relaxed) {
+            if let Err(e) = self.evaluate_qos().await {
+                self.engine_state.qos_dirty.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        n += self.run_due_tasks().await?;
+        n += self.follow_waiting_tasks().await?;
+        Ok(n)
+    }
+
+    async fn handle_events(&self, rules: &[Rule]) -> Result<u64, Error> {
+        let events = self.catalog.events(BATCH).await?;
+        if events.is_empty() {
+            return Ok(0);
+        }
+        let now = now_ms();
+        let mut tasks = Vec::new();
+        let mut written = false;
+        for ev in &events {
+            written |= ev.kind == "written";
+            if rules.is_empty() {
+                continue;
+            }
+            let event = match ev.kind.as_str() {
+                "written" => Event::Created,
+                _ => Event::MetadataSet {
+                    attr: ev.attr.clone().unwrap_or_default(),
+                },
+            };
+            let Some(node) = self.catalog.get_node_by_id(ev.node_id).await? else {
+                continue;
+            };
+            if node.kind != NodeKind::Object {
+                continue;
+            }
+            let meta = self.meta_pairs(node.id).await?;
+            let facts = crate::policy::facts(&node, &meta, now);
+            for rule in rules.iter().filter(|r| r.fires(&event, &facts)) {
+                tasks.extend(tasks_for(rule, &node, now)?);
+            }
+        }
+        if written {
+            self.engine_state.qos_dirty.store(true, Ordering::Relaxed);
+        }
+        self.catalog.add_policy_tasks(&tasks).await?;
+        let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+        self.catalog.delete_events(&ids).await?;
+        Ok(events.len() as u64)
+    }
+
+    async fn run_schedules(&self, rules: &[Rule]) -> Result<u64, Error> {
+        let now = now_ms();
+        let records = self.catalog.list_policy_rules().await?;
+        let mut n = 0;
+        for rule in rules {
+            let Trigger::Schedule { every_s } = rule.trigger else {
+                continue;
+            };
+            let last = records
+                .iter()
+                .find(|r| r.name == rule.name)
+                .and_then(|r| r.last_run);
+            if last.is_some_and(|t| now - t < every_s as i64 * 1000) {
+                continue;
+            }
+            self.catalog.set_policy_rule_run(&rule.name, now).await?;
+            let root = rule.condition.root().unwrap_or_else(|| format!("/{}", self.name));
+            let Ok(root) = weft_types::LogicalPath::parse(&root) else {
+                continue;
+            };
+            if root.zone() != self.name.as_str() || self.catalog.get_node(&root).await?.is_none() {
+                continue;
+            }
+            let service = self.service_caller().await?;
+            let mut tasks = Vec::new();
+            for node in self.objects_at(&service, &root).await? {
+                let meta = self.meta_pairs(node.id).await?;
+                if rule.fires(&Event::Tick, &crate::policy::facts(&node, &meta, now)) {
+                    tasks.extend(tasks_for(rule, &node, now)?);
+                }
+            }
+            n += self.catalog.add_policy_tasks(&tasks).await?;
+        }
+        Ok(n)
+    }
+
+    async fn run_due_tasks(self: &Arc<Self>) -> Result<u64, Error> {
+        let due = self.catalog.due_policy_tasks(now_ms(), BATCH).await?;
+        if due.is_empty() {
+            return Ok(0);
+        }
+        let places = self.places().await?;
+        let service = self.service_caller().await?;
+        let mut copies: BTreeMap<Place, Vec<(PolicyTask, Node)>> = BTreeMap::new();
+        let n = due.len() as u64;
+        for task in due {
+            let Some((action, node)) = self.task_subject(&task).await? else {
+                continue;
+            };
+            match self.plan_task(&action, &node, &places).await {
+                Ok(Step::Copy(to)) => {
+                    for p in to {
+                        copies.entry(p).or_default().push((task.clone(), node.clone()));
+                    }
+                }
+                Ok(step) => {
+                    let outcome = self.carry_out(&service, &task, &node, step).await;
+                    self.settle(task, outcome).await?;
+                }
+                Err(e) => self.settle(task, Err(e)).await?,
+            }
+        }
+        // A task copying to several places waits for several transfers.
+        let mut started: BTreeMap<i64, (PolicyTask, Result<Vec<String>, Error>)> = BTreeMap::new();
+        for (place, items) in copies {
+            for (task, outcome) in self.start_copies(&service, &place, items).await? {
+                let entry = started.entry(task.id).or_insert((task, Ok(Vec::new())));
+                match (&mut entry.1, outcome) {
+                    (Ok(ids), Ok(id)) => ids.push(id),
+                    (slot @ Ok(_), Err(e)) => *slot = Err(e),
+                    (Err(_), _) => {}
+                }
+            }
+        }
+        for (_, (mut task, outcome)) in started {
+            match outcome {
+                Ok(ids) => {
+                    task.transfer_id = Some(ids.join(","));
+                    task.state = "waiting".into();
+                    self.catalog.update_policy_task(&task).await?;
+                }
+                Err(e) => self.settle(task, Err(e)).await?,
+            }
+        }
+        Ok(n)
+    }
+
+    /// The task's action and the object it is about now; `None` (and the task settled)
+    /// when the object is gone.
+    async fn task_subject(&self, task: &PolicyTask) -> Result<Option<(Action, Node)>, Error> {
+        let action: Action = serde_json::from_str(&task.action)
+            .map_err(|e| Error::internal(format!("policy task {} is stored damaged: {e}", task.id)))?;
+        match self.catalog.get_node_by_id(task.node_id).await? {
+            Some(node) => Ok(Some((action, node))),
+            None => {
+                // Deleting what is gone is done; anything else has nothing left to act on.
+                let outcome = match action {
+                    Action::DeleteAfter { .. } => Ok(()),
+                    _ => Err(Error::not_found(format_args!(
+                        "{} (removed before the action ran)",
+                        task.path
+                    ))),
+                };
+                self.settle(task.clone(), outcome).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn plan_task(&self, action: &Action, node: &Node, places: &[Place]) -> Result<Step, Error> {
+        let meta = self.meta_pairs(node.id).await?;
+        let copies = self.catalog.copy_places(&[node.id]).await?;
+        self.plan(action, node, &meta, &copies, places)
+    }
+
+    /// Does a step that needs no transfer.
+    async fn carry_out(
+        &self,
+        service: &Caller,
+        task: &PolicyTask,
+        node: &Node,
+        step: Step,
+    ) -> Result<(), Error> {
+        match step {
+            Step::Nothing | Step::Copy(_) => Ok(()),
+            Step::SetMeta(avu) => self.catalog.set_avu(node.id, &avu).await,
+            Step::MintPid => self.mint_pid(service, &node.path).await.map(|_| ()),
+            Step::Trim(places) => {
+                for p in places {
+                    match self.trim(service, &node.path, &place_name(&p)).await {
+                        Err(e) if e.code != ErrorCode::NotFound => return Err(e),
+                        _ => {}
+                    }
+                }
+                Ok(())
+            }
+            Step::Delete => match self.remove(service, &node.path, false).await {
+                Err(e) if e.code != ErrorCode::NotFound => Err(e),
+                _ => Ok(()),
+            },
+            Step::Webhook(url) => self.call_webhook(&url, task, node).await,
+        }
+    }
+
+    /// Records how a task ended. Webhook failures that may pass are tried again later.
+    async fn settle(&self, mut task: PolicyTask, outcome: Result<(), Error>) -> Result<(), Error> {
+        task.attempts += 1;
+        match outcome {
+            Ok(()) => {
+                task.state = "done".into();
+                task.error = None;
+            }
+            Err(e) => {
+                let webhook = task.action.contains("\"webhook\"");
+                if webhook && e.code.is_temporary() && task.attempts < WEBHOOK_ATTEMPTS {
+                    task.state = "pending".into();
+                    task.due = now_ms() + (1000i64 << task.attempts.min(20)).min(WEBHOOK_BACKOFF_MAX_MS);
+                } else {
+                    task.state = "failed".into();
+                    tracing::warn!(rule = %task.rule, path = %task.path, error = %e, "policy action failed");
+                }
+                task.error = Some(e.to_string());
+            }
+        }
+        self.catalog.update_policy_task(&task).await
+    }
+
+    /// One transfer to `place` for all the objects queued for it: each task with the id of
+    /// the transfer that carries its object, or why none could start.
+    async fn start_copies(
+        self: &Arc<Self>,
+        service: &Caller,
+        place: &Place,
+        items: Vec<(PolicyTask, Node)>,
+    ) -> Result<Vec<(PolicyTask, Result<String, Error>)>, Error> {
+        let dest = Endpoint::Replica {
+            zone: ZoneName::parse(&place.zone)?,
+            resource: Some(ResourceName::parse(&place.resource)?),
+            object: None,
+        };
+        let spec = |sources: Vec<String>| TransferSpec {
+            sources,
+            destination: dest.to_string(),
+            recursive: false,
+            sync: true,
+            verify: Verify::Default,
+            streams: TransferSpec::STREAMS_DEFAULT,
+            concurrency: TransferSpec::CONCURRENCY_DEFAULT,
+        };
+        let sources = items.iter().map(|(_, n)| n.path.to_string()).collect();
+        let all = self.start_transfer(service, spec(sources)).await;
+        Ok(match all {
+            Ok(t) => items
+                .into_iter()
+                .map(|(task, _)| (task, Ok(t.id.clone())))
+                .collect(),
+            // One bad object (removed meanwhile, say) must not hold back the others: each
+            // goes on its own, and fails alone.
+            Err(_) if items.len() > 1 => {
+                let mut out = Vec::new();
+                for (task, node) in items {
+                    let one = self
+                        .start_transfer(service, spec(vec![node.path.to_string()]))
+                        .await;
+                    out.push((task, one.map(|t| t.id)));
+                }
+                out
+            }
+            Err(e) => items
+                .into_iter()
+                .map(|(task, _)| (task, Err(e.clone())))
+                .collect(),
+        })
+    }
+
+    async fn follow_waiting_tasks(self: &Arc<Self>) -> Result<u64, Error> {
+        let waiting = self.catalog.policy_tasks(None, "waiting", BATCH).await?;
+        if waiting.is_empty() {
+            return Ok(0);
+        }
+        let mut ended: HashMap<String, Option<TransferEnd>> = HashMap::new();
+        let places = self.places().await?;
+        let service = self.service_caller().await?;
+        let mut n = 0;
+        for task in waiting {
+            let ids: Vec<String> = task
+                .transfer_id
+                .clone()
+                .unwrap_or_default()
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            let mut failure = None;
+            let mut running = false;
+            for id in &ids {
+                if !ended.contains_key(id) {
+                    ended.insert(id.clone(), self.transfer_end(id).await?);
+                }
+                match &ended[id] {
+                    None => running = true,
+                    Some(end) => {
+                        if let Some(cause) = end.failure_of(task.path.as_str()) {
+                            failure = Some(format!("transfer {id}: {cause}"));
+                        }
+                    }
+                }
+            }
+            if running {
+                continue;
+            }
+            n += 1;
+            if let Some(cause) = failure {
+                let code = if cause.contains("cancelled") {
+                    ErrorCode::Conflict
+                } else {
+                    ErrorCode::StorageError
+                };
+                self.settle(task, Err(Error::new(code, cause))).await?;
+                continue;
+            }
+            let Some((action, node)) = self.task_subject(&task).await? else {
+                continue;
+            };
+            let outcome = match self.plan_task(&action, &node, &places).await {
+                Ok(Step::Copy(to)) => Err(Error::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "the transfer ended but {} has no good copy at {} (overwritten meanwhile?)",
+                        node.path,
+                        to.iter().map(place_name).collect::<Vec<_>>().join(", ")
+                    ),
+                )),
+                Ok(step) => self.carry_out(&service, &task, &node, step).await,
+                Err(e) => Err(e),
+            };
+            self.settle(task, outcome).await?;
+        }
+        if n > 0 {
+            self.engine_state.qos_dirty.store(true, Ordering::Relaxed);
+        }
+        Ok(n)
+    }
+
+    /// How a transfer ended, or `None` while it runs.
+    async fn transfer_end(&self, id: &str) -> Result<Option<TransferEnd>, Error> {
+        let Some(t) = self.catalog.get_transfer(id).await? else {
+            return Ok(Some(TransferEnd::Gone));
+        };
+        Ok(match t.state.as_str() {
+            "queued" | "active" => None,
+            "succeeded" => Some(TransferEnd::Succeeded),
+            "cancelled" => Some(TransferEnd::Cancelled),
+            _ => {
+                let mut failed = HashMap::new();
+                let mut after = None;
+                loop {
+                    let page = self
+                        .catalog
+                        .transfer_files(id, Some("failed"), after, BATCH)
+                        .await?;
+                    let Some(last) = page.last() else { break };
+                    after = Some(last.seq);
+                    for f in page {
+                        failed.insert(f.source, f.error.unwrap_or_else(|| "failed".into()));
+                    }
+                }
+                Some(TransferEnd::Failed {
+                    error: t.error.unwrap_or_else(|| "failed".into()),
+                    files: failed,
+                })
+            }
+        })
+    }
+
+    async fn call_webhook(&self, url: &str, task: &PolicyTask, node: &Node) -> Result<(), Error> {
+        let body = serde_json::json!({
+            "zone": self.name.as_str(),
+            "rule": task.rule,
+            "path": node.path.as_str(),
+            "size": node.size,
+            "checksum": node.checksum.as_ref().map(|c| c.to_string()),
+            "owner": node.owner.as_str(),
+            "created": node.created,
+        });
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| Error::internal(e.to_string()))?;
+        let answer = client
+            .post(url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| Error::new(ErrorCode::ZoneUnreachable, format!("webhook {url}: {e}")))?;
+        let status = answer.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        // 5xx and 429 may pass; any other answer will not.
+        let code = if status.is_server_error() || status.as_u16() == 429 {
+            ErrorCode::ZoneUnreachable
+        } else {
+            ErrorCode::InvalidArgument
+        };
+        Err(Error::new(code, format!("webhook {url} answered {status}")))
+    }
+}
+
+/// How a transfer a task waited for ended.
+enum TransferEnd {
+    Succeeded,
+    Cancelled,
+    /// Removed from the catalog (never happens today; treated as failed).
+    Gone,
+    Failed {
+        error: String,
+        files: HashMap<String, String>,
+    },
+}
+
+impl TransferEnd {
+    /// Why the file `source` did not arrive, if it did not.
+    fn failure_of(&self, source: &str) -> Option<String> {
+        match self {
+            TransferEnd::Succeeded => None,
+            TransferEnd::Cancelled => Some("cancelled".into()),
+            TransferEnd::Gone => Some("the transfer record is gone".into()),
+            TransferEnd::Failed { error, files } if files.is_empty() => Some(error.clone()),
+            TransferEnd::Failed { files, .. } => files.get(source).cloned(),
+        }
+    }
+}
+
+/// The tasks a rule firing on `node` queues: one per action, due now, but a deletion is due
+/// when the object reaches its lifetime.
+pub(crate) fn tasks_for(rule: &Rule, node: &Node, now: i64) -> Result<Vec<NewPolicyTask>, Error> {
+    rule.actions
+        .iter()
+        .map(|a| {
+            let due = match a {
+                Action::DeleteAfter { after_s } => node.created + *after_s as i64 * 1000,
+                _ => now,
+            };
+            Ok(NewPolicyTask {
+                rule: rule.name.clone(),
+                node_id: node.id,
+                path: node.path.clone(),
+                action: json(a)?,
+                due,
+            })
+        })
+        .collect()
+}
