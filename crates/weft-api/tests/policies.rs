@@ -93,14 +93,21 @@ async fn add_resource(zone: &TestZone, name: &str, tier: &str) {
 /// A webhook receiver on 127.0.0.1 that records the JSON bodies it is sent and answers
 /// `status`.
 async fn webhook(status: u16) -> (String, Arc<Mutex<Vec<Value>>>) {
+    webhook_answering(vec![status]).await
+}
+
+/// As [`webhook`], answering the statuses in turn (the last one from then on).
+async fn webhook_answering(statuses: Vec<u16>) -> (String, Arc<Mutex<Vec<Value>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let keep = seen.clone();
     let app = axum::Router::new().route(
         "/hook",
         axum::routing::post(move |axum::Json(v): axum::Json<Value>| {
-            let keep = keep.clone();
+            let (keep, statuses) = (keep.clone(), statuses.clone());
             async move {
-                keep.lock().unwrap().push(v);
+                let mut seen = keep.lock().unwrap();
+                let status = statuses[seen.len().min(statuses.len() - 1)];
+                seen.push(v);
                 http::StatusCode::from_u16(status).unwrap()
             }
         }),
@@ -109,6 +116,30 @@ async fn webhook(status: u16) -> (String, Arc<Mutex<Vec<Value>>>) {
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn actions_that_may_pass_are_tried_again() {
+    let a = start_named("a").await;
+    // The receiver fails with 503 twice, then takes the call.
+    let (hook, seen) = webhook_answering(vec![503, 503, 200]).await;
+    apply_ok(
+        &a,
+        &format!("[[rule]]\nname = \"hook\"\non = \"created\"\n[rule.do]\nwebhook = \"{hook}\"\n"),
+    )
+    .await;
+    put(&a, "/a/home/admin/f", b"x", &a.admin_token).await;
+    let s = eventually(30, "the webhook task done", || async {
+        let s = status_of(&a, "hook").await;
+        if s["done"] == 1 {
+            Ok(s)
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    assert_eq!(s["failed"], 0, "{s}");
+    assert_eq!(seen.lock().unwrap().len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,9 +28,10 @@ const TICK: Duration = Duration::from_secs(1);
 const QOS_EVERY: Duration = Duration::from_secs(30);
 /// Events and tasks handled per pass.
 const BATCH: u32 = 1000;
-/// Webhook calls: attempts before a task fails, and the longest wait between two.
-const WEBHOOK_ATTEMPTS: u32 = 8;
-const WEBHOOK_BACKOFF_MAX_MS: i64 = 600_000;
+/// Attempts of a task whose failures may pass (an unreachable peer or webhook receiver),
+/// and the longest wait between two.
+const TASK_ATTEMPTS: u32 = 8;
+const TASK_BACKOFF_MAX_MS: i64 = 600_000;
 
 /// Wake-ups and dirty flags of the engine.
 #[derive(Default)]
@@ -276,7 +277,8 @@ impl Zone {
         }
     }
 
-    /// Records how a task ended. Webhook failures that may pass are tried again later.
+    /// Records how a task ended. A failure that may pass (a peer or a webhook receiver
+    /// not answering) is tried again later, with backoff, a few times.
     async fn settle(&self, mut task: PolicyTask, outcome: Result<(), Error>) -> Result<(), Error> {
         task.attempts += 1;
         match outcome {
@@ -285,10 +287,9 @@ impl Zone {
                 task.error = None;
             }
             Err(e) => {
-                let webhook = task.action.contains("\"webhook\"");
-                if webhook && e.code.is_temporary() && task.attempts < WEBHOOK_ATTEMPTS {
+                if e.code.is_temporary() && task.attempts < TASK_ATTEMPTS {
                     task.state = "pending".into();
-                    task.due = now_ms() + (1000i64 << task.attempts.min(20)).min(WEBHOOK_BACKOFF_MAX_MS);
+                    task.due = now_ms() + (1000i64 << task.attempts.min(20)).min(TASK_BACKOFF_MAX_MS);
                 } else {
                     task.state = "failed".into();
                     tracing::warn!(rule = %task.rule, path = %task.path, error = %e, "policy action failed");
