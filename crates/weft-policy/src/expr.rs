@@ -79,8 +79,8 @@ fn err(msg: impl Into<String>) -> Error {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Tok {
+    /// Names, keys and numbers alike: `007` must stay `007` when it is a zone name.
     Word(String),
-    Number(u64),
     Eq,
     Ne,
     And,
@@ -130,12 +130,7 @@ fn lex(s: &str) -> Result<Vec<(Tok, usize)>, Error> {
                 {
                     i += 1;
                 }
-                let word: String = chars[start..i].iter().collect();
-                let tok = match word.parse::<u64>() {
-                    Ok(n) if word.chars().all(|c| c.is_ascii_digit()) => Tok::Number(n),
-                    _ => Tok::Word(word),
-                };
-                out.push((tok, col));
+                out.push((Tok::Word(chars[start..i].iter().collect()), col));
             }
             other => return Err(err(format!("unexpected {other:?} at column {col}"))),
         }
@@ -146,7 +141,6 @@ fn lex(s: &str) -> Result<Vec<(Tok, usize)>, Error> {
 fn text(t: &Tok) -> String {
     match t {
         Tok::Word(w) => w.clone(),
-        Tok::Number(n) => n.to_string(),
         Tok::Eq => "=".into(),
         Tok::Ne => "!=".into(),
         Tok::And => "&".into(),
@@ -179,12 +173,16 @@ impl Parser<'_> {
             return Err(err(format!("parentheses nested deeper than {MAX_DEPTH}")));
         }
         let mut alts = Vec::new();
-        // Alternatives made only of `replicas = N` (QoS, top level): nothing about places.
-        let mut bare = 0;
+        // Alternatives as written: `replicas = N` may not sit beside a `|`, even one whose
+        // other side is parenthesised or holds only `replicas`.
+        let mut written = 0;
         loop {
+            written += 1;
             match self.and(depth)? {
+                // `a | (b | c)` is `a | b | c`: one shape per meaning, so Display round-trips.
+                Some(Node::Or(inner)) => alts.extend(inner),
                 Some(n) => alts.push(n),
-                None => bare += 1,
+                None => {}
             }
             if self.peek() == Some(&Tok::Or) {
                 self.pos += 1;
@@ -192,7 +190,7 @@ impl Parser<'_> {
             }
             break;
         }
-        if depth == 0 && !self.replicas.is_empty() && alts.len() + bare > 1 {
+        if depth == 0 && !self.replicas.is_empty() && written > 1 {
             return Err(err(
                 "replicas=N must be a term of the top-level `&`, not an alternative of `|`",
             ));
@@ -208,8 +206,10 @@ impl Parser<'_> {
     fn and(&mut self, depth: usize) -> Result<Option<Node>, Error> {
         let mut terms = Vec::new();
         loop {
-            if let Some(n) = self.atom(depth)? {
-                terms.push(n);
+            match self.atom(depth)? {
+                Some(Node::And(inner)) => terms.extend(inner),
+                Some(n) => terms.push(n),
+                None => {}
             }
             if self.peek() == Some(&Tok::And) {
                 self.pos += 1;
@@ -257,7 +257,6 @@ impl Parser<'_> {
                 let vcol = self.col();
                 let value = match self.toks.get(self.pos).cloned() {
                     Some((Tok::Word(v), _)) => v,
-                    Some((Tok::Number(n), _)) => n.to_string(),
                     _ => {
                         return Err(err(format!(
                             "expected a value after {:?} at column {vcol}",
@@ -390,11 +389,12 @@ fn dnf(n: &Node) -> Vec<Vec<&Term>> {
         Node::And(parts) => {
             let mut acc: Vec<Vec<&Term>> = vec![Vec::new()];
             for p in parts {
+                let alts = dnf(p);
                 let mut next = Vec::new();
                 for a in &acc {
-                    for b in dnf(p) {
+                    for b in &alts {
                         let mut c = a.clone();
-                        c.extend(b);
+                        c.extend(b.iter().copied());
                         next.push(c);
                         if next.len() > 4096 {
                             // Hostile input: past this, contradiction is not worth proving.
@@ -410,13 +410,16 @@ fn dnf(n: &Node) -> Vec<Vec<&Term>> {
 }
 
 /// Whether a conjunction can match no place: one key required to equal two different
-/// values, or to equal and differ from the same one.
+/// names, or to equal and differ from the same value. `zone = origin & zone = lrz` is not
+/// one: it matches at lrz for objects of lrz.
 fn contradicts(terms: &[&Term]) -> bool {
     terms.iter().enumerate().any(|(i, a)| {
         terms[i + 1..].iter().any(|b| {
             a.key == b.key
                 && match (a.negated, b.negated) {
-                    (false, false) => a.value != b.value,
+                    (false, false) => {
+                        matches!((&a.value, &b.value), (Value::Name(x), Value::Name(y)) if x != y)
+                    }
                     (false, true) | (true, false) => a.value == b.value,
                     (true, true) => false,
                 }
@@ -575,11 +578,6 @@ impl QosExpr {
             [n] => *n,
             _ => return Err(err("replicas=N is given more than once")),
         };
-        if root.is_none() && s.trim().is_empty() {
-            return Err(err(
-                "the requirement is empty: write e.g. `replicas=2 & zone != origin`",
-            ));
-        }
         Ok(QosExpr {
             replicas,
             filter: root.map(|root| TargetExpr { root }),
@@ -740,5 +738,106 @@ mod tests {
         assert_eq!(j, "\"zone != origin\"");
         assert_eq!(serde_json::from_str::<TargetExpr>(&j).unwrap(), e);
         assert!(serde_json::from_str::<TargetExpr>("\"zone ==\"").is_err());
+    }
+
+    #[test]
+    fn nesting_flattens_so_text_round_trips() {
+        for (input, canonical) in [
+            (
+                "zone = a & (tier = b & resource = c)",
+                "zone = a & tier = b & resource = c",
+            ),
+            (
+                "(zone = a | zone = b) | zone = c",
+                "zone = a | zone = b | zone = c",
+            ),
+            (
+                "zone = a | (zone = b | (zone = c))",
+                "zone = a | zone = b | zone = c",
+            ),
+            (
+                "(zone = a | zone = b) & (tier = x | tier = y)",
+                "(zone = a | zone = b) & (tier = x | tier = y)",
+            ),
+            (
+                "((zone = a & tier = b)) | tier = c",
+                "zone = a & tier = b | tier = c",
+            ),
+        ] {
+            let e = TargetExpr::parse(input).unwrap();
+            assert_eq!(e.to_string(), canonical, "{input}");
+            assert_eq!(TargetExpr::parse(canonical).unwrap(), e, "{input}");
+        }
+        let q = QosExpr::parse("zone = a & replicas = 3 & (tier = b & resource = c)").unwrap();
+        assert_eq!(q.to_string(), "replicas = 3 & zone = a & tier = b & resource = c");
+        assert_eq!(QosExpr::parse(&q.to_string()).unwrap(), q);
+    }
+
+    #[test]
+    fn names_keep_their_text() {
+        let e = TargetExpr::parse("zone = 007 & resource = 1.5 & tier = a_b-c").unwrap();
+        assert_eq!(e.to_string(), "zone = 007 & resource = 1.5 & tier = a_b-c");
+        assert_eq!(e.zones(), ["007"]);
+        assert_eq!(e.resources(), ["1.5"]);
+        let long = "a".repeat(63);
+        TargetExpr::parse(&format!("zone = {long}")).unwrap();
+        let e = TargetExpr::parse(&format!("zone = {long}a")).unwrap_err();
+        assert!(e.message.contains("at most 63"), "{}", e.message);
+        for bad in ["zone = -a", "zone = .a", "zone = _a", "zone = Lrz"] {
+            assert!(TargetExpr::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn origin_is_only_a_zone_and_compared_per_object() {
+        let e = TargetExpr::parse("zone = origin & zone = lrz").unwrap();
+        assert!(e.matches(&place("lrz", "r", "disk"), "lrz"));
+        assert!(!e.matches(&place("lrz", "r", "disk"), "it4i"));
+        assert!(e.zones() == ["lrz"], "origin is not a zone name: {:?}", e.zones());
+        let e = TargetExpr::parse("zone = origin & zone != lrz").unwrap();
+        assert!(e.matches(&place("it4i", "r", "disk"), "it4i"));
+        assert!(!e.matches(&place("lrz", "r", "disk"), "lrz"));
+        assert!(TargetExpr::parse("zone = origin").unwrap().zones().is_empty());
+        for bad in ["resource = origin", "tier != origin"] {
+            assert!(TargetExpr::parse(bad)
+                .unwrap_err()
+                .message
+                .contains("`origin` is a zone"));
+        }
+        let e = TargetExpr::parse("zone != origin | tier = tape").unwrap();
+        assert!(e.matches(&place("lrz", "t", "tape"), "lrz"));
+        assert!(!e.matches(&place("lrz", "t", "disk"), "lrz"));
+    }
+
+    #[test]
+    fn the_error_names_the_column() {
+        let e = TargetExpr::parse("zone != ").unwrap_err();
+        assert_eq!(e.message, "expected a value after \"!=\" at column 9");
+        let e = TargetExpr::parse("zone = a & colour = b").unwrap_err();
+        assert!(e.message.contains("column 12"), "{}", e.message);
+        let e = TargetExpr::parse("zone = a & é").unwrap_err();
+        assert!(e.message.contains("column 12"), "{}", e.message);
+        let deep = format!("{}zone = a{}", "(".repeat(33), ")".repeat(33));
+        assert!(TargetExpr::parse(&deep).unwrap_err().message.contains("nested"));
+        let ok = format!("{}zone = a{}", "(".repeat(32), ")".repeat(32));
+        TargetExpr::parse(&ok).unwrap();
+    }
+
+    #[test]
+    fn qos_serde_and_defaults() {
+        let q = QosExpr::parse("replicas=2 & zone != origin").unwrap();
+        let j = serde_json::to_string(&q).unwrap();
+        assert_eq!(j, "\"replicas = 2 & zone != origin\"");
+        assert_eq!(serde_json::from_str::<QosExpr>(&j).unwrap(), q);
+        assert!(serde_json::from_str::<QosExpr>("\"replicas = 0\"").is_err());
+        let q = QosExpr::parse("zone = a | zone = b").unwrap();
+        assert_eq!(
+            (q.replicas, q.to_string().as_str()),
+            (1, "replicas = 1 & (zone = a | zone = b)")
+        );
+        assert_eq!(QosExpr::parse(&q.to_string()).unwrap(), q);
+        assert_eq!(QosExpr::parse("replicas = 64").unwrap().replicas, 64);
+        assert_eq!(QosExpr::parse("replicas = 02").unwrap().replicas, 2);
+        assert!(QosExpr::parse("replicas = 2 | replicas = 3").is_err());
     }
 }

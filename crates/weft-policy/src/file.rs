@@ -117,11 +117,34 @@ struct RawRule {
 }
 
 /// A size as a number of bytes or a string with a unit.
-#[derive(Deserialize)]
-#[serde(untagged)]
 enum RawSize {
     Bytes(i64),
     Text(String),
+}
+
+/// By hand rather than `untagged`, whose error ("did not match any variant") helps nobody.
+impl<'de> Deserialize<'de> for RawSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = RawSize;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a size: whole bytes such as 4096, or text such as \"100 MiB\"")
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<RawSize, E> {
+                Ok(RawSize::Bytes(n))
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<RawSize, E> {
+                i64::try_from(n)
+                    .map(RawSize::Bytes)
+                    .map_err(|_| E::custom(format!("{n} bytes is too large a size")))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<RawSize, E> {
+                Ok(RawSize::Text(s.to_owned()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -198,16 +221,7 @@ impl PolicySet {
     /// options that need another (`evict`/`copies` without `replicate`, `every` without
     /// `schedule`), no action, an empty file).
     pub fn parse(text: &str) -> Result<PolicySet, Error> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| {
-            let ctx = Ctx { text, rule: None };
-            let line = e
-                .span()
-                .map_or(String::new(), |s| format!("line {}: ", ctx.line(s.start)));
-            Error::new(
-                ErrorCode::InvalidPolicy,
-                format!("{line}{}", e.message().trim_end()),
-            )
-        })?;
+        let raw: RawFile = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
         if raw.rule.is_empty() {
             return Err(Error::new(
                 ErrorCode::InvalidPolicy,
@@ -234,6 +248,41 @@ impl PolicySet {
     pub fn fired<'a>(&'a self, event: &Event, object: &ObjectFacts<'_>) -> Vec<&'a Rule> {
         self.rules.iter().filter(|r| r.fires(event, object)).collect()
     }
+}
+
+/// toml's message, on one line, after the line and (when the error is at a value) the field.
+fn toml_error(text: &str, e: &toml::de::Error) -> Error {
+    let ctx = Ctx { text, rule: None };
+    let message = e.message().trim().replace('\n', "; ");
+    let at = e.span().map_or(String::new(), |s| {
+        let field = field_before(text, s.start).map_or(String::new(), |f| format!("{f}: "));
+        format!("line {}: {field}", ctx.line(s.start))
+    });
+    Error::new(ErrorCode::InvalidPolicy, format!("{at}{message}"))
+}
+
+/// The key a value at `offset` is assigned to (`mint_pid = "yes"`), qualified by its table
+/// (`do.mint_pid`) as in the other messages; `None` when `offset` is not at a value.
+fn field_before(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let key = before[line_start..].trim_end().strip_suffix('=')?.trim_end();
+    let key = key
+        .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .next()
+        .filter(|k| !k.is_empty())?;
+    // Keys inside an inline table (`do = { mint_pid = 1 }`) are named without their table.
+    let inline = before[line_start..].contains('{');
+    let table = before[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|h| h.trim_matches(|c| c == '[' || c == ']').trim());
+    Some(match table.and_then(|t| t.strip_prefix("rule.")) {
+        Some(t) if !inline => format!("{t}.{key}"),
+        _ => key.to_owned(),
+    })
 }
 
 fn convert(text: &str, r: &RawRule) -> Result<Rule, Error> {
@@ -499,18 +548,20 @@ fn component_matches(pat: &str, s: &str) -> bool {
 pub(crate) fn glob_matches(glob: &str, path: &str) -> bool {
     let pat: Vec<&str> = glob.trim_start_matches('/').split('/').collect();
     let comps: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    if pat.last() == Some(&"**") && comps.len() < pat.len() {
-        return false;
-    }
-    // reach[j]: the first i pattern components can match the first j path components.
+    // reach[j]: the pattern components so far can match the first j path components. One
+    // pass per pattern component: O(pattern × path) whatever the wildcards.
     let mut reach = vec![false; comps.len() + 1];
     reach[0] = true;
-    for p in &pat {
+    for (i, p) in pat.iter().enumerate() {
         let mut next = vec![false; comps.len() + 1];
         if *p == "**" {
+            // Only a trailing `**` needs a component: `/a/**` is below `/a`, not `/a` itself.
+            let least = usize::from(i + 1 == pat.len());
             let mut any = false;
             for j in 0..=comps.len() {
-                any |= reach[j];
+                if j >= least {
+                    any |= reach[j - least];
+                }
                 next[j] = any;
             }
         } else {
@@ -541,7 +592,9 @@ impl Rule {
 
 impl Condition {
     pub fn matches(&self, object: &ObjectFacts<'_>) -> bool {
-        let age_s = (object.now_ms - object.created_ms).max(0) as u64 / 1000;
+        // Whole seconds, rounded down: `age >= older_than` and `age < younger_than` both
+        // stay exact when the limits are whole seconds.
+        let age_s = object.now_ms.saturating_sub(object.created_ms).max(0) as u64 / 1000;
         self.path.as_ref().is_none_or(|g| glob_matches(g, object.path))
             && self.min_size.is_none_or(|m| object.size >= m)
             && self.max_size.is_none_or(|m| object.size <= m)
@@ -558,13 +611,14 @@ impl Condition {
 
     /// The deepest collection every matching path lies below (the glob's components before
     /// the first wildcard), e.g. `/lrz/home` for `/lrz/home/*/cryoem/**`; `None` without
-    /// a path condition.
+    /// a path condition; `/` when the zone component is a wildcard (`/*/home/**`).
     pub fn root(&self) -> Option<String> {
         let glob = self.path.as_ref()?;
         let comps: Vec<&str> = glob.trim_start_matches('/').split('/').collect();
         let literal = comps.iter().take_while(|c| !c.contains(['*', '?'])).count();
-        // A glob without wildcards names the object itself: its collection is the root.
-        let keep = literal.min(comps.len().saturating_sub(1)).max(1);
+        // A glob without wildcards names the object itself: its collection is the root. The
+        // zone stays when literal, so the root is always inside one zone but for `/*/...`.
+        let keep = literal.min(comps.len().saturating_sub(1)).max(literal.min(1));
         Some(format!("/{}", comps[..keep].join("/")))
     }
 }
@@ -586,5 +640,132 @@ fn meta_holds(c: &MetaCondition, value: &str) -> bool {
             },
             _ => false,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_components() {
+        for (glob, path, want) in [
+            ("/lrz/**", "/lrz/a", true),
+            ("/lrz/**", "/lrz/a/b", true),
+            ("/lrz/**", "/lrz", false),
+            ("/lrz/**", "/lrzx/a", false),
+            ("/lrz/*", "/lrz/a", true),
+            ("/lrz/*", "/lrz/a/b", false),
+            ("/lrz/*.tif", "/lrz/x.tif", true),
+            ("/lrz/*.tif", "/lrz/.tif", true),
+            ("/lrz/*.tif", "/lrz/x.tiff", false),
+            ("/lrz/?", "/lrz/a", true),
+            ("/lrz/?", "/lrz/ab", false),
+            ("/lrz/a?c", "/lrz/a/c", false),
+            ("/lrz/**/x", "/lrz/x", true),
+            ("/lrz/**/x", "/lrz/a/b/x", true),
+            ("/lrz/**/x", "/lrz/a/b/y", false),
+            ("/a/**/b/**", "/a/b/c", true),
+            ("/a/**/b/**", "/a/q/b/c/d", true),
+            ("/a/**/b/**", "/a/b", false),
+            ("/a/**/**", "/a/b", true),
+            ("/**", "/lrz", true),
+            ("/*/home/**", "/it4i/home/u/f", true),
+            ("/lrz/home", "/lrz/home", true),
+            ("/lrz/home", "/lrz/home/x", false),
+            ("/l*z/h*e/*", "/lrz/home/f", true),
+            ("/é/*", "/é/ü", true),
+        ] {
+            assert_eq!(glob_matches(glob, path), want, "{glob} on {path}");
+        }
+    }
+
+    /// The obvious exponential matcher, as the specification of the fast one.
+    fn reference(pat: &[&str], comps: &[&str]) -> bool {
+        fn component(p: &[char], s: &[char]) -> bool {
+            match p.split_first() {
+                None => s.is_empty(),
+                Some(('*', rest)) => (0..=s.len()).any(|k| component(rest, &s[k..])),
+                Some((c, rest)) => s
+                    .split_first()
+                    .is_some_and(|(h, t)| (*c == '?' || c == h) && component(rest, t)),
+            }
+        }
+        match pat.split_first() {
+            None => comps.is_empty(),
+            Some((&"**", [])) => !comps.is_empty(),
+            Some((&"**", rest)) => (0..=comps.len()).any(|k| reference(rest, &comps[k..])),
+            Some((p, rest)) => comps.split_first().is_some_and(|(c, t)| {
+                let (p, c): (Vec<char>, Vec<char>) = (p.chars().collect(), c.chars().collect());
+                component(&p, &c) && reference(rest, t)
+            }),
+        }
+    }
+
+    #[test]
+    fn globs_agree_with_the_reference_matcher() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let pat_comps = ["**", "*", "a", "b", "a*", "*b", "?", "a?b", "*a*"];
+        let path_comps = ["a", "b", "ab", "aab", "ba", "x"];
+        for _ in 0..5000 {
+            let pat: Vec<&str> = (0..1 + next(4))
+                .map(|_| pat_comps[next(pat_comps.len())])
+                .collect();
+            let comps: Vec<&str> = (0..1 + next(5))
+                .map(|_| path_comps[next(path_comps.len())])
+                .collect();
+            let (glob, path) = (format!("/{}", pat.join("/")), format!("/{}", comps.join("/")));
+            assert_eq!(
+                glob_matches(&glob, &path),
+                reference(&pat, &comps),
+                "{glob} on {path}"
+            );
+        }
+    }
+
+    #[test]
+    fn hostile_globs_stay_fast() {
+        let long = format!("/{}", vec!["a"; 200].join("/"));
+        let glob = format!("/{}/b", vec!["**"; 100].join("/"));
+        assert!(!glob_matches(&glob, &long));
+        let name = format!("/{}", "a".repeat(5000));
+        assert!(!glob_matches(&format!("/{}b", "*a".repeat(50)), &name));
+    }
+
+    #[test]
+    fn globs_are_checked() {
+        check_glob("/lrz/home/*/cryoem/**").unwrap();
+        check_glob("/**").unwrap();
+        for (bad, says) in [
+            ("lrz/x", "start with /"),
+            ("", "start with /"),
+            ("/", "empty component"),
+            ("/lrz//x", "empty component"),
+            ("/lrz/x/", "empty component"),
+            ("/lrz/./x", "\".\""),
+            ("/lrz/../x", "\"..\""),
+            ("/lrz/a**", "whole component"),
+            ("/lrz/***", "whole component"),
+            ("/lrz/a\0b", "NUL"),
+        ] {
+            let why = check_glob(bad).unwrap_err();
+            assert!(why.contains(says), "{bad:?}: {why}");
+        }
+    }
+
+    #[test]
+    fn fields_are_found_before_values() {
+        let text = "[[rule]]\nname = \"r\"\n[rule.do]\nmint_pid = \"yes\"\ndo = { tier = 3 }\n";
+        let at = |needle: &str| text.find(needle).unwrap();
+        assert_eq!(field_before(text, at("\"r\"")).as_deref(), Some("name"));
+        assert_eq!(field_before(text, at("\"yes\"")).as_deref(), Some("do.mint_pid"));
+        assert_eq!(field_before(text, at("3 }")).as_deref(), Some("tier"));
+        assert_eq!(field_before(text, at("mint_pid")), None);
     }
 }

@@ -31,19 +31,26 @@ pub fn parse_size(s: &str) -> Result<u64, Error> {
         )))
         }
     };
+    let too_large = || err(format!("{s:?} is too large a size"));
+    // Whole numbers exactly: through f64 they would lose bytes past 2^53.
+    if let Ok(n) = num.parse::<u64>() {
+        return n.checked_mul(factor).ok_or_else(too_large);
+    }
     let value: f64 = num
         .parse()
         .ok()
         .filter(|v: &f64| v.is_finite())
         .ok_or_else(|| err(format!("{s:?} is not a size: it needs a number, e.g. 100 MiB")))?;
-    let bytes = value * factor as f64;
-    if bytes > u64::MAX as f64 / 2.0 {
-        return Err(err(format!("{s:?} is too large a size")));
+    let bytes = (value * factor as f64).round();
+    // 2^64 itself is out of range, and `as` would saturate silently.
+    if bytes >= u64::MAX as f64 {
+        return Err(too_large());
     }
-    Ok(bytes.round() as u64)
+    Ok(bytes as u64)
 }
 
-/// Units s, m, h, d, w; whole numbers; at least one second. Errors: `invalid_policy`.
+/// Units s, m, h, d, w; whole numbers; at least one second, at most a hundred years.
+/// Errors: `invalid_policy`.
 pub fn parse_duration(s: &str) -> Result<Duration, Error> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
@@ -89,10 +96,27 @@ mod tests {
             ("10kb", 10_000),
             ("2 TiB", 2 << 40),
             ("7 B", 7),
+            ("1.5 kib", 1536),
+            ("9007199254740993", 9_007_199_254_740_993),
+            ("18446744073709551615", u64::MAX),
+            ("16777215 TiB", 16_777_215 << 40),
         ] {
             assert_eq!(parse_size(s).unwrap(), n, "{s}");
         }
-        for bad in ["", "-1", "1 XB", "MiB", "1.2.3 MB", "99999999999 TiB", "nan"] {
+        for bad in [
+            "",
+            "-1",
+            "1 XB",
+            "MiB",
+            "1.2.3 MB",
+            "99999999999 TiB",
+            "16777216 TiB",
+            "16777216.0 TiB",
+            "18446744073709551616",
+            "nan",
+            "1e3",
+            "10 MiB extra",
+        ] {
             assert_eq!(
                 parse_size(bad).unwrap_err().code,
                 ErrorCode::InvalidPolicy,

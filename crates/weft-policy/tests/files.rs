@@ -304,6 +304,51 @@ fn bad_files_name_line_and_field() {
         ("".into(), &["no rule"]),
         ("# only a comment\n".into(), &["no rule"]),
         ("[other]\nx = 1\n".into(), &["other"]),
+        (
+            format!("{HEAD}[rule.if]\nmin_size = 1.5\n[rule.do]\nmint_pid = true\n"),
+            &["line 5", "if.min_size", "\"100 MiB\""],
+        ),
+        (
+            format!("{HEAD}[rule.do]\nmint_pid = \"yes\"\n"),
+            &["line 5: do.mint_pid: invalid type"],
+        ),
+        ("[[rule]]\nname = \"r\"\non = 5\n".into(), &["line 3: on: "]),
+        (
+            "[[rule]]\nname = \"r\"\n".into(),
+            &["line 1", "missing field `on`"],
+        ),
+        (
+            "[[rule]]\nname = \"r\"\non = \"schedule\"\nevery = \"0s\"\n[rule.do]\nmint_pid = true\n".into(),
+            &["line 4", "every", "at least one second"],
+        ),
+        (
+            format!("{HEAD}[rule.do]\nreplicate = \"zone = a\"\ncopies = 17\n"),
+            &["line 6", "do.copies", "1 to 16"],
+        ),
+        (
+            format!("{HEAD}[rule.do]\nwebhook = \"https://\"\n"),
+            &["line 5", "do.webhook"],
+        ),
+        (
+            format!("{HEAD}[rule.do]\nset_meta = [\"ok=1\", \"=v\"]\n"),
+            &["line 5", "do.set_meta", "\"=v\""],
+        ),
+        (
+            format!("{HEAD}[rule.do]\nset_meta = [\"a=\"]\n"),
+            &["line 5", "do.set_meta"],
+        ),
+        (
+            format!("{HEAD}[rule.if]\nmeta = [\"q>high\"]\n[rule.do]\nmint_pid = true\n"),
+            &["line 5", "if.meta", "not a number"],
+        ),
+        (
+            format!("{HEAD}[rule.do]\ntrim = \"tier = origin\"\n"),
+            &["line 5", "do.trim", "origin"],
+        ),
+        (
+            format!("{HEAD}[rule.do]\nmint_pid = true\n[rule.if]\nzone = \"lrz\"\nsize = 3\n"),
+            &["line 8", "unknown field `size`"],
+        ),
     ];
     for (text, wants) in &cases {
         let msg = error_of(text);
@@ -313,6 +358,146 @@ fn bad_files_name_line_and_field() {
                 "{text:?}\n  gave {msg:?}\n  which should mention {w:?}"
             );
         }
+    }
+}
+
+#[test]
+fn errors_have_one_shape() {
+    let text = "# cold data\n[[rule]]\nname = \"cold\"\non = \"created\"\n\n[rule.do]\nmint_pid = true\n\
+                trim = \"zone = a\"\n\nreplicate = \"zone != \"\n";
+    assert_eq!(
+        error_of(text),
+        "line 10: rule \"cold\": do.replicate: expected a value after \"!=\" at column 9"
+    );
+    let e = error_of("[[rule]\n");
+    assert!(e.starts_with("line 1: ") && !e.contains('\n'), "{e:?}");
+}
+
+#[test]
+fn inline_tables_and_minimal_rules_parse() {
+    let set = PolicySet::parse(
+        "[[rule]]\nname = \"m\"\non = \"metadata\"\nif = { meta = [\"a!=b\"] }\ndo = { tier = \"tape\" }\n",
+    )
+    .unwrap();
+    let r = &set.rules[0];
+    assert_eq!(r.trigger, Trigger::Metadata { attr: None });
+    assert_eq!(r.actions, [Action::Tier { tier: "tape".into() }]);
+    assert_eq!(r.condition.root(), None);
+    let r = &PolicySet::parse(&format!("{HEAD}[rule.do]\nreplicate = \"zone = b\"\n"))
+        .unwrap()
+        .rules[0];
+    assert_eq!(
+        r.actions,
+        [Action::Replicate {
+            to: TargetExpr::parse("zone = b").unwrap(),
+            copies: 1,
+            evict: false
+        }]
+    );
+}
+
+#[test]
+fn triggers_answer_their_events_only() {
+    let set = PolicySet::parse(
+        "[[rule]]\nname = \"c\"\non = \"created\"\n[rule.do]\nmint_pid = true\n\
+         [[rule]]\nname = \"any\"\non = \"metadata\"\n[rule.do]\nmint_pid = true\n\
+         [[rule]]\nname = \"one\"\non = \"metadata\"\nattr = \"x\"\n[rule.do]\nmint_pid = true\n\
+         [[rule]]\nname = \"s\"\non = \"schedule\"\nevery = \"15m\"\n[rule.do]\nmint_pid = true\n",
+    )
+    .unwrap();
+    let any = facts("/lrz/x", 1, 0, &[]);
+    let names = |e: Event| -> Vec<String> { set.fired(&e, &any).iter().map(|r| r.name.clone()).collect() };
+    assert_eq!(names(Event::Created), ["c"]);
+    assert_eq!(names(Event::MetadataSet { attr: "x".into() }), ["any", "one"]);
+    assert_eq!(names(Event::MetadataSet { attr: "y".into() }), ["any"]);
+    assert_eq!(names(Event::Tick), ["s"]);
+    assert_eq!(set.rules[3].trigger, Trigger::Schedule { every_s: 900 });
+}
+
+fn condition_file(cond: &str) -> PolicySet {
+    PolicySet::parse(&format!("{HEAD}[rule.if]\n{cond}\n[rule.do]\nmint_pid = true\n")).unwrap()
+}
+
+#[test]
+fn metadata_conditions_hold_for_any_pair() {
+    let holds = |cond: &str, pairs: &[(&str, &str)]| {
+        let set = condition_file(&format!("meta = [{cond}]"));
+        let m = meta(pairs);
+        set.rules[0].condition.matches(&facts("/lrz/x", 1, 0, &m))
+    };
+    assert!(holds("\"q>3\"", &[("q", "1"), ("q", "5")]));
+    assert!(!holds("\"q>3\"", &[("q", "1"), ("r", "5")]));
+    assert!(holds("\"q>=3\"", &[("q", "3.0")]));
+    assert!(!holds("\"q<3\"", &[("q", "3")]));
+    assert!(holds("\"q<=3\"", &[("q", "-1e2")]));
+    assert!(!holds("\"q>3\"", &[("q", "many")]));
+    assert!(holds("\"q!=a\"", &[("q", "a"), ("q", "b")]));
+    assert!(!holds("\"q!=a\"", &[("q", "a")]));
+    assert!(!holds("\"q!=a\"", &[]));
+    assert!(holds("\"q=a b\"", &[("q", "a b")]));
+    assert!(holds("\"q=a\", \"r=b\"", &[("q", "a"), ("r", "b")]));
+    assert!(!holds("\"q=a\", \"r=b\"", &[("q", "a")]));
+}
+
+#[test]
+fn ages_sizes_and_zones_bound_inclusively_as_documented() {
+    let set = condition_file(
+        "older_than = \"1h\"\nyounger_than = \"2h\"\nmin_size = 10\nmax_size = 20\nzone = \"lrz\"",
+    );
+    let c = &set.rules[0].condition;
+    let at = |size: u64, age_ms: i64| ObjectFacts {
+        path: "/lrz/x",
+        zone: "lrz",
+        size,
+        created_ms: 5_000_000,
+        now_ms: 5_000_000 + age_ms,
+        meta: &[],
+    };
+    assert!(c.matches(&at(10, 3_600_000)));
+    assert!(!c.matches(&at(10, 3_599_999)));
+    assert!(c.matches(&at(20, 7_199_999)));
+    assert!(!c.matches(&at(20, 7_200_000)));
+    assert!(!c.matches(&at(9, 4_000_000)));
+    assert!(!c.matches(&at(21, 4_000_000)));
+    assert!(!c.matches(&ObjectFacts {
+        zone: "it4i",
+        ..at(15, 4_000_000)
+    }));
+    // Clocks gone wrong must not panic; a creation in the future is age 0.
+    let odd = ObjectFacts {
+        created_ms: i64::MIN,
+        now_ms: i64::MAX,
+        ..at(15, 0)
+    };
+    let _ = c.matches(&odd);
+    let future = ObjectFacts {
+        created_ms: 10,
+        now_ms: 0,
+        ..at(15, 0)
+    };
+    assert!(!c.matches(&future));
+    let young = condition_file("younger_than = \"1h\"");
+    assert!(young.rules[0].condition.matches(&future));
+    // Equal sizes are one possible object; equal ages none.
+    condition_file("min_size = 5\nmax_size = \"5 B\"");
+    let e = error_of(&format!(
+        "{HEAD}[rule.if]\nolder_than = \"1h\"\nyounger_than = \"60m\"\n[rule.do]\nmint_pid = true\n"
+    ));
+    assert!(e.contains("line 6") && e.contains("if.younger_than"), "{e}");
+}
+
+#[test]
+fn roots_are_the_literal_collections() {
+    for (glob, root) in [
+        ("/lrz/home/*/cryoem/**", "/lrz/home"),
+        ("/lrz/**", "/lrz"),
+        ("/lrz/home/a.dat", "/lrz/home"),
+        ("/lrz/x?/y", "/lrz"),
+        ("/lrz", "/lrz"),
+        ("/*/home/**", "/"),
+    ] {
+        let set = condition_file(&format!("path = \"{glob}\""));
+        assert_eq!(set.rules[0].condition.root().as_deref(), Some(root), "{glob}");
     }
 }
 
@@ -363,8 +548,14 @@ fn parsers_never_panic() {
     for _ in 0..3000 {
         let n = (rng.next() % 12) as usize;
         let e: String = (0..n).map(|_| rng.pick(&expr_bits)).collect();
-        let _ = TargetExpr::parse(&e);
-        let _ = QosExpr::parse(&e);
+        if let Ok(t) = TargetExpr::parse(&e) {
+            let text = t.to_string();
+            assert_eq!(TargetExpr::parse(&text).as_ref(), Ok(&t), "{e:?} → {text:?}");
+        }
+        if let Ok(q) = QosExpr::parse(&e) {
+            let text = q.to_string();
+            assert_eq!(QosExpr::parse(&text).as_ref(), Ok(&q), "{e:?} → {text:?}");
+        }
         let n = (rng.next() % 14) as usize;
         let f: String = (0..n).map(|_| rng.pick(&file_bits)).collect();
         let _ = PolicySet::parse(&f);
