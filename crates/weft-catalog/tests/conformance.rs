@@ -2117,6 +2117,19 @@ async fn policy_rules_put_list_remove(c: &SqlCatalog) {
     assert_eq!(c.list_policy_rules().await.unwrap().len(), 1);
 }
 
+/// `n` characters without '/' that do not compress (PostgreSQL compresses a key before it
+/// holds it to the B-tree limit), from a non-zero `seed`.
+fn noise(mut seed: u64, n: usize) -> String {
+    (0..n)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            char::from(b'0' + (seed % 75) as u8)
+        })
+        .collect()
+}
+
 fn new_task(rule: &str, node_id: i64, action: &str, due: i64) -> NewPolicyTask {
     NewPolicyTask {
         rule: rule.into(),
@@ -2212,6 +2225,33 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
         c.policy_task_counts().await.unwrap(),
         [("s".to_owned(), "pending".to_owned(), 1)]
     );
+
+    // A batch of several INSERTs: a duplicate in a later one meets the row of an earlier one.
+    let mut bulk: Vec<NewPolicyTask> = (0..1_100).map(|n| new_task("bulk", n, "mint", 1)).collect();
+    bulk.push(new_task("bulk", 0, "mint", 1));
+    assert_eq!(c.add_policy_tasks(&bulk).await.unwrap(), 1_100);
+    // An action longer than a PostgreSQL index key is kept, once; another one is another task.
+    let long = format!("webhook {}", noise(0x9e37_79b9_7f4a_7c15, 8_000));
+    let twice = [new_task("bulk", 0, &long, 1), new_task("bulk", 0, &long, 1)];
+    assert_eq!(c.add_policy_tasks(&twice).await.unwrap(), 1);
+    assert_eq!(c.add_policy_tasks(&twice[..1]).await.unwrap(), 0);
+    let longer = format!("{long}!");
+    assert_eq!(
+        c.add_policy_tasks(&[new_task("bulk", 0, &longer, 1)])
+            .await
+            .unwrap(),
+        1
+    );
+    let kept = c.policy_tasks(Some("bulk"), "pending", 2_000).await.unwrap();
+    assert_eq!(kept.len(), 1_102);
+    assert!(kept.iter().any(|t| t.action == long));
+    assert_eq!(
+        c.policy_task_counts().await.unwrap(),
+        [
+            ("bulk".to_owned(), "pending".to_owned(), 1_102),
+            ("s".to_owned(), "pending".to_owned(), 1),
+        ]
+    );
 }
 
 async fn qos_requirements(c: &SqlCatalog) {
@@ -2262,6 +2302,24 @@ async fn qos_requirements(c: &SqlCatalog) {
     );
     assert_eq!(code(c.delete_qos(q2.id).await), ErrorCode::NotFound);
     assert_eq!(c.list_qos().await.unwrap().len(), 2);
+
+    // A path and an expression longer than a PostgreSQL index key: kept, and still unique.
+    let mut long_path = String::from("/z");
+    for seed in 1..=19 {
+        long_path.push('/');
+        long_path.push_str(&noise(seed, 200));
+    }
+    let long_expr = format!("replicas = 2 & tier = {}", noise(99, 3_000));
+    let q = c.add_qos(&p(&long_path), &long_expr, admin).await.unwrap();
+    assert_eq!(
+        (q.path.as_str(), q.expression.as_str()),
+        (long_path.as_str(), long_expr.as_str())
+    );
+    assert_eq!(
+        code(c.add_qos(&p(&long_path), &long_expr, admin).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(c.list_qos().await.unwrap().len(), 3);
 }
 
 async fn copy_places_of_many_objects(c: &SqlCatalog) {
@@ -2352,4 +2410,15 @@ async fn copy_places_of_many_objects(c: &SqlCatalog) {
     );
     assert!(c.copy_places(&[]).await.unwrap().is_empty());
     assert!(c.copy_places(&[last + 10_000]).await.unwrap().is_empty());
+
+    // One `written` event per object however many statements the batch took, and as many
+    // deleted in one call.
+    let events = c.events(2_000).await.unwrap();
+    assert_eq!(events.len(), 1200);
+    assert!(events.iter().all(|e| e.kind == "written" && e.attr.is_none()));
+    let written: Vec<i64> = events.iter().map(|e| e.node_id).collect();
+    assert_eq!(written, nodes);
+    let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+    c.delete_events(&ids).await.unwrap();
+    assert!(c.events(10).await.unwrap().is_empty());
 }

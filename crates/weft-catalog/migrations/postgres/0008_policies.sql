@@ -21,7 +21,7 @@ CREATE TABLE policy_rules (
 -- tasks under the pseudo-rule `qos:<id>`.
 CREATE TABLE policy_tasks (
     id          BIGSERIAL PRIMARY KEY,
-    rule        TEXT    NOT NULL,
+    rule        TEXT COLLATE "C" NOT NULL,
     node_id     BIGINT  NOT NULL,
     path        TEXT    NOT NULL,
     action      TEXT    NOT NULL,
@@ -36,8 +36,9 @@ CREATE TABLE policy_tasks (
 CREATE INDEX policy_tasks_due ON policy_tasks (state, due);
 CREATE INDEX policy_tasks_rule ON policy_tasks (rule, state);
 -- At most one open task per rule, object and action: events and sweeps that fire again
--- while it is open add nothing.
-CREATE UNIQUE INDEX policy_tasks_open ON policy_tasks (rule, node_id, action)
+-- while it is open add nothing. The action is keyed by its hash: a B-tree key holds at
+-- most 2704 bytes, and an action (a metadata value, a webhook URL) may be longer.
+CREATE UNIQUE INDEX policy_tasks_open ON policy_tasks (rule, node_id, md5(action))
     WHERE state IN ('pending', 'waiting');
 
 -- QoS requirements on a path and everything below it.
@@ -49,6 +50,8 @@ CREATE TABLE qos (
     status     TEXT    NOT NULL CHECK (status IN ('pending', 'fulfilled', 'impossible')),
     reason     TEXT    NOT NULL DEFAULT '',
     evaluated  BIGINT,
-    created    BIGINT  NOT NULL,
-    UNIQUE (path, expression)
+    created    BIGINT  NOT NULL
 );
+-- One requirement per path and expression, keyed by their hashes for the same B-tree limit
+-- (a path may be 4096 bytes).
+CREATE UNIQUE INDEX qos_path_expression ON qos (md5(path), md5(expression));

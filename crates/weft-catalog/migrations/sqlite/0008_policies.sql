@@ -36,7 +36,8 @@ CREATE TABLE policy_tasks (
 CREATE INDEX policy_tasks_due ON policy_tasks (state, due);
 CREATE INDEX policy_tasks_rule ON policy_tasks (rule, state);
 -- At most one open task per rule, object and action: events and sweeps that fire again
--- while it is open add nothing.
+-- while it is open add nothing. (PostgreSQL keys the action by its hash, for its B-tree key
+-- limit; SQLite has none.)
 CREATE UNIQUE INDEX policy_tasks_open ON policy_tasks (rule, node_id, action)
     WHERE state IN ('pending', 'waiting');
 

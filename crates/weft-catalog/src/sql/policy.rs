@@ -8,8 +8,9 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, ReplicaState, ResourceName, ZoneName};
 
-/// Ids per statement: far below SQLite's 32,766 and PostgreSQL's 65,535 parameters.
-const IDS_PER_STATEMENT: usize = 5_000;
+/// Ids (or event rows, 2 parameters each) per statement: far below SQLite's 32,766 and
+/// PostgreSQL's 65,535 parameters, and small enough that the tests cross a chunk boundary.
+const IDS_PER_STATEMENT: usize = 1_000;
 /// Tasks per multi-row INSERT (7 parameters each).
 const TASKS_PER_INSERT: usize = 500;
 
@@ -65,7 +66,7 @@ pub(super) async fn record_events(
     items: &[(i64, Option<&str>)],
 ) -> Result<(), Error> {
     let at = now_ms();
-    for chunk in items.chunks(IDS_PER_STATEMENT / 2) {
+    for chunk in items.chunks(IDS_PER_STATEMENT) {
         let mut sql = String::from("INSERT INTO node_events (node_id, attr, kind, at) VALUES ");
         for i in 0..chunk.len() {
             if i > 0 {
