@@ -286,7 +286,8 @@ name = "cold-to-archive"
 on = "schedule"
 every = "1s"
 [rule.if]
-path = "/a/home/admin/cold/**"
+# A leading wildcard: the zone scans its own namespace.
+path = "/*/home/admin/cold/**"
 [rule.do]
 tier = "archive"
 
@@ -399,6 +400,52 @@ trim = "tier = scratch"
         }
     })
     .await;
+
+    // A rule that would remove an object's only copy fails, says why, and the data stays.
+    apply_ok(
+        &a,
+        r#"
+[[rule]]
+name = "too-eager"
+on = "created"
+[rule.if]
+path = "/a/home/admin/keep/*"
+[rule.do]
+trim = "tier = disk"
+"#,
+    )
+    .await;
+    mkdir(&a, "/a/home/admin/keep", &a.admin_token).await;
+    put(
+        &a,
+        "/a/home/admin/keep/only.dat",
+        b"the only copy",
+        &a.admin_token,
+    )
+    .await;
+    let s = eventually(30, "too-eager to fail", || async {
+        let s = status_of(&a, "too-eager").await;
+        if s["failed"] == 1 {
+            Ok(s)
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    assert!(
+        s["failures"][0]["error"].as_str().unwrap().contains("conflict"),
+        "{s}"
+    );
+    assert_eq!(
+        replicas(&a, &a.admin_token, "/a/home/admin/keep/only.dat").await,
+        ["a:default good"]
+    );
+    let r = a
+        .get("data/a/home/admin/keep/only.dat", &a.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(&r.bytes().await.unwrap()[..], b"the only copy");
 }
 
 async fn put_overwrite(zone: &TestZone, path: &str, data: &[u8]) {

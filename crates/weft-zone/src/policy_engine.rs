@@ -149,7 +149,10 @@ impl Zone {
                 continue;
             }
             self.catalog.set_policy_rule_run(&rule.name, now).await?;
-            let root = rule.condition.root().unwrap_or_else(|| format!("/{}", self.name));
+            // A glob that starts with a wildcard (`/*/...`) has `/` as its root: this zone
+            // scans its own part of the namespace.
+            let zone_root = format!("/{}", self.name);
+            let root = rule.condition.root().filter(|r| r != "/").unwrap_or(zone_root);
             let Ok(root) = weft_types::LogicalPath::parse(&root) else {
                 continue;
             };
