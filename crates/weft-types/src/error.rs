@@ -32,6 +32,9 @@ pub enum ErrorCode {
     Conflict,
     StorageUnavailable,
     ZoneUnreachable,
+    /// An outside service the zone calls (a PID registry, a webhook receiver) did not
+    /// answer or answered with a server error.
+    ServiceUnavailable,
     StorageError,
     CatalogError,
     Internal,
@@ -64,6 +67,7 @@ impl ErrorCode {
         Self::Conflict,
         Self::StorageUnavailable,
         Self::ZoneUnreachable,
+        Self::ServiceUnavailable,
         Self::StorageError,
         Self::CatalogError,
         Self::Internal,
@@ -96,6 +100,7 @@ impl ErrorCode {
             Self::Conflict => "conflict",
             Self::StorageUnavailable => "storage_unavailable",
             Self::ZoneUnreachable => "zone_unreachable",
+            Self::ServiceUnavailable => "service_unavailable",
             Self::StorageError => "storage_error",
             Self::CatalogError => "catalog_error",
             Self::Internal => "internal",
@@ -131,7 +136,7 @@ impl ErrorCode {
             Self::LengthRequired => 411,
             Self::RangeNotSatisfiable => 416,
             Self::StorageUnavailable => 503,
-            Self::ZoneUnreachable => 502,
+            Self::ZoneUnreachable | Self::ServiceUnavailable => 502,
             Self::StorageError | Self::CatalogError | Self::Internal => 500,
         }
     }
@@ -140,7 +145,10 @@ impl ErrorCode {
     pub fn is_temporary(self) -> bool {
         matches!(
             self,
-            Self::StorageUnavailable | Self::ZoneUnreachable | Self::IncompleteBody
+            Self::StorageUnavailable
+                | Self::ZoneUnreachable
+                | Self::ServiceUnavailable
+                | Self::IncompleteBody
         )
     }
 }

@@ -24,6 +24,8 @@ pub struct ZoneConfig {
     pub staging: Vec<crate::StagingSpec>,
     /// How often every replica is re-read and checked ([`crate::SCRUB_INTERVAL_DEFAULT`]).
     pub scrub_interval: std::time::Duration,
+    /// PID prefix and outside registry.
+    pub pid: crate::PidConfig,
 }
 
 /// A resource declared in the configuration file.
@@ -67,6 +69,9 @@ impl Zone {
             .catalog_url
             .clone()
             .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("catalog.db").display()));
+        let (pid_prefix, pid_landing) =
+            crate::pid_registry::prefix_and_landing(&config.pid, config.name.as_str())?;
+        let pid_registry = crate::pid_registry::open(&config.pid)?;
         let catalog = weft_catalog::connect(&url).await?;
         let committer = Committer::start(catalog.clone());
         let sweeper = crate::worker::Worker::new("upload-sweeper");
@@ -93,6 +98,11 @@ impl Zone {
             running: Default::default(),
             peer_places: Default::default(),
             engine_state: Default::default(),
+            pids: crate::pids::Pids {
+                prefix: pid_prefix,
+                landing: pid_landing,
+                registry: pid_registry,
+            },
         });
         let mut report = Bootstrap::default();
         let admin_name = PrincipalName::parse(ADMIN).expect("valid name");

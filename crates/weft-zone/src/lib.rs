@@ -10,6 +10,7 @@ mod datacite;
 mod federation;
 mod meta;
 mod namespace;
+mod pid_registry;
 mod pids;
 mod policy;
 mod policy_engine;
@@ -37,6 +38,7 @@ pub use data::{ObjectRead, PutOutcome};
 pub use federation::{PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX};
 pub use meta::MetaEdit;
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
+pub use pid_registry::{HandleConfig, HandleRegistry, PidConfig, PidRegistry, Registration};
 pub use pids::{parse_pid, PidInfo};
 pub use policy::{describe, describe_trigger, ActionTest, PolicyRuleInfo, RuleStatus, RuleTest};
 pub use principals::NewToken;
@@ -67,6 +69,7 @@ pub struct Zone {
     running: transfers::Running,
     peer_places: policy::PeerPlaces,
     engine_state: policy_engine::EngineState,
+    pids: pids::Pids,
 }
 
 impl Zone {

@@ -3,7 +3,9 @@
 //! has at most one; a removed node's PID still resolves, to a record saying it is gone and
 //! where it was. Resolving is public (a PID is made to be cited): it answers the path,
 //! size, checksum, every replica (those replication made included, as B2SAFE records them)
-//! and the metadata. The prefix is the zone's name.
+//! and the metadata. The prefix is the zone's name unless configured; with an outside
+//! registry ([`crate::PidRegistry`]) a PID exists there before it is bound here, so a PID
+//! this zone hands out always resolves at both.
 
 use crate::{Caller, NodeInfo, Zone};
 use weft_catalog::{Avu, PidRecord};
@@ -39,17 +41,48 @@ pub fn parse_pid(pid: &str) -> Result<(&str, &str), Error> {
     }
 }
 
+/// How this zone mints: under which prefix, and where else it registers.
+pub(crate) struct Pids {
+    pub prefix: String,
+    /// Public base URL for landing pages, required with a registry.
+    pub landing: Option<String>,
+    pub registry: Option<Box<dyn crate::PidRegistry>>,
+}
+
 impl Zone {
-    /// Binds a new PID to `path`, or returns the one it has. Needs `write`.
+    /// Binds a new PID to `path`, or returns the one it has. Needs `write`. With an outside
+    /// registry the PID is created there first: if that fails nothing is bound and the
+    /// error says why (`service_unavailable` may pass on a retry).
     pub async fn mint_pid(&self, caller: &Caller, path: &LogicalPath) -> Result<PidInfo, Error> {
         let node = self.node(path).await?;
         self.require(caller, path, Permission::Write).await?;
+        if let Some(record) = self.catalog.pid_of(node.id).await? {
+            return self.pid_info(record).await;
+        }
         let suffix = uuid::Uuid::new_v4().to_string().to_uppercase();
-        let record = self
-            .catalog
-            .mint_pid(node.id, self.name.as_str(), &suffix)
-            .await?;
-        self.pid_info(record).await
+        let pid = format!("{}/{suffix}", self.pids.prefix);
+        if let Some(registry) = &self.pids.registry {
+            let landing = self.pids.landing.as_deref().unwrap_or_default();
+            registry
+                .register(&crate::Registration {
+                    url: format!("{landing}/pid/{pid}"),
+                    checksum: node.checksum.as_ref().map(|c| c.to_string()),
+                    pid: pid.clone(),
+                })
+                .await?;
+        }
+        let record = self.catalog.mint_pid(node.id, &self.pids.prefix, &suffix).await;
+        let lost = match &record {
+            Ok(r) => r.suffix != suffix,
+            Err(_) => true,
+        };
+        if let (true, Some(registry)) = (lost, &self.pids.registry) {
+            // Another mint bound its PID first, or the catalog failed: ours points nowhere.
+            if let Err(e) = registry.withdraw(&pid).await {
+                tracing::warn!(%pid, error = %e, "could not withdraw a PID created at the registry but not bound");
+            }
+        }
+        self.pid_info(record?).await
     }
 
     /// What `pid` stands for; anyone may ask. Errors: `invalid_argument`, `not_found`.

@@ -470,14 +470,14 @@ impl Zone {
             .json(&body)
             .send()
             .await
-            .map_err(|e| Error::new(ErrorCode::ZoneUnreachable, format!("webhook {url}: {e}")))?;
+            .map_err(|e| Error::new(ErrorCode::ServiceUnavailable, format!("webhook {url}: {e}")))?;
         let status = answer.status();
         if status.is_success() {
             return Ok(());
         }
         // 5xx and 429 may pass; any other answer will not.
         let code = if status.is_server_error() || status.as_u16() == 429 {
-            ErrorCode::ZoneUnreachable
+            ErrorCode::ServiceUnavailable
         } else {
             ErrorCode::InvalidArgument
         };

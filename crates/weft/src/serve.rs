@@ -31,7 +31,7 @@ pub struct ServeArgs {
     /// Re-read and check every replica this often, in seconds [default: 604800, a week].
     #[arg(long, env = "WEFT_SCRUB_INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
     pub scrub_interval: Option<u64>,
-    /// TOML file with the settings above plus [[resources]], [[staging]] and [[oidc]] tables.
+    /// TOML file with the settings above plus [[resources]], [[staging]], [[oidc]] and [pid] tables.
     #[arg(long, env = "WEFT_CONFIG")]
     pub config: Option<PathBuf>,
 }
@@ -53,6 +53,9 @@ pub struct FileConfig {
     pub staging: Vec<StagingSpec>,
     #[serde(default)]
     pub oidc: Vec<OidcIssuer>,
+    /// PID prefix and an outside registry (`[pid]`, `[pid.handle]`).
+    #[serde(default)]
+    pub pid: weft_zone::PidConfig,
 }
 
 pub struct Settings {
@@ -99,6 +102,7 @@ impl ServeArgs {
                     Some(s) => std::time::Duration::from_secs(s),
                     None => weft_zone::SCRUB_INTERVAL_DEFAULT,
                 },
+                pid: file.pid,
             },
             listen,
             oidc: file.oidc,

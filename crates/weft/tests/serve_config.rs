@@ -173,6 +173,29 @@ fn bad_config_is_refused_naming_the_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("[[staging]] logical"), "{err}");
 
+    // A Handle registry needs the public URL its handles point at, and a usable prefix.
+    for (pid, named) in [
+        (
+            "[pid]\nprefix = \"21.T1\"\n[pid.handle]\nurl = \"http://127.0.0.1:1\"\nadmin = \"300:0.NA/21.T1\"\npassword_file = \"/dev/null\"\n",
+            "landing_url",
+        ),
+        ("[pid]\nprefix = \"has space\"\n", "[pid] prefix"),
+        ("[pid]\nlanding_url = \"ftp://x\"\n", "landing_url"),
+    ] {
+        std::fs::write(&config, format!("zone = \"x\"\n{pid}")).unwrap();
+        let out = weft()
+            .args(["serve", "--config"])
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(dir.path().join("d"))
+            .args(["--listen", "127.0.0.1:0"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(named), "{pid}: {err}");
+    }
+
     // A scrub interval of zero would re-read everything without pause.
     std::fs::write(&config, "zone = \"x\"\nscrub_interval = 0\n").unwrap();
     let out = weft().args(["serve", "--config"]).arg(&config).output().unwrap();

@@ -59,6 +59,7 @@ async fn start_config(
         resources: vec![],
         staging: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
+        pid: Default::default(),
     };
     tweak(&mut config);
     let (zone, boot) = Zone::open(config).await.unwrap();
