@@ -116,6 +116,7 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::data::checksum,
         routes::meta::list,
         routes::meta::edit,
+        routes::meta::edit_many,
         routes::meta::find,
         routes::admin::list_users,
         routes::admin::add_user,

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{code, start};
+use common::{code, code_of, start};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -384,6 +384,76 @@ async fn metadata_and_find() {
         find(vec![("path", "/z"), ("meta", "temp>50")]).await,
         Vec::<String>::new()
     );
+}
+
+#[tokio::test]
+async fn metadata_in_batches_is_all_or_nothing() {
+    let z = start().await;
+    let t = z.admin_token.clone();
+    assert_eq!(z.put_bytes("/z/home/admin/run.h5", b"x", &t).await.status(), 201);
+    let patch = |body: Value| {
+        z.http
+            .patch(z.api("meta/z/home/admin/run.h5"))
+            .bearer_auth(&t)
+            .json(&body)
+            .send()
+    };
+    let avus = || async { z.get_json("meta/z/home/admin/run.h5", &t).await };
+    let ops: Vec<Value> = (0..500)
+        .map(|i| json!({"op": "add", "attr": format!("a{i:03}"), "value": i.to_string()}))
+        .collect();
+    let r = patch(json!({ "ops": ops })).await.unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(avus().await.as_array().unwrap().len(), 500);
+
+    // The third edit adds a triple that exists: 409 naming it, and the first two undone.
+    let r = patch(json!({"ops": [
+        {"op": "set", "attr": "a000", "value": "changed"},
+        {"op": "rm", "attr": "a001"},
+        {"op": "add", "attr": "a002", "value": "2"},
+    ]}))
+    .await
+    .unwrap();
+    let (status, code, message) = code_of(r).await;
+    assert_eq!((status, code.as_str()), (409, "already_exists"), "{message}");
+    assert!(
+        message.contains("a002=2") && message.contains("nothing was changed"),
+        "{message}"
+    );
+    let now = avus().await;
+    assert_eq!(now.as_array().unwrap().len(), 500);
+    assert!(now
+        .as_array()
+        .unwrap()
+        .contains(&json!({"attr": "a000", "value": "0", "unit": ""})));
+
+    // Malformed batches are refused before anything is tried.
+    for (body, says) in [
+        (json!({"ops": []}), "1 to 10000"),
+        (
+            json!({"ops": [{"op": "set", "attr": "ok", "value": "1"}, {"op": "nope", "attr": "x"}]}),
+            "edit 2",
+        ),
+        (
+            json!({"ops": [{"op": "add", "attr": "x"}]}),
+            "edit 1: `add` needs a value",
+        ),
+        (
+            json!({"ops": [{"op": "set", "attr": "ok", "value": "1"}, {"op": "set", "attr": "", "value": "1"}]}),
+            "edit 2 of 2",
+        ),
+    ] {
+        let (status, code, message) = code_of(patch(body.clone()).await.unwrap()).await;
+        assert_eq!(status, 400, "{body}: {message}");
+        assert!(code.starts_with("invalid"), "{body}: {code}");
+        assert!(message.contains(says), "{body}: {message}");
+    }
+    let too_many: Vec<Value> = (0..10_001)
+        .map(|i| json!({"op": "rm", "attr": format!("a{i}")}))
+        .collect();
+    let (status, _, message) = code_of(patch(json!({ "ops": too_many })).await.unwrap()).await;
+    assert_eq!(status, 400, "{message}");
+    assert_eq!(now, avus().await);
 }
 
 #[tokio::test]

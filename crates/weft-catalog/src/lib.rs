@@ -288,6 +288,17 @@ pub struct Avu {
     pub unit: String,
 }
 
+/// One change to a node's metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetaEdit {
+    /// Adds the triple. Errors: `already_exists`.
+    Add(Avu),
+    /// Replaces every value of the attribute by this one.
+    Set(Avu),
+    /// Removes the attribute, or only the given value. Errors: `not_found`.
+    Remove { attr: String, value: Option<String> },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AclEntry {
     pub principal: PrincipalName,
@@ -580,6 +591,9 @@ pub trait Catalog: Send + Sync + 'static {
     /// Removes `attr` (only the given value, if any). Errors: `not_found`.
     async fn remove_avu(&self, node_id: i64, attr: &str, value: Option<&str>) -> Result<(), Error>;
     async fn list_avus(&self, node_id: i64) -> Result<Vec<Avu>, Error>;
+    /// Applies `edits` in order in one transaction: all of them or, on the first error
+    /// (which names the edit), none.
+    async fn edit_avus(&self, node_id: i64, edits: &[MetaEdit]) -> Result<(), Error>;
     /// Answers from the (parent/path, attribute/value, attribute/number) indexes.
     async fn find(&self, q: &FindQuery) -> Result<Vec<Node>, Error>;
     /// The database's query plan for `find(q)`, as text (for tests and operators).

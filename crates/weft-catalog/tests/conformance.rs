@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, OnceLock};
 use weft_catalog::{
-    Avu, Catalog, Dialect, FindQuery, NewObject, NewPolicyTask, NewReplica, NewResource, PeerZone,
+    Avu, Catalog, Dialect, FindQuery, MetaEdit, NewObject, NewPolicyTask, NewReplica, NewResource, PeerZone,
     PrincipalKind, Registered, Removed, ReplicaPlace, SqlCatalog, StagingArea, TransferFile,
 };
 use weft_types::{
@@ -104,6 +104,7 @@ conformance!(
     replicas_local_and_remote,
     pids_follow_moves_and_outlive_nodes,
     metadata_add_set_remove,
+    metadata_edits_all_or_nothing,
     find_by_name_glob,
     find_by_metadata,
     find_pages_with_cursor,
@@ -1432,6 +1433,46 @@ async fn metadata_add_set_remove(c: &SqlCatalog) {
     let z = c.get_node(&p("/z")).await.unwrap().unwrap();
     c.add_avu(z.id, &avu("site", "lrz")).await.unwrap();
     assert_eq!(c.list_avus(z.id).await.unwrap(), vec![avu("site", "lrz")]);
+}
+
+async fn metadata_edits_all_or_nothing(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let n = c
+        .register_object(&obj("/z/f", admin, disk, "k"))
+        .await
+        .unwrap()
+        .node;
+    let adds: Vec<MetaEdit> = (0..1200)
+        .map(|i| MetaEdit::Add(avu(&format!("a{i:04}"), "v")))
+        .collect();
+    c.edit_avus(n.id, &adds).await.unwrap();
+    assert_eq!(c.list_avus(n.id).await.unwrap().len(), 1200);
+    let rm = |attr: &str| MetaEdit::Remove {
+        attr: attr.into(),
+        value: None,
+    };
+    // Each kind of failure at the end undoes the edits before it.
+    for failing in [
+        MetaEdit::Add(avu("a0002", "v")),
+        rm("never-set"),
+        MetaEdit::Set(avu("", "x")),
+    ] {
+        let edits = [
+            MetaEdit::Set(avu("a0000", "changed")),
+            rm("a0001"),
+            failing.clone(),
+        ];
+        assert!(c.edit_avus(n.id, &edits).await.is_err(), "{failing:?}");
+        let now = c.list_avus(n.id).await.unwrap();
+        assert_eq!(now.len(), 1200, "{failing:?}");
+        assert_eq!(now[0], avu("a0000", "v"), "{failing:?}");
+    }
+    c.edit_avus(n.id, &[MetaEdit::Set(avu("a0000", "changed")), rm("a0001")])
+        .await
+        .unwrap();
+    let now = c.list_avus(n.id).await.unwrap();
+    assert_eq!((now.len(), &now[0]), (1199, &avu("a0000", "changed")));
+    assert_eq!(code(c.edit_avus(424242, &[rm("x")]).await), ErrorCode::NotFound);
 }
 
 async fn find_by_name_glob(c: &SqlCatalog) {

@@ -137,6 +137,16 @@ impl Client {
             .await
     }
 
+    /// Several edits of one node in one request, applied all or none.
+    pub async fn meta_edit_many(&self, path: &LogicalPath, ops: Vec<MetaRequest>) -> Result<(), ClientError> {
+        let batch = weft_types::wire::MetaBatch { ops };
+        self.empty(
+            self.request(Method::PATCH, self.path_url("meta", path))
+                .json(&batch),
+        )
+        .await
+    }
+
     /// One page of a search.
     pub async fn find(
         &self,

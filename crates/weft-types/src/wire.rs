@@ -207,6 +207,16 @@ pub struct AvuWire {
     pub unit: String,
 }
 
+/// `PATCH /meta/{path}`: several edits of one node, applied in order, all or none.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MetaBatch {
+    /// 1 to [`META_BATCH_MAX`] edits.
+    pub ops: Vec<MetaRequest>,
+}
+
+/// Most edits in one `PATCH /meta/{path}`.
+pub const META_BATCH_MAX: usize = 10_000;
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct MetaRequest {
     /// `add`, `set` or `rm`.

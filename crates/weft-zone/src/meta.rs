@@ -2,33 +2,40 @@
 
 use crate::namespace::MAX_PAGE;
 use crate::{Caller, Zone};
-use weft_catalog::{Avu, FindQuery, Node};
+use weft_catalog::{Avu, FindQuery, MetaEdit, Node};
 use weft_types::meta::validate_avu_part;
 use weft_types::{Error, LogicalPath, NodeKind, Permission};
 
-pub enum MetaEdit {
-    Add(Avu),
-    Set(Avu),
-    Remove { attr: String, value: Option<String> },
-}
-
 impl Zone {
     pub async fn edit_meta(&self, caller: &Caller, path: &LogicalPath, edit: MetaEdit) -> Result<(), Error> {
+        self.edit_meta_many(caller, path, vec![edit]).await
+    }
+
+    /// Applies `edits` in order, all or none: one catalog transaction, so a thousand
+    /// attributes cost one request and one commit (seeds/003 §IV-B's bulk metadata).
+    pub async fn edit_meta_many(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        edits: Vec<MetaEdit>,
+    ) -> Result<(), Error> {
         let node = self.node(path).await?;
         self.require(caller, path, Permission::Write).await?;
-        match edit {
-            MetaEdit::Add(avu) => {
-                self.validate(node.id, &avu, true).await?;
-                self.catalog.add_avu(node.id, &avu).await
-            }
-            MetaEdit::Set(avu) => {
-                self.validate(node.id, &avu, false).await?;
-                self.catalog.set_avu(node.id, &avu).await
-            }
-            MetaEdit::Remove { attr, value } => {
-                self.catalog.remove_avu(node.id, &attr, value.as_deref()).await
-            }
+        for (i, e) in edits.iter().enumerate() {
+            let checked = match e {
+                MetaEdit::Add(avu) => self.validate(node.id, avu, true).await,
+                MetaEdit::Set(avu) => self.validate(node.id, avu, false).await,
+                MetaEdit::Remove { .. } => Ok(()),
+            };
+            checked.map_err(|err| at_edit(err, i, edits.len()))?;
         }
+        self.catalog.edit_avus(node.id, &edits).await.map_err(|err| {
+            if edits.len() > 1 {
+                Error::new(err.code, format!("{}; nothing was changed", err.message))
+            } else {
+                err
+            }
+        })
     }
 
     pub async fn list_meta(&self, caller: &Caller, path: &LogicalPath) -> Result<Vec<Avu>, Error> {
@@ -110,4 +117,19 @@ impl Zone {
         }
         Ok(())
     }
+}
+
+/// Names the edit an error is about when there are several.
+fn at_edit(err: Error, index: usize, count: usize) -> Error {
+    if count == 1 {
+        return err;
+    }
+    Error::new(
+        err.code,
+        format!(
+            "edit {} of {count}: {}; nothing was changed",
+            index + 1,
+            err.message
+        ),
+    )
 }

@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
-use weft_types::wire::{AvuWire, MetaRequest, NodeStat, Page};
+use weft_types::wire::{AvuWire, MetaBatch, MetaRequest, NodeStat, Page, META_BATCH_MAX};
 use weft_types::{ErrorCode, LogicalPath, MetaCondition, NodeKind};
 use weft_zone::{Avu, FindQuery, MetaEdit};
 
@@ -33,12 +33,50 @@ pub async fn edit(
     PathParam(p): PathParam,
     WireJson(r): WireJson<MetaRequest>,
 ) -> ApiResult<StatusCode> {
+    s.zone.edit_meta(&c, &p, to_edit(&r)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(patch, path = "/api/v1/meta/{path}", tag = "metadata", params(("path" = String, Path)),
+    request_body = MetaBatch,
+    responses((status = 204, description = "every edit applied"),
+        (status = 409, body = weft_types::wire::ErrorBody, description = "one edit failed (its number is in the message); nothing changed")))]
+pub async fn edit_many(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    PathParam(p): PathParam,
+    WireJson(b): WireJson<MetaBatch>,
+) -> ApiResult<StatusCode> {
+    if b.ops.is_empty() || b.ops.len() > META_BATCH_MAX {
+        return Err(ApiError::new(
+            ErrorCode::InvalidArgument,
+            format!("a batch holds 1 to {META_BATCH_MAX} edits, not {}", b.ops.len()),
+        ));
+    }
+    let edits = b
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            to_edit(r).map_err(|e| {
+                ApiError::new(
+                    ErrorCode::InvalidArgument,
+                    format!("edit {}: {}", i + 1, e.0.message),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    s.zone.edit_meta_many(&c, &p, edits).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn to_edit(r: &MetaRequest) -> Result<MetaEdit, ApiError> {
     let need_value = || {
         r.value
             .clone()
             .ok_or_else(|| ApiError::new(ErrorCode::InvalidArgument, format!("`{}` needs a value", r.op)))
     };
-    let edit = match r.op.as_str() {
+    Ok(match r.op.as_str() {
         "add" => MetaEdit::Add(Avu {
             attr: r.attr.clone(),
             value: need_value()?,
@@ -59,9 +97,7 @@ pub async fn edit(
                 format!("unknown metadata op {other:?}; use add, set or rm"),
             ))
         }
-    };
-    s.zone.edit_meta(&c, &p, edit).await?;
-    Ok(StatusCode::NO_CONTENT)
+    })
 }
 
 #[utoipa::path(get, path = "/api/v1/find", tag = "metadata",

@@ -72,6 +72,7 @@ pub fn table() -> RouteTable {
         .add(M::POST, "/api/v1/checksum/{*path}", data::checksum)
         .add(M::GET, "/api/v1/meta/{*path}", meta::list)
         .add(M::POST, "/api/v1/meta/{*path}", meta::edit)
+        .add(M::PATCH, "/api/v1/meta/{*path}", meta::edit_many)
         .add(M::GET, "/api/v1/find", meta::find)
         .add(M::GET, "/api/v1/export/datacite/{*path}", meta::export_datacite)
         .add(M::GET, "/api/v1/users", admin::list_users)

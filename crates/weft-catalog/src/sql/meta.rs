@@ -4,7 +4,8 @@
 use super::policy::record_events;
 use super::rows::{self, NODE_COLS, NODE_FROM};
 use super::{affected, db, db_ctx, subtree_range, SqlCatalog};
-use crate::{Avu, Dialect, FindQuery, Node};
+use crate::{Avu, Dialect, FindQuery, MetaEdit, Node};
+use sqlx::{Any, Transaction};
 use weft_types::meta::{parse_number, validate_avu_part};
 use weft_types::{Error, ErrorCode, MetaCondition, MetaOp};
 
@@ -33,58 +34,124 @@ fn what(node_id: i64, avu: &Avu) -> String {
 }
 
 pub(super) async fn add_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(), Error> {
-    validate(avu)?;
-    // One statement: insert unless the same triple is there. (Large values rule out a unique
-    // index over the triple on PostgreSQL.)
-    let mut tx = c.begin_write().await?;
-    let r = sqlx::query(
-        "INSERT INTO avus (node_id, attr, value, unit, value_num) \
-         SELECT $1, $2, $3, $4, CASE WHEN $6 THEN $5 END \
-         WHERE NOT EXISTS (SELECT 1 FROM avus WHERE node_id = $1 AND attr = $2 AND value = $3 AND unit = $4)",
-    )
-    .bind(node_id)
-    .bind(&avu.attr)
-    .bind(&avu.value)
-    .bind(&avu.unit)
-    .bind(number(&avu.value).0)
-    .bind(number(&avu.value).1)
-    .execute(&mut *tx)
-    .await
-    .map_err(|e| db_ctx(e, what(node_id, avu)))?;
-    if affected(r) == 0 {
-        return Err(Error::new(
-            ErrorCode::AlreadyExists,
-            format!("{} already exists", what(node_id, avu)),
-        ));
-    }
-    record_events(&mut tx, "meta", &[(node_id, Some(&avu.attr))]).await?;
-    tx.commit().await.map_err(db)
+    edit_avus(c, node_id, &[MetaEdit::Add(avu.clone())]).await
 }
 
 pub(super) async fn set_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(), Error> {
-    validate(avu)?;
+    edit_avus(c, node_id, &[MetaEdit::Set(avu.clone())]).await
+}
+
+pub(super) async fn remove_avu(
+    c: &SqlCatalog,
+    node_id: i64,
+    attr: &str,
+    value: Option<&str>,
+) -> Result<(), Error> {
+    let edit = MetaEdit::Remove {
+        attr: attr.to_owned(),
+        value: value.map(str::to_owned),
+    };
+    edit_avus(c, node_id, &[edit]).await
+}
+
+/// The edits in one transaction, each recorded as a `meta` event of its attribute.
+pub(super) async fn edit_avus(c: &SqlCatalog, node_id: i64, edits: &[MetaEdit]) -> Result<(), Error> {
+    for e in edits {
+        if let MetaEdit::Add(avu) | MetaEdit::Set(avu) = e {
+            validate(avu)?;
+        }
+    }
     let mut tx = c.begin_write().await?;
-    sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2")
-        .bind(node_id)
-        .bind(&avu.attr)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    sqlx::query(
-        "INSERT INTO avus (node_id, attr, value, unit, value_num) \
-         VALUES ($1, $2, $3, $4, CASE WHEN $6 THEN $5 END)",
-    )
-    .bind(node_id)
-    .bind(&avu.attr)
-    .bind(&avu.value)
-    .bind(&avu.unit)
-    .bind(number(&avu.value).0)
-    .bind(number(&avu.value).1)
-    .execute(&mut *tx)
-    .await
-    .map_err(|e| db_ctx(e, what(node_id, avu)))?;
-    record_events(&mut tx, "meta", &[(node_id, Some(&avu.attr))]).await?;
+    for e in edits {
+        apply(&mut tx, node_id, e).await?;
+    }
+    let attrs: Vec<(i64, Option<&str>)> = edits
+        .iter()
+        .map(|e| match e {
+            MetaEdit::Add(a) | MetaEdit::Set(a) => (node_id, Some(a.attr.as_str())),
+            MetaEdit::Remove { attr, .. } => (node_id, Some(attr.as_str())),
+        })
+        .collect();
+    record_events(&mut tx, "meta", &attrs).await?;
     tx.commit().await.map_err(db)
+}
+
+async fn apply(tx: &mut Transaction<'static, Any>, node_id: i64, edit: &MetaEdit) -> Result<(), Error> {
+    match edit {
+        MetaEdit::Add(avu) => {
+            // One statement: insert unless the same triple is there. (Large values rule out
+            // a unique index over the triple on PostgreSQL.)
+            let r = sqlx::query(
+                "INSERT INTO avus (node_id, attr, value, unit, value_num) \
+                 SELECT $1, $2, $3, $4, CASE WHEN $6 THEN $5 END \
+                 WHERE NOT EXISTS (SELECT 1 FROM avus WHERE node_id = $1 AND attr = $2 AND value = $3 AND unit = $4)",
+            )
+            .bind(node_id)
+            .bind(&avu.attr)
+            .bind(&avu.value)
+            .bind(&avu.unit)
+            .bind(number(&avu.value).0)
+            .bind(number(&avu.value).1)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| db_ctx(e, what(node_id, avu)))?;
+            if affected(r) == 0 {
+                return Err(Error::new(
+                    ErrorCode::AlreadyExists,
+                    format!("{} already exists", what(node_id, avu)),
+                ));
+            }
+        }
+        MetaEdit::Set(avu) => {
+            sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2")
+                .bind(node_id)
+                .bind(&avu.attr)
+                .execute(&mut **tx)
+                .await
+                .map_err(db)?;
+            sqlx::query(
+                "INSERT INTO avus (node_id, attr, value, unit, value_num) \
+                 VALUES ($1, $2, $3, $4, CASE WHEN $6 THEN $5 END)",
+            )
+            .bind(node_id)
+            .bind(&avu.attr)
+            .bind(&avu.value)
+            .bind(&avu.unit)
+            .bind(number(&avu.value).0)
+            .bind(number(&avu.value).1)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| db_ctx(e, what(node_id, avu)))?;
+        }
+        MetaEdit::Remove { attr, value } => {
+            let r = match value {
+                Some(v) => {
+                    sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2 AND value = $3")
+                        .bind(node_id)
+                        .bind(attr)
+                        .bind(v)
+                        .execute(&mut **tx)
+                        .await
+                }
+                None => {
+                    sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2")
+                        .bind(node_id)
+                        .bind(attr)
+                        .execute(&mut **tx)
+                        .await
+                }
+            }
+            .map_err(db)?;
+            if affected(r) == 0 {
+                let what = match value {
+                    Some(v) => format!("metadata {attr}={v} on node {node_id}"),
+                    None => format!("metadata {attr} on node {node_id}"),
+                };
+                return Err(Error::not_found(what));
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(), Error> {
@@ -125,42 +192,6 @@ pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(),
         items.iter().map(|(n, a)| (*n, a.attr.as_str())).collect();
     let changed: Vec<(i64, Option<&str>)> = changed.into_iter().map(|(n, a)| (n, Some(a))).collect();
     record_events(&mut tx, "meta", &changed).await?;
-    tx.commit().await.map_err(db)
-}
-
-pub(super) async fn remove_avu(
-    c: &SqlCatalog,
-    node_id: i64,
-    attr: &str,
-    value: Option<&str>,
-) -> Result<(), Error> {
-    let mut tx = c.begin_write().await?;
-    let r = match value {
-        Some(v) => {
-            sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2 AND value = $3")
-                .bind(node_id)
-                .bind(attr)
-                .bind(v)
-                .execute(&mut *tx)
-                .await
-        }
-        None => {
-            sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2")
-                .bind(node_id)
-                .bind(attr)
-                .execute(&mut *tx)
-                .await
-        }
-    }
-    .map_err(db)?;
-    if affected(r) == 0 {
-        let what = match value {
-            Some(v) => format!("metadata {attr}={v} on node {node_id}"),
-            None => format!("metadata {attr} on node {node_id}"),
-        };
-        return Err(Error::not_found(what));
-    }
-    record_events(&mut tx, "meta", &[(node_id, Some(attr))]).await?;
     tx.commit().await.map_err(db)
 }
 

@@ -19,10 +19,10 @@ mod transfers;
 mod zones;
 
 use crate::{
-    AclEntry, Avu, Catalog, CopyPlace, Dialect, FindQuery, NewObject, NewPolicyTask, NewReplica, NewResource,
-    Node, NodeEvent, PeerZone, PidRecord, PolicyRuleRecord, PolicyTask, Principal, PrincipalKind, QosRecord,
-    Registered, RemoteReplica, Removed, Replica, Resource, StagingArea, TokenRecord, TransferCounts,
-    TransferFile, TransferRecord,
+    AclEntry, Avu, Catalog, CopyPlace, Dialect, FindQuery, MetaEdit, NewObject, NewPolicyTask, NewReplica,
+    NewResource, Node, NodeEvent, PeerZone, PidRecord, PolicyRuleRecord, PolicyTask, Principal,
+    PrincipalKind, QosRecord, Registered, RemoteReplica, Removed, Replica, Resource, StagingArea,
+    TokenRecord, TransferCounts, TransferFile, TransferRecord,
 };
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyQueryResult};
@@ -631,6 +631,9 @@ impl Catalog for SqlCatalog {
     }
     async fn remove_avu(&self, node_id: i64, attr: &str, value: Option<&str>) -> Result<(), Error> {
         meta::remove_avu(self, node_id, attr, value).await
+    }
+    async fn edit_avus(&self, node_id: i64, edits: &[MetaEdit]) -> Result<(), Error> {
+        meta::edit_avus(self, node_id, edits).await
     }
     async fn list_avus(&self, node_id: i64) -> Result<Vec<Avu>, Error> {
         meta::list_avus(self, node_id).await
