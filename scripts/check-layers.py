@@ -21,7 +21,9 @@ ALLOWED = {
     "weft-zone": {"weft-types", "weft-catalog", "weft-storage", "weft-policy", "weft-transfer", "weft-client"},
     "weft-api": {"weft-types", "weft-zone", "weft-client"},
     "weft-client": {"weft-types"},
-    "weft": {"weft-types", "weft-api", "weft-zone", "weft-client"},
+    # The benchmarks are a client like any other.
+    "weft-bench": {"weft-types", "weft-client"},
+    "weft": {"weft-types", "weft-api", "weft-zone", "weft-client", "weft-bench"},
     "weft-testkit": set(),
 }
 ONLY = {"opendal": "weft-storage", "sqlx": "weft-catalog"}

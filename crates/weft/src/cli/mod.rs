@@ -2,6 +2,7 @@
 //! through the server crates, so the CLI works against any zone, local or remote.
 
 mod auth;
+mod bench;
 mod config;
 mod data;
 mod export;
@@ -90,16 +91,22 @@ pub enum Command {
     Staging(staging::StagingArgs),
     /// The zone itself: version and background workers.
     Zone(zone::ZoneArgs),
+    /// Measure a zone as seeds/003 and seeds/002 did (stages, parallel files, directories,
+    /// file sizes, the per-file cost model) and write JSON, CSV, SVG plots and a Markdown
+    /// report. Without --zone, measures a zone of its own, started and removed for the run.
+    Bench(bench::BenchArgs),
 }
 
 /// Runs one client command; the error carries the exit code.
 pub async fn run(global: Global, cmd: Command) -> Result {
-    if let Command::Login(args) = cmd {
-        return auth::login(args, global.quiet).await;
-    }
+    let cmd = match cmd {
+        Command::Login(args) => return auth::login(args, global.quiet).await,
+        Command::Bench(args) => return bench::bench(args, global.quiet).await,
+        cmd => cmd,
+    };
     let ctx = Ctx::from_environment(global.quiet)?;
     match cmd {
-        Command::Login(_) => unreachable!("handled above"),
+        Command::Login(_) | Command::Bench(_) => unreachable!("handled above"),
         Command::Whoami(a) => auth::whoami(&ctx, a).await,
         Command::Mkdir(a) => namespace::mkdir(&ctx, a).await,
         Command::Put(a) => data::put(&ctx, a).await,

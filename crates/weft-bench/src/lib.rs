@@ -1,0 +1,11 @@
+//! `weft bench`: measures a zone the way seeds/003 and seeds/002 measured iRODS and Globus,
+//! through the REST API like any client, and writes what it found as JSON, CSV, SVG plots
+//! and a Markdown report.
+
+pub mod bench;
+pub mod model;
+pub mod plot;
+pub mod report;
+pub mod run;
+pub mod scenarios;
+pub mod stats;

@@ -1,0 +1,265 @@
+//! `weft bench`: runs the benchmark scenarios against a zone of its own (started from this
+//! binary with embedded defaults, stopped at the end) or against `--zone URL`, and writes
+//! the report. The bench talks to either only over the REST API.
+
+use super::output::{self, Failure, Result, EXIT_FAILURE, EXIT_USAGE};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weft_bench::bench::{Bench, BenchError, Options, Progress};
+use weft_bench::report::ZoneUnderTest;
+use weft_bench::scenarios::Scenario;
+use weft_client::Client;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Scenarios to run: stages, parallel, directory, sizes, metadata, catalog-stress, model
+    /// [default: all].
+    #[arg(value_name = "SCENARIO")]
+    scenarios: Vec<String>,
+    /// Measure this zone (token from WEFT_TOKEN or `weft login`) instead of starting one.
+    #[arg(long, value_name = "URL")]
+    zone: Option<String>,
+    /// Where to write report.json, results.csv, the SVG plots and report.md
+    /// [default: ./weft-bench-<unix time>].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// The small profile: few points and small files, two runs each (under two minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Measured runs per point, after a warm-up [default: 3, quick: 2].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    runs: Option<u32>,
+    /// Largest file a scenario writes, in MiB [default: 1024, quick: 4].
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    max_size_mib: Option<u64>,
+    /// The collection to work in; it must not exist: the bench creates it and removes it
+    /// with everything it wrote [default: <home>/weft-bench-<run id>].
+    #[arg(long, value_name = "COLLECTION")]
+    scratch: Option<String>,
+    /// Print the report as JSON on stdout when done.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
+    let scenarios = args
+        .scenarios
+        .iter()
+        .map(|s| {
+            Scenario::parse(s).ok_or_else(|| {
+                let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
+                Failure::usage(format!("unknown scenario {s:?}; there are: {}", names.join(", ")))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let out = args.out.unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        PathBuf::from(format!("weft-bench-{now}"))
+    });
+    let work = tempfile_dir()?;
+    let (url, token, embedded) = match &args.zone {
+        Some(url) => {
+            let file = super::config::load(&super::config::path()?)?;
+            let s = super::config::resolve(Some(url.clone()), std::env::var("WEFT_TOKEN").ok(), file)?;
+            (s.url, s.token, None)
+        }
+        None => {
+            let zone = EmbeddedZone::start(&work.join("zone")).await?;
+            (zone.url.clone(), Some(zone.token.clone()), Some(zone))
+        }
+    };
+    let client = Client::new(&url, token.clone()).map_err(|e| Failure::from(e).context("--zone"))?;
+    let health = client
+        .health()
+        .await
+        .map_err(|e| Failure::from(e).context(&url))?;
+    let opts = Options {
+        quick: args.quick,
+        runs: args.runs.unwrap_or(if args.quick { 2 } else { 3 }),
+        max_size: args.max_size_mib.unwrap_or(if args.quick { 4 } else { 1024 }) << 20,
+        local_dir: work.clone(),
+        scratch: match &args.scratch {
+            Some(s) => Some(
+                weft_types::LogicalPath::parse(s)
+                    .map_err(|e| Failure::usage(format!("--scratch: {}", e.message)))?,
+            ),
+            None => None,
+        },
+    };
+    let progress = Arc::new(Steps::new(quiet));
+    let bench = Bench::open(&url, token, opts, progress.clone())
+        .await
+        .map_err(failure)?;
+    let zone = ZoneUnderTest {
+        url: url.clone(),
+        name: health.zone,
+        embedded: embedded.is_some(),
+        catalog: if embedded.is_some() {
+            "SQLite (embedded default)".into()
+        } else {
+            "as configured".into()
+        },
+    };
+    let started = Instant::now();
+    let result = weft_bench::run::run(bench, &scenarios, zone).await;
+    progress.bar.finish_and_clear();
+    drop(embedded);
+    let _ = std::fs::remove_dir_all(&work);
+    let report = result.map_err(failure)?;
+    let written = report
+        .write(&out)
+        .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("{}: {e}", out.display())))?;
+    if args.json {
+        output::print_json(&report)?;
+    }
+    if !quiet {
+        eprintln!(
+            "weft bench: {} scenarios in {:.0} s; report in {} ({} files)",
+            report.scenarios.len(),
+            started.elapsed().as_secs_f64(),
+            out.join("report.md").display(),
+            written.len()
+        );
+        for f in &report.models {
+            eprintln!(
+                "  model {}: t0 {:.2} ms, R {}, S0 {:.3} s, r {:.3}",
+                f.route,
+                f.t0_s * 1e3,
+                weft_bench::report::rate(f.rate_bytes_per_s),
+                f.s0_s,
+                f.pearson_r
+            );
+        }
+    }
+    Ok(())
+}
+
+fn failure(e: BenchError) -> Failure {
+    match e {
+        BenchError::Client(c) => Failure::from(c),
+        BenchError::Refused(m) => Failure::new(EXIT_USAGE, "refused", m),
+        BenchError::Local(m) => Failure::new(EXIT_FAILURE, "bench", m),
+    }
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let d = std::env::temp_dir().join(format!("weft-bench-work-{}", std::process::id()));
+    std::fs::create_dir_all(&d)
+        .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("{}: {e}", d.display())))?;
+    Ok(d)
+}
+
+/// A spinner with the current step on a terminal, a line per step otherwise.
+struct Steps {
+    bar: ProgressBar,
+    lines: bool,
+}
+
+impl Steps {
+    fn new(quiet: bool) -> Steps {
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let bar = if quiet || !terminal {
+            ProgressBar::hidden()
+        } else {
+            let b = ProgressBar::new_spinner();
+            b.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}").expect("valid template"),
+            );
+            b.enable_steady_tick(Duration::from_millis(200));
+            b
+        };
+        Steps {
+            bar,
+            lines: !quiet && !terminal,
+        }
+    }
+}
+
+impl Progress for Steps {
+    fn step(&self, scenario: &str, what: &str, done: u64, total: u64) {
+        let msg = format!("{scenario}: {what} ({}/{total})", done + 1);
+        if self.lines {
+            eprintln!("weft bench: {msg}");
+        }
+        self.bar.set_message(msg);
+    }
+}
+
+/// `weft serve` with embedded defaults on a free loopback port, stopped when dropped.
+struct EmbeddedZone {
+    child: Child,
+    url: String,
+    token: String,
+}
+
+impl EmbeddedZone {
+    async fn start(dir: &Path) -> Result<EmbeddedZone> {
+        let fail = |m: String| Failure::new(EXIT_FAILURE, "embedded_zone", m);
+        let exe = std::env::current_exe().map_err(|e| fail(format!("cannot find this binary: {e}")))?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| fail(format!("no free port on 127.0.0.1: {e}")))?
+            .port();
+        std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+        let log = std::fs::File::create(dir.join("zone.log")).map_err(|e| fail(e.to_string()))?;
+        let child = Command::new(exe)
+            .args([
+                "serve",
+                "--zone",
+                "bench",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(dir.join("data"))
+            .env_remove("WEFT_CONFIG")
+            .env_remove("WEFT_CATALOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| fail(format!("cannot start weft serve: {e}")))?;
+        let mut zone = EmbeddedZone {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            token: String::new(),
+        };
+        let client = Client::new(&zone.url, None).map_err(Failure::from)?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if client.health().await.is_ok() {
+                break;
+            }
+            if let Ok(Some(status)) = zone.child.try_wait() {
+                return Err(fail(format!(
+                    "weft serve exited ({status}); its log: {}",
+                    dir.join("zone.log").display()
+                )));
+            }
+            if Instant::now() > deadline {
+                return Err(fail("weft serve did not answer within 60 s".into()));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let token_file = dir.join("data").join("admin.token");
+        zone.token = std::fs::read_to_string(&token_file)
+            .map_err(|e| fail(format!("{}: {e}", token_file.display())))?
+            .trim()
+            .to_string();
+        Ok(zone)
+    }
+}
+
+impl Drop for EmbeddedZone {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,152 @@
+//! `weft bench`: the quick profile end to end against a zone of its own (the report's
+//! structure and a finite, positive model; never timings), and against an existing zone,
+//! where it leaves nothing behind and refuses a collection it did not create.
+
+#[path = "cli_support.rs"]
+mod cli_support;
+
+use cli_support::Zone;
+use serde_json::Value;
+
+fn finite(v: &Value) -> f64 {
+    let x = v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    assert!(x.is_finite(), "{v}");
+    x
+}
+
+#[test]
+fn quick_profile_writes_a_complete_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    let config = dir.path().join("config");
+    let mut cmd = cli_support::clean_command(dir.path(), &config);
+    let run = cli_support::run(cmd.args(["bench", "--quick", "--json", "--out"]).arg(&out)).ok();
+    let report = run.json();
+    let on_disk: Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report, on_disk);
+    assert_eq!(report["profile"], "quick");
+    assert_eq!(report["zone"]["embedded"], true);
+    assert!(report["machine"]["cpus"].as_u64().unwrap() >= 1);
+
+    let names: Vec<&str> = report["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "stages",
+            "parallel",
+            "directory",
+            "sizes",
+            "metadata",
+            "catalog-stress",
+            "model"
+        ]
+    );
+    let mut rows = 0;
+    for s in report["scenarios"].as_array().unwrap() {
+        assert!(!s["series"].as_array().unwrap().is_empty(), "{s}");
+        for series in s["series"].as_array().unwrap() {
+            let points = series["points"].as_array().unwrap();
+            assert!(!points.is_empty(), "{series}");
+            for p in points {
+                let (min, median, max) = (finite(&p["min"]), finite(&p["median"]), finite(&p["max"]));
+                assert!(0.0 <= min && min <= median && median <= max, "{p}");
+                assert_eq!(p["runs"].as_array().unwrap().len(), 2, "{p}");
+                rows += 1;
+            }
+        }
+    }
+
+    // The model: each fitted route an object with these fields, finite, costs positive
+    // (S0 may be zero: noise on a short transfer can make its least-squares value negative,
+    // and a cost is held at zero rather than reported below it).
+    let models = report["models"].as_array().unwrap();
+    assert_eq!(models.len(), 1, "{models:?}");
+    let m = &models[0];
+    assert_eq!(m["route"], "local-put");
+    assert!(finite(&m["t0_s"]) > 0.0, "{m}");
+    assert!(finite(&m["rate_bytes_per_s"]) > 0.0, "{m}");
+    assert!(finite(&m["s0_s"]) >= 0.0, "{m}");
+    let r = finite(&m["pearson_r"]);
+    assert!(r > 0.0 && r <= 1.0, "{m}");
+    assert!(finite(&m["held_out"]["predicted_s"]) > 0.0, "{m}");
+
+    // CSV: a header and one row per point; plots and the Markdown report beside it.
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.starts_with("scenario,series,x_label,x,y_label,median,min,max,runs\n"));
+    assert_eq!(csv.lines().count(), rows + 1);
+    let svgs: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+        .collect();
+    assert!(svgs.len() >= 5, "{svgs:?}");
+    for svg in &svgs {
+        let text = std::fs::read_to_string(svg).unwrap();
+        assert!(
+            text.starts_with("<svg") && text.contains("<polyline"),
+            "{}",
+            svg.display()
+        );
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| local-put |"), "{md}");
+    for svg in &svgs {
+        assert!(md.contains(svg.file_name().unwrap().to_str().unwrap()), "{md}");
+    }
+}
+
+#[test]
+fn an_existing_zone_keeps_nothing_and_foreign_collections_are_refused() {
+    let z = Zone::start();
+    let before = z.weft(&["ls", "--json", "/testz/home/admin"]).ok().stdout;
+    let out = z.work().join("report");
+    z.weft(&[
+        "bench",
+        "--quick",
+        "--quiet",
+        "--zone",
+        &z.url,
+        "--out",
+        out.to_str().unwrap(),
+        "sizes",
+    ])
+    .ok();
+    let report: Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["zone"]["embedded"], false);
+    assert_eq!(report["scenarios"].as_array().unwrap().len(), 1);
+    assert_eq!(z.weft(&["ls", "--json", "/testz/home/admin"]).ok().stdout, before);
+
+    // A collection that exists is someone's: the bench neither writes to it nor removes it.
+    z.weft(&["mkdir", "/testz/home/admin/mine"]).ok();
+    let local = z.work().join("keep.txt");
+    std::fs::write(&local, b"keep me").unwrap();
+    z.weft(&[
+        "put",
+        "--quiet",
+        local.to_str().unwrap(),
+        "/testz/home/admin/mine/keep.txt",
+    ])
+    .ok();
+    let run = z
+        .weft(&[
+            "bench",
+            "--quick",
+            "--zone",
+            &z.url,
+            "--scratch",
+            "/testz/home/admin/mine",
+            "sizes",
+        ])
+        .fails(2, "refused");
+    assert!(run.stderr.contains("/testz/home/admin/mine"), "{}", run.stderr);
+    let listing = z.weft(&["ls", "/testz/home/admin/mine"]).ok().stdout;
+    assert_eq!(listing.trim(), "keep.txt");
+
+    z.weft(&["bench", "--quick", "--zone", &z.url, "no-such-scenario"])
+        .fails(2, "usage");
+}
