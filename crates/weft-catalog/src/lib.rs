@@ -666,6 +666,9 @@ pub trait Catalog: Send + Sync + 'static {
     /// Every replica, here and in other zones, of the given data objects (a few queries,
     /// however many ids), ordered by node id.
     async fn copy_places(&self, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error>;
+    /// The nodes of `ids` that exist, each with its metadata, in id order (two queries per
+    /// thousand ids: the policy engine reads an event batch with it).
+    async fn nodes_with_avus(&self, ids: &[i64]) -> Result<Vec<(Node, Vec<Avu>)>, Error>;
 }
 
 /// Opens (creating if needed) and migrates the catalog at `url`: `sqlite://FILE` or

@@ -105,6 +105,7 @@ conformance!(
     pids_follow_moves_and_outlive_nodes,
     metadata_add_set_remove,
     metadata_edits_all_or_nothing,
+    nodes_with_their_metadata_in_one_read,
     find_by_name_glob,
     find_by_metadata,
     find_pages_with_cursor,
@@ -1473,6 +1474,39 @@ async fn metadata_edits_all_or_nothing(c: &SqlCatalog) {
     let now = c.list_avus(n.id).await.unwrap();
     assert_eq!((now.len(), &now[0]), (1199, &avu("a0000", "changed")));
     assert_eq!(code(c.edit_avus(424242, &[rm("x")]).await), ErrorCode::NotFound);
+}
+
+async fn nodes_with_their_metadata_in_one_read(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let mut ids = Vec::new();
+    for i in 0..1500 {
+        let n = c
+            .register_object(&obj(&format!("/z/f{i}"), admin, disk, &format!("k{i}")))
+            .await
+            .unwrap()
+            .node;
+        if i % 500 == 0 {
+            c.add_avu(n.id, &avu("b", "2")).await.unwrap();
+            c.add_avu(n.id, &avu("a", "1")).await.unwrap();
+        }
+        ids.push(n.id);
+    }
+    // Unknown ids are left out, duplicates answered once, in id order, across chunks.
+    let mut asked = ids.clone();
+    asked.extend([424242, ids[3]]);
+    asked.reverse();
+    let got = c.nodes_with_avus(&asked).await.unwrap();
+    assert_eq!(got.iter().map(|(n, _)| n.id).collect::<Vec<_>>(), ids);
+    for (i, (n, avus)) in got.iter().enumerate() {
+        assert_eq!(n.path.as_str(), format!("/z/f{i}"));
+        let want = if i % 500 == 0 {
+            vec![avu("a", "1"), avu("b", "2")]
+        } else {
+            vec![]
+        };
+        assert_eq!(avus, &want, "{i}");
+    }
+    assert!(c.nodes_with_avus(&[]).await.unwrap().is_empty());
 }
 
 async fn find_by_name_glob(c: &SqlCatalog) {

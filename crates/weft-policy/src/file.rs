@@ -246,7 +246,12 @@ impl PolicySet {
 
     /// The rules `event` on the object fires, in file order.
     pub fn fired<'a>(&'a self, event: &Event, object: &ObjectFacts<'_>) -> Vec<&'a Rule> {
-        self.rules.iter().filter(|r| r.fires(event, object)).collect()
+        with_components(object.path, |comps| {
+            self.rules
+                .iter()
+                .filter(|r| r.fires_split(event, object, comps))
+                .collect()
+        })
     }
 }
 
@@ -519,16 +524,27 @@ fn check_glob(g: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `*` and `?` within one component.
+/// `*` and `?` within one component. Runs once per rule and component for every event, so
+/// literal components compare directly and ASCII ones without allocating.
 fn component_matches(pat: &str, s: &str) -> bool {
+    if !pat.contains(['*', '?']) {
+        return pat == s;
+    }
+    if pat.is_ascii() && s.is_ascii() {
+        return wildcard(pat.as_bytes(), s.as_bytes(), b'*', b'?');
+    }
     let (p, t): (Vec<char>, Vec<char>) = (pat.chars().collect(), s.chars().collect());
-    // Classic two-pointer wildcard match with backtracking to the last `*`: linear-ish.
+    wildcard(&p, &t, '*', '?')
+}
+
+/// Classic two-pointer wildcard match with backtracking to the last `*`: linear-ish.
+fn wildcard<T: Copy + PartialEq>(p: &[T], t: &[T], star_sym: T, one: T) -> bool {
     let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
     while j < t.len() {
-        if i < p.len() && (p[i] == '?' || p[i] == t[j]) {
+        if i < p.len() && (p[i] == one || p[i] == t[j]) {
             i += 1;
             j += 1;
-        } else if i < p.len() && p[i] == '*' {
+        } else if i < p.len() && p[i] == star_sym {
             star = Some(i);
             mark = j;
             i += 1;
@@ -540,20 +556,56 @@ fn component_matches(pat: &str, s: &str) -> bool {
             return false;
         }
     }
-    p[i..].iter().all(|c| *c == '*')
+    p[i..].iter().all(|c| *c == star_sym)
 }
 
 /// Whether the logical path `path` matches the glob; a trailing `**` needs at least one
 /// component (`/a/**` is what is inside `/a`, not `/a` itself).
-pub(crate) fn glob_matches(glob: &str, path: &str) -> bool {
-    let pat: Vec<&str> = glob.trim_start_matches('/').split('/').collect();
-    let comps: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+#[cfg(test)]
+fn glob_matches(glob: &str, path: &str) -> bool {
+    with_components(path, |comps| glob_matches_split(glob, comps))
+}
+
+/// `f` of the components of `path`, split once (on the stack for up to 64 of them): the
+/// path is matched against every rule of every event.
+fn with_components<R>(path: &str, f: impl FnOnce(&[&str]) -> R) -> R {
+    let path = path.trim_start_matches('/');
+    let mut buf = [""; 64];
+    let mut n = 0;
+    for c in path.split('/') {
+        if n == buf.len() {
+            return f(&path.split('/').collect::<Vec<_>>());
+        }
+        buf[n] = c;
+        n += 1;
+    }
+    f(&buf[..n])
+}
+
+fn glob_matches_split(glob: &str, comps: &[&str]) -> bool {
+    let glob = glob.trim_start_matches('/');
+    if !glob.split('/').any(|c| c == "**") {
+        // Without `**` the components pair up one to one.
+        let mut n = 0;
+        for p in glob.split('/') {
+            match comps.get(n) {
+                Some(c) if component_matches(p, c) => n += 1,
+                _ => return false,
+            }
+        }
+        return n == comps.len();
+    }
+    if comps.len() < 63 {
+        return globstar_bits(glob, comps);
+    }
+    let pat: Vec<&str> = glob.split('/').collect();
     // reach[j]: the pattern components so far can match the first j path components. One
     // pass per pattern component: O(pattern × path) whatever the wildcards.
     let mut reach = vec![false; comps.len() + 1];
+    let mut next = vec![false; comps.len() + 1];
     reach[0] = true;
     for (i, p) in pat.iter().enumerate() {
-        let mut next = vec![false; comps.len() + 1];
+        next[0] = false;
         if *p == "**" {
             // Only a trailing `**` needs a component: `/a/**` is below `/a`, not `/a` itself.
             let least = usize::from(i + 1 == pat.len());
@@ -569,15 +621,51 @@ pub(crate) fn glob_matches(glob: &str, path: &str) -> bool {
                 next[j] = reach[j - 1] && component_matches(p, comps[j - 1]);
             }
         }
-        reach = next;
+        std::mem::swap(&mut reach, &mut next);
     }
     reach[comps.len()]
+}
+
+/// The matcher above for paths under 63 components, with the `reach` row as the bits of
+/// one word: no allocation.
+fn globstar_bits(glob: &str, comps: &[&str]) -> bool {
+    let depth = comps.len();
+    let all: u64 = (1u64 << (depth + 1)) - 1;
+    let mut reach: u64 = 1;
+    let mut pat = glob.split('/').peekable();
+    while let Some(p) = pat.next() {
+        reach = if p == "**" {
+            // Every j at or after the first reachable one (after it, for a trailing `**`).
+            let from = if pat.peek().is_none() { reach << 1 } else { reach };
+            if from == 0 {
+                0
+            } else {
+                !((from & from.wrapping_neg()) - 1)
+            }
+        } else {
+            let mut next = 0u64;
+            for (j, c) in comps.iter().enumerate() {
+                if reach & (1 << j) != 0 && component_matches(p, c) {
+                    next |= 1 << (j + 1);
+                }
+            }
+            next
+        } & all;
+        if reach == 0 {
+            return false;
+        }
+    }
+    reach & (1 << depth) != 0
 }
 
 impl Rule {
     /// Whether the trigger answers `event` (`Tick` only schedule rules; `MetadataSet` only
     /// metadata rules for that attribute or any) and the condition holds.
     pub fn fires(&self, event: &Event, object: &ObjectFacts<'_>) -> bool {
+        with_components(object.path, |comps| self.fires_split(event, object, comps))
+    }
+
+    fn fires_split(&self, event: &Event, object: &ObjectFacts<'_>, comps: &[&str]) -> bool {
         let answers = match (&self.trigger, event) {
             (Trigger::Created, Event::Created) => true,
             (Trigger::Metadata { attr }, Event::MetadataSet { attr: set }) => {
@@ -586,16 +674,20 @@ impl Rule {
             (Trigger::Schedule { .. }, Event::Tick) => true,
             _ => false,
         };
-        answers && self.condition.matches(object)
+        answers && self.condition.matches_split(object, comps)
     }
 }
 
 impl Condition {
     pub fn matches(&self, object: &ObjectFacts<'_>) -> bool {
+        with_components(object.path, |comps| self.matches_split(object, comps))
+    }
+
+    fn matches_split(&self, object: &ObjectFacts<'_>, comps: &[&str]) -> bool {
         // Whole seconds, rounded down: `age >= older_than` and `age < younger_than` both
         // stay exact when the limits are whole seconds.
         let age_s = object.now_ms.saturating_sub(object.created_ms).max(0) as u64 / 1000;
-        self.path.as_ref().is_none_or(|g| glob_matches(g, object.path))
+        self.path.as_ref().is_none_or(|g| glob_matches_split(g, comps))
             && self.min_size.is_none_or(|m| object.size >= m)
             && self.max_size.is_none_or(|m| object.size <= m)
             && self.zone.as_ref().is_none_or(|z| z == object.zone)
@@ -726,6 +818,17 @@ mod tests {
                 reference(&pat, &comps),
                 "{glob} on {path}"
             );
+        }
+    }
+
+    #[test]
+    fn deep_paths_match_on_both_sides_of_the_word_limit() {
+        for depth in [61, 62, 63, 64, 100] {
+            let path = format!("/{}/x.h5", vec!["d"; depth - 1].join("/"));
+            assert!(glob_matches("/d/**/*.h5", &path), "{depth}");
+            assert!(glob_matches("/**", &path), "{depth}");
+            assert!(!glob_matches("/d/**/d", &path), "{depth}");
+            assert!(!glob_matches("/e/**", &path), "{depth}");
         }
     }
 

@@ -100,28 +100,34 @@ impl Zone {
         }
         let now = now_ms();
         let mut tasks = Vec::new();
-        let mut written = false;
-        for ev in &events {
-            written |= ev.kind == "written";
-            if rules.is_empty() {
-                continue;
-            }
+        let written = events.iter().any(|e| e.kind == "written");
+        // The nodes and their metadata for the whole batch at once: two queries, not two
+        // per event (which made the engine lag seconds behind a put -r of 1,000 files).
+        let ids: Vec<i64> = events.iter().map(|e| e.node_id).collect();
+        let nodes = if rules.is_empty() {
+            Vec::new()
+        } else {
+            self.catalog.nodes_with_avus(&ids).await?
+        };
+        for ev in events.iter().filter(|_| !rules.is_empty()) {
             let event = match ev.kind.as_str() {
                 "written" => Event::Created,
                 _ => Event::MetadataSet {
                     attr: ev.attr.clone().unwrap_or_default(),
                 },
             };
-            let Some(node) = self.catalog.get_node_by_id(ev.node_id).await? else {
+            let Ok(i) = nodes.binary_search_by_key(&ev.node_id, |(n, _)| n.id) else {
                 continue;
             };
+            let (node, avus) = &nodes[i];
             if node.kind != NodeKind::Object {
                 continue;
             }
-            let meta = self.meta_pairs(node.id).await?;
-            let facts = crate::policy::facts(&node, &meta, now);
+            let meta: Vec<(String, String)> =
+                avus.iter().map(|a| (a.attr.clone(), a.value.clone())).collect();
+            let facts = crate::policy::facts(node, &meta, now);
             for rule in rules.iter().filter(|r| r.fires(&event, &facts)) {
-                tasks.extend(tasks_for(rule, &node, now)?);
+                tasks.extend(tasks_for(rule, node, now)?);
             }
         }
         if written {

@@ -715,6 +715,9 @@ impl Catalog for SqlCatalog {
     async fn set_qos_status(&self, id: i64, status: &str, reason: &str, at: Millis) -> Result<(), Error> {
         policy::set_qos_status(self, id, status, reason, at).await
     }
+    async fn nodes_with_avus(&self, ids: &[i64]) -> Result<Vec<(Node, Vec<Avu>)>, Error> {
+        policy::nodes_with_avus(self, ids).await
+    }
     async fn copy_places(&self, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error> {
         policy::copy_places(self, node_ids).await
     }

@@ -1,9 +1,9 @@
 //! The policy engine's state: events recorded with each change, loaded rules, the tasks
 //! they queue, QoS requirements, and where the copies of many objects are.
 
-use super::rows::{get, path};
+use super::rows::{self, get, path, NODE_COLS, NODE_FROM};
 use super::{affected, db, db_ctx, now_ms, placeholders, SqlCatalog};
-use crate::{CopyPlace, NewPolicyTask, NodeEvent, PolicyRuleRecord, PolicyTask, QosRecord};
+use crate::{Avu, CopyPlace, NewPolicyTask, Node, NodeEvent, PolicyRuleRecord, PolicyTask, QosRecord};
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, ReplicaState, ResourceName, ZoneName};
@@ -373,6 +373,44 @@ pub(super) async fn set_qos_status(
         return Err(Error::not_found(format_args!("QoS requirement {id}")));
     }
     Ok(())
+}
+
+// --- what an event batch is about ------------------------------------------------------
+
+pub(super) async fn nodes_with_avus(c: &SqlCatalog, ids: &[i64]) -> Result<Vec<(Node, Vec<Avu>)>, Error> {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out: Vec<(Node, Vec<Avu>)> = Vec::new();
+    for chunk in ids.chunks(IDS_PER_STATEMENT) {
+        let marks = placeholders(1, chunk.len());
+        let nodes = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.id IN ({marks}) ORDER BY n.id");
+        let avus = format!(
+            "SELECT node_id, attr, value, unit FROM avus WHERE node_id IN ({marks}) \
+             ORDER BY node_id, attr, value, unit"
+        );
+        let (mut qn, mut qa) = (sqlx::query(&nodes), sqlx::query(&avus));
+        for id in chunk {
+            qn = qn.bind(*id);
+            qa = qa.bind(*id);
+        }
+        let first = out.len();
+        for row in qn.fetch_all(c.pool()).await.map_err(db)? {
+            out.push((rows::node(&row)?, Vec::new()));
+        }
+        for row in qa.fetch_all(c.pool()).await.map_err(db)? {
+            let node_id: i64 = get(&row, 0)?;
+            let avu = Avu {
+                attr: get(&row, 1)?,
+                value: get(&row, 2)?,
+                unit: get(&row, 3)?,
+            };
+            if let Ok(i) = out[first..].binary_search_by_key(&node_id, |(n, _)| n.id) {
+                out[first + i].1.push(avu);
+            }
+        }
+    }
+    Ok(out)
 }
 
 // --- where copies are -----------------------------------------------------------------
