@@ -648,9 +648,10 @@ pub trait Catalog: Send + Sync + 'static {
         state: &str,
         limit: u32,
     ) -> Result<Vec<PolicyTask>, Error>;
-    /// Writes state, transfer id, due, attempts and error (and stamps `updated`).
-    /// Errors: `not_found`.
-    async fn update_policy_task(&self, t: &PolicyTask) -> Result<(), Error>;
+    /// Writes each task's state, transfer id, due, attempts and error (and stamps `updated`),
+    /// all in one transaction. Tasks that are gone (their rule was removed meanwhile) are
+    /// skipped; returns how many were written.
+    async fn update_policy_tasks(&self, tasks: &[PolicyTask]) -> Result<u64, Error>;
     /// Tasks per (rule, state), by rule then state.
     async fn policy_task_counts(&self) -> Result<Vec<(String, String, u64)>, Error>;
 

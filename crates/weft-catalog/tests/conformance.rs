@@ -2260,7 +2260,7 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
     // Waiting for a transfer: still open, not due.
     t.state = "waiting".into();
     t.transfer_id = Some("t1,t2".into());
-    c.update_policy_task(&t).await.unwrap();
+    assert_eq!(c.update_policy_tasks(&[t.clone()]).await.unwrap(), 1);
     assert_eq!(
         c.add_policy_tasks(&[new_task("r", 1, "mint", 1)]).await.unwrap(),
         0
@@ -2274,7 +2274,7 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
     t.state = "failed".into();
     t.attempts = 3;
     t.error = Some("storage_error: disk full".into());
-    c.update_policy_task(&t).await.unwrap();
+    assert_eq!(c.update_policy_tasks(&[t.clone()]).await.unwrap(), 1);
     let failed = c.policy_tasks(Some("r"), "failed", 10).await.unwrap();
     assert_eq!((failed.len(), failed[0].attempts), (1, 3));
     assert_eq!(failed[0].error.as_deref(), Some("storage_error: disk full"));
@@ -2285,7 +2285,11 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
     );
     let mut gone = t.clone();
     gone.id += 10_000;
-    assert_eq!(code(c.update_policy_task(&gone).await), ErrorCode::NotFound);
+    // A task that is gone is skipped; the others in the batch are written.
+    t.error = Some("storage_error: disk still full".into());
+    assert_eq!(c.update_policy_tasks(&[gone, t.clone()]).await.unwrap(), 1);
+    let failed = c.policy_tasks(Some("r"), "failed", 10).await.unwrap();
+    assert_eq!(failed[0].error.as_deref(), Some("storage_error: disk still full"));
     assert_eq!(
         c.policy_task_counts().await.unwrap(),
         [

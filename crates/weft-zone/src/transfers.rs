@@ -206,6 +206,9 @@ impl Zone {
                 tracing::warn!(transfer = %id, error = %e, "transfer interrupted");
             }
             zone.running.flags.lock().expect("not poisoned").remove(&id);
+            // Policy tasks may be waiting for this transfer: settle them now, not at the
+            // engine's next tick.
+            zone.wake_policies(false);
         });
         true
     }

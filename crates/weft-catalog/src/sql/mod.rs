@@ -697,8 +697,8 @@ impl Catalog for SqlCatalog {
     ) -> Result<Vec<PolicyTask>, Error> {
         policy::tasks(self, rule, state, limit).await
     }
-    async fn update_policy_task(&self, t: &PolicyTask) -> Result<(), Error> {
-        policy::update_task(self, t).await
+    async fn update_policy_tasks(&self, tasks: &[PolicyTask]) -> Result<u64, Error> {
+        policy::update_tasks(self, tasks).await
     }
     async fn policy_task_counts(&self) -> Result<Vec<(String, String, u64)>, Error> {
         policy::task_counts(self).await

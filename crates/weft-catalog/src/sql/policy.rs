@@ -281,25 +281,32 @@ pub(super) async fn tasks(
     rows.map_err(db)?.iter().map(task).collect()
 }
 
-pub(super) async fn update_task(c: &SqlCatalog, t: &PolicyTask) -> Result<(), Error> {
-    let r = sqlx::query(
-        "UPDATE policy_tasks SET state = $1, transfer_id = $2, due = $3, attempts = $4, error = $5, \
-         updated = $6 WHERE id = $7",
-    )
-    .bind(t.state.as_str())
-    .bind(t.transfer_id.as_deref())
-    .bind(t.due)
-    .bind(i64::from(t.attempts))
-    .bind(t.error.as_deref())
-    .bind(now_ms())
-    .bind(t.id)
-    .execute(c.pool())
-    .await
-    .map_err(|e| db_ctx(e, format!("policy task {}", t.id)))?;
-    if affected(r) == 0 {
-        return Err(Error::not_found(format_args!("policy task {}", t.id)));
+pub(super) async fn update_tasks(c: &SqlCatalog, tasks: &[PolicyTask]) -> Result<u64, Error> {
+    if tasks.is_empty() {
+        return Ok(0);
     }
-    Ok(())
+    let now = now_ms();
+    let mut written = 0;
+    let mut tx = c.begin_write().await?;
+    for t in tasks {
+        let r = sqlx::query(
+            "UPDATE policy_tasks SET state = $1, transfer_id = $2, due = $3, attempts = $4, error = $5, \
+             updated = $6 WHERE id = $7",
+        )
+        .bind(t.state.as_str())
+        .bind(t.transfer_id.as_deref())
+        .bind(t.due)
+        .bind(i64::from(t.attempts))
+        .bind(t.error.as_deref())
+        .bind(now)
+        .bind(t.id)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db_ctx(e, format!("policy task {}", t.id)))?;
+        written += affected(r);
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(written)
 }
 
 pub(super) async fn task_counts(c: &SqlCatalog) -> Result<Vec<(String, String, u64)>, Error> {
