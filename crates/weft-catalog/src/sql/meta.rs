@@ -76,22 +76,34 @@ pub(super) async fn edit_avus(c: &SqlCatalog, node_id: i64, edits: &[MetaEdit]) 
     tx.commit().await.map_err(db)
 }
 
+/// `sql` with $1..$6 bound to the node, the AVU and its numeric reading.
+fn insert_avu<'q>(
+    sql: &'q str,
+    node_id: i64,
+    avu: &'q Avu,
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    let (num, is_num) = number(&avu.value);
+    sqlx::query(sql)
+        .bind(node_id)
+        .bind(avu.attr.as_str())
+        .bind(avu.value.as_str())
+        .bind(avu.unit.as_str())
+        .bind(num)
+        .bind(is_num)
+}
+
 async fn apply(tx: &mut Transaction<'static, Any>, node_id: i64, edit: &MetaEdit) -> Result<(), Error> {
     match edit {
         MetaEdit::Add(avu) => {
             // One statement: insert unless the same triple is there. (Large values rule out
             // a unique index over the triple on PostgreSQL.)
-            let r = sqlx::query(
+            let r = insert_avu(
                 "INSERT INTO avus (node_id, attr, value, unit, value_num) \
                  SELECT $1, $2, $3, $4, CASE WHEN $6 THEN $5 END \
                  WHERE NOT EXISTS (SELECT 1 FROM avus WHERE node_id = $1 AND attr = $2 AND value = $3 AND unit = $4)",
+                node_id,
+                avu,
             )
-            .bind(node_id)
-            .bind(&avu.attr)
-            .bind(&avu.value)
-            .bind(&avu.unit)
-            .bind(number(&avu.value).0)
-            .bind(number(&avu.value).1)
             .execute(&mut **tx)
             .await
             .map_err(|e| db_ctx(e, what(node_id, avu)))?;
@@ -109,16 +121,12 @@ async fn apply(tx: &mut Transaction<'static, Any>, node_id: i64, edit: &MetaEdit
                 .execute(&mut **tx)
                 .await
                 .map_err(db)?;
-            sqlx::query(
+            insert_avu(
                 "INSERT INTO avus (node_id, attr, value, unit, value_num) \
                  VALUES ($1, $2, $3, $4, CASE WHEN $6 THEN $5 END)",
+                node_id,
+                avu,
             )
-            .bind(node_id)
-            .bind(&avu.attr)
-            .bind(&avu.value)
-            .bind(&avu.unit)
-            .bind(number(&avu.value).0)
-            .bind(number(&avu.value).1)
             .execute(&mut **tx)
             .await
             .map_err(|e| db_ctx(e, what(node_id, avu)))?;
