@@ -23,6 +23,14 @@ pub struct Options {
     pub local_dir: PathBuf,
     /// The scratch collection to create [default: `<home>/weft-bench-<run id>`].
     pub scratch: Option<LogicalPath>,
+    /// A collection in a federated zone; the zone-to-zone route writes to a scratch
+    /// collection the bench creates below it. `None`: that route is not measured.
+    pub peer: Option<LogicalPath>,
+    /// A `file:///dir` staging area of the zone, on this machine; the staging route writes
+    /// below it into a directory the bench creates and removes. `None`: not measured.
+    pub staging: Option<String>,
+    /// Objects the catalog-growth scenario ingests in all.
+    pub growth_objects: u64,
 }
 
 /// Reports progress: the scenario, what it measures now, and how far it is.
@@ -47,6 +55,10 @@ pub struct Bench {
     pub scratch: LogicalPath,
     pub run_id: String,
     pub progress: Arc<dyn Progress>,
+    /// The scratch collection in the federated zone of `--peer`.
+    pub peer_scratch: Option<LogicalPath>,
+    /// The staging route's destination: its URL and the directory on this machine.
+    pub staging: Option<(String, PathBuf)>,
     local: PathBuf,
 }
 
@@ -80,27 +92,55 @@ impl Bench {
                 .and_then(|home| home.join(&format!("weft-bench-{run_id}")))
                 .map_err(|e| BenchError::Local(e.message))?,
         };
-        match client.mkdir(&scratch, false).await {
-            Ok(_) => {}
-            Err(e) if e.code() == "already_exists" => {
-                return Err(BenchError::Refused(format!(
-                    "{scratch} exists and was not created by this run; weft bench only writes to a \
-                     collection it creates"
-                )))
+        // Checked before anything is created: a refusal leaves nothing behind.
+        let staging = match &opts.staging {
+            Some(url) => {
+                let dir = url
+                    .strip_prefix("file://")
+                    .filter(|d| d.starts_with('/') && Path::new(d).is_dir())
+                    .ok_or_else(|| {
+                        BenchError::Refused(format!(
+                            "--staging {url}: the staging route needs a file:///dir area whose \
+                             directory is on this machine (the bench removes what it wrote)"
+                        ))
+                    })?;
+                let name = format!("weft-bench-{run_id}");
+                Some((
+                    format!("{}/{name}", url.trim_end_matches('/')),
+                    Path::new(dir).join(&name),
+                ))
             }
-            Err(e) => return Err(e.into()),
+            None => None,
+        };
+        if let Some((_, dir)) = &staging {
+            std::fs::create_dir(dir).map_err(|e| BenchError::Local(format!("{}: {e}", dir.display())))?;
         }
-        client
-            .meta_edit(
-                &scratch,
-                &MetaRequest {
-                    op: "set".into(),
-                    attr: MARK.into(),
-                    value: Some(run_id.clone()),
-                    unit: String::new(),
-                },
-            )
-            .await?;
+        let undo_staging = || {
+            if let Some((_, dir)) = &staging {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        };
+        if let Err(e) = create_marked(&client, &scratch, &run_id).await {
+            undo_staging();
+            return Err(e);
+        }
+        let peer_scratch = match &opts.peer {
+            Some(root) => {
+                let made = match root.join(&format!("weft-bench-{run_id}")) {
+                    Ok(p) => create_marked(&client, &p, &run_id).await.map(|()| p),
+                    Err(e) => Err(BenchError::Local(e.message)),
+                };
+                match made {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        let _ = client.remove(&scratch, true).await;
+                        undo_staging();
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         let local = opts.local_dir.join(format!("weft-bench-{run_id}"));
         std::fs::create_dir_all(&local)
             .map_err(|e| BenchError::Local(format!("{}: {e}", local.display())))?;
@@ -112,6 +152,8 @@ impl Bench {
             scratch,
             run_id,
             progress,
+            peer_scratch,
+            staging,
             local,
         })
     }
@@ -120,15 +162,15 @@ impl Bench {
     /// the local files.
     pub async fn close(self) -> Result<(), BenchError> {
         let _ = std::fs::remove_dir_all(&self.local);
-        let marks = self.client.meta_list(&self.scratch).await?;
-        if !marks.iter().any(|a| a.attr == MARK && a.value == self.run_id) {
-            return Err(BenchError::Refused(format!(
-                "{} no longer carries this run's mark ({MARK}={}); left in place",
-                self.scratch, self.run_id
-            )));
+        if let Some((_, dir)) = &self.staging {
+            let _ = std::fs::remove_dir_all(dir);
         }
-        self.client.remove(&self.scratch, true).await?;
-        Ok(())
+        let peer = match &self.peer_scratch {
+            Some(p) => remove_marked(&self.client, p, &self.run_id).await,
+            None => Ok(()),
+        };
+        remove_marked(&self.client, &self.scratch, &self.run_id).await?;
+        peer
     }
 
     /// A path below the scratch collection.
@@ -163,6 +205,45 @@ impl Bench {
         }
         Ok(out)
     }
+}
+
+/// Creates `coll` and marks it with the run id. Refuses an existing one: the bench writes and
+/// removes only what it created.
+async fn create_marked(client: &Client, coll: &LogicalPath, run_id: &str) -> Result<(), BenchError> {
+    match client.mkdir(coll, false).await {
+        Ok(_) => {}
+        Err(e) if e.code() == "already_exists" => {
+            return Err(BenchError::Refused(format!(
+                "{coll} exists and was not created by this run; weft bench only writes to a \
+                 collection it creates"
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    }
+    client
+        .meta_edit(
+            coll,
+            &MetaRequest {
+                op: "set".into(),
+                attr: MARK.into(),
+                value: Some(run_id.to_string()),
+                unit: String::new(),
+            },
+        )
+        .await?;
+    Ok(())
+}
+
+/// Removes `coll` after checking it still carries this run's mark.
+async fn remove_marked(client: &Client, coll: &LogicalPath, run_id: &str) -> Result<(), BenchError> {
+    let marks = client.meta_list(coll).await?;
+    if !marks.iter().any(|a| a.attr == MARK && a.value == run_id) {
+        return Err(BenchError::Refused(format!(
+            "{coll} no longer carries this run's mark ({MARK}={run_id}); left in place"
+        )));
+    }
+    client.remove(coll, true).await?;
+    Ok(())
 }
 
 /// Seconds `fut` took, with its result.

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod model;
+pub mod peers;
 pub mod plot;
 pub mod report;
 pub mod run;

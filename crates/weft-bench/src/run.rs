@@ -34,6 +34,7 @@ pub async fn run(bench: Bench, scenarios: &[Scenario], zone: ZoneUnderTest) -> R
             Ok(o) => {
                 report.scenarios.push(o.result);
                 report.models.extend(o.fits);
+                report.peers.extend(o.peers);
             }
             Err(e) => {
                 failure = Some(BenchError::Local(format!("scenario {}: {e}", s.name())));

@@ -3,12 +3,13 @@
 
 use crate::bench::{timed, write_file, Bench, BenchError};
 use crate::model::{self, Fit, Sample};
-use crate::report::{ScenarioResult, Series};
+use crate::report::{PeerComparison, ScenarioResult, Series};
 use bytes::Bytes;
 use futures::StreamExt;
 use std::time::Instant;
-use weft_client::wire::MetaRequest;
-use weft_client::{Client, GetOptions, PutOptions, DEFAULT_CONCURRENCY};
+use weft_client::plan::{AUTO_STREAMS, DEFAULT_PIECE_SIZE};
+use weft_client::wire::{MetaRequest, TransferRequest};
+use weft_client::{Client, FindParams, GetOptions, PutOptions, DEFAULT_CONCURRENCY};
 use weft_types::{Checksum, LogicalPath};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,13 +20,17 @@ pub enum Scenario {
     Sizes,
     Metadata,
     CatalogStress,
+    Growth,
     Model,
+    Streams,
+    Peers,
 }
 
 /// What a scenario produced: its section of the report and, for `model`, the fits.
 pub struct Outcome {
     pub result: ScenarioResult,
     pub fits: Vec<Fit>,
+    pub peers: Vec<PeerComparison>,
 }
 
 const KIB: u64 = 1 << 10;
@@ -33,14 +38,17 @@ const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
 impl Scenario {
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 10] = [
         Scenario::Stages,
         Scenario::Parallel,
         Scenario::Directory,
         Scenario::Sizes,
         Scenario::Metadata,
         Scenario::CatalogStress,
+        Scenario::Growth,
         Scenario::Model,
+        Scenario::Streams,
+        Scenario::Peers,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,7 +59,10 @@ impl Scenario {
             Scenario::Sizes => "sizes",
             Scenario::Metadata => "metadata",
             Scenario::CatalogStress => "catalog-stress",
+            Scenario::Growth => "growth",
             Scenario::Model => "model",
+            Scenario::Streams => "streams",
+            Scenario::Peers => "peers",
         }
     }
 
@@ -67,7 +78,10 @@ impl Scenario {
             Scenario::Sizes => "File-size sweep",
             Scenario::Metadata => "User metadata: parallel requests against one bulk request",
             Scenario::CatalogStress => "Catalog stress: parallel metadata requests",
+            Scenario::Growth => "Catalog growth: ingest rate as the catalog grows",
             Scenario::Model => "Per-file cost model",
+            Scenario::Streams => "Piece size and streams of one large file",
+            Scenario::Peers => "Against other tools on this machine",
         }
     }
 
@@ -79,13 +93,17 @@ impl Scenario {
             Scenario::Sizes => "seeds/003 §IV-A4",
             Scenario::Metadata => "seeds/003 §IV-B",
             Scenario::CatalogStress => "seeds/003 §IV-C1",
+            Scenario::Growth => "seeds/003 §IV-C2",
             Scenario::Model => "seeds/002 §5.2",
+            Scenario::Streams => "seeds/000 §5 (buffer and stream sweeps)",
+            Scenario::Peers => "cp + sync, iperf3, rclone (issues 2 and 3)",
         }
     }
 
     pub async fn run(self, b: &Bench) -> Result<Outcome, BenchError> {
         let started = Instant::now();
         let mut fits = Vec::new();
+        let mut peers = Vec::new();
         let (series, notes) = match self {
             Scenario::Stages => stages(b).await?,
             Scenario::Parallel => parallel(b).await?,
@@ -93,8 +111,15 @@ impl Scenario {
             Scenario::Sizes => sizes(b).await?,
             Scenario::Metadata => metadata(b).await?,
             Scenario::CatalogStress => catalog_stress(b).await?,
+            Scenario::Growth => growth(b).await?,
+            Scenario::Streams => streams(b).await?,
+            Scenario::Peers => {
+                let (series, notes, found) = crate::peers::compare(b).await?;
+                peers = found;
+                (series, notes)
+            }
             Scenario::Model => {
-                let (series, notes, fit) = local_put_model(b).await?;
+                let (series, notes, fit) = model_routes(b).await?;
                 fits.extend(fit);
                 (series, notes)
             }
@@ -109,6 +134,7 @@ impl Scenario {
                 seconds: started.elapsed().as_secs_f64(),
             },
             fits,
+            peers,
         })
     }
 }
@@ -527,9 +553,281 @@ async fn catalog_stress(b: &Bench) -> Result<Found, BenchError> {
     ))
 }
 
-/// seeds/002's model on the local-put route: a fixed total split into N files (N from 50 to
-/// 1000, 600 held out) and single files of several sizes, each put as `weft put -r` does.
-async fn local_put_model(b: &Bench) -> Result<(Vec<Series>, Vec<String>, Option<Fit>), BenchError> {
+/// The catalog growing to `--growth-objects` (1 M by default): objects of 1 KiB ingested in
+/// bundles, as `put -r` sends small files, in ten steps; each step's ingest rate, and the time
+/// of a `stat` and of an indexed `find` at that size (seeds/003 Fig. 7).
+async fn growth(b: &Bench) -> Result<Found, BenchError> {
+    let total = if b.opts.quick {
+        2_000
+    } else {
+        b.opts.growth_objects
+    };
+    let steps = 10u64;
+    let per_step = total.div_ceil(steps);
+    let x = "objects in the catalog";
+    let mut rate = Series::new("ingest", x, "files/s", true);
+    let mut stat = Series::new("stat", x, "seconds", true);
+    let mut find = Series::new("find by metadata", x, "seconds", true);
+    let root = b.path("growth")?;
+    b.client.mkdir(&root, true).await?;
+    let data = Bytes::from(vec![7u8; KIB as usize]);
+    let sum = Checksum::blake3(&blake3::hash(&data));
+    let bundle = 64u64;
+    let mut made = 0u64;
+    for step in 0..steps {
+        b.progress.step("growth", &format!("{made} objects"), step, steps);
+        let coll = root
+            .join(&format!("s{step}"))
+            .map_err(|e| BenchError::Local(e.message))?;
+        b.client.mkdir(&coll, false).await?;
+        // The step in `runs` slices, each timed: its spread is the spread of the point.
+        let slices = u64::from(b.opts.runs).max(1);
+        let mut rates = Vec::new();
+        for slice in 0..slices {
+            let n = per_step / slices + u64::from(slice < per_step % slices);
+            let base = slice * (per_step / slices + 1);
+            let batches: Vec<Vec<(LogicalPath, Bytes, Checksum)>> = (0..n)
+                .collect::<Vec<_>>()
+                .chunks(bundle as usize)
+                .map(|c| {
+                    c.iter()
+                        .map(|k| {
+                            let p = coll
+                                .join(&format!("f{}", base + k))
+                                .map_err(|e| BenchError::Local(e.message))?;
+                            Ok((p, data.clone(), sum.clone()))
+                        })
+                        .collect::<Result<Vec<_>, BenchError>>()
+                })
+                .collect::<Result<_, _>>()?;
+            let t = Instant::now();
+            let done: Vec<_> =
+                futures::stream::iter(batches.iter().map(|batch| b.client.put_bundle(batch, false)))
+                    .buffer_unordered(DEFAULT_CONCURRENCY)
+                    .collect()
+                    .await;
+            let s = t.elapsed().as_secs_f64();
+            for outcomes in done {
+                ok(
+                    outcomes?.iter().filter(|o| o.error.is_some()).count(),
+                    "growth bundle",
+                )?;
+            }
+            rates.push(n as f64 / s);
+        }
+        made += per_step;
+        // One tagged object per step, found again by metadata across the whole catalog.
+        let tagged = coll.join("f0").map_err(|e| BenchError::Local(e.message))?;
+        b.client
+            .meta_edit(&tagged, &avu("set", "weft.bench.step".into(), step.to_string()))
+            .await?;
+        let mut stats = Vec::new();
+        let mut finds = Vec::new();
+        for _ in 0..b.opts.runs {
+            stats.push(timed(b.client.stat(&tagged)).await?.0);
+            let query = FindParams {
+                root: root.clone(),
+                name: None,
+                meta: vec![format!("weft.bench.step={step}")],
+                kind: None,
+            };
+            let (s, found) = timed(b.client.find(&query, None, None)).await?;
+            ok(usize::from(found.items.len() != 1), "growth find")?;
+            finds.push(s);
+        }
+        rate.push(made as f64, &rates);
+        stat.push(made as f64, &stats);
+        find.push(made as f64, &finds);
+    }
+    b.client.remove(&root, true).await?;
+    Ok((
+        vec![rate, stat, find],
+        vec![format!(
+            "{total} objects of 1 KiB in 10 steps, sent in bundles of {bundle} ({DEFAULT_CONCURRENCY} in flight); \
+             --growth-objects sets the total (10000000 for seeds/003's largest catalog)."
+        )],
+    ))
+}
+
+/// seeds/000's sweeps for one large file put: piece size (the unit each stream sends and
+/// the zone checks) at the automatic stream count, and streams at the default piece size.
+async fn streams(b: &Bench) -> Result<Found, BenchError> {
+    // The smallest power of two at or above seeds/000's 10 MB, 100 MB, 1 GB and 10 GB files,
+    // and its 1, 10 and 100 MB buffers.
+    let (sizes, pieces, streams): (Vec<u64>, &[u64], &[usize]) = if b.opts.quick {
+        (capped(b, &[16 * MIB]), &[MIB, 8 * MIB], &[1, 4])
+    } else {
+        (
+            capped(b, &[16 * MIB, 128 * MIB, GIB, 16 * GIB]),
+            &[MIB, 16 * MIB, 128 * MIB],
+            &[1, 2, 4, 8],
+        )
+    };
+    let mut series = Vec::new();
+    let dir = b.local_dir("streams")?;
+    b.client.mkdir(&b.path("streams")?, true).await?;
+    let total = (sizes.len() * (pieces.len() + streams.len())) as u64;
+    let mut step = 0;
+    for &size in &sizes {
+        let local = dir.join(format!("f{size}"));
+        write_file(&local, size, size)?;
+        let mut by_piece = Series::new(
+            &format!("{}: piece size", human(size)),
+            "piece size (bytes)",
+            "MB/s",
+            true,
+        );
+        let mut by_streams = Series::new(&format!("{}: streams", human(size)), "streams", "MB/s", false);
+        let points = pieces
+            .iter()
+            .map(|&p| (Some(p), None))
+            .chain(streams.iter().map(|&s| (None, Some(s))));
+        for (piece, n) in points {
+            b.progress.step(
+                "streams",
+                &match (piece, n) {
+                    (Some(p), _) => format!("{} in pieces of {}", human(size), human(p)),
+                    (_, n) => format!("{} on {} streams", human(size), n.unwrap_or(0)),
+                },
+                step,
+                total,
+            );
+            step += 1;
+            let opts = PutOptions {
+                streams: n,
+                piece_size: piece,
+                ..PutOptions::default()
+            };
+            let runs = b
+                .measure(|run| {
+                    let (local, opts) = (&local, &opts);
+                    async move {
+                        let dest = b.path(&format!("streams/{size}-{run}"))?;
+                        let (s, _) = timed(b.client.put_file(local, &dest, opts)).await?;
+                        b.client.remove(&dest, false).await?;
+                        Ok(size as f64 / s / 1e6)
+                    }
+                })
+                .await?;
+            match (piece, n) {
+                (Some(p), _) => by_piece.push(p as f64, &runs),
+                (_, n) => by_streams.push(n.unwrap_or(0) as f64, &runs),
+            }
+        }
+        let _ = std::fs::remove_file(&local);
+        series.push(by_piece);
+        series.push(by_streams);
+    }
+    let mut notes = vec![format!(
+        "Piece sizes are powers of two (the zone hashes pieces as BLAKE3 subtrees): the smallest at \
+         or above seeds/000's 1, 10 and 100 MB. The piece sweep runs at the automatic stream count \
+         ({}), the streams sweep at the default piece size ({}).",
+        AUTO_STREAMS,
+        human(DEFAULT_PIECE_SIZE)
+    )];
+    if sizes.is_empty() {
+        notes.push(format!(
+            "No file size at or below --max-size-mib ({}): nothing measured.",
+            human(b.opts.max_size)
+        ));
+    }
+    Ok((series, notes))
+}
+
+/// A route of seeds/002's model: how a tree gets to where it is measured.
+#[derive(Debug, Clone, Copy)]
+enum Route {
+    /// `put -r` from this machine into the zone.
+    LocalPut,
+    /// A managed transfer from the zone to the federated zone of `--peer`.
+    ZoneToZone,
+    /// A managed transfer from the zone out to its `file://` staging area.
+    Staging,
+}
+
+impl Route {
+    fn name(self) -> &'static str {
+        match self {
+            Route::LocalPut => "local-put",
+            Route::ZoneToZone => "zone-to-zone",
+            Route::Staging => "staging",
+        }
+    }
+
+    /// Where run `run` of the tree `name` goes, unless the route is not set up.
+    fn destination(self, b: &Bench, name: &str, run: u32) -> Result<Option<String>, BenchError> {
+        let leaf = format!("{name}-{run}");
+        Ok(match self {
+            Route::LocalPut => Some(b.path(&format!("model/{leaf}"))?.to_string()),
+            Route::ZoneToZone => match &b.peer_scratch {
+                Some(p) => Some(
+                    p.join(&leaf)
+                        .map_err(|e| BenchError::Local(e.message))?
+                        .to_string(),
+                ),
+                None => None,
+            },
+            Route::Staging => b.staging.as_ref().map(|(url, _)| format!("{url}/{leaf}")),
+        })
+    }
+
+    /// Removes what run `run` wrote.
+    async fn clean(self, b: &Bench, name: &str, run: u32) -> Result<(), BenchError> {
+        let leaf = format!("{name}-{run}");
+        match self {
+            Route::LocalPut => b.client.remove(&b.path(&format!("model/{leaf}"))?, true).await?,
+            Route::ZoneToZone => {
+                if let Some(p) = &b.peer_scratch {
+                    let p = p.join(&leaf).map_err(|e| BenchError::Local(e.message))?;
+                    b.client.remove(&p, true).await?;
+                }
+            }
+            Route::Staging => {
+                if let Some((_, dir)) = &b.staging {
+                    let d = dir.join(&leaf);
+                    std::fs::remove_dir_all(&d)
+                        .map_err(|e| BenchError::Local(format!("{}: {e}", d.display())))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// seeds/002's model on each route that is set up: a fixed total split into N files (N from
+/// 50 to 1000, 600 held out) and single files of several sizes.
+async fn model_routes(b: &Bench) -> Result<(Vec<Series>, Vec<String>, Vec<Fit>), BenchError> {
+    let mut series = Vec::new();
+    let mut notes = Vec::new();
+    let mut fits = Vec::new();
+    for route in [Route::LocalPut, Route::ZoneToZone, Route::Staging] {
+        if route.destination(b, "probe", 0)?.is_none() {
+            notes.push(format!(
+                "{}: not measured ({})",
+                route.name(),
+                match route {
+                    Route::ZoneToZone => "pass --peer COLLECTION in a federated zone",
+                    _ => "pass --staging file:///DIR, a staging area of the zone on this machine",
+                }
+            ));
+            continue;
+        }
+        let (s, fit) = model_route(b, route).await?;
+        series.extend(s);
+        match fit {
+            Ok(f) => fits.push(f),
+            Err(e) => notes.push(format!("{}: no fit: {e}", route.name())),
+        }
+    }
+    notes.push(
+        "Transfers are timed from their submission to the end the zone records; local-put as \
+         `weft put -r` sees it."
+            .into(),
+    );
+    Ok((series, notes, fits))
+}
+
+async fn model_route(b: &Bench, route: Route) -> Result<(Vec<Series>, Result<Fit, String>), BenchError> {
     let (total, counts, held, singles): (u64, &[u64], u64, Vec<u64>) = if b.opts.quick {
         (4 * MIB, &[5, 10, 20, 40], 30, vec![MIB, 2 * MIB, 4 * MIB])
     } else {
@@ -541,20 +839,27 @@ async fn local_put_model(b: &Bench) -> Result<(Vec<Series>, Vec<String>, Option<
             vec![total / 8, total / 2, total],
         )
     };
-    let mut split_series = Series::new("fixed total, N files", "files (N)", "seconds", false);
-    let mut single_series = Series::new("one file", "file size (bytes)", "seconds", true);
+    let r = route.name();
+    let mut split_series = Series::new(
+        &format!("{r}: fixed total, N files"),
+        "files (N)",
+        "seconds",
+        false,
+    );
+    let mut single_series = Series::new(&format!("{r}: one file"), "file size (bytes)", "seconds", true);
     let mut split = Vec::new();
     let mut single = Vec::new();
     let mut held_out = None;
     let all: Vec<u64> = counts.iter().copied().chain([held]).collect();
+    let steps = (all.len() + singles.len()) as u64;
     for (i, &n) in all.iter().enumerate() {
         b.progress.step(
             "model",
-            &format!("{} as {n} files", human(total)),
+            &format!("{r}: {} as {n} files", human(total)),
             i as u64,
-            (all.len() + singles.len()) as u64,
+            steps,
         );
-        let runs = put_tree_runs(b, &format!("model-{n}"), n, total / n).await?;
+        let runs = route_runs(b, route, &format!("split-{n}"), n, total / n).await?;
         let s = crate::stats::Summary::of(&runs).expect("runs measured");
         let sample = Sample {
             files: n,
@@ -571,11 +876,11 @@ async fn local_put_model(b: &Bench) -> Result<(Vec<Series>, Vec<String>, Option<
     for (i, &size) in singles.iter().enumerate() {
         b.progress.step(
             "model",
-            &format!("one file of {}", human(size)),
+            &format!("{r}: one file of {}", human(size)),
             (all.len() + i) as u64,
-            (all.len() + singles.len()) as u64,
+            steps,
         );
-        let runs = put_tree_runs(b, &format!("single-{size}"), 1, size).await?;
+        let runs = route_runs(b, route, &format!("single-{size}"), 1, size).await?;
         single.push(Sample {
             files: 1,
             bytes: size,
@@ -583,42 +888,102 @@ async fn local_put_model(b: &Bench) -> Result<(Vec<Series>, Vec<String>, Option<
         });
         single_series.push(size as f64, &runs);
     }
-    let (fit, notes) = match model::fit("local-put", &split, &single, held_out) {
-        Ok(f) => (Some(f), vec![]),
-        Err(e) => (None, vec![format!("local-put: no fit: {e}")]),
-    };
-    Ok((vec![split_series, single_series], notes, fit))
+    let fit = model::fit(r, &split, &single, held_out).map_err(|e| e.to_string());
+    Ok((vec![split_series, single_series], fit))
 }
 
-/// Seconds of each measured `put -r` of `n` files of `size` bytes.
-async fn put_tree_runs(b: &Bench, name: &str, n: u64, size: u64) -> Result<Vec<f64>, BenchError> {
+/// Seconds of each measured run moving a tree of `n` files of `size` bytes along `route`.
+async fn route_runs(b: &Bench, route: Route, name: &str, n: u64, size: u64) -> Result<Vec<f64>, BenchError> {
     let dir = b.local_dir(name)?;
     for k in 0..n {
         write_file(&dir.join(format!("f{k:05}")), size, k ^ size)?;
     }
+    // Transfers start from the zone: the tree goes in once, unmeasured.
+    let source = b.path(&format!("model/src-{name}"))?;
+    if !matches!(route, Route::LocalPut) {
+        let report = b
+            .client
+            .put_tree(&dir, &source, DEFAULT_CONCURRENCY, &PutOptions::default())
+            .await?;
+        batch_ok(&report, "put -r")?;
+    }
     let runs = b
         .measure(|run| {
-            let dir = &dir;
+            let (dir, source) = (&dir, &source);
             async move {
-                let coll = b.path(&format!("model/{name}-{run}"))?;
-                let (s, report) =
-                    timed(
-                        b.client
-                            .put_tree(dir, &coll, DEFAULT_CONCURRENCY, &PutOptions::default()),
-                    )
-                    .await?;
-                batch_ok(&report, "put -r")?;
-                b.client.remove(&coll, true).await?;
+                let dest = route.destination(b, name, run)?.expect("route set up");
+                let s = match route {
+                    Route::LocalPut => {
+                        let coll = LogicalPath::parse(&dest).map_err(|e| BenchError::Local(e.message))?;
+                        put_tree_timed(b, dir, &coll).await?
+                    }
+                    _ => transfer(b, source.to_string(), dest).await?,
+                };
+                route.clean(b, name, run).await?;
                 Ok(s)
             }
         })
         .await?;
+    if !matches!(route, Route::LocalPut) {
+        b.client.remove(&source, true).await?;
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(runs)
 }
 
+/// Runs a managed transfer of `source` (recursive) to `dest`: seconds from its submission
+/// to the end the zone records.
+pub(crate) async fn transfer(b: &Bench, source: String, dest: String) -> Result<f64, BenchError> {
+    let t0 = std::time::SystemTime::now();
+    let mut t = b
+        .client
+        .start_transfer(&TransferRequest {
+            sources: vec![source],
+            destination: dest,
+            recursive: true,
+            sync: false,
+            verify: None,
+            streams: None,
+            concurrency: None,
+        })
+        .await?;
+    while t.state == "queued" || t.state == "active" {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        t = b.client.transfer(&t.id).await?;
+    }
+    if t.state != "succeeded" {
+        return Err(BenchError::Local(format!(
+            "transfer {} {}: {}",
+            t.id,
+            t.state,
+            t.error.unwrap_or_default()
+        )));
+    }
+    let start_ms = t0
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as i64;
+    Ok((t.finished.unwrap_or(start_ms) - start_ms).max(1) as f64 / 1000.0)
+}
+
+/// Seconds of a `put -r` of `dir` to `coll` with the default concurrency; fails unless
+/// every file arrived.
+pub(crate) async fn put_tree_timed(
+    b: &Bench,
+    dir: &std::path::Path,
+    coll: &LogicalPath,
+) -> Result<f64, BenchError> {
+    let (s, report) = timed(
+        b.client
+            .put_tree(dir, coll, DEFAULT_CONCURRENCY, &PutOptions::default()),
+    )
+    .await?;
+    batch_ok(&report, "put -r")?;
+    Ok(s)
+}
+
 /// A tree moved whole, or the first file that failed and why.
-fn batch_ok(report: &weft_client::BatchReport, what: &str) -> Result<(), BenchError> {
+pub(crate) fn batch_ok(report: &weft_client::BatchReport, what: &str) -> Result<(), BenchError> {
     match report.failures.first() {
         None if report.ok() => Ok(()),
         None => Err(BenchError::Local(format!(

@@ -230,7 +230,7 @@ fn print_next_steps(lrz: &Running, it4i: &Running, id: &str) {
     println!("  weft transfer start --dry-run -r /it4i/incoming/sample /lrz/home/admin/back");
 }
 
-fn random_hex(bytes: usize) -> anyhow::Result<String> {
+pub(crate) fn random_hex(bytes: usize) -> anyhow::Result<String> {
     use std::io::Read;
     let mut buf = vec![0u8; bytes];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;

@@ -1,6 +1,7 @@
 //! `weft bench`: the quick profile end to end against a zone of its own (the report's
-//! structure and a finite, positive model; never timings), and against an existing zone,
-//! where it leaves nothing behind and refuses a collection it did not create.
+//! structure, a finite, positive model on each route, every peer compared; never timings),
+//! and against an existing zone, where it leaves nothing behind and refuses a collection it
+//! did not create.
 
 #[path = "cli_support.rs"]
 mod cli_support;
@@ -20,6 +21,12 @@ fn quick_profile_writes_a_complete_report() {
     let out = dir.path().join("report");
     let config = dir.path().join("config");
     let mut cmd = cli_support::clean_command(dir.path(), &config);
+    // The peers as the test command installs them (rclone, MinIO; iperf3 from the system).
+    let path = std::env::join_paths(std::iter::once(weft_testkit::tools_dir().join("bin")).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    cmd.env("PATH", path);
     let run = cli_support::run(cmd.args(["bench", "--quick", "--json", "--out"]).arg(&out)).ok();
     let report = run.json();
     let on_disk: Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
@@ -43,7 +50,10 @@ fn quick_profile_writes_a_complete_report() {
             "sizes",
             "metadata",
             "catalog-stress",
-            "model"
+            "growth",
+            "model",
+            "streams",
+            "peers"
         ]
     );
     let mut rows = 0;
@@ -65,15 +75,50 @@ fn quick_profile_writes_a_complete_report() {
     // (S0 may be zero: noise on a short transfer can make its least-squares value negative,
     // and a cost is held at zero rather than reported below it).
     let models = report["models"].as_array().unwrap();
-    assert_eq!(models.len(), 1, "{models:?}");
-    let m = &models[0];
-    assert_eq!(m["route"], "local-put");
-    assert!(finite(&m["t0_s"]) > 0.0, "{m}");
-    assert!(finite(&m["rate_bytes_per_s"]) > 0.0, "{m}");
-    assert!(finite(&m["s0_s"]) >= 0.0, "{m}");
-    let r = finite(&m["pearson_r"]);
-    assert!(r > 0.0 && r <= 1.0, "{m}");
-    assert!(finite(&m["held_out"]["predicted_s"]) > 0.0, "{m}");
+    let routes: Vec<&str> = models.iter().map(|m| m["route"].as_str().unwrap()).collect();
+    assert_eq!(routes, ["local-put", "zone-to-zone", "staging"], "{models:?}");
+    for m in models {
+        assert!(finite(&m["t0_s"]) > 0.0, "{m}");
+        assert!(finite(&m["rate_bytes_per_s"]) > 0.0, "{m}");
+        assert!(finite(&m["s0_s"]) >= 0.0, "{m}");
+        let r = finite(&m["pearson_r"]);
+        assert!(r > 0.0 && r <= 1.0, "{m}");
+        assert!(finite(&m["held_out"]["predicted_s"]) > 0.0, "{m}");
+    }
+
+    // Every peer, each with weft's figure, the peer's, and a positive ratio.
+    let peers: Vec<(String, String)> = report["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert!(finite(&p["ratio"]) > 0.0, "{p}");
+            assert!(
+                finite(&p["weft"]["median"]) > 0.0 && finite(&p["other"]["median"]) > 0.0,
+                "{p}"
+            );
+            (
+                p["measurement"].as_str().unwrap().to_owned(),
+                p["peer"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let has = |m: &str, peer: &str| peers.iter().any(|(a, b)| a == m && b.starts_with(peer));
+    for (m, peer) in [
+        ("put of 16 MiB", "cp + sync"),
+        ("get of 16 MiB", "cp + sync"),
+        ("zone-to-zone transfer of 16 MiB", "cp + sync"),
+        ("put of 16 MiB", "iperf3"),
+        ("zone-to-zone transfer of 16 MiB", "iperf3"),
+        ("put -r of 200 x 64 KiB", "rclone copy to MinIO"),
+    ] {
+        assert!(has(m, peer), "{m} against {peer} missing: {peers:?}");
+    }
+
+    // Growth: the ingest rate at ten catalog sizes, the last the whole quick target.
+    let growth = &report["scenarios"][6]["series"][0]["points"];
+    assert_eq!(growth.as_array().unwrap().len(), 10, "{growth}");
+    assert_eq!(growth[9]["x"], 2000.0);
 
     // CSV: a header and one row per point; plots and the Markdown report beside it.
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
@@ -94,7 +139,14 @@ fn quick_profile_writes_a_complete_report() {
         );
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("| local-put |"), "{md}");
+    for route in [
+        "| local-put |",
+        "| zone-to-zone |",
+        "| staging |",
+        "| rclone copy to MinIO",
+    ] {
+        assert!(md.contains(route), "{route} missing from {md}");
+    }
     for svg in &svgs {
         assert!(md.contains(svg.file_name().unwrap().to_str().unwrap()), "{md}");
     }
@@ -149,4 +201,28 @@ fn an_existing_zone_keeps_nothing_and_foreign_collections_are_refused() {
 
     z.weft(&["bench", "--quick", "--zone", &z.url, "no-such-scenario"])
         .fails(2, "usage");
+    // The staging route removes what it wrote, so it needs the area's directory here.
+    let run = z
+        .weft(&[
+            "bench",
+            "--quick",
+            "--zone",
+            &z.url,
+            "--staging",
+            "s3://bucket/area",
+            "model",
+        ])
+        .fails(2, "refused");
+    assert!(run.stderr.contains("file:///dir"), "{}", run.stderr);
+    // The embedded zone brings its own peer and staging area.
+    z.weft(&["bench", "--quick", "--peer", "/other/incoming", "model"])
+        .fails(2, "usage");
+    assert_eq!(
+        z.weft(&["ls", "--json", "/testz/home/admin"])
+            .ok()
+            .stdout
+            .matches("weft-bench")
+            .count(),
+        0
+    );
 }

@@ -12,12 +12,13 @@ use std::time::{Duration, Instant};
 use weft_bench::bench::{Bench, BenchError, Options, Progress};
 use weft_bench::report::ZoneUnderTest;
 use weft_bench::scenarios::Scenario;
+use weft_client::wire::{AclRequest, NewPeerZone, NewStagingArea};
 use weft_client::Client;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Scenarios to run: stages, parallel, directory, sizes, metadata, catalog-stress, model
-    /// [default: all].
+    /// Scenarios to run: stages, parallel, directory, sizes, metadata, catalog-stress,
+    /// growth, model, streams, peers [default: all].
     #[arg(value_name = "SCENARIO")]
     scenarios: Vec<String>,
     /// Measure this zone (token from WEFT_TOKEN or `weft login`) instead of starting one.
@@ -33,13 +34,24 @@ pub struct BenchArgs {
     /// Measured runs per point, after a warm-up [default: 3, quick: 2].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
     runs: Option<u32>,
-    /// Largest file a scenario writes, in MiB [default: 1024, quick: 4].
+    /// Largest file a scenario writes, in MiB [default: 1024, quick: 16].
     #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
     max_size_mib: Option<u64>,
     /// The collection to work in; it must not exist: the bench creates it and removes it
     /// with everything it wrote [default: <home>/weft-bench-<run id>].
     #[arg(long, value_name = "COLLECTION")]
     scratch: Option<String>,
+    /// With --zone: a collection in a federated zone below which the zone-to-zone route
+    /// creates (and removes) its scratch collection. The embedded zone has a peer of its own.
+    #[arg(long, value_name = "COLLECTION")]
+    peer: Option<String>,
+    /// With --zone: a `file:///DIR` staging area of that zone whose directory is on this
+    /// machine, for the staging route. The embedded zone has one of its own.
+    #[arg(long, value_name = "URL")]
+    staging: Option<String>,
+    /// Objects the growth scenario ingests, in ten steps [default: 1000000; quick: 2000].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(10..))]
+    growth_objects: Option<u64>,
     /// Print the report as JSON on stdout when done.
     #[arg(long)]
     json: bool,
@@ -64,15 +76,38 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
         PathBuf::from(format!("weft-bench-{now}"))
     });
     let work = tempfile_dir()?;
-    let (url, token, embedded) = match &args.zone {
+    // The routes that leave the zone: the embedded zone gets a federated peer and a
+    // staging area when a scenario needs them.
+    let wants_routes = scenarios.is_empty()
+        || scenarios
+            .iter()
+            .any(|s| matches!(s, Scenario::Model | Scenario::Peers));
+    let (url, token, embedded, peer, staging) = match &args.zone {
         Some(url) => {
             let file = super::config::load(&super::config::path()?)?;
             let s = super::config::resolve(Some(url.clone()), std::env::var("WEFT_TOKEN").ok(), file)?;
-            (s.url, s.token, None)
+            (s.url, s.token, None, args.peer.clone(), args.staging.clone())
         }
         None => {
-            let zone = EmbeddedZone::start(&work.join("zone")).await?;
-            (zone.url.clone(), Some(zone.token.clone()), Some(zone))
+            if args.peer.is_some() || args.staging.is_some() {
+                return Err(Failure::usage(
+                    "--peer and --staging go with --zone; the embedded zone has its own",
+                ));
+            }
+            let zone = EmbeddedZone::start("bench", &work.join("zone")).await?;
+            let (peer_zone, peer, staging) = if wants_routes {
+                let (p, root, area) = zone.with_routes(&work).await?;
+                (Some(p), Some(root), Some(area))
+            } else {
+                (None, None, None)
+            };
+            (
+                zone.url.clone(),
+                Some(zone.token.clone()),
+                Some((zone, peer_zone)),
+                peer,
+                staging,
+            )
         }
     };
     let client = Client::new(&url, token.clone()).map_err(|e| Failure::from(e).context("--zone"))?;
@@ -83,8 +118,17 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
     let opts = Options {
         quick: args.quick,
         runs: args.runs.unwrap_or(if args.quick { 2 } else { 3 }),
-        max_size: args.max_size_mib.unwrap_or(if args.quick { 4 } else { 1024 }) << 20,
+        max_size: args.max_size_mib.unwrap_or(if args.quick { 16 } else { 1024 }) << 20,
         local_dir: work.clone(),
+        peer: match &peer {
+            Some(p) => Some(
+                weft_types::LogicalPath::parse(p)
+                    .map_err(|e| Failure::usage(format!("--peer: {}", e.message)))?,
+            ),
+            None => None,
+        },
+        staging,
+        growth_objects: args.growth_objects.unwrap_or(1_000_000),
         scratch: match &args.scratch {
             Some(s) => Some(
                 weft_types::LogicalPath::parse(s)
@@ -200,7 +244,7 @@ struct EmbeddedZone {
 }
 
 impl EmbeddedZone {
-    async fn start(dir: &Path) -> Result<EmbeddedZone> {
+    async fn start(name: &str, dir: &Path) -> Result<EmbeddedZone> {
         let fail = |m: String| Failure::new(EXIT_FAILURE, "embedded_zone", m);
         let exe = std::env::current_exe().map_err(|e| fail(format!("cannot find this binary: {e}")))?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -213,7 +257,7 @@ impl EmbeddedZone {
             .args([
                 "serve",
                 "--zone",
-                "bench",
+                name,
                 "--listen",
                 &format!("127.0.0.1:{port}"),
                 "--data-dir",
@@ -254,6 +298,60 @@ impl EmbeddedZone {
             .trim()
             .to_string();
         Ok(zone)
+    }
+}
+
+impl EmbeddedZone {
+    /// A second zone `peer` federated with this one, where this zone's admin (`admin#bench`
+    /// there) may write below `/peer/incoming`, and a `file://` staging area: the zone, the
+    /// peer collection and the area's URL.
+    async fn with_routes(&self, work: &Path) -> Result<(EmbeddedZone, String, String)> {
+        let peer = EmbeddedZone::start("peer", &work.join("peer")).await?;
+        let here = Client::new(&self.url, Some(self.token.clone())).map_err(Failure::from)?;
+        let there = Client::new(&peer.url, Some(peer.token.clone())).map_err(Failure::from)?;
+        let secret = crate::demo::random_hex(32)
+            .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("a federation secret: {e}")))?;
+        for (client, name, url) in [(&here, "peer", &peer.url), (&there, "bench", &self.url)] {
+            client
+                .add_zone(&NewPeerZone {
+                    name: name.into(),
+                    url: url.clone(),
+                    secret: secret.clone(),
+                    replace: false,
+                })
+                .await
+                .map_err(|e| Failure::from(e).context("federating the embedded zones"))?;
+        }
+        let incoming = weft_types::LogicalPath::parse("/peer/incoming").expect("a valid path");
+        there.mkdir(&incoming, false).await.map_err(Failure::from)?;
+        there
+            .set_acl(
+                &incoming,
+                &AclRequest {
+                    principal: "admin#bench".into(),
+                    permission: "write".into(),
+                    recursive: true,
+                },
+            )
+            .await
+            .map_err(Failure::from)?;
+        let dir = work.join("staging");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("{}: {e}", dir.display())))?;
+        let url = format!("file://{}", dir.display());
+        here.add_staging_area(&NewStagingArea {
+            name: "bench".into(),
+            url: url.clone(),
+            endpoint: None,
+            region: None,
+            access_key: None,
+            secret_key: None,
+            allow: Vec::new(),
+            check: Some(true),
+        })
+        .await
+        .map_err(|e| Failure::from(e).context("declaring the staging area"))?;
+        Ok((peer, incoming.to_string(), url))
     }
 }
 
