@@ -639,6 +639,16 @@ async fn growth(b: &Bench) -> Result<Found, BenchError> {
         stat.push(made as f64, &stats);
         find.push(made as f64, &finds);
     }
+    // A step at a time: one removal of millions of objects could outlast the client's
+    // read timeout.
+    for step in (0..steps).rev() {
+        b.progress
+            .step("growth", "removing what it ingested", steps - 1 - step, steps);
+        let coll = root
+            .join(&format!("s{step}"))
+            .map_err(|e| BenchError::Local(e.message))?;
+        b.client.remove(&coll, true).await?;
+    }
     b.client.remove(&root, true).await?;
     Ok((
         vec![rate, stat, find],
