@@ -43,6 +43,20 @@ pub fn router(zone: Arc<Zone>, issuers: Vec<OidcIssuer>) -> Router {
         .with_state(state)
 }
 
+/// `listener`'s connections with TCP_NODELAY, for `axum::serve`. A small answer goes out
+/// as a head and a body; Nagle's algorithm holds the body back until the client
+/// acknowledges the head, which Linux delays by 40 ms: a get of 1 byte took 43 ms.
+pub fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
+        }
+    })
+}
+
 async fn no_route(uri: http::Uri) -> ApiError {
     ApiError::new(
         ErrorCode::NotFound,
@@ -165,3 +179,18 @@ pub async fn openapi_json() -> impl IntoResponse {
     )
 )]
 pub struct ApiDoc;
+
+#[cfg(test)]
+mod tests {
+    use axum::serve::Listener;
+
+    #[tokio::test]
+    async fn connections_are_accepted_without_nagle() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut listener = super::no_delay(listener);
+        let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (server, _) = listener.accept().await;
+        assert!(server.nodelay().unwrap());
+    }
+}

@@ -159,7 +159,7 @@ async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
     let url = format!("http://{}", listener.local_addr()?);
     let app = weft_api::router(zone, vec![]);
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = axum::serve(weft_api::no_delay(listener), app).await;
     });
     Ok(Running {
         name,

@@ -138,7 +138,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let app = weft_api::router(zone, settings.oidc);
-    axum::serve(listener, app)
+    axum::serve(weft_api::no_delay(listener), app)
         .with_graceful_shutdown(shutdown_signal())
         .await
         .context("server failed")?;

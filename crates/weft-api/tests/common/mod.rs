@@ -69,7 +69,7 @@ async fn start_config(
     let url = format!("http://{}", listener.local_addr().unwrap());
     let app = weft_api::router(zone, oidc);
     let server = tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
+        axum::serve(weft_api::no_delay(listener), app).await.unwrap();
     });
     TestZone {
         url,
