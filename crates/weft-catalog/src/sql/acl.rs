@@ -154,17 +154,10 @@ pub(super) async fn explain_permission(
     path: &LogicalPath,
     principal_ids: &[i64],
 ) -> Result<String, Error> {
-    let sql = permission_sql(path, principal_ids);
-    let (sql, col) = match c.dialect {
-        super::Dialect::Sqlite => (format!("EXPLAIN QUERY PLAN {sql}"), 3),
-        super::Dialect::Postgres => (format!("EXPLAIN {sql}"), 0),
-    };
-    let lines = bind_permission(sqlx::query(&sql), path, principal_ids)
+    let (sql, col) = super::explain_sql(c.dialect, &permission_sql(path, principal_ids));
+    let rows = bind_permission(sqlx::query(&sql), path, principal_ids)
         .fetch_all(c.pool())
         .await
-        .map_err(db)?
-        .iter()
-        .map(|r| rows::get::<String>(r, col))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(lines.join("\n"))
+        .map_err(db)?;
+    super::plan_text(&rows, col)
 }

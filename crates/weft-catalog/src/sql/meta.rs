@@ -3,7 +3,7 @@
 
 use super::policy::record_events;
 use super::rows::{self, NODE_COLS, NODE_FROM};
-use super::{affected, db, db_ctx, subtree_range, SqlCatalog};
+use super::{affected, db, db_ctx, explain_sql, plan_text, subtree_range, SqlCatalog};
 use crate::{Avu, Dialect, FindQuery, MetaEdit, Node};
 use sqlx::{Any, Transaction};
 use weft_types::meta::{parse_number, validate_avu_part};
@@ -92,21 +92,22 @@ fn insert_avu<'q>(
         .bind(is_num)
 }
 
+/// Adds an AVU unless the same triple is there, in one statement. (Large values rule out a
+/// unique index over the triple on PostgreSQL.)
+const ADD_AVU: &str = "INSERT INTO avus (node_id, attr, value, unit, value_num) \
+     SELECT $1, $2, $3, $4, CASE WHEN $6 THEN $5 END \
+     WHERE NOT EXISTS (SELECT 1 FROM avus WHERE node_id = $1 AND attr = $2 AND value = $3 AND unit = $4)";
+
+/// Removes every value of an attribute of a node.
+const CLEAR_ATTR: &str = "DELETE FROM avus WHERE node_id = $1 AND attr = $2";
+
 async fn apply(tx: &mut Transaction<'static, Any>, node_id: i64, edit: &MetaEdit) -> Result<(), Error> {
     match edit {
         MetaEdit::Add(avu) => {
-            // One statement: insert unless the same triple is there. (Large values rule out
-            // a unique index over the triple on PostgreSQL.)
-            let r = insert_avu(
-                "INSERT INTO avus (node_id, attr, value, unit, value_num) \
-                 SELECT $1, $2, $3, $4, CASE WHEN $6 THEN $5 END \
-                 WHERE NOT EXISTS (SELECT 1 FROM avus WHERE node_id = $1 AND attr = $2 AND value = $3 AND unit = $4)",
-                node_id,
-                avu,
-            )
-            .execute(&mut **tx)
-            .await
-            .map_err(|e| db_ctx(e, what(node_id, avu)))?;
+            let r = insert_avu(ADD_AVU, node_id, avu)
+                .execute(&mut **tx)
+                .await
+                .map_err(|e| db_ctx(e, what(node_id, avu)))?;
             if affected(r) == 0 {
                 return Err(Error::new(
                     ErrorCode::AlreadyExists,
@@ -115,7 +116,7 @@ async fn apply(tx: &mut Transaction<'static, Any>, node_id: i64, edit: &MetaEdit
             }
         }
         MetaEdit::Set(avu) => {
-            sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2")
+            sqlx::query(CLEAR_ATTR)
                 .bind(node_id)
                 .bind(&avu.attr)
                 .execute(&mut **tx)
@@ -142,7 +143,7 @@ async fn apply(tx: &mut Transaction<'static, Any>, node_id: i64, edit: &MetaEdit
                         .await
                 }
                 None => {
-                    sqlx::query("DELETE FROM avus WHERE node_id = $1 AND attr = $2")
+                    sqlx::query(CLEAR_ATTR)
                         .bind(node_id)
                         .bind(attr)
                         .execute(&mut **tx)
@@ -309,7 +310,7 @@ fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error
             Some(_) => {
                 let cond = avu_condition(m, "a.", &mut args)?;
                 sql.push_str(&format!(
-                    " AND EXISTS (SELECT 1 FROM avus a INDEXED BY avus_node \
+                    " AND EXISTS (SELECT 1 FROM avus a INDEXED BY avus_node_attr \
                      WHERE a.node_id = n.id AND {cond})"
                 ));
             }
@@ -380,18 +381,36 @@ pub(super) async fn find(c: &SqlCatalog, q: &FindQuery) -> Result<Vec<Node>, Err
 
 pub(super) async fn explain_find(c: &SqlCatalog, q: &FindQuery) -> Result<String, Error> {
     let (sql, args) = find_sql(c.dialect, q)?;
-    let (sql, col) = match c.dialect {
-        Dialect::Sqlite => (format!("EXPLAIN QUERY PLAN {sql}"), 3),
-        Dialect::Postgres => (format!("EXPLAIN {sql}"), 0),
-    };
-    let lines = bind_all(sqlx::query(&sql), &args)
+    let (sql, col) = explain_sql(c.dialect, &sql);
+    let rows = bind_all(sqlx::query(&sql), &args)
         .fetch_all(c.pool())
         .await
-        .map_err(db)?
-        .iter()
-        .map(|r| rows::get::<String>(r, col))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(lines.join("\n"))
+        .map_err(db)?;
+    plan_text(&rows, col)
+}
+
+/// The plans of `ADD_AVU` and `CLEAR_ATTR` on `node_id`, one after the other.
+pub(super) async fn explain_avu_edits(c: &SqlCatalog, node_id: i64) -> Result<String, Error> {
+    let avu = Avu {
+        attr: "a".into(),
+        value: "v".into(),
+        unit: String::new(),
+    };
+    let (add, col) = explain_sql(c.dialect, ADD_AVU);
+    let mut rows = insert_avu(&add, node_id, &avu)
+        .fetch_all(c.pool())
+        .await
+        .map_err(db)?;
+    let (clear, _) = explain_sql(c.dialect, CLEAR_ATTR);
+    rows.extend(
+        sqlx::query(&clear)
+            .bind(node_id)
+            .bind("a")
+            .fetch_all(c.pool())
+            .await
+            .map_err(db)?,
+    );
+    plan_text(&rows, col)
 }
 
 #[cfg(test)]

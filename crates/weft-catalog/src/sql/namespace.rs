@@ -740,7 +740,7 @@ pub(super) async fn touch_replica_verified(c: &SqlCatalog, replica_id: i64, at: 
     let r = sqlx::query("UPDATE replicas SET verified = $2 WHERE id = $1")
         .bind(replica_id)
         .bind(at)
-        .execute(c.pool())
+        .execute(c.writer())
         .await
         .map_err(db)?;
     if affected(r) == 0 {

@@ -180,7 +180,7 @@ pub(super) async fn set_rule_run(c: &SqlCatalog, name: &str, at: Millis) -> Resu
     let r = sqlx::query("UPDATE policy_rules SET last_run = $1 WHERE name = $2")
         .bind(at)
         .bind(name)
-        .execute(c.pool())
+        .execute(c.writer())
         .await
         .map_err(db)?;
     if affected(r) == 0 {
@@ -373,7 +373,7 @@ pub(super) async fn set_qos_status(
         .bind(reason)
         .bind(at)
         .bind(id)
-        .execute(c.pool())
+        .execute(c.writer())
         .await
         .map_err(|e| db_ctx(e, format!("QoS requirement {id}")))?;
     if affected(r) == 0 {

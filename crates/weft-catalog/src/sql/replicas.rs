@@ -105,7 +105,7 @@ pub(super) async fn set_replica_state(c: &SqlCatalog, id: i64, state: ReplicaSta
     let r = sqlx::query("UPDATE replicas SET state = $2 WHERE id = $1")
         .bind(id)
         .bind(state.as_str())
-        .execute(c.pool())
+        .execute(c.writer())
         .await
         .map_err(db)?;
     if affected(r) == 0 {
@@ -125,7 +125,7 @@ pub(super) async fn set_remote_replica(
             .bind(id)
             .bind(state.as_str())
             .bind(verified)
-            .execute(c.pool())
+            .execute(c.writer())
             .await
             .map_err(db)?;
     if affected(r) == 0 {

@@ -17,7 +17,7 @@ pub(super) async fn add_staging(c: &SqlCatalog, a: &StagingArea) -> Result<(), E
     .bind(&a.settings)
     .bind(allow)
     .bind(now_ms())
-    .execute(c.pool())
+    .execute(c.writer())
     .await
     .map_err(|e| db_ctx(e, format_args!("staging area {}", a.name)))?;
     Ok(())
@@ -36,7 +36,7 @@ pub(super) async fn list_staging(c: &SqlCatalog) -> Result<Vec<StagingArea>, Err
 pub(super) async fn delete_staging(c: &SqlCatalog, name: &StagingName) -> Result<(), Error> {
     let done = sqlx::query("DELETE FROM staging_areas WHERE name = $1")
         .bind(name.as_str())
-        .execute(c.pool())
+        .execute(c.writer())
         .await
         .map_err(db)?;
     if affected(done) == 0 {

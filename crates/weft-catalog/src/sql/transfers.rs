@@ -18,7 +18,7 @@ pub(super) async fn create_transfer(
     .bind(owner_id)
     .bind(spec)
     .bind(now_ms())
-    .execute(c.pool())
+    .execute(c.writer())
     .await
     .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
     get_transfer(c, id)
@@ -104,7 +104,7 @@ pub(super) async fn set_transfer_state(
     .bind(error)
     .bind(id)
     .bind(now)
-    .execute(c.pool())
+    .execute(c.writer())
     .await
     .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
     if affected(done) == 0 {

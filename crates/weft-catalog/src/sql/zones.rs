@@ -18,7 +18,7 @@ pub(super) async fn put_zone(c: &SqlCatalog, z: &PeerZone, replace: bool) -> Res
     .bind(&z.url)
     .bind(&z.secret)
     .bind(now_ms())
-    .execute(c.pool())
+    .execute(c.writer())
     .await
     .map_err(|e| db_ctx(e, format_args!("zone {}", z.name)))?;
     Ok(())
@@ -48,7 +48,7 @@ pub(super) async fn get_zone(c: &SqlCatalog, name: &ZoneName) -> Result<Option<P
 pub(super) async fn delete_zone(c: &SqlCatalog, name: &ZoneName) -> Result<(), Error> {
     let done = sqlx::query("DELETE FROM zones WHERE name = $1")
         .bind(name.as_str())
-        .execute(c.pool())
+        .execute(c.writer())
         .await
         .map_err(db)?;
     if affected(done) == 0 {
@@ -71,7 +71,7 @@ pub(super) async fn map_user(
     .bind(remote_user.as_str())
     .bind(local_id)
     .bind(now_ms())
-    .execute(c.pool())
+    .execute(c.writer())
     .await
     .map_err(|e| db_ctx(e, format_args!("mapping {remote_user} of zone {zone}")))?;
     Ok(())
@@ -85,7 +85,7 @@ pub(super) async fn unmap_user(
     let done = sqlx::query("DELETE FROM user_maps WHERE zone = $1 AND remote_user = $2")
         .bind(zone.as_str())
         .bind(remote_user.as_str())
-        .execute(c.pool())
+        .execute(c.writer())
         .await
         .map_err(db)?;
     if affected(done) == 0 {
