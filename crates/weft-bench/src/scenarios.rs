@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use std::time::Instant;
 use weft_client::plan::{AUTO_STREAMS, DEFAULT_PIECE_SIZE};
-use weft_client::wire::{MetaRequest, TransferRequest};
+use weft_client::wire::{MetaRequest, TransferRequest, BUNDLE_MAX_FILES};
 use weft_client::{Client, FindParams, GetOptions, PutOptions, DEFAULT_CONCURRENCY};
 use weft_types::{Checksum, LogicalPath};
 
@@ -244,7 +244,7 @@ async fn parallel(b: &Bench) -> Result<Found, BenchError> {
     Ok((vec![secs, rate], vec![]))
 }
 
-/// A directory of N files of 1 KiB: `put -r` (several in flight), one bundle request, one
+/// A directory of N files of 1 KiB: `put -r` (several in flight), bundle requests, one
 /// put after another, and `get -r` back.
 async fn directory(b: &Bench) -> Result<Found, BenchError> {
     let counts: &[u64] = if b.opts.quick {
@@ -256,7 +256,7 @@ async fn directory(b: &Bench) -> Result<Found, BenchError> {
     let label = "files in the directory";
     let mut series = vec![
         Series::new("put -r", label, "files/s", true),
-        Series::new("one bundle request", label, "files/s", true),
+        Series::new("bundle requests", label, "files/s", true),
         Series::new("one put at a time", label, "files/s", true),
         Series::new("get -r", label, "files/s", true),
     ];
@@ -311,18 +311,27 @@ async fn directory(b: &Bench) -> Result<Found, BenchError> {
                 async move {
                     let coll = b.path(&format!("directory/bundle-{n}-{run}"))?;
                     b.client.mkdir(&coll, true).await?;
-                    let batch = files
-                        .iter()
-                        .map(|(name, d, s)| {
-                            Ok((
-                                coll.join(name).map_err(|e| BenchError::Local(e.message))?,
-                                d.clone(),
-                                s.clone(),
-                            ))
+                    let batches = files
+                        .chunks(BUNDLE_MAX_FILES)
+                        .map(|chunk| {
+                            chunk
+                                .iter()
+                                .map(|(name, d, s)| {
+                                    Ok((
+                                        coll.join(name).map_err(|e| BenchError::Local(e.message))?,
+                                        d.clone(),
+                                        s.clone(),
+                                    ))
+                                })
+                                .collect::<Result<Vec<_>, BenchError>>()
                         })
                         .collect::<Result<Vec<_>, BenchError>>()?;
-                    let (s, outcomes) = timed(b.client.put_bundle(&batch, false)).await?;
-                    ok(outcomes.iter().filter(|o| o.error.is_some()).count(), "bundle")?;
+                    let t = Instant::now();
+                    for batch in &batches {
+                        let outcomes = b.client.put_bundle(batch, false).await?;
+                        ok(outcomes.iter().filter(|o| o.error.is_some()).count(), "bundle")?;
+                    }
+                    let s = t.elapsed().as_secs_f64();
                     b.client.remove(&coll, true).await?;
                     Ok(s)
                 }
@@ -354,7 +363,9 @@ async fn directory(b: &Bench) -> Result<Found, BenchError> {
     Ok((
         series,
         vec![format!(
-            "Files of {} each; put -r and get -r with the default concurrency ({DEFAULT_CONCURRENCY}).",
+            "Files of {} each; put -r and get -r with the default concurrency ({DEFAULT_CONCURRENCY}). \
+             Bundle requests: the whole directory in one request up to {BUNDLE_MAX_FILES} files (a \
+             bundle's limit), above that in bundles of {BUNDLE_MAX_FILES} sent one after another.",
             human(size)
         )],
     ))

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use weft_types::wire::{
     BundleEntry, BundleHeader, BundleOutcome, CompleteUpload, NodeStat, PieceReceipt, Upload, UploadRequest,
-    CHECKSUM_HEADER,
+    BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, CHECKSUM_HEADER,
 };
 use weft_types::{Checksum, ChunkedBlake3, LogicalPath, PieceDigest, PieceHasher, PieceSize};
 
@@ -127,6 +127,14 @@ impl Client {
         files: &[(LogicalPath, Bytes, Checksum)],
         overwrite: bool,
     ) -> Result<Vec<BundleOutcome>, ClientError> {
+        let bytes: u64 = files.iter().map(|f| f.1.len() as u64).sum();
+        if files.len() > BUNDLE_MAX_FILES || bytes > BUNDLE_MAX_BYTES {
+            return Err(ClientError::Invalid(format!(
+                "a bundle of {} files and {bytes} bytes: a bundle holds at most {BUNDLE_MAX_FILES} \
+                 files and {BUNDLE_MAX_BYTES} bytes; send more as several bundles",
+                files.len()
+            )));
+        }
         let header = BundleHeader {
             files: files
                 .iter()
@@ -505,5 +513,26 @@ mod tests {
         h.update(sent);
         assert_eq!(read.digest.lock().unwrap().unwrap(), h.finish());
         assert_eq!(read.sent.load(Ordering::Relaxed), range.end - range.start);
+    }
+
+    /// A bundle over the zone's limits is refused here, before a byte is sent: the zone
+    /// would only see a header line too long to find.
+    #[tokio::test]
+    async fn bundles_over_the_limits_are_refused_before_sending() {
+        // Nothing listens on port 1: a request would fail as a transport error instead.
+        let client = Client::new("http://127.0.0.1:1", None).unwrap();
+        let file = |k: usize, len: usize| {
+            let data = Bytes::from(vec![0u8; len]);
+            let sum = Checksum::blake3(&blake3::hash(&data));
+            (LogicalPath::parse(&format!("/z/f{k}")).unwrap(), data, sum)
+        };
+        let many: Vec<_> = (0..=BUNDLE_MAX_FILES).map(|k| file(k, 0)).collect();
+        let big = vec![file(0, BUNDLE_MAX_BYTES as usize + 1)];
+        for files in [many, big] {
+            match client.put_bundle(&files, false).await {
+                Err(ClientError::Invalid(m)) => assert!(m.contains("several bundles"), "{m}"),
+                other => panic!("expected Invalid, got {other:?}"),
+            }
+        }
     }
 }

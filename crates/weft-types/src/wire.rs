@@ -382,14 +382,14 @@ pub struct NewStagingArea {
     pub check: Option<bool>,
 }
 
-/// The head of a `POST /bundles` body: many small files in one request, so that a tree of
-/// small files costs one round trip per bundle, not per file. The body is this header as
-/// one line of JSON, a newline, then the files' bytes back to back in the header's order.
 /// The most files one bundle may hold.
 pub const BUNDLE_MAX_FILES: usize = 1000;
 /// The most bytes (of files) one bundle may carry; the zone holds a bundle in memory.
 pub const BUNDLE_MAX_BYTES: u64 = 64 << 20;
 
+/// The head of a `POST /bundles` body: many small files in one request, so that a tree of
+/// small files costs one round trip per bundle, not per file. The body is this header as
+/// one line of JSON, a newline, then the files' bytes back to back in the header's order.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct BundleHeader {
     pub files: Vec<BundleEntry>,

@@ -89,7 +89,15 @@ pub async fn bundle(
     let split = all[..all.len().min(BUNDLE_HEADER_MAX)]
         .iter()
         .position(|b| *b == b'\n')
-        .ok_or_else(|| ApiError::new(ErrorCode::InvalidArgument, "bundle: no header line"))?;
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "bundle: no header line within its first {BUNDLE_HEADER_MAX} bytes \
+                     (a bundle holds at most {BUNDLE_MAX_FILES} files; send more as several bundles)"
+                ),
+            )
+        })?;
     let header: BundleHeader = serde_json::from_slice(&all[..split])
         .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bundle header: {e}")))?;
     // Saturating: sizes come from the client, and a sum that overflows is simply wrong.
