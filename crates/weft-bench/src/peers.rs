@@ -4,7 +4,7 @@
 //! run, with its best `--transfers`. Each comparison states weft's ratio to the peer.
 
 use crate::bench::{timed, write_file, Bench, BenchError};
-use crate::report::{PeerComparison, Series};
+use crate::report::{PeerComparison, Series, ToolVersion};
 use crate::scenarios::{human, put_tree_timed, transfer};
 use crate::stats::Summary;
 use std::path::{Path, PathBuf};
@@ -27,6 +27,31 @@ fn tool(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
+}
+
+/// The version line of each peer tool on `PATH`, for the report.
+pub async fn versions() -> Vec<ToolVersion> {
+    let mut found = Vec::new();
+    for (name, arg) in [
+        ("cp", "--version"),
+        ("iperf3", "--version"),
+        ("rclone", "version"),
+        ("minio", "--version"),
+    ] {
+        let Some(path) = tool(name) else { continue };
+        // iperf3 --version exits 1 on some builds; its first line is the version all the same.
+        let Ok(out) = Command::new(path).arg(arg).stdin(Stdio::null()).output().await else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        if let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) {
+            found.push(ToolVersion {
+                tool: name.into(),
+                version: line.to_owned(),
+            });
+        }
+    }
+    found
 }
 
 fn local(what: &str, e: impl std::fmt::Display) -> BenchError {

@@ -16,6 +16,9 @@ pub struct Report {
     pub profile: String,
     pub runs_per_point: u32,
     pub machine: Machine,
+    /// The version line of each peer tool found on `PATH` (`cp`, `iperf3`, `rclone`,
+    /// `minio`), whether or not the run compared against it.
+    pub tools: Vec<ToolVersion>,
     pub zone: ZoneUnderTest,
     pub scenarios: Vec<ScenarioResult>,
     /// The seeds/002 model, one object per fitted route.
@@ -35,9 +38,17 @@ pub struct Machine {
 }
 
 #[derive(Debug, Clone, Serialize)]
+pub struct ToolVersion {
+    pub tool: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
 pub struct ZoneUnderTest {
     pub url: String,
     pub name: String,
+    /// The version the zone's health answer gives.
+    pub version: String,
     /// Started by `weft bench` itself with embedded defaults.
     pub embedded: bool,
     pub catalog: String,
@@ -162,10 +173,11 @@ impl Report {
         let _ = writeln!(md, "# weft bench report\n");
         let _ = writeln!(
             md,
-            "weft {} against zone `{}` at {} ({}; catalog {}), profile `{}`, {} runs per point \
-             after a warm-up; medians with min-max.\n",
+            "weft {} against zone `{}` (weft {}) at {} ({}; catalog {}), profile `{}`, {} runs \
+             per point after a warm-up; medians with min-max.\n",
             self.weft_version,
             self.zone.name,
+            self.zone.version,
             self.zone.url,
             if self.zone.embedded {
                 "embedded, started by the bench"
@@ -186,6 +198,10 @@ impl Report {
             m.cpu_model,
             m.memory_bytes as f64 / (1u64 << 30) as f64
         );
+        if !self.tools.is_empty() {
+            let tools: Vec<String> = self.tools.iter().map(|t| format!("`{}`", t.version)).collect();
+            let _ = writeln!(md, "Tools: {}.\n", tools.join(", "));
+        }
         if !self.models.is_empty() {
             let _ = writeln!(md, "## Per-file cost model (seeds/002: T = N·t0 + B/R + S0)\n");
             let _ = writeln!(

@@ -18,6 +18,7 @@ pub async fn run(bench: Bench, scenarios: &[Scenario], zone: ZoneUnderTest) -> R
         profile: if bench.opts.quick { "quick" } else { "full" }.into(),
         runs_per_point: bench.opts.runs,
         machine: machine(),
+        tools: crate::peers::versions().await,
         zone,
         scenarios: Vec::new(),
         models: Vec::new(),

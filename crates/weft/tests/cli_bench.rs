@@ -34,6 +34,25 @@ fn quick_profile_writes_a_complete_report() {
     assert_eq!(report["profile"], "quick");
     assert_eq!(report["zone"]["embedded"], true);
     assert!(report["machine"]["cpus"].as_u64().unwrap() >= 1);
+    assert_eq!(report["zone"]["version"], env!("CARGO_PKG_VERSION"));
+    // Every peer is installed here, so every version is recorded.
+    let tools: Vec<(&str, &str)> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["tool"].as_str().unwrap(), t["version"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        tools.iter().map(|t| t.0).collect::<Vec<_>>(),
+        ["cp", "iperf3", "rclone", "minio"]
+    );
+    for (tool, version) in &tools {
+        // `iperf3 --version` says "iperf 3.12 ...".
+        let name = tool.trim_end_matches('3');
+        assert!(version.to_lowercase().contains(name), "{tool}: {version:?}");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Tools: `cp "), "{md}");
 
     let names: Vec<&str> = report["scenarios"]
         .as_array()

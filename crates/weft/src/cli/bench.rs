@@ -144,6 +144,7 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
     let zone = ZoneUnderTest {
         url: url.clone(),
         name: health.zone,
+        version: health.version,
         embedded: embedded.is_some(),
         catalog: if embedded.is_some() {
             "SQLite (embedded default)".into()
