@@ -13,14 +13,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # What each crate may depend on among the weft crates (normal dependencies).
 ALLOWED = {
     "weft-types": set(),
+    # File durability (writeback, flushes behind the writer): std and libc only, shared by
+    # the zone's storage and the client's downloads.
+    "weft-durable": set(),
     "weft-catalog": {"weft-types"},
-    "weft-storage": {"weft-types"},
+    "weft-storage": {"weft-types", "weft-durable"},
     "weft-policy": {"weft-types"},
     "weft-transfer": {"weft-types", "weft-catalog", "weft-storage", "weft-policy"},
     # Zones speak to their peers through the typed client (which depends on types only).
     "weft-zone": {"weft-types", "weft-catalog", "weft-storage", "weft-policy", "weft-transfer", "weft-client"},
     "weft-api": {"weft-types", "weft-zone", "weft-client"},
-    "weft-client": {"weft-types"},
+    "weft-client": {"weft-types", "weft-durable"},
     # The benchmarks are a client like any other.
     "weft-bench": {"weft-types", "weft-client"},
     "weft": {"weft-types", "weft-api", "weft-zone", "weft-client", "weft-bench"},

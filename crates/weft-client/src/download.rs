@@ -18,6 +18,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use weft_durable::SyncBehind;
 use weft_types::wire::{NodeStat, CHECKSUM_HEADER};
 use weft_types::{Checksum, ChunkedBlake3, LogicalPath, PieceDigest, PieceHasher, PieceSize};
 
@@ -131,10 +132,12 @@ impl Client {
         let plan = PiecePlan::new(piece, stat.size);
         let (part, file) = PartFile::beside(local)?;
         let file = Arc::new(file);
+        let sync = Arc::new(SyncBehind::new(file.clone()));
         let fetch = Fetch {
             client: self.clone(),
             logical: logical.clone(),
-            file: file.clone(),
+            file,
+            sync: sync.clone(),
             part: part.path.clone(),
             hash: opts.verify,
             progress: opts.progress.clone(),
@@ -162,7 +165,7 @@ impl Client {
                 verified = true;
             }
         }
-        part.persist(file, local).await?;
+        part.persist(sync, local).await?;
         Ok(Downloaded {
             bytes,
             checksum: computed,
@@ -176,6 +179,8 @@ struct Fetch {
     client: Client,
     logical: LogicalPath,
     file: Arc<std::fs::File>,
+    /// Pushes what was written to disk while the rest arrives.
+    sync: Arc<SyncBehind>,
     part: PathBuf,
     hash: bool,
     progress: Option<Progress>,
@@ -310,31 +315,16 @@ impl Fetch {
     }
 
     async fn write_at(&self, pos: u64, data: Bytes) -> Result<u64, ClientError> {
-        let file = self.file.clone();
+        let (file, sync) = (self.file.clone(), self.sync.clone());
         let n = data.len() as u64;
         blocking(move || {
             file.write_all_at(&data, pos)?;
-            start_writeback(&file, pos, n);
+            sync.wrote(n);
             Ok(())
         })
         .await
         .map_err(ClientError::local(&self.part))?;
         Ok(pos + n)
-    }
-}
-
-/// Starts writing the block back to disk at once, so that the fsync before the rename
-/// finds little left to do: the disk works while the network does.
-fn start_writeback(file: &std::fs::File, pos: u64, len: u64) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: the descriptor is open for the call; the flag only initiates writeback.
-    unsafe {
-        libc::sync_file_range(
-            file.as_raw_fd(),
-            pos as i64,
-            len as i64,
-            libc::SYNC_FILE_RANGE_WRITE,
-        );
     }
 }
 
@@ -441,10 +431,10 @@ impl PartFile {
 
     /// Syncs the bytes, then renames them into place: a crash leaves either the old file
     /// or the complete new one, never a torn one under the target name.
-    async fn persist(mut self, file: Arc<std::fs::File>, target: &Path) -> Result<(), ClientError> {
+    async fn persist(mut self, sync: Arc<SyncBehind>, target: &Path) -> Result<(), ClientError> {
         let (part, to) = (self.path.clone(), target.to_owned());
         blocking(move || -> Result<(), ClientError> {
-            file.sync_all().map_err(ClientError::local(&part))?;
+            sync.finish().map_err(ClientError::local(&part))?;
             std::fs::rename(&part, &to).map_err(ClientError::local(&to))?;
             // Make the rename itself durable; a failure here loses nothing visible.
             if let Some(dir) = to.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -491,7 +481,9 @@ mod tests {
         std::fs::write(&target, b"old").unwrap();
         let (part, f) = PartFile::beside(&target).unwrap();
         f.write_all_at(b"new bytes", 0).unwrap();
-        part.persist(Arc::new(f), &target).await.unwrap();
+        part.persist(Arc::new(SyncBehind::new(Arc::new(f))), &target)
+            .await
+            .unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"new bytes");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }

@@ -64,14 +64,14 @@ impl FsStore {
     pub(crate) async fn temp_for(&self, target: &Path, size: u64) -> Result<Temp, Error> {
         let dir = target.parent().expect("a replica path has a parent").to_owned();
         let fallback = self.tmp_dir();
-        blocking(move || Temp::create(&dir, &fallback, size)).await
+        blocking(move || Temp::create(&dir, &fallback, size, false)).await
     }
 
     /// A new temporary file that is read back and never published (S3 pieces before upload).
     pub(crate) async fn scratch(&self, size: u64) -> Result<Temp, Error> {
         let dir = self.root.clone();
         let fallback = self.tmp_dir();
-        blocking(move || Temp::create(&dir, &fallback, size)).await
+        blocking(move || Temp::create(&dir, &fallback, size, true)).await
     }
 
     pub async fn writer(&self, key: &str) -> Result<FsWriter, Error> {
@@ -228,7 +228,7 @@ impl Pipe {
                 t.file
                     .write_all_at(&buf, pos)
                     .map_err(|e| io_error(&format!("cannot write {}", t.describe()), e))?;
-                start_writeback(&t.file, pos, buf.len() as u64);
+                t.wrote(buf.len() as u64);
                 pos += buf.len() as u64;
             }
             Ok(())
@@ -283,7 +283,7 @@ impl FsWriter {
             let dir = target.parent().expect("a replica path has a parent").to_owned();
             let fallback = self.store.tmp_dir();
             return blocking(move || {
-                let temp = Temp::create(&dir, &fallback, 0)?;
+                let temp = Temp::create(&dir, &fallback, 0, false)?;
                 let done = temp
                     .file
                     .write_all_at(&rest, 0)
@@ -361,7 +361,7 @@ impl OffsetWriter {
                 }
                 let len: u64 = data.iter().map(|b| b.len() as u64).sum();
                 match write_all_vectored_at(&t.file, offset, &data) {
-                    Ok(()) => start_writeback(&t.file, offset, len),
+                    Ok(()) => t.wrote(len),
                     Err(e) => {
                         *f.lock().expect("not poisoned") =
                             Some(io_error(&format!("cannot write {}", t.describe()), e))
@@ -512,23 +512,6 @@ fn write_all_vectored_at(file: &File, mut offset: u64, parts: &[Bytes]) -> std::
         }
     }
     Ok(())
-}
-
-/// Starts writing `len` bytes at `offset` back to disk without waiting. The final fsync
-/// of a large file then finds little left to do, so writing to disk overlaps receiving
-/// instead of following it (what makes a put beat `cp` + `sync`).
-fn start_writeback(file: &File, offset: u64, len: u64) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: the descriptor is open for the duration of the call; the flag only initiates
-    // writeback and touches no memory of ours. Failure is harmless: fsync still follows.
-    unsafe {
-        libc::sync_file_range(
-            file.as_raw_fd(),
-            offset as i64,
-            len as i64,
-            libc::SYNC_FILE_RANGE_WRITE,
-        );
-    }
 }
 
 pub(crate) async fn blocking<T: Send + 'static>(

@@ -14,10 +14,14 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use weft_durable::SyncBehind;
 use weft_types::Error;
 
 pub(crate) struct Temp {
     pub file: Arc<File>,
+    /// Flushes behind the writers, so that a durable publish waits for little; `None` for
+    /// scratch files, which are read back and thrown away.
+    sync: Option<SyncBehind>,
     /// `None`: unnamed (`O_TMPFILE`) in `dir`.
     named: Option<PathBuf>,
     dir: PathBuf,
@@ -25,14 +29,11 @@ pub(crate) struct Temp {
 
 impl Temp {
     /// A new temporary file of `size` bytes (0: grows as written) in `dir`, or in
-    /// `fallback_dir` by name where `dir`'s file system has no `O_TMPFILE`.
-    pub fn create(dir: &Path, fallback_dir: &Path, size: u64) -> Result<Temp, Error> {
-        let temp = match open_unnamed(dir) {
-            Ok(file) => Temp {
-                file: Arc::new(file),
-                named: None,
-                dir: dir.to_owned(),
-            },
+    /// `fallback_dir` by name where `dir`'s file system has no `O_TMPFILE`. A `scratch` file
+    /// is never published, so its bytes are not pushed to disk while it is written.
+    pub fn create(dir: &Path, fallback_dir: &Path, size: u64, scratch: bool) -> Result<Temp, Error> {
+        let (file, named, dir) = match open_unnamed(dir) {
+            Ok(file) => (file, None, dir),
             Err(e) if unsupported(&e) => {
                 let path = fallback_dir.join(uuid::Uuid::new_v4().simple().to_string());
                 let file = with_dir(fallback_dir, || {
@@ -43,13 +44,16 @@ impl Temp {
                         .open(&path)
                 })
                 .map_err(|e| io_error(&format!("cannot create {}", path.display()), e))?;
-                Temp {
-                    file: Arc::new(file),
-                    named: Some(path),
-                    dir: fallback_dir.to_owned(),
-                }
+                (file, Some(path), fallback_dir)
             }
             Err(e) => return Err(io_error(&format!("cannot create a file in {}", dir.display()), e)),
+        };
+        let file = Arc::new(file);
+        let temp = Temp {
+            sync: (!scratch).then(|| SyncBehind::new(file.clone())),
+            file,
+            named,
+            dir: dir.to_owned(),
         };
         if size > 0 {
             temp.file
@@ -57,6 +61,13 @@ impl Temp {
                 .map_err(|e| io_error(&format!("cannot size {}", temp.describe()), e))?;
         }
         Ok(temp)
+    }
+
+    /// Records that `len` more bytes were written, for the flushes behind the writer.
+    pub fn wrote(&self, len: u64) {
+        if let Some(sync) = &self.sync {
+            sync.wrote(len);
+        }
     }
 
     pub fn describe(&self) -> String {
@@ -71,9 +82,11 @@ impl Temp {
     /// always get fresh keys).
     pub fn publish(&self, target: &Path, durable: bool) -> Result<(), Error> {
         if durable {
-            self.file
-                .sync_data()
-                .map_err(|e| io_error(&format!("cannot sync {}", self.describe()), e))?;
+            match &self.sync {
+                Some(sync) => sync.finish(),
+                None => self.file.sync_data(),
+            }
+            .map_err(|e| io_error(&format!("cannot sync {}", self.describe()), e))?;
         }
         let dir = target.parent().expect("a replica path has a parent");
         let r = with_dir(dir, || match &self.named {
