@@ -15,15 +15,15 @@ ALLOWED = {
     "weft-types": set(),
     # File durability (writeback, flushes behind the writer): std and libc only, shared by
     # the zone's storage and the client's downloads.
-    "weft-durable": set(),
+    "weft-fileio": set(),
     "weft-catalog": {"weft-types"},
-    "weft-storage": {"weft-types", "weft-durable"},
+    "weft-storage": {"weft-types", "weft-fileio"},
     "weft-policy": {"weft-types"},
     "weft-transfer": {"weft-types", "weft-catalog", "weft-storage", "weft-policy"},
     # Zones speak to their peers through the typed client (which depends on types only).
     "weft-zone": {"weft-types", "weft-catalog", "weft-storage", "weft-policy", "weft-transfer", "weft-client"},
     "weft-api": {"weft-types", "weft-zone", "weft-client"},
-    "weft-client": {"weft-types", "weft-durable"},
+    "weft-client": {"weft-types", "weft-fileio"},
     # The benchmarks are a client like any other.
     "weft-bench": {"weft-types", "weft-client"},
     "weft": {"weft-types", "weft-api", "weft-zone", "weft-client", "weft-bench"},

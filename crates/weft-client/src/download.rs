@@ -8,17 +8,16 @@ use crate::client::Client;
 use crate::error::ClientError;
 use crate::plan::{backoff, PiecePlan, DEFAULT_PIECE_SIZE, IO_BLOCK, PIECE_ATTEMPTS};
 use crate::progress::{blocking, join_streams, report, Progress};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::StreamExt;
 use reqwest::header::RANGE;
 use reqwest::{Method, StatusCode};
 use std::ffi::OsString;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use weft_durable::SyncBehind;
+use weft_fileio::{FileWriter, SyncBehind};
 use weft_types::wire::{NodeStat, CHECKSUM_HEADER};
 use weft_types::{Checksum, ChunkedBlake3, LogicalPath, PieceDigest, PieceHasher, PieceSize};
 
@@ -133,21 +132,25 @@ impl Client {
         let (part, file) = PartFile::beside(local)?;
         let file = Arc::new(file);
         let sync = Arc::new(SyncBehind::new(file.clone()));
+        let writer = Arc::new(FileWriter::start(file.clone(), Some(sync.clone()), WRITE_DEPTH));
         let fetch = Fetch {
             client: self.clone(),
             logical: logical.clone(),
             file,
-            sync: sync.clone(),
+            writer: writer.clone(),
             part: part.path.clone(),
             hash: opts.verify,
             progress: opts.progress.clone(),
         };
         let streams = plan.streams(opts.streams);
-        let (computed, served_sum, bytes) = if streams <= 1 {
-            fetch.whole().await?
+        let fetched = if streams <= 1 {
+            fetch.whole().await
         } else {
-            fetch.pieces(plan, streams, stat.checksum.as_deref()).await?
+            fetch.pieces(plan, streams, stat.checksum.as_deref()).await
         };
+        let written = writer.close().await.map_err(ClientError::local(&part.path));
+        let (computed, served_sum, bytes) = fetched?;
+        written?;
         // The checksum the zone served with the bytes describes exactly those bytes; the
         // stat'ed one may be older if the object was replaced in between.
         let expected = served_sum.or_else(|| stat.checksum.clone());
@@ -174,13 +177,17 @@ impl Client {
     }
 }
 
+/// Blocks queued for the part file's writer thread: bounds a download's memory to about
+/// this many IO_BLOCKs beyond what the streams hold.
+const WRITE_DEPTH: usize = 8;
+
 /// One object being fetched into its part file.
 struct Fetch {
     client: Client,
     logical: LogicalPath,
     file: Arc<std::fs::File>,
-    /// Pushes what was written to disk while the rest arrives.
-    sync: Arc<SyncBehind>,
+    /// One thread writes every stream's blocks, flushing behind itself.
+    writer: Arc<FileWriter>,
     part: PathBuf,
     hash: bool,
     progress: Option<Progress>,
@@ -271,11 +278,13 @@ impl Fetch {
         let limit = range.as_ref().map(|r| r.end).or(resp.content_length());
         let mut hasher = self.hash.then(|| PieceHasher::new(start));
         let mut pos = start;
-        let mut buf = BytesMut::new();
+        // Received buffers are gathered, not copied, into writes of about IO_BLOCK.
+        let mut parts: Vec<Bytes> = Vec::new();
+        let mut pending = 0usize;
         let mut body = resp.bytes_stream();
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| self.client.transport(e))?;
-            if limit.is_some_and(|l| pos + (buf.len() + chunk.len()) as u64 > l) {
+            if limit.is_some_and(|l| pos + (pending + chunk.len()) as u64 > l) {
                 return Err(ClientError::Protocol(format!(
                     "the zone sent more bytes of {} than asked for",
                     self.logical
@@ -284,15 +293,17 @@ impl Fetch {
             if let Some(h) = &mut hasher {
                 h.update(&chunk);
             }
-            buf.extend_from_slice(&chunk);
             received.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             report(&self.progress, chunk.len() as i64);
-            if buf.len() >= IO_BLOCK {
-                pos = self.write_at(pos, buf.split().freeze()).await?;
+            pending += chunk.len();
+            parts.push(chunk);
+            if pending >= IO_BLOCK {
+                pos = self.write_at(pos, std::mem::take(&mut parts)).await?;
+                pending = 0;
             }
         }
-        if !buf.is_empty() {
-            pos = self.write_at(pos, buf.freeze()).await?;
+        if pending > 0 {
+            pos = self.write_at(pos, parts).await?;
         }
         if let Some(l) = limit {
             if pos != l {
@@ -314,16 +325,12 @@ impl Fetch {
         })
     }
 
-    async fn write_at(&self, pos: u64, data: Bytes) -> Result<u64, ClientError> {
-        let (file, sync) = (self.file.clone(), self.sync.clone());
-        let n = data.len() as u64;
-        blocking(move || {
-            file.write_all_at(&data, pos)?;
-            sync.wrote(n);
-            Ok(())
-        })
-        .await
-        .map_err(ClientError::local(&self.part))?;
+    async fn write_at(&self, pos: u64, parts: Vec<Bytes>) -> Result<u64, ClientError> {
+        let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        self.writer
+            .write_at(pos, parts)
+            .await
+            .map_err(ClientError::local(&self.part))?;
         Ok(pos + n)
     }
 }
@@ -480,7 +487,7 @@ mod tests {
         let target = dir.path().join("x");
         std::fs::write(&target, b"old").unwrap();
         let (part, f) = PartFile::beside(&target).unwrap();
-        f.write_all_at(b"new bytes", 0).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, b"new bytes", 0).unwrap();
         part.persist(Arc::new(SyncBehind::new(Arc::new(f))), &target)
             .await
             .unwrap();

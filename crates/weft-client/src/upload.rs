@@ -13,10 +13,10 @@ use bytes::Bytes;
 use futures::Stream;
 use reqwest::header::CONTENT_LENGTH;
 use reqwest::Method;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
+use weft_fileio::BlockPool;
 use weft_types::wire::{
     BundleEntry, BundleHeader, BundleOutcome, CompleteUpload, NodeStat, PieceReceipt, Upload, UploadRequest,
     BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, CHECKSUM_HEADER,
@@ -379,6 +379,9 @@ impl PieceUpload {
     }
 }
 
+/// Buffers for the blocks of pieces, used again once the socket took them.
+static READ_BUFFERS: LazyLock<Arc<BlockPool>> = LazyLock::new(|| BlockPool::new(IO_BLOCK, 16));
+
 /// The bytes of `range` of `file`, read in blocks by positional reads (so streams share
 /// one file handle) and hashed as they are read.
 fn read_piece(
@@ -399,8 +402,7 @@ fn read_piece(
             let Some(mut hasher) = hasher else { return Ok(None) };
             let n = (end - pos).min(IO_BLOCK as u64) as usize;
             let got = blocking(move || {
-                let mut buf = vec![0u8; n];
-                file.read_exact_at(&mut buf, pos).map(|()| {
+                READ_BUFFERS.read_at(&file, pos, n).map(|buf| {
                     hasher.update(&buf);
                     (buf, hasher)
                 })
@@ -433,7 +435,7 @@ fn read_piece(
             };
             read.sent.fetch_add(n as u64, Ordering::Relaxed);
             report(&progress, n as i64);
-            Ok(Some((Bytes::from(buf), (next, pos))))
+            Ok(Some((buf, (next, pos))))
         }
     })
 }

@@ -9,7 +9,8 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+use weft_fileio::{BlockPool, FileWriter};
 use weft_types::{Error, ErrorCode};
 
 pub(crate) const TMP_DIR: &str = ".weft-tmp";
@@ -162,6 +163,9 @@ extern "C" {
     fn libc_syncfs(fd: i32) -> i32;
 }
 
+/// Buffers for reads: at most this many idle ones stay allocated for the next reads.
+static READ_BUFFERS: LazyLock<Arc<BlockPool>> = LazyLock::new(|| BlockPool::new(IO_BUFFER, 32));
+
 /// Streams `range` of an open file from a blocking thread, [`IO_BUFFER`] at a time, two
 /// buffers ahead at most.
 pub(crate) fn read_file_range(file: File, path: PathBuf, range: Range<u64>) -> ByteStream {
@@ -170,8 +174,7 @@ pub(crate) fn read_file_range(file: File, path: PathBuf, range: Range<u64>) -> B
         let mut pos = range.start;
         while pos < range.end {
             let n = ((range.end - pos) as usize).min(IO_BUFFER);
-            let mut buf = vec![0u8; n];
-            let r = file.read_exact_at(&mut buf, pos).map_err(|e| {
+            let r = READ_BUFFERS.read_at(&file, pos, n).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::UnexpectedEof {
                     Error::new(
                         ErrorCode::StorageError,
@@ -186,7 +189,7 @@ pub(crate) fn read_file_range(file: File, path: PathBuf, range: Range<u64>) -> B
                 }
             });
             let failed = r.is_err();
-            if tx.blocking_send(r.map(|_| Bytes::from(buf))).is_err() || failed {
+            if tx.blocking_send(r).is_err() || failed {
                 return;
             }
             pos += n as u64;
@@ -211,38 +214,23 @@ pub struct FsWriter {
 /// Buffers queued for the writer thread: bounds memory per write to (1 + this) buffers.
 const PIPE_DEPTH: usize = 4;
 
+/// The temporary file of a sequential write and its writer thread.
 struct Pipe {
     temp: Arc<Temp>,
-    tx: tokio::sync::mpsc::Sender<Bytes>,
-    worker: tokio::task::JoinHandle<Result<(), Error>>,
+    writer: FileWriter,
+    pos: u64,
 }
 
 impl Pipe {
     async fn start(store: &FsStore, target: &Path) -> Result<Pipe, Error> {
         let temp = Arc::new(store.temp_for(target, 0).await?);
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(PIPE_DEPTH);
-        let t = temp.clone();
-        let worker = tokio::task::spawn_blocking(move || {
-            let mut pos = 0u64;
-            while let Some(buf) = rx.blocking_recv() {
-                t.file
-                    .write_all_at(&buf, pos)
-                    .map_err(|e| io_error(&format!("cannot write {}", t.describe()), e))?;
-                t.wrote(buf.len() as u64);
-                pos += buf.len() as u64;
-            }
-            Ok(())
-        });
-        Ok(Pipe { temp, tx, worker })
+        let writer = temp.writer(PIPE_DEPTH);
+        Ok(Pipe { temp, writer, pos: 0 })
     }
 
     /// Closes the pipe and waits until everything sent is written.
     async fn finish(self) -> (Arc<Temp>, Result<(), Error>) {
-        drop(self.tx);
-        let r = match self.worker.await {
-            Ok(r) => r,
-            Err(e) => Err(Error::internal(format!("storage writer failed: {e}"))),
-        };
+        let r = self.writer.close().await.map_err(|e| self.temp.write_error(e));
         (self.temp, r)
     }
 }
@@ -262,15 +250,15 @@ impl FsWriter {
         if self.pipe.is_none() {
             self.pipe = Some(Pipe::start(&self.store, &self.target).await?);
         }
-        let pipe = self.pipe.as_ref().expect("just started");
-        if pipe.tx.send(data).await.is_err() {
-            // The writer thread stopped: its result says why.
-            let (temp, r) = self.pipe.take().expect("present").finish().await;
+        let pipe = self.pipe.as_mut().expect("just started");
+        let len = data.len() as u64;
+        if let Err(e) = pipe.writer.write_at(pipe.pos, vec![data]).await {
+            let e = pipe.temp.write_error(e);
+            let (temp, _) = self.pipe.take().expect("present").finish().await;
             temp.discard();
-            return Err(r
-                .err()
-                .unwrap_or_else(|| Error::internal("storage writer stopped early")));
+            return Err(e);
         }
+        pipe.pos += len;
         Ok(())
     }
 
@@ -300,10 +288,10 @@ impl FsWriter {
         let sent = if rest.is_empty() {
             Ok(())
         } else {
-            pipe.tx
-                .send(rest)
+            pipe.writer
+                .write_at(pipe.pos, vec![rest])
                 .await
-                .map_err(|_| Error::internal("storage writer stopped early"))
+                .map_err(|e| pipe.temp.write_error(e))
         };
         let (temp, r) = pipe.finish().await;
         let t = temp.clone();
@@ -331,51 +319,25 @@ enum Target {
     S3(crate::s3::S3Store, String),
 }
 
-/// A write of a known size in pieces at arbitrary offsets, shared by many tasks. S3
-/// resources stage the pieces in a local file and upload it on commit.
-///
-/// All writes go through one writer thread: the streams of one upload would otherwise
-/// contend for the file's inode lock (a profile showed 13 % of a put spent spinning on it),
-/// and a thread hop per buffer is cheaper than a blocking task per buffer.
+/// A write of a known size in pieces at arbitrary offsets, shared by many tasks, through
+/// one writer thread ([`FileWriter`]). S3 resources stage the pieces in a local file and
+/// upload it on commit.
 pub struct OffsetWriter {
     temp: Arc<Temp>,
     size: u64,
     target: Target,
-    tx: tokio::sync::mpsc::Sender<(u64, Vec<Bytes>)>,
-    worker: tokio::task::JoinHandle<()>,
-    /// The first write error; later writes and the commit report it.
-    failed: Arc<std::sync::Mutex<Option<Error>>>,
+    writer: FileWriter,
 }
 
 impl OffsetWriter {
     fn start(temp: Temp, size: u64, target: Target) -> Self {
-        let temp = Arc::new(temp);
-        // Buffers queued per upload: bounds its memory to this many IO_BUFFERs.
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<(u64, Vec<Bytes>)>(2 * PIPE_DEPTH);
-        let failed = Arc::new(std::sync::Mutex::new(None));
-        let (t, f) = (temp.clone(), failed.clone());
-        let worker = tokio::task::spawn_blocking(move || {
-            while let Some((offset, data)) = rx.blocking_recv() {
-                if f.lock().expect("not poisoned").is_some() {
-                    continue;
-                }
-                let len: u64 = data.iter().map(|b| b.len() as u64).sum();
-                match write_all_vectored_at(&t.file, offset, &data) {
-                    Ok(()) => t.wrote(len),
-                    Err(e) => {
-                        *f.lock().expect("not poisoned") =
-                            Some(io_error(&format!("cannot write {}", t.describe()), e))
-                    }
-                }
-            }
-        });
+        // Buffers queued per upload: bounds its memory to this many calls' buffers.
+        let writer = temp.writer(2 * PIPE_DEPTH);
         OffsetWriter {
-            temp,
+            temp: Arc::new(temp),
             size,
             target,
-            tx,
-            worker,
-            failed,
+            writer,
         }
     }
 
@@ -398,10 +360,6 @@ impl OffsetWriter {
         self.size
     }
 
-    fn failure(&self) -> Option<Error> {
-        self.failed.lock().expect("not poisoned").clone()
-    }
-
     /// Queues the buffers `data`, back to back, for writing at `offset` (gathered into one
     /// `pwritev`, so received buffers are never copied to coalesce them). Pieces may arrive
     /// in any order and from any task; a write error shows at the next call or at commit.
@@ -416,13 +374,10 @@ impl OffsetWriter {
                 ),
             ));
         }
-        if let Some(e) = self.failure() {
-            return Err(e);
-        }
-        self.tx
-            .send((offset, data))
+        self.writer
+            .write_at(offset, data)
             .await
-            .map_err(|_| Error::internal("storage writer stopped early"))
+            .map_err(|e| self.temp.write_error(e))
     }
 
     /// Waits for every queued write, then makes the whole file durable and visible.
@@ -431,16 +386,9 @@ impl OffsetWriter {
             temp,
             size,
             target,
-            tx,
-            worker,
-            failed,
+            writer,
         } = self;
-        drop(tx);
-        let _ = worker.await;
-        let written = match failed.lock().expect("not poisoned").take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        };
+        let written = writer.close().await.map_err(|e| temp.write_error(e));
         let (r, staged) = match (written, target) {
             (Err(e), t) => (Err(e), matches!(t, Target::S3(..))),
             (Ok(()), Target::Fs(target)) => {
@@ -456,62 +404,9 @@ impl OffsetWriter {
     }
 
     pub async fn abort(self) {
-        drop(self.tx);
-        let _ = self.worker.await;
+        let _ = self.writer.close().await;
         self.temp.discard();
     }
-}
-
-/// `pwritev` of all of `parts` at `offset`, resuming after short writes.
-fn write_all_vectored_at(file: &File, mut offset: u64, parts: &[Bytes]) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let mut iovs: Vec<libc::iovec> = parts
-        .iter()
-        .filter(|p| !p.is_empty())
-        .map(|p| libc::iovec {
-            iov_base: p.as_ptr() as *mut libc::c_void,
-            iov_len: p.len(),
-        })
-        .collect();
-    let mut first = 0;
-    while first < iovs.len() {
-        let count = (iovs.len() - first).min(1024) as libc::c_int;
-        // SAFETY: every iovec points into a live `Bytes` of `parts` for the whole call, and
-        // the descriptor is open; pwritev only reads that memory.
-        let n = unsafe {
-            libc::pwritev(
-                file.as_raw_fd(),
-                iovs[first..].as_ptr(),
-                count,
-                offset as libc::off_t,
-            )
-        };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        let mut n = n as usize;
-        offset += n as u64;
-        while n > 0 {
-            let iov = &mut iovs[first];
-            if n >= iov.iov_len {
-                n -= iov.iov_len;
-                first += 1;
-            } else {
-                // SAFETY: advancing within the same buffer, by less than its length.
-                iov.iov_base = unsafe { (iov.iov_base as *mut u8).add(n) } as *mut libc::c_void;
-                iov.iov_len -= n;
-                n = 0;
-            }
-        }
-    }
-    Ok(())
 }
 
 pub(crate) async fn blocking<T: Send + 'static>(

@@ -14,14 +14,14 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use weft_durable::SyncBehind;
+use weft_fileio::{FileWriter, SyncBehind};
 use weft_types::Error;
 
 pub(crate) struct Temp {
     pub file: Arc<File>,
     /// Flushes behind the writers, so that a durable publish waits for little; `None` for
     /// scratch files, which are read back and thrown away.
-    sync: Option<SyncBehind>,
+    sync: Option<Arc<SyncBehind>>,
     /// `None`: unnamed (`O_TMPFILE`) in `dir`.
     named: Option<PathBuf>,
     dir: PathBuf,
@@ -50,7 +50,7 @@ impl Temp {
         };
         let file = Arc::new(file);
         let temp = Temp {
-            sync: (!scratch).then(|| SyncBehind::new(file.clone())),
+            sync: (!scratch).then(|| Arc::new(SyncBehind::new(file.clone()))),
             file,
             named,
             dir: dir.to_owned(),
@@ -63,11 +63,15 @@ impl Temp {
         Ok(temp)
     }
 
-    /// Records that `len` more bytes were written, for the flushes behind the writer.
-    pub fn wrote(&self, len: u64) {
-        if let Some(sync) = &self.sync {
-            sync.wrote(len);
-        }
+    /// The writer thread of this file, `depth` calls queued at most; it flushes behind
+    /// itself unless this is a scratch file.
+    pub fn writer(&self, depth: usize) -> FileWriter {
+        FileWriter::start(self.file.clone(), self.sync.clone(), depth)
+    }
+
+    /// A failed write of this file, as the storage error that names it.
+    pub fn write_error(&self, e: std::io::Error) -> Error {
+        io_error(&format!("cannot write {}", self.describe()), e)
     }
 
     pub fn describe(&self) -> String {

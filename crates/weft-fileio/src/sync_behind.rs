@@ -1,4 +1,4 @@
-//! Making a file that is being written durable without a long wait at the end.
+//! Flushes behind the writer.
 //!
 //! A file written and then `fdatasync`ed pays twice at the end: the kernel writes the dirty
 //! pages, then the device (on a VM: the host) flushes its write cache. On this project's
@@ -9,9 +9,6 @@
 //! Starting writeback per block instead (`sync_file_range`, what weft did before) stalled
 //! the writer behind each device flush and left the whole flush for the end; a flush of
 //! many dirty pages at once also writes them with a deeper queue.
-//!
-//! Used by the zone's storage writers and by the client's downloads: the one piece of file
-//! I/O both sides share, std only (weft-types does no I/O).
 
 use std::fs::File;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -1,0 +1,13 @@
+//! The file I/O of the data path that the zone's storage and the client share: writes at
+//! offsets from many streams through one thread ([`FileWriter`]), large files made durable
+//! without a long wait at the end ([`SyncBehind`]), and blocks read into reused buffers
+//! ([`BlockPool`]). No weft crate below it: weft-types does no I/O, and the client must not
+//! pull in the zone's storage.
+
+mod pool;
+mod sync_behind;
+mod writer;
+
+pub use pool::BlockPool;
+pub use sync_behind::{SyncBehind, SYNC_BEHIND_BYTES};
+pub use writer::FileWriter;

@@ -1,0 +1,116 @@
+//! Blocks read from files into buffers that are used again.
+//!
+//! A fresh buffer per block costs twice on the data path: zeroing it (`vec![0; n]`), and
+//! the kernel zeroing the pages it maps on first touch. Profiles of a 1 GiB get showed the
+//! two at ~20 % of the zone's CPU. A block here is read into a buffer from the pool, and
+//! goes back to it when the last `Bytes` of it is dropped (after the socket took it).
+
+use bytes::Bytes;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+
+/// Buffers of one size, `keep` of them at most held while idle.
+pub struct BlockPool {
+    block: usize,
+    keep: usize,
+    idle: Mutex<Vec<Vec<u8>>>,
+}
+
+/// A buffer on loan: returns to its pool when dropped.
+struct Loan {
+    buf: Vec<u8>,
+    pool: Arc<BlockPool>,
+}
+
+impl AsRef<[u8]> for Loan {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Drop for Loan {
+    fn drop(&mut self) {
+        let mut idle = self.pool.idle.lock().expect("not poisoned");
+        if idle.len() < self.pool.keep {
+            idle.push(std::mem::take(&mut self.buf));
+        }
+    }
+}
+
+impl BlockPool {
+    pub fn new(block: usize, keep: usize) -> Arc<Self> {
+        Arc::new(BlockPool {
+            block,
+            keep,
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The block size.
+    pub fn block(&self) -> usize {
+        self.block
+    }
+
+    /// Reads exactly `len` bytes (at most one block) at `pos` of `file`. A file that ends
+    /// first is an `UnexpectedEof` error.
+    pub fn read_at(self: &Arc<Self>, file: &File, pos: u64, len: usize) -> std::io::Result<Bytes> {
+        assert!(
+            len <= self.block,
+            "a read of {len} bytes from a pool of {}-byte blocks",
+            self.block
+        );
+        let mut buf = self
+            .idle
+            .lock()
+            .expect("not poisoned")
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(self.block));
+        // The buffer is filled before anyone reads it: resizing only zeroes bytes a new or
+        // shorter buffer did not have yet, once per buffer rather than once per block.
+        buf.resize(len, 0);
+        file.read_exact_at(&mut buf, pos)?;
+        Ok(Bytes::from_owner(Loan {
+            buf,
+            pool: self.clone(),
+        }))
+    }
+
+    /// Buffers held idle now (for tests).
+    pub fn idle(&self) -> usize {
+        self.idle.lock().expect("not poisoned").len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_read_what_is_there_and_buffers_come_back() {
+        let dir = std::env::temp_dir().join(format!("weft-fileio-pool-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = File::open(&path).unwrap();
+        let pool = BlockPool::new(4096, 2);
+        let a = pool.read_at(&file, 0, 4096).unwrap();
+        let b = pool.read_at(&file, 4096, 4096).unwrap();
+        let c = pool.read_at(&file, 8192, 10_000 - 8192).unwrap();
+        assert_eq!([&a[..], &b[..], &c[..]].concat(), data);
+        let a2 = a.slice(10..20);
+        drop((a, b, c));
+        // `a` is still referenced by its slice; two buffers came back, the pool keeps two.
+        assert_eq!(pool.idle(), 2);
+        assert_eq!(&a2[..], &data[10..20]);
+        drop(a2);
+        assert_eq!(pool.idle(), 2, "no more than `keep` idle buffers");
+        // A reused buffer holds exactly the new block, not the old one's tail.
+        let d = pool.read_at(&file, 8192, 100).unwrap();
+        assert_eq!(&d[..], &data[8192..8292]);
+        let e = pool.read_at(&file, 9990, 20).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
