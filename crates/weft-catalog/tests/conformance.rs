@@ -216,6 +216,15 @@ async fn zone(c: &SqlCatalog) -> (i64, i64) {
     (admin.id, r.id)
 }
 
+/// The zone of [`zone`] holding one data object, `/z/f`.
+async fn one_object(c: &SqlCatalog) -> weft_catalog::Node {
+    let (admin, disk) = zone(c).await;
+    c.register_object(&obj("/z/f", admin, disk, "k"))
+        .await
+        .unwrap()
+        .node
+}
+
 fn query(root: &str) -> FindQuery {
     FindQuery {
         root: p(root),
@@ -1160,12 +1169,7 @@ async fn move_errors(c: &SqlCatalog) {
 }
 
 async fn touch_replica_verified(c: &SqlCatalog) {
-    let (admin, disk) = zone(c).await;
-    let n = c
-        .register_object(&obj("/z/f", admin, disk, "k"))
-        .await
-        .unwrap()
-        .node;
+    let n = one_object(c).await;
     let r = c.replicas(n.id).await.unwrap().remove(0);
     c.touch_replica_verified(r.id, 1_700_000_000_000).await.unwrap();
     assert_eq!(
@@ -1377,12 +1381,7 @@ fn now() -> i64 {
 }
 
 async fn metadata_add_set_remove(c: &SqlCatalog) {
-    let (admin, disk) = zone(c).await;
-    let n = c
-        .register_object(&obj("/z/f", admin, disk, "k"))
-        .await
-        .unwrap()
-        .node;
+    let n = one_object(c).await;
     c.add_avu(n.id, &avu("sample", "s1")).await.unwrap();
     c.add_avu(n.id, &avu("sample", "s2")).await.unwrap();
     let with_unit = Avu {
@@ -1441,12 +1440,7 @@ async fn metadata_add_set_remove(c: &SqlCatalog) {
 /// the (node, attribute) index, not by walking the node's AVUs: a bulk edit of 10,000
 /// attributes was quadratic (9 s) while SQLite walked them.
 async fn metadata_edits_look_up_by_node_and_attribute(c: &SqlCatalog) {
-    let (admin, disk) = zone(c).await;
-    let n = c
-        .register_object(&obj("/z/f", admin, disk, "k"))
-        .await
-        .unwrap()
-        .node;
+    let n = one_object(c).await;
     let many: Vec<(i64, Avu)> = (0..5000).map(|k| (n.id, avu(&format!("a{k}"), "v"))).collect();
     c.add_avus(&many).await.unwrap();
     let plan = c.explain_avu_edits(n.id).await.unwrap();
@@ -1469,12 +1463,7 @@ async fn metadata_edits_look_up_by_node_and_attribute(c: &SqlCatalog) {
 }
 
 async fn metadata_edits_all_or_nothing(c: &SqlCatalog) {
-    let (admin, disk) = zone(c).await;
-    let n = c
-        .register_object(&obj("/z/f", admin, disk, "k"))
-        .await
-        .unwrap()
-        .node;
+    let n = one_object(c).await;
     let adds: Vec<MetaEdit> = (0..1200)
         .map(|i| MetaEdit::Add(avu(&format!("a{i:04}"), "v")))
         .collect();

@@ -47,11 +47,6 @@ impl BlockPool {
         })
     }
 
-    /// The block size.
-    pub fn block(&self) -> usize {
-        self.block
-    }
-
     /// Reads exactly `len` bytes (at most one block) at `pos` of `file`. A file that ends
     /// first is an `UnexpectedEof` error.
     pub fn read_at(self: &Arc<Self>, file: &File, pos: u64, len: usize) -> std::io::Result<Bytes> {
@@ -76,8 +71,8 @@ impl BlockPool {
         }))
     }
 
-    /// Buffers held idle now (for tests).
-    pub fn idle(&self) -> usize {
+    #[cfg(test)]
+    fn idle(&self) -> usize {
         self.idle.lock().expect("not poisoned").len()
     }
 }

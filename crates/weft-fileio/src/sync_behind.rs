@@ -51,7 +51,7 @@ impl SyncBehind {
     }
 
     /// Flushes each time `every` more bytes were written (tests use small values).
-    pub fn every(file: Arc<File>, every: u64) -> Self {
+    pub(crate) fn every(file: Arc<File>, every: u64) -> Self {
         SyncBehind {
             shared: Arc::new(Shared {
                 file,
@@ -91,8 +91,9 @@ impl SyncBehind {
         self.shared.file.sync_data()
     }
 
-    /// Background flushes done so far (for tests and traces).
-    pub fn flushes(&self) -> u64 {
+    /// Background flushes done so far.
+    #[cfg(test)]
+    fn flushes(&self) -> u64 {
         self.shared.lock().flushes
     }
 
