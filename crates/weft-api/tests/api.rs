@@ -655,3 +655,91 @@ async fn zone_on_postgres() {
         .unwrap();
     assert_eq!(got.as_ref(), b"19");
 }
+
+/// Files of `dir` below its `packs` directory, with their allocated bytes.
+fn packs_of(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.parent().unwrap().ends_with("packs") {
+                out.push((p.clone(), e.metadata().unwrap().blocks() * 512));
+            }
+        }
+    }
+    out
+}
+
+/// Small objects of a bundle share one pack file rather than a file each; they read back
+/// whole and in ranges, and an overwrite or removal frees the old bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bundles_store_small_objects_in_packs() {
+    let z = start().await;
+    let t = z.admin_token.clone();
+    let b3 = |d: &[u8]| format!("blake3:{}", blake3::hash(d).to_hex());
+    let bodies: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i + 1; 20_000 + i as usize]).collect();
+    let bundle = |names: &[&str], datas: &[&Vec<u8>]| {
+        let files: Vec<Value> = names
+            .iter()
+            .zip(datas)
+            .map(|(n, d)| json!({"path": format!("/z/home/admin/{n}"), "size": d.len(), "checksum": b3(d)}))
+            .collect();
+        let mut body = format!("{}\n", json!({"files": files, "overwrite": true})).into_bytes();
+        for d in datas {
+            body.extend_from_slice(d);
+        }
+        z.post("bundles", &t).body(body).send()
+    };
+    let names = ["p0", "p1", "p2", "p3", "p4"];
+    let r = bundle(&names, &bodies.iter().collect::<Vec<_>>()).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let out: Value = r.json().await.unwrap();
+    assert!(
+        out.as_array().unwrap().iter().all(|o| o["error"].is_null()),
+        "{out}"
+    );
+
+    let packs = packs_of(&z.data_dir);
+    assert_eq!(packs.len(), 1, "one pack for the bundle: {packs:?}");
+    let mut data_files = Vec::new();
+    common::walk(&z.data_dir.join("resources"), &mut data_files);
+    assert_eq!(data_files.len(), 1, "no file per object: {data_files:?}");
+    for (n, d) in names.iter().zip(&bodies) {
+        let got = z.get(&format!("data/z/home/admin/{n}"), &t).send().await.unwrap();
+        assert_eq!(got.bytes().await.unwrap().to_vec(), *d, "{n}");
+    }
+    let part = z
+        .get("data/z/home/admin/p3", &t)
+        .header("range", "bytes=100-199")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(part.status(), 206);
+    assert_eq!(part.bytes().await.unwrap().to_vec(), vec![4u8; 100]);
+
+    // Overwriting p0 and removing p1..p4 frees their blocks: only the new p0 holds any.
+    let new = vec![9u8; 4096];
+    let r = bundle(&["p0"], &[&new]).await.unwrap();
+    assert_eq!(r.status(), 200);
+    for n in &names[1..] {
+        let r = z
+            .delete(&format!("nodes/z/home/admin/{n}"), &t)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{n}");
+    }
+    let held: u64 = packs_of(&z.data_dir).iter().map(|(_, b)| b).sum();
+    assert!(
+        held <= 8192,
+        "only the new p0's block stays allocated, got {held} bytes"
+    );
+    let got = z.get("data/z/home/admin/p0", &t).send().await.unwrap();
+    assert_eq!(got.bytes().await.unwrap().to_vec(), new);
+    let r = z.get("data/z/home/admin/p1", &t).send().await.unwrap();
+    assert_eq!(code(r).await, (404, "not_found".into()));
+}

@@ -511,6 +511,9 @@ pub trait Catalog: Send + Sync + 'static {
 
     // --- namespace --------------------------------------------------------------------
     async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error>;
+    /// The nodes of those `paths` that exist, in no particular order: the lookups of a
+    /// bundle of files in one query rather than one each.
+    async fn get_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<Node>, Error>;
     /// Creates a collection. With `parents`, missing ancestors are created too and an
     /// existing collection at `path` is not an error (`mkdir -p`). Errors: `not_found`
     /// (parent, without `parents`), `already_exists`, `not_a_collection` (an ancestor is a
@@ -536,6 +539,8 @@ pub trait Catalog: Send + Sync + 'static {
     /// small files). All or nothing.
     async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error>;
     async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error>;
+    /// The replicas of all of `node_ids`, each node's in the order of [`Catalog::replicas`].
+    async fn replicas_of_nodes(&self, node_ids: &[i64]) -> Result<Vec<Replica>, Error>;
     /// Removes a data object or a collection; with `recursive` a collection's whole subtree.
     /// Returns the replicas (here and in other zones) whose bytes are now garbage. Errors:
     /// `not_found`, `collection_not_empty` (without `recursive`), `invalid_argument` (zone

@@ -97,6 +97,7 @@ conformance!(
     overwrite_returns_replaced_replicas,
     register_objects_is_all_or_nothing,
     register_objects_handles_duplicates_in_one_batch,
+    nodes_and_replicas_of_many_in_one_read,
     delete_node_single_and_recursive,
     move_rewrites_subtree_paths,
     move_errors,
@@ -928,6 +929,49 @@ async fn overwrite_returns_replaced_replicas(c: &SqlCatalog) {
     let mut onto_dir = obj("/z/dir", admin, disk, "x");
     onto_dir.overwrite = true;
     assert_eq!(code(c.register_object(&onto_dir).await), ErrorCode::IsACollection);
+}
+
+/// The batch lookups of a bundle: more paths than one statement binds, missing ones left
+/// out, replicas grouped by node in the order `replicas` gives.
+async fn nodes_and_replicas_of_many_in_one_read(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    c.create_collection(&p("/z/run"), admin, false).await.unwrap();
+    let batch: Vec<NewObject> = (0..1100)
+        .map(|i| obj(&format!("/z/run/f{i:04}"), admin, disk, &format!("key{i}")))
+        .collect();
+    let made = c.register_objects(&batch).await.unwrap();
+    let mut wanted: Vec<LogicalPath> = batch.iter().map(|o| o.path.clone()).collect();
+    wanted.push(p("/z/run/missing"));
+    wanted.push(p("/z/run"));
+    let found = c.get_nodes(&wanted).await.unwrap();
+    assert_eq!(
+        found.len(),
+        1101,
+        "every object and the collection, not the missing path"
+    );
+    let f = found.iter().find(|n| n.path.as_str() == "/z/run/f1050").unwrap();
+    assert_eq!(f, &made[1050].node);
+    assert!(c.get_nodes(&[]).await.unwrap().is_empty());
+
+    let second = c.create_resource(&new_resource("tape")).await.unwrap();
+    c.add_replica(&NewReplica {
+        node_id: made[3].node.id,
+        at: ReplicaPlace::Local {
+            resource_id: second.id,
+            physical_key: "second".into(),
+        },
+        size: made[3].node.size,
+        checksum: made[3].node.checksum.clone().unwrap(),
+    })
+    .await
+    .unwrap();
+    let ids: Vec<i64> = made.iter().map(|r| r.node.id).collect();
+    let reps = c.replicas_of_nodes(&ids).await.unwrap();
+    assert_eq!(reps.len(), 1101);
+    for id in [made[3].node.id, made[1099].node.id] {
+        let mine: Vec<_> = reps.iter().filter(|r| r.node_id == id).cloned().collect();
+        assert_eq!(mine, c.replicas(id).await.unwrap());
+    }
 }
 
 async fn register_objects_is_all_or_nothing(c: &SqlCatalog) {

@@ -2,6 +2,7 @@
 //! in progress. A write goes to a temporary file and is renamed into place on commit, so a
 //! crash leaves only temporary files, which `remove_temporary` deletes at the next start.
 
+use crate::pack::{Packs, Segment};
 use crate::temp::Temp;
 use crate::{io_error, ByteStream, FsConfig, IO_BUFFER};
 use bytes::{Bytes, BytesMut};
@@ -18,6 +19,8 @@ pub(crate) const TMP_DIR: &str = ".weft-tmp";
 #[derive(Clone)]
 pub struct FsStore {
     root: PathBuf,
+    /// The packs this process appends small objects to; shared by the store's clones.
+    packs: Arc<Packs>,
 }
 
 impl FsStore {
@@ -28,7 +31,10 @@ impl FsStore {
                 config.root
             )));
         }
-        Ok(FsStore { root: config.root })
+        Ok(FsStore {
+            packs: Arc::new(Packs::new(&config.root)),
+            root: config.root,
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -90,7 +96,17 @@ impl FsStore {
         OffsetWriter::for_fs(self, self.path_of(key)?, size).await
     }
 
+    /// Stores small objects back to back in one pack (see `pack.rs`); their keys.
+    pub async fn put_packed(&self, items: Vec<Bytes>) -> Result<Vec<String>, Error> {
+        let packs = self.packs.clone();
+        blocking(move || packs.append(&items)).await
+    }
+
     pub async fn read(&self, key: &str, range: Range<u64>) -> Result<ByteStream, Error> {
+        if let Some(seg) = Segment::parse(key) {
+            let (seg, packs) = (seg?, self.packs.clone());
+            return blocking(move || packs.read_stream(&seg, range)).await;
+        }
         let path = self.path_of(key)?;
         let file = blocking({
             let path = path.clone();
@@ -103,6 +119,10 @@ impl FsStore {
     }
 
     pub async fn delete(&self, key: &str) -> Result<(), Error> {
+        if let Some(seg) = Segment::parse(key) {
+            let (seg, packs) = (seg?, self.packs.clone());
+            return blocking(move || packs.remove(&seg)).await;
+        }
         let path = self.path_of(key)?;
         blocking(move || match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

@@ -9,6 +9,7 @@
 
 mod config;
 mod fs;
+mod pack;
 mod s3;
 mod temp;
 mod tree;
@@ -20,6 +21,7 @@ use std::path::PathBuf;
 use weft_types::{Error, ErrorCode, ResourceKind};
 
 pub use config::{FsConfig, S3Config};
+pub use pack::MAX_OBJECT as PACKED_MAX;
 pub use tree::KeyInfo;
 
 /// A stream of a replica's bytes.
@@ -82,6 +84,32 @@ impl Store {
         match self {
             Store::Fs(s) => s.offset_writer(key, size).await,
             Store::S3(s) => s.offset_writer(key, size).await,
+        }
+    }
+
+    /// Stores small objects (each at most [`PACKED_MAX`] bytes) at once and returns each
+    /// one's key, in order. Like writes committed without `durable`, they are durable after
+    /// [`Store::sync_filesystem`]. File systems write them back to back into one pack with
+    /// one system call, rather than a file each; S3 stores an object each.
+    pub async fn put_packed(&self, items: Vec<Bytes>) -> Result<Vec<String>, Error> {
+        if let Some(big) = items.iter().find(|b| b.len() as u64 > PACKED_MAX) {
+            return Err(Error::internal(format!(
+                "an object of {} bytes is over the {PACKED_MAX} bytes that go into packs",
+                big.len()
+            )));
+        }
+        match self {
+            Store::Fs(s) => s.put_packed(items).await,
+            Store::S3(_) => {
+                let puts = items.into_iter().map(|data| async move {
+                    let key = Store::new_key();
+                    let mut w = self.writer(&key).await?;
+                    w.write(data).await?;
+                    w.commit(false).await?;
+                    Ok::<_, Error>(key)
+                });
+                futures::future::try_join_all(puts).await
+            }
         }
     }
 

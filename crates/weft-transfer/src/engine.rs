@@ -384,10 +384,10 @@ impl Engine {
         todo: &[usize],
         made: &Mutex<HashSet<String>>,
     ) -> Vec<Result<Checksum, Error>> {
-        let reads = todo.iter().map(|&i| self.read_bundled(owner, &files[i]));
+        let reads = self.read_bundle(owner, files, todo).await;
         let mut outcomes: Vec<Option<Result<Checksum, Error>>> = Vec::with_capacity(todo.len());
         let mut ready = Vec::new();
-        for r in futures::future::join_all(reads).await {
+        for r in reads {
             match r {
                 Ok(item) => {
                     ready.push(item);
@@ -421,16 +421,64 @@ impl Engine {
             .collect()
     }
 
-    /// Reads and hashes one file of a bundle; where it goes, its bytes and their checksum.
-    async fn read_bundled(
+    /// Reads and hashes the files `todo` of a bundle: where each goes, its bytes and their
+    /// checksum. Files of one zone's namespace are read with one `read_many`, so that the
+    /// zone looks them up together.
+    async fn read_bundle(
         &self,
         owner: &str,
-        f: &TransferFile,
-    ) -> Result<(Endpoint, Bytes, Checksum), Error> {
-        let (src_at, dst_at) = (Endpoint::parse(&f.source)?, Endpoint::parse(&f.destination)?);
-        let src = self.sides.side(owner, &src_at).await?;
-        let (data, sum) = read_whole(src.as_ref(), &src_at, f).await?;
-        Ok((dst_at, data, sum))
+        files: &[TransferFile],
+        todo: &[usize],
+    ) -> Vec<Result<(Endpoint, Bytes, Checksum), Error>> {
+        let ends: Result<Vec<(Endpoint, Endpoint)>, Error> = todo
+            .iter()
+            .map(|&i| {
+                Ok((
+                    Endpoint::parse(&files[i].source)?,
+                    Endpoint::parse(&files[i].destination)?,
+                ))
+            })
+            .collect();
+        let one_zone = |ends: &[(Endpoint, Endpoint)]| match ends.first() {
+            Some((Endpoint::Logical(first), _)) => ends
+                .iter()
+                .all(|(src, _)| matches!(src, Endpoint::Logical(p) if p.zone() == first.zone())),
+            _ => false,
+        };
+        let ends = match ends {
+            Ok(ends) if one_zone(&ends) => ends,
+            _ => {
+                let reads = todo.iter().map(|&i| async move {
+                    let (src_at, dst_at) = (
+                        Endpoint::parse(&files[i].source)?,
+                        Endpoint::parse(&files[i].destination)?,
+                    );
+                    let src = self.sides.side(owner, &src_at).await?;
+                    let data = src.read(&src_at, 0..files[i].size).await?;
+                    let (data, sum) = hashed(&src_at, &files[i], data)?;
+                    Ok((dst_at, data, sum))
+                });
+                return futures::future::join_all(reads).await;
+            }
+        };
+        let src = match self.sides.side(owner, &ends[0].0).await {
+            Ok(src) => src,
+            Err(e) => return vec![Err(e); todo.len()],
+        };
+        let wanted: Vec<(Endpoint, u64)> = ends
+            .iter()
+            .zip(todo)
+            .map(|((src_at, _), &i)| (src_at.clone(), files[i].size))
+            .collect();
+        let read = src.read_many(&wanted).await;
+        ends.into_iter()
+            .zip(todo)
+            .zip(read)
+            .map(|(((src_at, dst_at), &i), data)| {
+                let (data, sum) = hashed(&src_at, &files[i], data?)?;
+                Ok((dst_at, data, sum))
+            })
+            .collect()
     }
 
     /// The destination side of a bundle, with the parent directories of its files made
@@ -481,7 +529,8 @@ impl Engine {
         let dst = self.sides.side(owner, &dst_at).await?;
         self.make_parent(dst.as_ref(), &dst_at, made).await?;
         let sum = if f.size <= self.piece.get() {
-            let (data, sum) = read_whole(src.as_ref(), &src_at, f).await?;
+            let data = src.read(&src_at, 0..f.size).await?;
+            let (data, sum) = hashed(&src_at, f, data)?;
             dst.put(&dst_at, data, &sum).await?;
             sum
         } else {
@@ -666,10 +715,9 @@ impl Engine {
     }
 }
 
-/// Reads a whole (small) file and hashes it, checking its size and, where the source knows
-/// one, its checksum.
-async fn read_whole(src: &dyn Side, at: &Endpoint, f: &TransferFile) -> Result<(Bytes, Checksum), Error> {
-    let data = src.read(at, 0..f.size).await?;
+/// Hashes a whole (small) file read from `at`, checking its size and, where the source
+/// knows one, its checksum.
+fn hashed(at: &Endpoint, f: &TransferFile, data: Bytes) -> Result<(Bytes, Checksum), Error> {
     check_len(at, f.size, data.len() as u64)?;
     let sum = Checksum::blake3(&blake3::hash(&data));
     let expected = f.checksum.as_deref().map(Checksum::parse).transpose()?;

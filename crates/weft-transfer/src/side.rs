@@ -27,6 +27,12 @@ pub trait Side: Send + Sync {
     /// Creates the directory `at` and its parents.
     async fn mkdirs(&self, at: &Endpoint) -> Result<(), Error>;
     async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error>;
+    /// Several whole (small) files of `size` bytes each; one outcome per file, in order. By
+    /// default they are read concurrently; a side that can look them up together does so.
+    async fn read_many(&self, files: &[(Endpoint, u64)]) -> Vec<Result<Bytes, Error>> {
+        let reads = files.iter().map(|(at, size)| self.read(at, 0..*size));
+        futures::future::join_all(reads).await
+    }
     /// Writes a whole (small) file, replacing what is there, visible only when complete.
     async fn put(&self, at: &Endpoint, data: Bytes, checksum: &Checksum) -> Result<(), Error>;
     /// Writes several small files, each replacing what is there and visible when complete;

@@ -4,6 +4,7 @@
 use crate::{Caller, Zone};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
+use std::collections::HashMap;
 use std::ops::Range;
 use weft_catalog::{NewObject, Node, Resource};
 use weft_storage::{ByteStream, Store, Writer};
@@ -41,15 +42,64 @@ impl Zone {
         resource: Option<&ResourceName>,
         overwrite: bool,
     ) -> Result<PutTarget, Error> {
+        let mut checked = self
+            .prepare_puts(caller, std::slice::from_ref(path), resource, overwrite)
+            .await;
+        checked.pop().expect("one outcome per path")
+    }
+
+    /// [`Zone::prepare_put`] for many paths: the nodes they need in one catalog query and
+    /// each parent's permission checked once. One outcome per path, in order.
+    pub(crate) async fn prepare_puts(
+        &self,
+        caller: &Caller,
+        paths: &[LogicalPath],
+        resource: Option<&ResourceName>,
+        overwrite: bool,
+    ) -> Vec<Result<PutTarget, Error>> {
+        let looked_up = async {
+            let target = self.store_for_write(resource).await?;
+            let mut wanted: Vec<LogicalPath> = paths.to_vec();
+            wanted.extend(paths.iter().filter_map(LogicalPath::parent));
+            wanted.sort();
+            wanted.dedup();
+            let nodes = self.catalog.get_nodes(&wanted).await?;
+            Ok::<_, Error>((target, nodes.into_iter().map(|n| (n.path.clone(), n)).collect()))
+        };
+        let ((resource, store), nodes): (_, HashMap<LogicalPath, Node>) = match looked_up.await {
+            Ok(found) => found,
+            Err(e) => return paths.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let mut may_create: HashMap<LogicalPath, Result<(), Error>> = HashMap::new();
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            let checked = self
+                .check_put(caller, path, &nodes, &mut may_create, overwrite)
+                .await;
+            out.push(checked.map(|()| PutTarget {
+                resource: resource.clone(),
+                store: store.clone(),
+            }));
+        }
+        out
+    }
+
+    /// The checks of a put at `path`, given the nodes of it and its parent (where they
+    /// exist) and the outcomes of earlier permission checks on parents.
+    async fn check_put(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        nodes: &HashMap<LogicalPath, Node>,
+        may_create: &mut HashMap<LogicalPath, Result<(), Error>>,
+        overwrite: bool,
+    ) -> Result<(), Error> {
         self.local(path)?;
         let parent_path = path
             .parent()
             .ok_or_else(|| Error::invalid("a zone root is a collection, not a data object"))?;
-        let (resource, store) = self.store_for_write(resource).await?;
-        let parent = self
-            .catalog
-            .get_node(&parent_path)
-            .await?
+        let parent = nodes
+            .get(&parent_path)
             .ok_or_else(|| Error::not_found(&parent_path))?;
         if parent.kind != NodeKind::Collection {
             return Err(Error::new(
@@ -57,23 +107,25 @@ impl Zone {
                 format!("{parent_path} is a data object, not a collection"),
             ));
         }
-        match self.catalog.get_node(path).await? {
-            Some(n) if n.kind == NodeKind::Collection => {
-                return Err(Error::new(
-                    ErrorCode::IsACollection,
-                    format!("{path} is a collection; cannot write data onto it"),
-                ))
+        match nodes.get(path) {
+            Some(n) if n.kind == NodeKind::Collection => Err(Error::new(
+                ErrorCode::IsACollection,
+                format!("{path} is a collection; cannot write data onto it"),
+            )),
+            Some(_) if !overwrite => Err(Error::new(
+                ErrorCode::AlreadyExists,
+                format!("{path} exists; overwrite it explicitly (--force)"),
+            )),
+            Some(_) => self.require(caller, path, Permission::Write).await,
+            None => {
+                if let Some(r) = may_create.get(&parent_path) {
+                    return r.clone();
+                }
+                let r = self.require(caller, &parent_path, Permission::Write).await;
+                may_create.insert(parent_path, r.clone());
+                r
             }
-            Some(_) if !overwrite => {
-                return Err(Error::new(
-                    ErrorCode::AlreadyExists,
-                    format!("{path} exists; overwrite it explicitly (--force)"),
-                ))
-            }
-            Some(_) => self.require(caller, path, Permission::Write).await?,
-            None => self.require(caller, &parent_path, Permission::Write).await?,
         }
-        Ok(PutTarget { resource, store })
     }
 
     /// Stores a stream of exactly `size` bytes as the data object `path`. Nothing becomes
@@ -110,21 +162,78 @@ impl Zone {
     }
 
     /// Stores several small objects at once (`POST /bundles`): each is checked and made
-    /// visible on its own, so a bad one fails alone, while their catalog writes share the
-    /// committer's transactions. One outcome per file, in order.
+    /// visible on its own, so a bad one fails alone. Those small enough go into one pack per
+    /// resource with one write (no file created per object), and their catalog writes
+    /// share the committer's transactions. One outcome per file, in order.
     pub async fn put_bundle(
         &self,
         caller: &Caller,
         files: Vec<(LogicalPath, Bytes, Checksum)>,
         overwrite: bool,
     ) -> Vec<Result<PutOutcome, Error>> {
-        let puts = files.into_iter().map(|(path, data, sum)| async move {
+        let (small, large): (Vec<_>, Vec<_>) = files
+            .into_iter()
+            .enumerate()
+            .partition(|(_, (_, data, _))| data.len() as u64 <= weft_storage::PACKED_MAX);
+        let large = futures::future::join_all(large.into_iter().map(|(i, (path, data, sum))| async move {
             let size = data.len() as u64;
             let body = futures::stream::once(async move { Ok(data) });
-            self.put_stream(caller, &path, size, Some(&sum), None, overwrite, body)
-                .await
-        });
-        futures::future::join_all(puts).await
+            let put = self.put_stream(caller, &path, size, Some(&sum), None, overwrite, body);
+            (i, put.await)
+        }));
+        let (mut done, large) = futures::join!(self.put_packed(caller, small, overwrite), large);
+        done.extend(large);
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// The small objects of a bundle, numbered: checked and hashed one by one, written
+    /// into one pack together, registered through the committer.
+    async fn put_packed(
+        &self,
+        caller: &Caller,
+        files: Vec<(usize, (LogicalPath, Bytes, Checksum))>,
+        overwrite: bool,
+    ) -> Vec<(usize, Result<PutOutcome, Error>)> {
+        let paths: Vec<LogicalPath> = files.iter().map(|(_, (path, ..))| path.clone()).collect();
+        let targets = self.prepare_puts(caller, &paths, None, overwrite).await;
+        let mut out = Vec::new();
+        let mut ready = Vec::new();
+        let mut target = None;
+        for ((i, (path, data, sum)), t) in files.into_iter().zip(targets) {
+            let checked = t.and_then(|t| {
+                let got = Checksum::blake3(&blake3::hash(&data));
+                Ok((t, check_expected(&path, got, Some(&sum))?))
+            });
+            match checked {
+                Err(e) => out.push((i, Err(e))),
+                Ok((t, sum)) => {
+                    // Every target of one call is the same resource.
+                    target.get_or_insert(t);
+                    ready.push((i, path, data, sum));
+                }
+            }
+        }
+        let Some(target) = target else { return out };
+        let items = ready.iter().map(|(_, _, data, _)| data.clone()).collect();
+        let keys = match target.store.put_packed(items).await {
+            Ok(keys) => keys,
+            Err(e) => {
+                out.extend(ready.into_iter().map(|(i, ..)| (i, Err(e.clone()))));
+                return out;
+            }
+        };
+        let target = &target;
+        let registered = ready
+            .into_iter()
+            .zip(keys)
+            .map(|((i, path, data, sum), key)| async move {
+                let size = data.len() as u64;
+                let r = self.register(caller, &path, size, sum, target, key, overwrite, false);
+                (i, r.await)
+            });
+        out.extend(futures::future::join_all(registered).await);
+        out
     }
 
     /// Registers bytes already committed at `key`; removes them again if that fails.
@@ -241,6 +350,56 @@ impl Zone {
         }))
     }
 
+    /// Whole data objects at once (the small files of a transfer's bundle), with the
+    /// checks of [`Zone::read`]: their nodes in one catalog query and their replicas in
+    /// another, rather than both for each. One outcome per path, in order.
+    pub async fn read_many(&self, caller: &Caller, paths: &[LogicalPath]) -> Vec<Result<Bytes, Error>> {
+        let looked_up = async {
+            let nodes = self.catalog.get_nodes(paths).await?;
+            let ids: Vec<i64> = nodes.iter().map(|n| n.id).collect();
+            let mut replicas: HashMap<i64, Vec<weft_catalog::Replica>> = HashMap::new();
+            for r in self.catalog.replicas_of_nodes(&ids).await? {
+                replicas.entry(r.node_id).or_default().push(r);
+            }
+            let nodes: HashMap<LogicalPath, Node> = nodes.into_iter().map(|n| (n.path.clone(), n)).collect();
+            Ok::<_, Error>((nodes, replicas))
+        };
+        let (nodes, replicas) = match looked_up.await {
+            Ok(found) => found,
+            Err(e) => return paths.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let (nodes, replicas) = (&nodes, &replicas);
+        let reads = paths.iter().map(|path| async move {
+            let node = nodes.get(path).ok_or_else(|| Error::not_found(path))?;
+            self.require(caller, path, Permission::Read).await?;
+            if node.kind != NodeKind::Object {
+                return Err(Error::new(
+                    ErrorCode::IsACollection,
+                    format!("{path} is a collection; list it instead"),
+                ));
+            }
+            let whole = 0..node.size as u64;
+            let good = replicas
+                .get(&node.id)
+                .into_iter()
+                .flatten()
+                .filter(|r| r.state == ReplicaState::Good);
+            for r in good {
+                if let Ok((_, store)) = self.store_by_id(r.resource_id).await {
+                    if let Ok(read) = store.read(&r.physical_key, whole.clone()).await {
+                        if let Ok(data) = collect(read).await {
+                            return Ok(data);
+                        }
+                    }
+                }
+            }
+            // None of this zone's copies could be read: the general path, with its errors and
+            // other zones' copies.
+            collect(self.read_good_replica(node, whole).await?).await
+        });
+        futures::future::join_all(reads).await
+    }
+
     /// Re-reads a replica of this zone and returns what it hashes to.
     pub(crate) async fn hash_replica(&self, r: &weft_catalog::Replica) -> Result<Checksum, Error> {
         let (_, store) = self.store_by_id(r.resource_id).await?;
@@ -313,6 +472,13 @@ impl Zone {
         }
         Ok(out)
     }
+}
+
+/// A whole (small) read in one buffer.
+async fn collect(stream: ByteStream) -> Result<Bytes, Error> {
+    use futures::TryStreamExt;
+    let parts: Vec<Bytes> = stream.try_collect().await?;
+    Ok(crate::transfers::concat(parts))
 }
 
 /// Passes every chunk of `body` to `sink` (if any) while hashing it; fails unless exactly

@@ -344,6 +344,15 @@ impl Side for LocalSide {
         Ok(concat(parts))
     }
 
+    async fn read_many(&self, files: &[(Endpoint, u64)]) -> Vec<Result<Bytes, Error>> {
+        let paths: Result<Vec<LogicalPath>, Error> =
+            files.iter().map(|(at, _)| logical(at).cloned()).collect();
+        match paths {
+            Ok(paths) => self.zone.read_many(&self.caller, &paths).await,
+            Err(e) => vec![Err(e); files.len()],
+        }
+    }
+
     async fn put(&self, at: &Endpoint, data: Bytes, checksum: &Checksum) -> Result<(), Error> {
         let size = data.len() as u64;
         let body = futures::stream::once(async move { Ok(data) });

@@ -186,7 +186,7 @@ impl TestZone {
     }
 }
 
-fn walk(dir: &std::path::Path, out: &mut Vec<String>) {
+pub fn walk(dir: &std::path::Path, out: &mut Vec<String>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

@@ -597,6 +597,9 @@ impl Catalog for SqlCatalog {
     async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error> {
         namespace::get_node(self, path).await
     }
+    async fn get_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<Node>, Error> {
+        namespace::get_nodes(self, paths).await
+    }
     async fn create_collection(
         &self,
         path: &LogicalPath,
@@ -623,6 +626,9 @@ impl Catalog for SqlCatalog {
     }
     async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error> {
         namespace::replicas(self, node_id).await
+    }
+    async fn replicas_of_nodes(&self, node_ids: &[i64]) -> Result<Vec<Replica>, Error> {
+        namespace::replicas_of_nodes(self, node_ids).await
     }
     async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Removed, Error> {
         namespace::delete_node(self, path, recursive).await

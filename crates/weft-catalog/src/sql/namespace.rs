@@ -25,6 +25,24 @@ pub(super) async fn get_node(c: &SqlCatalog, path: &LogicalPath) -> Result<Optio
         .transpose()
 }
 
+pub(super) async fn get_nodes(c: &SqlCatalog, paths: &[LogicalPath]) -> Result<Vec<Node>, Error> {
+    let mut out = Vec::with_capacity(paths.len());
+    for chunk in paths.chunks(CHUNK) {
+        let sql = format!(
+            "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path IN ({})",
+            placeholders(1, chunk.len())
+        );
+        let mut q = sqlx::query(&sql);
+        for p in chunk {
+            q = q.bind(p.as_str());
+        }
+        for row in q.fetch_all(c.pool()).await.map_err(db)? {
+            out.push(rows::node(&row)?);
+        }
+    }
+    Ok(out)
+}
+
 async fn node_by_path(conn: &mut AnyConnection, path: &str) -> Result<Option<Node>, Error> {
     let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1");
     sqlx::query(&sql)
@@ -524,6 +542,24 @@ async fn replicas_of(conn: &mut AnyConnection, node_id: i64) -> Result<Vec<Repli
 pub(super) async fn replicas(c: &SqlCatalog, node_id: i64) -> Result<Vec<Replica>, Error> {
     let mut conn = c.pool().acquire().await.map_err(db)?;
     replicas_of(&mut conn, node_id).await
+}
+
+pub(super) async fn replicas_of_nodes(c: &SqlCatalog, node_ids: &[i64]) -> Result<Vec<Replica>, Error> {
+    let mut out = Vec::with_capacity(node_ids.len());
+    for chunk in node_ids.chunks(CHUNK) {
+        let sql = format!(
+            "SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id IN ({}) ORDER BY r.node_id, r.id",
+            placeholders(1, chunk.len())
+        );
+        let mut q = sqlx::query(&sql);
+        for id in chunk {
+            q = q.bind(*id);
+        }
+        for row in q.fetch_all(c.pool()).await.map_err(db)? {
+            out.push(rows::replica(&row)?);
+        }
+    }
+    Ok(out)
 }
 
 pub(super) async fn delete_node(
