@@ -539,6 +539,9 @@ pub trait Catalog: Send + Sync + 'static {
     /// small files). All or nothing.
     async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error>;
     async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error>;
+    /// The physical keys of replicas on `resource_id` in `[lo, hi)` (an index range).
+    async fn physical_keys_between(&self, resource_id: i64, lo: &str, hi: &str)
+        -> Result<Vec<String>, Error>;
     /// The replicas of all of `node_ids`, each node's in the order of [`Catalog::replicas`].
     async fn replicas_of_nodes(&self, node_ids: &[i64]) -> Result<Vec<Replica>, Error>;
     /// Removes a data object or a collection; with `recursive` a collection's whole subtree.

@@ -91,6 +91,7 @@ conformance!(
     staging_areas,
     user_maps_follow_zones_and_users,
     transfers_and_their_files,
+    transfer_files_in_many_rows,
     collections_and_zone_roots,
     list_children_pages_by_name,
     register_object_and_errors,
@@ -555,6 +556,46 @@ async fn peer_zones(c: &SqlCatalog) {
     assert_eq!(c.get_zone(&ZoneName::parse("lrz").unwrap()).await.unwrap(), None);
 }
 
+/// Files are added and updated many rows to a statement: every row lands whole, nulls
+/// included, and an update names only the files it lists.
+async fn transfer_files_in_many_rows(c: &SqlCatalog) {
+    let (admin, _) = zone(c).await;
+    c.create_transfer("big", admin, "{}").await.unwrap();
+    let files: Vec<TransferFile> = (0..250u64)
+        .map(|seq| TransferFile {
+            seq,
+            source: format!("/z/src/f{seq}"),
+            destination: format!("/z/dst/f{seq}"),
+            size: seq * 3,
+            state: "pending".into(),
+            bytes_done: 0,
+            attempts: 0,
+            error: None,
+            checksum: None,
+            resume: (seq % 7 == 0).then(|| format!("{{\"upload\":\"u{seq}\"}}")),
+        })
+        .collect();
+    c.add_transfer_files("big", &files).await.unwrap();
+    let mut changed: Vec<TransferFile> = files.iter().filter(|f| f.seq % 2 == 1).cloned().collect();
+    for f in &mut changed {
+        f.state = if f.seq % 3 == 0 { "failed" } else { "done" }.into();
+        f.bytes_done = f.size;
+        f.attempts = 2;
+        f.error = (f.seq % 3 == 0).then(|| format!("storage_error: f{}", f.seq));
+        f.checksum = Some(format!("blake3:{:064x}", f.seq));
+        f.resume = None;
+    }
+    c.update_transfer_files("big", &changed).await.unwrap();
+    let got = c.transfer_files("big", None, None, 1000).await.unwrap();
+    let mut want = files.clone();
+    for f in &changed {
+        want[f.seq as usize] = f.clone();
+    }
+    assert_eq!(got, want);
+    let t = c.get_transfer("big").await.unwrap().unwrap();
+    assert_eq!(t.files_total, 250);
+}
+
 async fn transfers_and_their_files(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
     let t = c.create_transfer("t1", admin, "{\"spec\":1}").await.unwrap();
@@ -965,6 +1006,20 @@ async fn nodes_and_replicas_of_many_in_one_read(c: &SqlCatalog) {
     })
     .await
     .unwrap();
+    let mut keys = c.physical_keys_between(disk, "key10", "key11").await.unwrap();
+    let mut want: Vec<String> = (0..1100)
+        .map(|i| format!("key{i}"))
+        .filter(|k| "key10" <= k.as_str() && k.as_str() < "key11")
+        .collect();
+    assert_eq!(want.len(), 111);
+    keys.sort();
+    want.sort();
+    assert_eq!(keys, want, "keys of one resource in a range");
+    assert!(c
+        .physical_keys_between(second.id, "key", "kez")
+        .await
+        .unwrap()
+        .is_empty());
     let ids: Vec<i64> = made.iter().map(|r| r.node.id).collect();
     let reps = c.replicas_of_nodes(&ids).await.unwrap();
     assert_eq!(reps.len(), 1101);

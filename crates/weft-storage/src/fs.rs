@@ -96,10 +96,60 @@ impl FsStore {
         OffsetWriter::for_fs(self, self.path_of(key)?, size).await
     }
 
-    /// Stores small objects back to back in one pack (see `pack.rs`); their keys.
-    pub async fn put_packed(&self, items: Vec<Bytes>) -> Result<Vec<String>, Error> {
+    /// Stores small objects back to back in one pack (see `pack.rs`).
+    pub async fn put_packed(&self, items: Vec<Bytes>) -> Result<crate::Packed, Error> {
         let packs = self.packs.clone();
-        blocking(move || packs.append(&items)).await
+        let (keys, hold) = blocking(move || packs.append(&items)).await?;
+        Ok(crate::Packed { keys, _hold: hold })
+    }
+
+    pub async fn packs(&self) -> Result<Vec<String>, Error> {
+        let packs = self.packs.clone();
+        blocking(move || packs.list()).await
+    }
+
+    pub async fn claim_pack(&self, pack: &str) -> Result<Option<crate::pack::Claim>, Error> {
+        let (packs, pack) = (self.packs.clone(), pack.to_owned());
+        blocking(move || packs.claim(&pack)).await
+    }
+
+    /// Whole small objects in one blocking call; consecutive segments of a pack share
+    /// one open of it.
+    pub async fn read_small(&self, items: Vec<(String, u64)>) -> Vec<Result<Bytes, Error>> {
+        let (store, n) = (self.clone(), items.len());
+        let read = blocking(move || {
+            let mut last = None;
+            Ok(items
+                .iter()
+                .map(|(key, size)| store.read_whole(&mut last, key, *size))
+                .collect())
+        })
+        .await;
+        read.unwrap_or_else(|e| vec![Err(e); n])
+    }
+
+    fn read_whole(&self, last: &mut Option<(String, File)>, key: &str, size: u64) -> Result<Bytes, Error> {
+        if let Some(seg) = Segment::parse(key) {
+            return self.packs.read_in(last, &seg?, 0..size);
+        }
+        let path = self.path_of(key)?;
+        let file =
+            File::open(&path).map_err(|e| io_error(&format!("cannot open replica {}", path.display()), e))?;
+        let mut buf = vec![0u8; size as usize];
+        file.read_exact_at(&mut buf, 0).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                Error::new(
+                    ErrorCode::StorageError,
+                    format!(
+                        "replica {} is shorter than recorded ({size} bytes)",
+                        path.display()
+                    ),
+                )
+            } else {
+                io_error(&format!("cannot read {}", path.display()), e)
+            }
+        })?;
+        Ok(Bytes::from(buf))
     }
 
     pub async fn read(&self, key: &str, range: Range<u64>) -> Result<ByteStream, Error> {
@@ -119,18 +169,51 @@ impl FsStore {
     }
 
     pub async fn delete(&self, key: &str) -> Result<(), Error> {
-        if let Some(seg) = Segment::parse(key) {
-            let (seg, packs) = (seg?, self.packs.clone());
-            return blocking(move || packs.remove(&seg)).await;
-        }
+        self.delete_many(vec![key.to_owned()])
+            .await
+            .pop()
+            .expect("one outcome")
+    }
+
+    /// Deletes many keys in one blocking call; segments of one pack are freed with one
+    /// open of it. One outcome per key, in order.
+    pub async fn delete_many(&self, keys: Vec<String>) -> Vec<Result<(), Error>> {
+        let (store, n) = (self.clone(), keys.len());
+        let done = blocking(move || {
+            let mut out: Vec<Option<Result<(), Error>>> = Vec::with_capacity(keys.len());
+            let mut segs = Vec::new();
+            for (i, key) in keys.iter().enumerate() {
+                match Segment::parse(key) {
+                    Some(Ok(seg)) => {
+                        segs.push((i, seg));
+                        out.push(None);
+                    }
+                    Some(Err(e)) => out.push(Some(Err(e))),
+                    None => out.push(Some(store.remove_file(key))),
+                }
+            }
+            segs.sort_by(|(_, a), (_, b)| (&a.pack, a.offset).cmp(&(&b.pack, b.offset)));
+            let (index, segs): (Vec<usize>, Vec<Segment>) = segs.into_iter().unzip();
+            for (i, r) in index.into_iter().zip(store.packs.remove_all(&segs)) {
+                out[i] = Some(r);
+            }
+            Ok(out
+                .into_iter()
+                .map(|o| o.expect("every key has an outcome"))
+                .collect())
+        })
+        .await;
+        done.unwrap_or_else(|e| vec![Err(e); n])
+    }
+
+    fn remove_file(&self, key: &str) -> Result<(), Error> {
         let path = self.path_of(key)?;
-        blocking(move || match std::fs::remove_file(&path) {
+        match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(io_error(&format!("cannot remove {}", path.display()), e))
             }
             _ => Ok(()),
-        })
-        .await
+        }
     }
 
     pub async fn remove_temporary(&self) -> Result<u64, Error> {

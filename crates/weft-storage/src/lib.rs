@@ -21,7 +21,15 @@ use std::path::PathBuf;
 use weft_types::{Error, ErrorCode, ResourceKind};
 
 pub use config::{FsConfig, S3Config};
-pub use pack::MAX_OBJECT as PACKED_MAX;
+pub use pack::{Claim as PackClaim, MAX_OBJECT as PACKED_MAX};
+
+/// Objects stored by [`Store::put_packed`], in order. Keep it until they are registered: a
+/// pack this write filled stays locked until then, so that no sweep takes its segments for
+/// the leftovers of a crash.
+pub struct Packed {
+    pub keys: Vec<String>,
+    _hold: Option<std::fs::File>,
+}
 pub use tree::KeyInfo;
 
 /// A stream of a replica's bytes.
@@ -91,7 +99,7 @@ impl Store {
     /// one's key, in order. Like writes committed without `durable`, they are durable after
     /// [`Store::sync_filesystem`]. File systems write them back to back into one pack with
     /// one system call, rather than a file each; S3 stores an object each.
-    pub async fn put_packed(&self, items: Vec<Bytes>) -> Result<Vec<String>, Error> {
+    pub async fn put_packed(&self, items: Vec<Bytes>) -> Result<Packed, Error> {
         if let Some(big) = items.iter().find(|b| b.len() as u64 > PACKED_MAX) {
             return Err(Error::internal(format!(
                 "an object of {} bytes is over the {PACKED_MAX} bytes that go into packs",
@@ -108,7 +116,44 @@ impl Store {
                     w.commit(false).await?;
                     Ok::<_, Error>(key)
                 });
-                futures::future::try_join_all(puts).await
+                Ok(Packed {
+                    keys: futures::future::try_join_all(puts).await?,
+                    _hold: None,
+                })
+            }
+        }
+    }
+
+    /// The packs of a file-system resource (S3 has none), for [`Store::claim_pack`].
+    pub async fn packs(&self) -> Result<Vec<String>, Error> {
+        match self {
+            Store::Fs(s) => s.packs().await,
+            Store::S3(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// Claims a pack for a sweep of what a crash left in it: `None` while a process appends
+    /// to it or registers what it appended. [`PackClaim::keep_only`] does file I/O: run it
+    /// on a blocking thread.
+    pub async fn claim_pack(&self, pack: &str) -> Result<Option<PackClaim>, Error> {
+        match self {
+            Store::Fs(s) => s.claim_pack(pack).await,
+            Store::S3(_) => Ok(None),
+        }
+    }
+
+    /// Whole small objects, each `(key, size)`, read at once (file systems: in one blocking
+    /// call, each pack opened once). One outcome per object, in order.
+    pub async fn read_small(&self, items: Vec<(String, u64)>) -> Vec<Result<Bytes, Error>> {
+        match self {
+            Store::Fs(s) => s.read_small(items).await,
+            Store::S3(_) => {
+                let reads = items.iter().map(|(key, size)| async move {
+                    use futures::TryStreamExt;
+                    let parts: Vec<Bytes> = self.read(key, 0..*size).await?.try_collect().await?;
+                    Ok(parts.concat().into())
+                });
+                futures::future::join_all(reads).await
             }
         }
     }
@@ -126,6 +171,15 @@ impl Store {
         match self {
             Store::Fs(s) => s.delete(key).await,
             Store::S3(s) => s.delete(key).await,
+        }
+    }
+
+    /// Deletes many keys at once (a tree's removal: file systems free the segments of one
+    /// pack with one open of it). One outcome per key, in order; missing keys are no error.
+    pub async fn delete_many(&self, keys: Vec<String>) -> Vec<Result<(), Error>> {
+        match self {
+            Store::Fs(s) => s.delete_many(keys).await,
+            Store::S3(s) => futures::future::join_all(keys.iter().map(|k| s.delete(k))).await,
         }
     }
 

@@ -106,8 +106,9 @@ impl Packs {
         self.dir.join(pack)
     }
 
-    /// Appends `items` to one pack with one gathered write; their keys, in order. Blocking.
-    pub fn append(&self, items: &[Bytes]) -> Result<Vec<String>, Error> {
+    /// Appends `items` to one pack with one gathered write; their keys, in order, and the
+    /// pack's lock if this append sealed it. Blocking.
+    pub fn append(&self, items: &[Bytes]) -> Result<(Vec<String>, Option<File>), Error> {
         let mut pack = self.take()?;
         let start = pack.end;
         let mut segments = Vec::with_capacity(items.len());
@@ -135,12 +136,14 @@ impl Packs {
             return Err(io_error(&format!("cannot write pack {}", path.display()), e));
         }
         pack.end = align_up(at);
+        let keys = segments.iter().map(Segment::key).collect();
         if pack.end >= SEAL_AT {
-            self.seal(pack);
-        } else {
-            self.open.lock().expect("not poisoned").push(pack);
+            // Sealed, but still locked until the caller has registered these segments: a
+            // sweep must not take them for the leftovers of a crash.
+            return Ok((keys, Some(pack.file)));
         }
-        Ok(segments.iter().map(Segment::key).collect())
+        self.open.lock().expect("not poisoned").push(pack);
+        Ok((keys, None))
     }
 
     /// A pack from the pool, or a new one.
@@ -171,7 +174,8 @@ impl Packs {
         Ok(OpenPack { name, file, end: 0 })
     }
 
-    /// Takes no more appends to `pack`; deletes it if it holds nothing any more.
+    /// Takes no more appends to `pack` (after a failed write); deletes it if it holds
+    /// nothing any more.
     fn seal(&self, pack: OpenPack) {
         let OpenPack { name, file, .. } = pack;
         drop(file);
@@ -182,6 +186,16 @@ impl Packs {
 
     /// Reads `range` of the segment in one call (segments are at most [`MAX_OBJECT`]).
     pub fn read(&self, seg: &Segment, range: Range<u64>) -> Result<Bytes, Error> {
+        self.read_in(&mut None, seg, range)
+    }
+
+    /// As [`Packs::read`], with `last` the pack read before (reopened only if another).
+    pub fn read_in(
+        &self,
+        last: &mut Option<(String, File)>,
+        seg: &Segment,
+        range: Range<u64>,
+    ) -> Result<Bytes, Error> {
         if range.end > seg.len || range.start > range.end {
             return Err(Error::new(
                 ErrorCode::StorageError,
@@ -189,11 +203,17 @@ impl Packs {
             ));
         }
         let path = self.path(&seg.pack);
-        let file =
-            File::open(&path).map_err(|e| io_error(&format!("cannot open pack {}", path.display()), e))?;
+        let file = match last {
+            Some((name, file)) if *name == seg.pack => file,
+            _ => {
+                let file = File::open(&path)
+                    .map_err(|e| io_error(&format!("cannot open pack {}", path.display()), e))?;
+                &last.insert((seg.pack.clone(), file)).1
+            }
+        };
         let mut buf = vec![0u8; (range.end - range.start) as usize];
         let at = seg.offset + range.start;
-        std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf, at).map_err(|e| {
+        std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, at).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 Error::new(
                     ErrorCode::StorageError,
@@ -204,7 +224,7 @@ impl Packs {
             }
         })?;
         // A removal that punched the segment before or during the read shows as a hole.
-        if !buf.is_empty() && first_hole(&file, at)? < at + buf.len() as u64 {
+        if !buf.is_empty() && first_hole(file, at)? < at + buf.len() as u64 {
             return Err(Error::new(
                 ErrorCode::NotFound,
                 format!("pack segment {} was removed while being read", seg.key()),
@@ -213,40 +233,86 @@ impl Packs {
         Ok(Bytes::from(buf))
     }
 
-    /// Frees the segment's blocks; the pack goes too once sealed and empty.
-    pub fn remove(&self, seg: &Segment) -> Result<(), Error> {
-        let path = self.path(&seg.pack);
+    /// Frees the blocks of `segs`, each pack opened once; a pack they empty goes too once
+    /// sealed (checked once, after its last segment). One outcome per segment, in order.
+    pub fn remove_all(&self, segs: &[Segment]) -> Vec<Result<(), Error>> {
+        let mut out = Vec::with_capacity(segs.len());
+        let mut last: Option<(String, Option<File>)> = None;
+        for seg in segs {
+            if last.as_ref().is_some_and(|(name, _)| *name != seg.pack) {
+                let (name, file) = last.take().expect("checked");
+                drop(file);
+                if let Err(e) = self.remove_if_empty(&name) {
+                    tracing::warn!(pack = %name, error = %e, "could not check whether a pack is empty");
+                }
+            }
+            let path = self.path(&seg.pack);
+            let (_, file) = last.get_or_insert_with(|| {
+                // A pack already gone held nothing any more: its segments are removed.
+                let file = OpenOptions::new().write(true).open(&path);
+                (seg.pack.clone(), file.ok())
+            });
+            out.push(match file {
+                Some(file) => punch(file, seg).map_err(|e| {
+                    io_error(
+                        &format!("cannot free segment {} of {}", seg.key(), path.display()),
+                        e,
+                    )
+                }),
+                None if path.exists() => Err(Error::new(
+                    ErrorCode::StorageError,
+                    format!(
+                        "cannot open pack {} to free segment {}",
+                        path.display(),
+                        seg.key()
+                    ),
+                )),
+                None => Ok(()),
+            });
+        }
+        if let Some((name, file)) = last {
+            drop(file);
+            if let Err(e) = self.remove_if_empty(&name) {
+                tracing::warn!(pack = %name, error = %e, "could not check whether a pack is empty");
+            }
+        }
+        out
+    }
+
+    /// The packs of the resource.
+    pub fn list(&self) -> Result<Vec<String>, Error> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            other => other.map_err(|e| io_error(&format!("cannot list {}", self.dir.display()), e))?,
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(&format!("cannot list {}", self.dir.display()), e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                if Segment::parse(&format!("{DIR}/{name}@0+0")).is_some_and(|s| s.is_ok()) {
+                    out.push(name.to_owned());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Claims `pack` for a sweep: `None` while a process appends to it or registers what it
+    /// appended last (it holds the pack's lock until then).
+    pub fn claim(&self, pack: &str) -> Result<Option<Claim>, Error> {
+        let path = self.path(pack);
         let file = match OpenOptions::new().write(true).open(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             other => other.map_err(|e| io_error(&format!("cannot open pack {}", path.display()), e))?,
         };
-        let blocks = seg.blocks();
-        if blocks.is_empty() {
-            return Ok(());
+        if flock(&file, libc::LOCK_EX | libc::LOCK_NB).is_err() {
+            return Ok(None);
         }
-        // SAFETY: fallocate takes a valid open descriptor, which `file` holds for the call.
-        let rc = unsafe {
-            libc::fallocate(
-                file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                blocks.start as libc::off_t,
-                (blocks.end - blocks.start) as libc::off_t,
-            )
-        };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
-                // The file system cannot free part of a file: the space stays used.
-                tracing::debug!(pack = %path.display(), "file system cannot punch holes; space not freed");
-                return Ok(());
-            }
-            return Err(io_error(
-                &format!("cannot free segment {} of {}", seg.key(), path.display()),
-                e,
-            ));
-        }
-        drop(file);
-        self.remove_if_empty(&seg.pack)
+        Ok(Some(Claim {
+            pack: pack.to_owned(),
+            path,
+            file,
+        }))
     }
 
     /// Deletes the pack if no process appends to it and no data is left in it.
@@ -273,6 +339,113 @@ impl Packs {
         let data = self.read(seg, range)?;
         Ok(Box::pin(futures::stream::once(async move { Ok(data) })))
     }
+}
+
+/// Frees the blocks of `seg` in its open pack. A file system that cannot free part of a
+/// file keeps the space used (and reads of the segment cannot tell it was removed).
+fn punch(file: &File, seg: &Segment) -> std::io::Result<()> {
+    let blocks = seg.blocks();
+    if blocks.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: fallocate takes a valid open descriptor, which `file` holds for the call.
+    let rc = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            blocks.start as libc::off_t,
+            (blocks.end - blocks.start) as libc::off_t,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        tracing::debug!(segment = %seg.key(), "file system cannot punch holes; space not freed");
+        return Ok(());
+    }
+    Err(e)
+}
+
+/// A pack no process appends to, locked for a sweep: what lies outside the segments the
+/// catalog knows is the leftover of a crash between append and registration.
+pub struct Claim {
+    pack: String,
+    path: PathBuf,
+    file: File,
+}
+
+impl Claim {
+    /// The range of physical keys the pack's segments fall in, `[lo, hi)`.
+    pub fn keys(&self) -> (String, String) {
+        // 'A' follows '@' in ASCII.
+        (format!("{DIR}/{}@", self.pack), format!("{DIR}/{}A", self.pack))
+    }
+
+    /// Frees every block outside the segments `live` (the keys the catalog holds in
+    /// [`Claim::keys`]); deletes the pack if none is live. Returns the bytes it no longer
+    /// holds (or `None` if it deleted the pack).
+    pub fn keep_only(self, live: &[String]) -> Result<Option<u64>, Error> {
+        let mut segs = Vec::with_capacity(live.len());
+        for key in live {
+            match Segment::parse(key) {
+                Some(Ok(seg)) if seg.pack == self.pack => segs.push(seg),
+                _ => {
+                    return Err(Error::internal(format!(
+                        "{key:?} is not a segment of pack {}",
+                        self.pack
+                    )))
+                }
+            }
+        }
+        if segs.is_empty() {
+            std::fs::remove_file(&self.path)
+                .map_err(|e| io_error(&format!("cannot remove {}", self.path.display()), e))?;
+            return Ok(None);
+        }
+        segs.sort_by_key(|s| s.offset);
+        let size = self
+            .file
+            .metadata()
+            .map_err(|e| io_error(&format!("cannot stat {}", self.path.display()), e))?
+            .len();
+        let mut freed = 0;
+        let mut from = 0;
+        let ends = segs
+            .iter()
+            .map(|s| (s.offset, s.offset + s.len))
+            .chain([(align_up(size), align_up(size))]);
+        for (start, end) in ends {
+            // Only whole blocks between segments: live bytes are never touched.
+            let gap = Segment {
+                pack: self.pack.clone(),
+                offset: align_up(from),
+                len: start.saturating_sub(align_up(from)),
+            };
+            if gap.len >= ALIGN && has_data(&self.file, gap.offset, gap.offset + gap.len)? {
+                punch(&self.file, &gap)
+                    .map_err(|e| io_error(&format!("cannot free leftovers of {}", self.path.display()), e))?;
+                freed += gap.len;
+            }
+            from = from.max(end);
+        }
+        Ok(Some(freed))
+    }
+}
+
+/// Whether `[from, to)` of `file` holds any data (not only holes).
+fn has_data(file: &File, from: u64, to: u64) -> Result<bool, Error> {
+    // SAFETY: lseek takes a valid open descriptor, which `file` holds for the call.
+    let data = unsafe { libc::lseek(file.as_raw_fd(), from as libc::off_t, libc::SEEK_DATA) };
+    if data < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENXIO) => Ok(false),
+            _ => Err(io_error("cannot look for data in a pack", e)),
+        };
+    }
+    Ok((data as u64) < to)
 }
 
 fn flock(file: &File, op: i32) -> std::io::Result<()> {
@@ -342,6 +515,14 @@ mod tests {
         }
     }
 
+    impl Packs {
+        fn remove(&self, seg: &Segment) -> Result<(), Error> {
+            self.remove_all(std::slice::from_ref(seg))
+                .pop()
+                .expect("one outcome")
+        }
+    }
+
     #[test]
     fn keys_round_trip_and_bad_ones_are_refused() {
         let seg = Segment {
@@ -373,10 +554,11 @@ mod tests {
             Bytes::from(vec![7u8; 10_000]),
             Bytes::from_static(b"last"),
         ];
-        let keys = packs.append(&items).expect("append");
+        let keys = packs.append(&items).expect("append").0;
         let more = packs
             .append(&[Bytes::from_static(b"next bundle")])
-            .expect("append");
+            .expect("append")
+            .0;
         assert_eq!(
             pack_files(dir.path()).len(),
             1,
@@ -402,7 +584,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let packs = Packs::new(dir.path());
         let items: Vec<Bytes> = (0..4u8).map(|i| Bytes::from(vec![i + 1; 64 << 10])).collect();
-        let keys = packs.append(&items).expect("append");
+        let keys = packs.append(&items).expect("append").0;
         let segs: Vec<Segment> = keys
             .iter()
             .map(|k| Segment::parse(k).expect("pack").expect("valid"))
@@ -428,12 +610,47 @@ mod tests {
     }
 
     #[test]
+    fn removing_many_frees_each_and_deletes_a_pack_they_empty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let packs = Packs::new(dir.path());
+        let items: Vec<Bytes> = (0..3u8).map(|i| Bytes::from(vec![i + 1; 5000])).collect();
+        let first = packs.append(&items).expect("append").0;
+        // Seal the first pack: the second bundle goes into a new one.
+        let sealed = packs.open.lock().expect("lock").pop().expect("open");
+        packs.seal(sealed);
+        let second = packs.append(&items).expect("append").0;
+        let segs: Vec<Segment> = first
+            .iter()
+            .chain(&second[..1])
+            .map(|k| Segment::parse(k).expect("pack").expect("valid"))
+            .collect();
+        assert!(packs.remove_all(&segs).iter().all(Result::is_ok));
+        assert_eq!(
+            pack_files(dir.path()).len(),
+            1,
+            "the sealed, emptied pack is gone"
+        );
+        for k in &second[1..] {
+            let seg = Segment::parse(k).expect("pack").expect("valid");
+            assert_eq!(
+                packs.read(&seg, 0..seg.len).expect("still there"),
+                items[(seg.offset / 8192) as usize]
+            );
+        }
+        assert!(
+            packs.remove_all(&segs).iter().all(Result::is_ok),
+            "removing again is no error"
+        );
+    }
+
+    #[test]
     fn an_empty_pack_is_deleted_only_once_no_appender_holds_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let packs = Packs::new(dir.path());
         let keys = packs
             .append(&[Bytes::from_static(b"a"), Bytes::from_static(b"b")])
-            .expect("append");
+            .expect("append")
+            .0;
         let segs: Vec<Segment> = keys
             .iter()
             .map(|k| Segment::parse(k).expect("pack").expect("valid"))
@@ -464,7 +681,7 @@ mod tests {
         first.end = SEAL_AT - ALIGN;
         let name = first.name.clone();
         packs.open.lock().expect("lock").push(first);
-        let keys = packs
+        let (keys, held) = packs
             .append(&[Bytes::from(vec![1u8; 2 * ALIGN as usize])])
             .expect("append");
         assert!(keys[0].contains(&name));
@@ -472,7 +689,59 @@ mod tests {
             packs.open.lock().expect("lock").is_empty(),
             "sealed, not back in the pool"
         );
-        let next = packs.append(&[Bytes::from_static(b"x")]).expect("append");
+        assert!(
+            held.is_some(),
+            "the caller holds the sealed pack until it registered"
+        );
+        assert!(
+            packs.claim(&name).expect("claim").is_none(),
+            "no sweep while held"
+        );
+        drop(held);
+        assert!(packs.claim(&name).expect("claim").is_some());
+        let next = packs.append(&[Bytes::from_static(b"x")]).expect("append").0;
         assert!(!next[0].contains(&name));
+    }
+
+    /// A crash between append and registration leaves segments nobody knows: a sweep frees
+    /// their blocks and keeps the registered ones, and deletes a pack with none left.
+    #[test]
+    fn a_sweep_frees_what_the_catalog_does_not_know() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let crashed = Packs::new(dir.path());
+        let items: Vec<Bytes> = (0..4u8)
+            .map(|i| Bytes::from(vec![i + 1; 3 * ALIGN as usize + 7]))
+            .collect();
+        let keys = crashed.append(&items).expect("append").0;
+        let other = crashed.append(&items[..1]).expect("append").0;
+        let name = Segment::parse(&keys[0]).expect("pack").expect("valid").pack;
+        let restarted = Packs::new(dir.path());
+        assert!(
+            restarted.claim(&name).expect("claim").is_none(),
+            "its appender still runs"
+        );
+        drop(crashed);
+        assert_eq!(restarted.list().expect("list"), vec![name.clone()]);
+        let claim = restarted.claim(&name).expect("claim").expect("free");
+        let (lo, hi) = claim.keys();
+        assert!(keys
+            .iter()
+            .chain(&other)
+            .all(|k| lo.as_str() <= k.as_str() && k.as_str() < hi.as_str()));
+        // Registered: items 1 and 3; the others (and the second bundle) were never.
+        let freed = claim
+            .keep_only(&[keys[1].clone(), keys[3].clone()])
+            .expect("sweep");
+        assert_eq!(freed, Some(3 * 4 * ALIGN), "items 0 and 2 and the second bundle");
+        for (i, gone) in [(1, false), (3, false), (0, true), (2, true)] {
+            let seg = Segment::parse(&keys[i]).expect("pack").expect("valid");
+            match restarted.read(&seg, 0..seg.len) {
+                Ok(data) => assert!(!gone && data == items[i], "item {i}"),
+                Err(e) => assert!(gone && e.code == ErrorCode::NotFound, "item {i}: {e}"),
+            }
+        }
+        let claim = restarted.claim(&name).expect("claim").expect("free");
+        assert_eq!(claim.keep_only(&[]).expect("sweep"), None);
+        assert!(restarted.list().expect("list").is_empty());
     }
 }

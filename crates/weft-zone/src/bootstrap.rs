@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::RwLock;
-use weft_catalog::{NewResource, PrincipalKind};
+use weft_catalog::{NewResource, PrincipalKind, Resource};
 use weft_storage::{FsConfig, Store};
 use weft_types::{Error, LogicalPath, PrincipalName, ResourceKind, ResourceName, ZoneName};
 
@@ -198,10 +198,9 @@ impl Zone {
     async fn remove_temporary(&self) -> Result<u64, Error> {
         let mut n = 0;
         for (r, store) in self.stores.read().await.values() {
-            n += store
-                .remove_temporary()
-                .await
-                .map_err(|e| Error::new(e.code, format!("resource {}: {}", r.name, e.message)))?;
+            let in_resource = |e: Error| Error::new(e.code, format!("resource {}: {}", r.name, e.message));
+            n += store.remove_temporary().await.map_err(in_resource)?;
+            self.sweep_packs(r, store).await.map_err(in_resource)?;
         }
         let scratch = Store::open(
             ResourceKind::Fs,
@@ -213,6 +212,35 @@ impl Zone {
         )?;
         n += scratch.remove_temporary().await?;
         Ok(n)
+    }
+}
+
+impl Zone {
+    /// Frees what a crash left in the packs of `store` between append and registration:
+    /// every block outside the segments the catalog knows. Packs that another process of
+    /// the zone appends to (or registers from) are skipped; they are swept at its next
+    /// start.
+    async fn sweep_packs(&self, r: &Resource, store: &Store) -> Result<(), Error> {
+        for pack in store.packs().await? {
+            let Some(claim) = store.claim_pack(&pack).await? else {
+                continue;
+            };
+            let (lo, hi) = claim.keys();
+            let live = self.catalog.physical_keys_between(r.id, &lo, &hi).await?;
+            let swept = tokio::task::spawn_blocking(move || claim.keep_only(&live))
+                .await
+                .map_err(|e| Error::internal(format!("pack sweep failed: {e}")))??;
+            match swept {
+                None => {
+                    tracing::info!(resource = %r.name, %pack, "removed a pack that held nothing registered")
+                }
+                Some(0) => {}
+                Some(bytes) => {
+                    tracing::info!(resource = %r.name, %pack, bytes, "freed the leftovers of an interrupted write")
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -216,23 +216,23 @@ impl Zone {
         }
         let Some(target) = target else { return out };
         let items = ready.iter().map(|(_, _, data, _)| data.clone()).collect();
-        let keys = match target.store.put_packed(items).await {
-            Ok(keys) => keys,
+        let packed = match target.store.put_packed(items).await {
+            Ok(packed) => packed,
             Err(e) => {
                 out.extend(ready.into_iter().map(|(i, ..)| (i, Err(e.clone()))));
                 return out;
             }
         };
         let target = &target;
-        let registered = ready
-            .into_iter()
-            .zip(keys)
-            .map(|((i, path, data, sum), key)| async move {
+        let registered = ready.into_iter().zip(packed.keys.iter().cloned()).map(
+            |((i, path, data, sum), key)| async move {
                 let size = data.len() as u64;
                 let r = self.register(caller, &path, size, sum, target, key, overwrite, false);
                 (i, r.await)
-            });
+            },
+        );
         out.extend(futures::future::join_all(registered).await);
+        drop(packed); // only now may a sweep look at a pack this write filled
         out
     }
 
@@ -368,36 +368,74 @@ impl Zone {
             Ok(found) => found,
             Err(e) => return paths.iter().map(|_| Err(e.clone())).collect(),
         };
-        let (nodes, replicas) = (&nodes, &replicas);
-        let reads = paths.iter().map(|path| async move {
-            let node = nodes.get(path).ok_or_else(|| Error::not_found(path))?;
-            self.require(caller, path, Permission::Read).await?;
-            if node.kind != NodeKind::Object {
-                return Err(Error::new(
-                    ErrorCode::IsACollection,
-                    format!("{path} is a collection; list it instead"),
-                ));
-            }
-            let whole = 0..node.size as u64;
-            let good = replicas
+        let mut out: Vec<Option<Result<Bytes, Error>>> = Vec::with_capacity(paths.len());
+        // The first good copy of each object here, grouped by resource: (file, key, size).
+        let mut by_resource: HashMap<i64, Vec<(usize, String, u64)>> = HashMap::new();
+        for (i, path) in paths.iter().enumerate() {
+            let node = match self.check_read(caller, path, nodes.get(path)).await {
+                Ok(node) => node,
+                Err(e) => {
+                    out.push(Some(Err(e)));
+                    continue;
+                }
+            };
+            let first_good = replicas
                 .get(&node.id)
                 .into_iter()
                 .flatten()
-                .filter(|r| r.state == ReplicaState::Good);
-            for r in good {
-                if let Ok((_, store)) = self.store_by_id(r.resource_id).await {
-                    if let Ok(read) = store.read(&r.physical_key, whole.clone()).await {
-                        if let Ok(data) = collect(read).await {
-                            return Ok(data);
-                        }
-                    }
-                }
+                .find(|r| r.state == ReplicaState::Good);
+            if let Some(r) = first_good {
+                let item = (i, r.physical_key.clone(), node.size as u64);
+                by_resource.entry(r.resource_id).or_default().push(item);
             }
-            // None of this zone's copies could be read: the general path, with its errors and
-            // other zones' copies.
-            collect(self.read_good_replica(node, whole).await?).await
-        });
-        futures::future::join_all(reads).await
+            out.push(None);
+        }
+        for (resource, items) in by_resource {
+            let Ok((_, store)) = self.store_by_id(resource).await else {
+                continue;
+            };
+            let index: Vec<usize> = items.iter().map(|(i, ..)| *i).collect();
+            let wanted = items.into_iter().map(|(_, key, size)| (key, size)).collect();
+            for (i, read) in index.into_iter().zip(store.read_small(wanted).await) {
+                out[i] = read.ok().map(Ok);
+            }
+        }
+        // Whatever could not be read that way takes the general path, with its errors and
+        // the other copies, here and in other zones.
+        let rest = out
+            .iter_mut()
+            .zip(paths)
+            .filter(|(o, _)| o.is_none())
+            .map(|(o, path)| async {
+                let node = &nodes[path];
+                let read = self.read_good_replica(node, 0..node.size as u64).await;
+                *o = Some(match read {
+                    Ok(stream) => collect(stream).await,
+                    Err(e) => Err(e),
+                });
+            });
+        futures::future::join_all(rest).await;
+        out.into_iter()
+            .map(|o| o.expect("every file has an outcome"))
+            .collect()
+    }
+
+    /// The checks of a read of the whole object at `path`, whose node is `node`.
+    async fn check_read<'n>(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        node: Option<&'n Node>,
+    ) -> Result<&'n Node, Error> {
+        let node = node.ok_or_else(|| Error::not_found(path))?;
+        self.require(caller, path, Permission::Read).await?;
+        if node.kind != NodeKind::Object {
+            return Err(Error::new(
+                ErrorCode::IsACollection,
+                format!("{path} is a collection; list it instead"),
+            ));
+        }
+        Ok(node)
     }
 
     /// Re-reads a replica of this zone and returns what it hashes to.

@@ -2,6 +2,7 @@
 
 use crate::{Caller, Zone};
 use base64::Engine;
+use std::collections::HashMap;
 use weft_catalog::{Node, Replica};
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, Millis, NodeKind, Permission, ReplicaState};
 
@@ -153,17 +154,27 @@ impl Zone {
         Ok(())
     }
 
-    /// Deletes the bytes of replicas the catalog no longer knows. A failure leaves an
-    /// unreferenced file, never a dangling catalog entry, so it is logged and not raised.
+    /// Deletes the bytes of replicas the catalog no longer knows, a resource at a time. A
+    /// failure leaves unreferenced bytes, never a dangling catalog entry, so it is logged
+    /// and not raised.
     pub(crate) async fn delete_bytes(&self, replicas: &[Replica]) {
+        let mut by_resource: HashMap<i64, Vec<&Replica>> = HashMap::new();
         for r in replicas {
-            match self.store_by_id(r.resource_id).await {
-                Ok((_, store)) => {
-                    if let Err(e) = store.delete(&r.physical_key).await {
-                        tracing::warn!(resource = %r.resource, key = %r.physical_key, error = %e, "could not delete replica bytes");
-                    }
+            by_resource.entry(r.resource_id).or_default().push(r);
+        }
+        for (resource, replicas) in by_resource {
+            let store = match self.store_by_id(resource).await {
+                Ok((_, store)) => store,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not delete replica bytes");
+                    continue;
                 }
-                Err(e) => tracing::warn!(error = %e, "could not delete replica bytes"),
+            };
+            let keys = replicas.iter().map(|r| r.physical_key.clone()).collect();
+            for (r, done) in replicas.iter().zip(store.delete_many(keys).await) {
+                if let Err(e) = done {
+                    tracing::warn!(resource = %r.resource, key = %r.physical_key, error = %e, "could not delete replica bytes");
+                }
             }
         }
     }

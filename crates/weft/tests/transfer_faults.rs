@@ -192,13 +192,17 @@ impl Zone {
         }
     }
 
-    /// Replica files of the default resource and named temporary files left in it.
-    fn stored_files(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    /// What the zone holds on its default resource.
+    fn stored(&self) -> Stored {
         let root = self.data_dir().join("resources/default");
-        (
-            files_below(&root.join("data")),
-            files_below(&root.join(".weft-tmp")),
-        )
+        Stored {
+            files: files_below(&root.join("data")),
+            tmp: files_below(&root.join(".weft-tmp")),
+            pack_blocks: files_below(&root.join("packs"))
+                .iter()
+                .map(|p| data_blocks(p))
+                .sum(),
+        }
     }
 }
 
@@ -228,6 +232,49 @@ impl Run {
             self.args, self.stdout, self.stderr
         );
         self
+    }
+}
+
+/// Objects of a zone's resource: files of their own under `data` (objects over 1 MiB),
+/// temporary files, and the blocks of its packs that hold data. Packed objects start on a
+/// block boundary, so `n` bytes hold `ceil(n / 4096)` blocks, and any block more is a
+/// leftover of an interrupted write.
+struct Stored {
+    files: Vec<PathBuf>,
+    tmp: Vec<PathBuf>,
+    pack_blocks: u64,
+}
+
+impl Stored {
+    /// Exactly one replica of objects of `sizes` and nothing else.
+    fn assert_exactly(&self, sizes: &[usize]) {
+        const PACKED_MAX: usize = 1 << 20;
+        assert!(self.tmp.is_empty(), "temporary data left: {:?}", self.tmp);
+        let own = sizes.iter().filter(|&&n| n > PACKED_MAX).count();
+        assert_eq!(self.files.len(), own, "replica files: {:?}", self.files);
+        let blocks: u64 = sizes
+            .iter()
+            .filter(|&&n| n <= PACKED_MAX)
+            .map(|n| n.div_ceil(4096) as u64)
+            .sum();
+        assert_eq!(self.pack_blocks, blocks, "blocks of the packs that hold data");
+    }
+}
+
+/// The 4 KiB blocks of `path` that hold data (not holes).
+fn data_blocks(path: &Path) -> u64 {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    let (fd, mut at, mut blocks) = (f.as_raw_fd(), 0i64, 0u64);
+    loop {
+        // SAFETY: lseek on a descriptor `f` holds open.
+        let data = unsafe { libc::lseek(fd, at, libc::SEEK_DATA) };
+        if data < 0 {
+            return blocks; // ENXIO: no data after `at`
+        }
+        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
+        blocks += ((hole + 4095) / 4096 - data / 4096) as u64;
+        at = hole;
     }
 }
 
@@ -478,6 +525,7 @@ async fn destination_killed_mid_transfer_then_restarted_completes() {
     let mut files = vec![("big.bin".to_owned(), pseudo_random(BIG, 11))];
     files.extend(small_files(20, 100));
     let sums = put_tree(&lrz, &alice, &files).await;
+    let sizes: Vec<usize> = files.iter().map(|(_, d)| d.len()).collect();
     drop(files);
 
     let id = submit(
@@ -547,10 +595,9 @@ async fn destination_killed_mid_transfer_then_restarted_completes() {
     // At it4i: exactly the tree, every object with the source's checksum, one replica.
     assert_eq!(names(&it4i, "/it4i/shared").await, ["tree"]);
     assert_same_objects(&it4i, "/it4i/shared/tree", &sums).await;
-    // And on its disk one replica file per object: the killed upload left nothing behind.
-    let (data, tmp) = it4i.stored_files();
-    assert!(tmp.is_empty(), "temporary data left: {tmp:?}");
-    assert_eq!(data.len(), 21, "replica files: {data:?}");
+    // And on its disk the bytes of each object once: the killed upload (and any bundle cut
+    // off between append and registration) left nothing behind.
+    it4i.stored().assert_exactly(&sizes);
 }
 
 /// lrz reaches it4i through toxiproxy: 20 ms of latency on every answer, a bandwidth limit,
@@ -574,6 +621,7 @@ async fn resets_and_latency_between_zones_are_retried() {
     let mut files = vec![("big.bin".to_owned(), pseudo_random(BIG, 21))];
     files.extend(small_files(SMALL, 200));
     let sums = put_tree(&lrz, &alice, &files).await;
+    let sizes: Vec<usize> = files.iter().map(|(_, d)| d.len()).collect();
     drop(files);
     let total = (SMALL + 1) as u64;
 
@@ -659,9 +707,7 @@ async fn resets_and_latency_between_zones_are_retried() {
 
     // At it4i: exactly the tree with the right bytes, nothing left over.
     assert_same_objects(&it4i, "/it4i/shared/tree", &sums).await;
-    let (data, tmp) = it4i.stored_files();
-    assert!(tmp.is_empty(), "temporary data left: {tmp:?}");
-    assert_eq!(data.len() as u64, total, "replica files: {data:?}");
+    it4i.stored().assert_exactly(&sizes);
 
     // wire.rs documents `error` of a transfer file as "the last error and its cause (kept
     // after a successful retry)", and `weft transfer show` prints it as "last error".
@@ -882,9 +928,9 @@ async fn answer_to_complete_lost_is_not_a_failure() {
         Some(sums["big.bin"].as_str()),
         "{stat}"
     );
-    let (data, tmp) = it4i.stored_files();
-    assert!(tmp.is_empty(), "temporary data left: {tmp:?}");
-    assert_eq!(data.len(), 1, "replica files: {data:?}");
+    let stored = it4i.stored();
+    assert!(stored.tmp.is_empty(), "temporary data left: {:?}", stored.tmp);
+    assert_eq!(stored.files.len(), 1, "replica files: {:?}", stored.files);
     // PRODUCT BUG: the transfer ends `failed` with "not_found: upload \"it4i....\" does not
     // exist" for a file that is at the destination with the right checksum. The retry of
     // `complete` meets the finished upload's `not_found`, which the engine treats as

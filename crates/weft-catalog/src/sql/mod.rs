@@ -627,6 +627,14 @@ impl Catalog for SqlCatalog {
     async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error> {
         namespace::replicas(self, node_id).await
     }
+    async fn physical_keys_between(
+        &self,
+        resource_id: i64,
+        lo: &str,
+        hi: &str,
+    ) -> Result<Vec<String>, Error> {
+        namespace::physical_keys_between(self, resource_id, lo, hi).await
+    }
     async fn replicas_of_nodes(&self, node_ids: &[i64]) -> Result<Vec<Replica>, Error> {
         namespace::replicas_of_nodes(self, node_ids).await
     }

@@ -544,6 +544,24 @@ pub(super) async fn replicas(c: &SqlCatalog, node_id: i64) -> Result<Vec<Replica
     replicas_of(&mut conn, node_id).await
 }
 
+pub(super) async fn physical_keys_between(
+    c: &SqlCatalog,
+    resource_id: i64,
+    lo: &str,
+    hi: &str,
+) -> Result<Vec<String>, Error> {
+    let found = sqlx::query(
+        "SELECT physical_key FROM replicas WHERE resource_id = $1 AND physical_key >= $2 AND physical_key < $3",
+    )
+    .bind(resource_id)
+    .bind(lo)
+    .bind(hi)
+    .fetch_all(c.pool())
+    .await
+    .map_err(db)?;
+    found.iter().map(|r| rows::get(r, 0)).collect()
+}
+
 pub(super) async fn replicas_of_nodes(c: &SqlCatalog, node_ids: &[i64]) -> Result<Vec<Replica>, Error> {
     let mut out = Vec::with_capacity(node_ids.len());
     for chunk in node_ids.chunks(CHUNK) {

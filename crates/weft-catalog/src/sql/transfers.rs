@@ -1,7 +1,7 @@
 //! Managed transfers and their files.
 
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
-use super::{affected, db, db_ctx, now_ms, SqlCatalog};
+use super::{affected, db, db_ctx, now_ms, placeholders, SqlCatalog};
 use crate::{TransferCounts, TransferFile, TransferRecord};
 use weft_types::Error;
 
@@ -113,34 +113,44 @@ pub(super) async fn set_transfer_state(
     Ok(())
 }
 
+/// Rows per multi-row statement on `transfer_files`: one statement (and one trip to the
+/// database's worker) per this many files, well inside both databases' parameter limits.
+const ROWS: usize = 100;
+
 pub(super) async fn add_transfer_files(
     c: &SqlCatalog,
     id: &str,
     files: &[TransferFile],
 ) -> Result<(), Error> {
     let mut tx = c.begin_write().await?;
-    let mut bytes: i64 = 0;
-    for f in files {
-        sqlx::query(&format!(
-            "INSERT INTO transfer_files (transfer_id, {TRANSFER_FILE_COLS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
-        ))
-        .bind(id)
-        .bind(f.seq as i64)
-        .bind(&f.source)
-        .bind(&f.destination)
-        .bind(f.size as i64)
-        .bind(&f.state)
-        .bind(f.bytes_done as i64)
-        .bind(i64::from(f.attempts))
-        .bind(f.error.as_deref())
-        .bind(f.checksum.as_deref())
-        .bind(f.resume.as_deref())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db_ctx(e, format_args!("file {} of transfer {id}", f.seq)))?;
-        bytes += f.size as i64;
+    for chunk in files.chunks(ROWS) {
+        let rows: Vec<String> = (0..chunk.len())
+            .map(|i| format!("($1, {})", placeholders(2 + i * 10, 10)))
+            .collect();
+        let sql = format!(
+            "INSERT INTO transfer_files (transfer_id, {TRANSFER_FILE_COLS}) VALUES {}",
+            rows.join(", ")
+        );
+        let mut q = sqlx::query(&sql).bind(id);
+        for f in chunk {
+            q = q
+                .bind(f.seq as i64)
+                .bind(&f.source)
+                .bind(&f.destination)
+                .bind(f.size as i64)
+                .bind(&f.state)
+                .bind(f.bytes_done as i64)
+                .bind(i64::from(f.attempts))
+                .bind(f.error.as_deref())
+                .bind(f.checksum.as_deref())
+                .bind(f.resume.as_deref());
+        }
+        q.execute(&mut *tx).await.map_err(|e| {
+            let (first, last) = (chunk[0].seq, chunk[chunk.len() - 1].seq);
+            db_ctx(e, format_args!("files {first}-{last} of transfer {id}"))
+        })?;
     }
+    let bytes: i64 = files.iter().map(|f| f.size as i64).sum();
     let done = sqlx::query(
         "UPDATE transfers SET files_total = files_total + $1, bytes_total = bytes_total + $2 WHERE id = $3",
     )
@@ -156,28 +166,36 @@ pub(super) async fn add_transfer_files(
     tx.commit().await.map_err(db)
 }
 
+/// Files that are not (or no longer) in the transfer are left alone. Both databases name the
+/// columns of a bare `VALUES` list `column1`, `column2`, ...
 pub(super) async fn update_transfer_files(
     c: &SqlCatalog,
     id: &str,
     files: &[TransferFile],
 ) -> Result<(), Error> {
     let mut tx = c.begin_write().await?;
-    for f in files {
-        sqlx::query(
-            "UPDATE transfer_files SET state = $1, bytes_done = $2, attempts = $3, error = $4, \
-             checksum = $5, resume = $6 WHERE transfer_id = $7 AND seq = $8",
-        )
-        .bind(&f.state)
-        .bind(f.bytes_done as i64)
-        .bind(i64::from(f.attempts))
-        .bind(f.error.as_deref())
-        .bind(f.checksum.as_deref())
-        .bind(f.resume.as_deref())
-        .bind(id)
-        .bind(f.seq as i64)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+    for chunk in files.chunks(ROWS) {
+        let rows: Vec<String> = (0..chunk.len())
+            .map(|i| format!("({})", placeholders(2 + i * 7, 7)))
+            .collect();
+        let sql = format!(
+            "UPDATE transfer_files SET state = v.column2, bytes_done = v.column3, attempts = v.column4, \
+             error = v.column5, checksum = v.column6, resume = v.column7 \
+             FROM (VALUES {}) AS v WHERE transfer_files.transfer_id = $1 AND transfer_files.seq = v.column1",
+            rows.join(", ")
+        );
+        let mut q = sqlx::query(&sql).bind(id);
+        for f in chunk {
+            q = q
+                .bind(f.seq as i64)
+                .bind(&f.state)
+                .bind(f.bytes_done as i64)
+                .bind(i64::from(f.attempts))
+                .bind(f.error.as_deref())
+                .bind(f.checksum.as_deref())
+                .bind(f.resume.as_deref());
+        }
+        q.execute(&mut *tx).await.map_err(db)?;
     }
     tx.commit().await.map_err(db)
 }

@@ -1,0 +1,139 @@
+//! Small objects of a bundle live in packs; a zone start frees what a crash left in them
+//! between append and registration, and nothing that is registered.
+
+use bytes::Bytes;
+use std::path::Path;
+use weft_catalog::NewObject;
+use weft_storage::{FsConfig, Store};
+use weft_types::{Checksum, ErrorCode, LogicalPath, PrincipalName, ResourceKind, ZoneName};
+use weft_zone::{Caller, Zone, ZoneConfig};
+
+fn config(dir: &Path) -> ZoneConfig {
+    ZoneConfig {
+        name: ZoneName::parse("z").unwrap(),
+        data_dir: dir.to_owned(),
+        catalog_url: None,
+        resources: vec![],
+        staging: vec![],
+        scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
+        pid: Default::default(),
+    }
+}
+
+async fn admin(zone: &Zone) -> Caller {
+    let admin = zone
+        .catalog()
+        .get_principal(&PrincipalName::parse("admin").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    zone.caller_for(&admin, &[]).await.unwrap()
+}
+
+fn p(s: &str) -> LogicalPath {
+    LogicalPath::parse(s).unwrap()
+}
+
+fn b3(d: &[u8]) -> Checksum {
+    Checksum::blake3(&blake3::hash(d))
+}
+
+/// Pack files of the resource at `root`.
+fn packs(root: &Path) -> Vec<std::path::PathBuf> {
+    match std::fs::read_dir(root.join("packs")) {
+        Err(_) => Vec::new(),
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_frees_what_a_crash_left_in_packs_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("resources/default");
+    let (zone, _) = Zone::open(config(dir.path())).await.unwrap();
+    let caller = admin(&zone).await;
+
+    // Objects stored through the zone: registered, in the zone's own open pack.
+    let kept: Vec<(LogicalPath, Bytes)> = (0..3u8)
+        .map(|i| (p(&format!("/z/home/admin/kept{i}")), Bytes::from(vec![i; 10_000])))
+        .collect();
+    let items = kept
+        .iter()
+        .map(|(path, d)| (path.clone(), d.clone(), b3(d)))
+        .collect();
+    for outcome in zone.put_bundle(&caller, items, false).await {
+        outcome.unwrap();
+    }
+    assert_eq!(packs(&root).len(), 1);
+
+    // Another writer of the resource (a process that then died) appended two objects and
+    // registered only the first before the crash.
+    let crashed = Store::open(
+        ResourceKind::Fs,
+        &serde_json::to_string(&FsConfig { root: root.clone() }).unwrap(),
+        dir.path().join("scratch"),
+    )
+    .unwrap();
+    let (one, two) = (Bytes::from(vec![7u8; 9000]), Bytes::from(vec![8u8; 70_000]));
+    let packed = crashed.put_packed(vec![one.clone(), two.clone()]).await.unwrap();
+    let resource = zone.catalog().list_resources().await.unwrap()[0].id;
+    zone.catalog()
+        .register_object(&NewObject {
+            path: p("/z/home/admin/registered"),
+            owner_id: caller.user_id,
+            size: one.len() as i64,
+            checksum: b3(&one),
+            resource_id: resource,
+            physical_key: packed.keys[0].clone(),
+            overwrite: false,
+        })
+        .await
+        .unwrap();
+    let orphan = packed.keys[1].clone();
+    drop((packed, crashed));
+    assert_eq!(packs(&root).len(), 2);
+    let before = blocks(&root);
+
+    // A start of the zone (the first one still runs and appends to its own pack, which
+    // the sweep must leave alone) frees the unregistered object's blocks, keeps the rest.
+    let (again, report) = Zone::open(config(dir.path())).await.unwrap();
+    drop(report);
+    let caller = admin(&again).await;
+    assert_eq!(
+        before - blocks(&root),
+        70_000u64.div_ceil(4096) * 4096,
+        "exactly the orphan's blocks are freed"
+    );
+    let mut paths: Vec<LogicalPath> = kept.iter().map(|(path, _)| path.clone()).collect();
+    paths.push(p("/z/home/admin/registered"));
+    let read = again.read_many(&caller, &paths).await;
+    for ((_, want), got) in kept.iter().zip(&read) {
+        assert_eq!(got.as_ref().unwrap(), want);
+    }
+    assert_eq!(read[3].as_ref().unwrap(), &one);
+
+    // Once nothing in the crashed pack is registered, the next start removes it.
+    again
+        .remove(&caller, &p("/z/home/admin/registered"), false)
+        .await
+        .unwrap();
+    let (_third, _) = Zone::open(config(dir.path())).await.unwrap();
+    assert_eq!(packs(&root).len(), 1, "only the first zone's pack is left");
+    let orphan_pack = orphan.split('@').next().unwrap().trim_start_matches("packs/");
+    assert!(!root.join("packs").join(orphan_pack).exists());
+    let err = again
+        .read(&caller, &p("/z/home/admin/registered"), None)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.code, ErrorCode::NotFound);
+}
+
+/// Bytes of the packs below `root` that hold data.
+fn blocks(root: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    packs(root)
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().blocks() * 512)
+        .sum()
+}
