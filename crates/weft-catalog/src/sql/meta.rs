@@ -9,9 +9,6 @@ use sqlx::{Any, Transaction};
 use weft_types::meta::{parse_number, validate_avu_part};
 use weft_types::{Error, ErrorCode, MetaCondition, MetaOp};
 
-/// AVUs per multi-row INSERT in `add_avus` (6 parameters each).
-const CHUNK: usize = 500;
-
 fn validate(avu: &Avu) -> Result<(), Error> {
     validate_avu_part("attribute", &avu.attr)?;
     validate_avu_part("value", &avu.value)?;
@@ -168,7 +165,7 @@ pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(),
         validate(avu)?;
     }
     let mut tx = c.begin_write().await?;
-    for chunk in items.chunks(CHUNK) {
+    for chunk in items.chunks(super::rows_per_statement(6)) {
         let mut sql = String::from("INSERT INTO avus (node_id, attr, value, unit, value_num) VALUES ");
         for i in 0..chunk.len() {
             let b = 1 + i * 6;

@@ -2,16 +2,15 @@
 //! node, so a path resolves in one indexed lookup and a subtree is one index range.
 
 use super::rows::{self, NODE_COLS, NODE_FROM, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
-use super::{affected, db, db_ctx, now_ms, placeholders, subtree_range, SqlCatalog};
+use super::{affected, db, db_ctx, now_ms, placeholders, rows_per_statement, subtree_range, SqlCatalog};
 use crate::{NewObject, Node, Registered, Removed, Replica};
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
 use std::collections::{HashMap, HashSet};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, PrincipalName};
 
-/// Rows per multi-row INSERT in `register_objects`: 500 × 6 parameters stays far below the
-/// parameter limits of both databases (SQLite 32766, PostgreSQL 65535).
-const CHUNK: usize = 500;
+/// Parameters of one object's row in `register_objects`.
+const OBJECT_PARAMS: usize = 6;
 
 pub(super) async fn get_node(c: &SqlCatalog, path: &LogicalPath) -> Result<Option<Node>, Error> {
     let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1");
@@ -27,7 +26,7 @@ pub(super) async fn get_node(c: &SqlCatalog, path: &LogicalPath) -> Result<Optio
 
 pub(super) async fn get_nodes(c: &SqlCatalog, paths: &[LogicalPath]) -> Result<Vec<Node>, Error> {
     let mut out = Vec::with_capacity(paths.len());
-    for chunk in paths.chunks(CHUNK) {
+    for chunk in paths.chunks(rows_per_statement(1)) {
         let sql = format!(
             "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path IN ({})",
             placeholders(1, chunk.len())
@@ -244,11 +243,11 @@ async fn resolve(c: &SqlCatalog, conn: &mut AnyConnection, objects: &[NewObject]
     }
 
     // The parents (row-locked on PostgreSQL) and, with the first chunk of them, the owners
-    // and resources: one round trip for a batch spanning up to CHUNK collections.
+    // and resources: one round trip for a batch spanning up to `rows_per_statement(1)` collections.
     let mut owners = HashMap::new();
     let mut resources = HashSet::new();
     let mut parents = HashMap::with_capacity(parent_paths.len());
-    for (i, chunk) in parent_paths.chunks(CHUNK).enumerate() {
+    for (i, chunk) in parent_paths.chunks(rows_per_statement(1)).enumerate() {
         let mut sql = format!(
             "WITH parents AS (SELECT id, path, kind FROM nodes WHERE path IN ({}){}) \
              SELECT kind, id, path FROM parents",
@@ -344,7 +343,10 @@ pub(super) async fn register_objects(
         // one as an existing object, exactly as in separate calls.
         let mut paths = HashSet::new();
         let mut end = start;
-        while end < objects.len() && end - start < CHUNK && paths.insert(objects[end].path.as_str()) {
+        while end < objects.len()
+            && end - start < rows_per_statement(OBJECT_PARAMS)
+            && paths.insert(objects[end].path.as_str())
+        {
             end += 1;
         }
         let chunk = &objects[start..end];
@@ -564,7 +566,7 @@ pub(super) async fn physical_keys_between(
 
 pub(super) async fn replicas_of_nodes(c: &SqlCatalog, node_ids: &[i64]) -> Result<Vec<Replica>, Error> {
     let mut out = Vec::with_capacity(node_ids.len());
-    for chunk in node_ids.chunks(CHUNK) {
+    for chunk in node_ids.chunks(rows_per_statement(1)) {
         let sql = format!(
             "SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id IN ({}) ORDER BY r.node_id, r.id",
             placeholders(1, chunk.len())

@@ -8,11 +8,8 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, ReplicaState, ResourceName, ZoneName};
 
-/// Ids (or event rows, 2 parameters each) per statement: far below SQLite's 32,766 and
-/// PostgreSQL's 65,535 parameters, and small enough that the tests cross a chunk boundary.
-const IDS_PER_STATEMENT: usize = 1_000;
-/// Tasks per multi-row INSERT (7 parameters each).
-const TASKS_PER_INSERT: usize = 500;
+/// Parameters of one task's row in a multi-row INSERT.
+const TASK_PARAMS: usize = 7;
 
 const TASK_COLS: &str =
     "id, rule, node_id, path, action, state, transfer_id, due, attempts, error, created, updated";
@@ -66,7 +63,7 @@ pub(super) async fn record_events(
     items: &[(i64, Option<&str>)],
 ) -> Result<(), Error> {
     let at = now_ms();
-    for chunk in items.chunks(IDS_PER_STATEMENT) {
+    for chunk in items.chunks(super::rows_per_statement(2)) {
         let mut sql = String::from("INSERT INTO node_events (node_id, attr, kind, at) VALUES ");
         for i in 0..chunk.len() {
             if i > 0 {
@@ -107,7 +104,7 @@ pub(super) async fn delete_events(c: &SqlCatalog, ids: &[i64]) -> Result<(), Err
         return Ok(());
     }
     let mut tx = c.begin_write().await?;
-    for chunk in ids.chunks(IDS_PER_STATEMENT) {
+    for chunk in ids.chunks(super::rows_per_statement(1)) {
         let sql = format!(
             "DELETE FROM node_events WHERE id IN ({})",
             placeholders(1, chunk.len())
@@ -198,7 +195,7 @@ pub(super) async fn add_tasks(c: &SqlCatalog, tasks: &[NewPolicyTask]) -> Result
     let now = now_ms();
     let mut tx = c.begin_write().await?;
     let mut added = 0;
-    for chunk in tasks.chunks(TASKS_PER_INSERT) {
+    for chunk in tasks.chunks(super::rows_per_statement(TASK_PARAMS)) {
         let mut sql = String::from(
             "INSERT INTO policy_tasks (rule, node_id, path, action, due, created, updated, state) VALUES ",
         );
@@ -389,7 +386,7 @@ pub(super) async fn nodes_with_avus(c: &SqlCatalog, ids: &[i64]) -> Result<Vec<(
     ids.sort_unstable();
     ids.dedup();
     let mut out: Vec<(Node, Vec<Avu>)> = Vec::new();
-    for chunk in ids.chunks(IDS_PER_STATEMENT) {
+    for chunk in ids.chunks(super::rows_per_statement(1)) {
         let marks = placeholders(1, chunk.len());
         let nodes = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.id IN ({marks}) ORDER BY n.id");
         let avus = format!(
@@ -424,7 +421,7 @@ pub(super) async fn nodes_with_avus(c: &SqlCatalog, ids: &[i64]) -> Result<Vec<(
 
 pub(super) async fn copy_places(c: &SqlCatalog, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error> {
     let mut out = Vec::new();
-    for chunk in node_ids.chunks(IDS_PER_STATEMENT) {
+    for chunk in node_ids.chunks(super::rows_per_statement(1)) {
         let ids = placeholders(1, chunk.len());
         let sql = format!(
             "SELECT r.node_id, NULL, s.name, r.state FROM replicas r JOIN resources s ON s.id = r.resource_id \

@@ -1,7 +1,7 @@
 //! Managed transfers and their files.
 
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
-use super::{affected, db, db_ctx, now_ms, placeholders, SqlCatalog};
+use super::{affected, db, db_ctx, now_ms, placeholders, rows_per_statement, SqlCatalog};
 use crate::{TransferCounts, TransferFile, TransferRecord};
 use weft_types::Error;
 
@@ -113,17 +113,13 @@ pub(super) async fn set_transfer_state(
     Ok(())
 }
 
-/// Rows per multi-row statement on `transfer_files`: one statement (and one trip to the
-/// database's worker) per this many files, well inside both databases' parameter limits.
-const ROWS: usize = 100;
-
 pub(super) async fn add_transfer_files(
     c: &SqlCatalog,
     id: &str,
     files: &[TransferFile],
 ) -> Result<(), Error> {
     let mut tx = c.begin_write().await?;
-    for chunk in files.chunks(ROWS) {
+    for chunk in files.chunks(rows_per_statement(10)) {
         let rows: Vec<String> = (0..chunk.len())
             .map(|i| format!("($1, {})", placeholders(2 + i * 10, 10)))
             .collect();
@@ -174,7 +170,7 @@ pub(super) async fn update_transfer_files(
     files: &[TransferFile],
 ) -> Result<(), Error> {
     let mut tx = c.begin_write().await?;
-    for chunk in files.chunks(ROWS) {
+    for chunk in files.chunks(rows_per_statement(7)) {
         let rows: Vec<String> = (0..chunk.len())
             .map(|i| format!("({})", placeholders(2 + i * 7, 7)))
             .collect();
