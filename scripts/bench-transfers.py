@@ -2,7 +2,7 @@
 """Zone-to-zone transfer benchmark (issue 3). Not a test: it measures and prints Markdown
 for docs/PERFORMANCE.md.
 
-    scripts/bench-transfers.py [--runs 3] [--size-mib 1024] [--quick]
+    scripts/bench-transfers.py [--runs 3] [--size-mib 1024] [--quick] [--trees-only]
 
 Starts two release `weft serve` zones (`a`, `b`) on loopback with embedded defaults and
 separate data dirs on the same file system, federates them, and measures, each --runs
@@ -90,6 +90,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--quick", action="store_true", help="small sizes, one run: checks the script")
+    ap.add_argument("--trees-only", action="store_true", help="only the trees against rclone (~3 min)")
     ap.add_argument("--scratch", default=os.path.join(ROOT, "target", "bench-transfers"))
     args = ap.parse_args()
     runs = 1 if args.quick else args.runs
@@ -121,29 +122,30 @@ def main():
             return t
 
         # 1. One large file.
-        big = os.path.join(s, "big.bin")
-        with open(big, "wb") as f:
-            for _ in range(size_mib):
-                f.write(os.urandom(1 << 20))
-        subprocess.run([weft, "put", "--quiet", big, f"{home}/big.bin"], check=True, env=a.env)
-        cp_t, z_t = [], []
-        for run in range(runs + 1):
-            dst = os.path.join(s, "cp.bin")
-            settle(big)
-            t = timed(["sh", "-c", f"cp {big} {dst} && sync"])
-            os.remove(dst)
-            settle(big)
-            zt = to_b(f"{home}/big.bin")
-            if run > 0:
-                cp_t.append(t), z_t.append(zt)
-        iperf_port = free_port()
-        server = subprocess.Popen(["iperf3", "-s", "-1", "-p", str(iperf_port)], stdout=subprocess.DEVNULL)
-        time.sleep(0.5)
-        r = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(iperf_port), "-n", str(size_mib << 20), "-J"],
-                           check=True, capture_output=True, text=True)
-        server.wait()
-        iperf_bps = json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 8
-        out["large"] = {"cp_sync": cp_t, "zone_to_zone": z_t, "iperf3_bytes_per_s": iperf_bps}
+        if not args.trees_only:
+            big = os.path.join(s, "big.bin")
+            with open(big, "wb") as f:
+                for _ in range(size_mib):
+                    f.write(os.urandom(1 << 20))
+            subprocess.run([weft, "put", "--quiet", big, f"{home}/big.bin"], check=True, env=a.env)
+            cp_t, z_t = [], []
+            for run in range(runs + 1):
+                dst = os.path.join(s, "cp.bin")
+                settle(big)
+                t = timed(["sh", "-c", f"cp {big} {dst} && sync"])
+                os.remove(dst)
+                settle(big)
+                zt = to_b(f"{home}/big.bin")
+                if run > 0:
+                    cp_t.append(t), z_t.append(zt)
+            iperf_port = free_port()
+            server = subprocess.Popen(["iperf3", "-s", "-1", "-p", str(iperf_port)], stdout=subprocess.DEVNULL)
+            time.sleep(0.5)
+            r = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(iperf_port), "-n", str(size_mib << 20), "-J"],
+                               check=True, capture_output=True, text=True)
+            server.wait()
+            iperf_bps = json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 8
+            out["large"] = {"cp_sync": cp_t, "zone_to_zone": z_t, "iperf3_bytes_per_s": iperf_bps}
 
         # 2. Trees against rclone.
         out["trees"] = []
@@ -173,7 +175,7 @@ def main():
 
         # 3. The per-file cost model.
         points = []
-        for total in totals:
+        for total in [] if args.trees_only else totals:
             for n in fit_n + [held_out]:
                 local = make_tree(os.path.join(s, f"fit-{total}-{n}"), n, total // n, n + total)
                 coll = f"{home}/fit-{total}-{n}"
@@ -198,6 +200,10 @@ def report(out, runs, size_mib):
     gb = (size_mib << 20) / 1e9
     print(f"# weft zone-to-zone transfers: {runs} runs after a warm-up, medians (min-max)\n")
     print(f"machine: {os.cpu_count()} cores, loopback; zones a and b on one file system\n")
+    if "large" not in out:
+        report_trees(out)
+        print("\nraw:", json.dumps(out))
+        return
     L = out["large"]
     cp_m, cp_lo, cp_hi = med(L["cp_sync"])
     z_m, z_lo, z_hi = med(L["zone_to_zone"])
@@ -208,6 +214,11 @@ def report(out, runs, size_mib):
     print(f"| iperf3, 1 stream, loopback | {gb / ip:.2f} s ({ip:.2f} GB/s) | | |")
     print(f"| weft a -> b, {size_mib} MiB | {z_m:.2f} s ({gb / z_m:.2f} GB/s) | {z_lo:.2f}-{z_hi:.2f} s "
           f"| {cp_m / z_m:.2f} of cp+sync, {gb / z_m / ip:.2f} of iperf3 |")
+    report_trees(out)
+    report_fit(out)
+
+
+def report_trees(out):
     print("\n| tree | rclone copy + sync, best --transfers | weft a -> b | weft / rclone |")
     print("|---|---|---|---|")
     for t in out["trees"]:
@@ -219,6 +230,9 @@ def report(out, runs, size_mib):
               f"--transfers {best}) | {n / z_m:.0f} files/s ({z_m:.2f} s, {z_lo:.2f}-{z_hi:.2f}) | {r_m / z_m:.2f} |")
         others = ", ".join(f"{k}: {statistics.median(v):.2f} s" for k, v in sorted(t["rclone"].items()))
         print(f"|  | rclone by --transfers: {others} | | |")
+
+
+def report_fit(out):
     pts = [(p["n"], p["bytes"], statistics.median(p["times"])) for p in out["fit_points"]]
     train = [p for p in pts if p[0] != 600]
     held = [p for p in pts if p[0] == 600]

@@ -228,3 +228,69 @@ async fn bad_transfers_are_refused_before_any_byte_moves() {
     let none: Value = lrz.get_json("transfers", &alice).await;
     assert!(none.as_array().unwrap().is_empty(), "nothing was queued: {none}");
 }
+
+/// A source whose bytes no longer match its recorded checksum. The first attempt sends the
+/// record without hashing the source, and the destination refuses the bytes; the retry
+/// hashes the source and fails the file at once, naming the damage. The other file
+/// arrives, and nothing of the damaged one is stored at the destination.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_source_fails_its_file_and_stores_nothing() {
+    let (lrz, it4i, alice) = federated().await;
+    let r = lrz.post("mkdir/lrz/home/alice/d", &alice).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let r = lrz
+        .put_bytes("/lrz/home/alice/d/bad", b"original bytes", &alice)
+        .await;
+    assert_eq!(r.status(), 201);
+    let mut stored = Vec::new();
+    common::walk(&lrz.data_dir.join("resources/default/data"), &mut stored);
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let file = stored[0].rsplit_once(' ').unwrap().0.to_owned();
+    std::fs::write(&file, b"damaged bytes!").unwrap();
+    let r = lrz.put_bytes("/lrz/home/alice/d/good", b"fine", &alice).await;
+    assert_eq!(r.status(), 201);
+
+    let t = run(
+        &lrz,
+        &alice,
+        json!({"sources": ["/lrz/home/alice/d"], "destination": "/it4i/shared", "recursive": true}),
+    )
+    .await;
+    assert_eq!(t["state"], "failed", "{t}");
+    let files: Value = lrz
+        .get_json(&format!("transfers/{}/files", t["id"].as_str().unwrap()), &alice)
+        .await;
+    let by_name = |n: &str| {
+        files
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["source"].as_str().unwrap().ends_with(n))
+            .unwrap()
+            .clone()
+    };
+    let bad = by_name("/bad");
+    assert_eq!(
+        (bad["state"].as_str(), bad["attempts"].as_u64()),
+        (Some("failed"), Some(2)),
+        "{bad}"
+    );
+    let why = bad["error"].as_str().unwrap();
+    assert!(
+        why.starts_with("storage_error") && why.contains("damaged"),
+        "{why}"
+    );
+    assert_eq!(by_name("/good")["state"], "done");
+    let r = it4i
+        .get("stat/it4i/shared/d/bad", &it4i.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404, "nothing of the damaged file is stored");
+    let got = it4i
+        .get("data/it4i/shared/d/good", &it4i.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(&got.bytes().await.unwrap()[..], b"fine");
+}

@@ -384,7 +384,8 @@ impl Engine {
         todo: &[usize],
         made: &Mutex<HashSet<String>>,
     ) -> Vec<Result<Checksum, Error>> {
-        let reads = self.read_bundle(owner, files, todo).await;
+        let trust = self.destination_verifies(owner, &files[todo[0]]).await;
+        let reads = self.read_bundle(owner, files, todo, trust).await;
         let mut outcomes: Vec<Option<Result<Checksum, Error>>> = Vec::with_capacity(todo.len());
         let mut ready = Vec::new();
         for r in reads {
@@ -421,14 +422,28 @@ impl Engine {
             .collect()
     }
 
-    /// Reads and hashes the files `todo` of a bundle: where each goes, its bytes and their
-    /// checksum. Files of one zone's namespace are read with one `read_many`, so that the
-    /// zone looks them up together.
+    /// Whether the destination of `f` checks what it is given against the checksum sent
+    /// along ([`Side::verifies_writes`]).
+    async fn destination_verifies(&self, owner: &str, f: &TransferFile) -> bool {
+        match Endpoint::parse(&f.destination) {
+            Ok(at) => self
+                .sides
+                .side(owner, &at)
+                .await
+                .is_ok_and(|d| d.verifies_writes()),
+            Err(_) => false,
+        }
+    }
+
+    /// Reads the files `todo` of a bundle: where each goes, its bytes and their checksum
+    /// (hashed here unless `trust` and known). Files of one zone's namespace are read with
+    /// one `read_many`, so that the zone looks them up together.
     async fn read_bundle(
         &self,
         owner: &str,
         files: &[TransferFile],
         todo: &[usize],
+        trust: bool,
     ) -> Vec<Result<(Endpoint, Bytes, Checksum), Error>> {
         let ends: Result<Vec<(Endpoint, Endpoint)>, Error> = todo
             .iter()
@@ -455,7 +470,7 @@ impl Engine {
                     );
                     let src = self.sides.side(owner, &src_at).await?;
                     let data = src.read(&src_at, 0..files[i].size).await?;
-                    let (data, sum) = hashed(&src_at, &files[i], data)?;
+                    let (data, sum) = hashed(&src_at, &files[i], data, trust && files[i].attempts <= 1)?;
                     Ok((dst_at, data, sum))
                 });
                 return futures::future::join_all(reads).await;
@@ -475,7 +490,7 @@ impl Engine {
             .zip(todo)
             .zip(read)
             .map(|(((src_at, dst_at), &i), data)| {
-                let (data, sum) = hashed(&src_at, &files[i], data?)?;
+                let (data, sum) = hashed(&src_at, &files[i], data?, trust && files[i].attempts <= 1)?;
                 Ok((dst_at, data, sum))
             })
             .collect()
@@ -530,7 +545,7 @@ impl Engine {
         self.make_parent(dst.as_ref(), &dst_at, made).await?;
         let sum = if f.size <= self.piece.get() {
             let data = src.read(&src_at, 0..f.size).await?;
-            let (data, sum) = hashed(&src_at, f, data)?;
+            let (data, sum) = hashed(&src_at, f, data, dst.verifies_writes() && f.attempts <= 1)?;
             dst.put(&dst_at, data, &sum).await?;
             sum
         } else {
@@ -575,6 +590,11 @@ impl Engine {
             .filter(|r: &Resume| r.piece == self.piece.get())
             .unwrap_or_default();
         resume.piece = self.piece.get();
+        // The checksum `complete` is given: the source's record when the destination
+        // verifies it (the pieces are then not hashed here), else what the pieces hash to.
+        let known = f.checksum.as_deref().map(Checksum::parse).transpose()?;
+        let trusted = known.filter(|_| dst.verifies_writes());
+        let hash = trusted.is_none();
         let upload = match &resume.upload {
             Some(u) => u.clone(),
             None => {
@@ -600,13 +620,12 @@ impl Engine {
                     }
                     let range = self.piece.range(index, size);
                     let digest = self
-                        .retrying(|| self.move_piece(src, src_at, dst, upload, index, range.clone()))
+                        .retrying(|| self.move_piece(src, src_at, dst, upload, index, range.clone(), hash))
                         .await?;
                     let mut guard = shared.lock().expect("not poisoned");
                     let (resume, file) = &mut *guard;
-                    resume
-                        .done
-                        .insert(index, blake3::Hash::from_bytes(digest.cv).to_hex().to_string());
+                    let cv = digest.map(|d| blake3::Hash::from_bytes(d.cv).to_hex().to_string());
+                    resume.done.insert(index, cv.unwrap_or_default());
                     file.bytes_done += range.end - range.start;
                     file.resume = serde_json::to_string(&*resume).ok();
                     progress.update(file);
@@ -637,19 +656,24 @@ impl Engine {
             }
             return Err(e);
         }
-        let digests = resume
-            .done
-            .values()
-            .map(|cv| {
-                blake3::Hash::from_hex(cv).map(|h| PieceDigest {
-                    cv: *h.as_bytes(),
-                    root_if_whole: None,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .ok()
-            .ok_or_else(|| Error::internal(format!("bad resume record of {src_at}")))?;
-        let sum = ChunkedBlake3::combine(self.piece, f.size, &digests)?;
+        let sum = match trusted {
+            Some(known) => known,
+            None => {
+                let digests = resume
+                    .done
+                    .values()
+                    .map(|cv| {
+                        blake3::Hash::from_hex(cv).map(|h| PieceDigest {
+                            cv: *h.as_bytes(),
+                            root_if_whole: None,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .ok()
+                    .ok_or_else(|| Error::internal(format!("bad resume record of {src_at}")))?;
+                ChunkedBlake3::combine(self.piece, f.size, &digests)?
+            }
+        };
         match dst.complete(&upload, &sum).await {
             Ok(()) => Ok(sum),
             Err(e) if e.code == ErrorCode::NotFound => {
@@ -677,7 +701,8 @@ impl Engine {
         }
     }
 
-    /// Reads, hashes and writes one piece; its digest.
+    /// Reads and writes one piece, and with `hash` hashes it; its digest.
+    #[allow(clippy::too_many_arguments)]
     async fn move_piece(
         &self,
         src: &dyn Side,
@@ -686,13 +711,17 @@ impl Engine {
         upload: &str,
         index: u64,
         range: std::ops::Range<u64>,
-    ) -> Result<PieceDigest, Error> {
+        hash: bool,
+    ) -> Result<Option<PieceDigest>, Error> {
         let data: Bytes = src.read(src_at, range.clone()).await?;
         check_len(src_at, range.end - range.start, data.len() as u64)?;
-        let mut h = PieceHasher::new(range.start);
-        h.update(&data);
+        let digest = hash.then(|| {
+            let mut h = PieceHasher::new(range.start);
+            h.update(&data);
+            h.finish()
+        });
         dst.put_piece(upload, index, data).await?;
-        Ok(h.finish())
+        Ok(digest)
     }
 
     /// A piece is retried on its own, so that a large file resumes at its missing pieces.
@@ -715,12 +744,17 @@ impl Engine {
     }
 }
 
-/// Hashes a whole (small) file read from `at`, checking its size and, where the source
-/// knows one, its checksum.
-fn hashed(at: &Endpoint, f: &TransferFile, data: Bytes) -> Result<(Bytes, Checksum), Error> {
+/// A whole (small) file read from `at` with the checksum to send along, its size checked.
+/// With `trust` (the destination verifies writes; first attempts only) a checksum the
+/// source knows is sent as it is; otherwise the bytes are hashed here and compared with it,
+/// so a retry after a mismatch tells a damaged source from damage on the way.
+fn hashed(at: &Endpoint, f: &TransferFile, data: Bytes, trust: bool) -> Result<(Bytes, Checksum), Error> {
     check_len(at, f.size, data.len() as u64)?;
-    let sum = Checksum::blake3(&blake3::hash(&data));
     let expected = f.checksum.as_deref().map(Checksum::parse).transpose()?;
+    if let (true, Some(known)) = (trust, &expected) {
+        return Ok((data, known.clone()));
+    }
+    let sum = Checksum::blake3(&blake3::hash(&data));
     check_source(at, expected.as_ref(), &sum)?;
     Ok((data, sum))
 }
@@ -814,11 +848,16 @@ fn check_len(at: &Endpoint, want: u64, got: u64) -> Result<(), Error> {
     Ok(())
 }
 
+/// A source that does not read as its recorded checksum changed since the transfer was
+/// planned or is damaged: sending it again cannot help.
 fn check_source(at: &Endpoint, expected: Option<&Checksum>, got: &Checksum) -> Result<(), Error> {
     match expected {
         Some(e) if e != got => Err(Error::new(
-            ErrorCode::ChecksumMismatch,
-            format!("{at} read as {got}, but its checksum is {e}"),
+            ErrorCode::StorageError,
+            format!(
+                "{at} reads as {got}, but its checksum was {e} when the transfer was planned: \
+                 it changed since, or its copy is damaged (`weft checksum --verify` re-reads it)"
+            ),
         )),
         _ => Ok(()),
     }

@@ -33,6 +33,13 @@ pub trait Side: Send + Sync {
         let reads = files.iter().map(|(at, size)| self.read(at, 0..*size));
         futures::future::join_all(reads).await
     }
+    /// Whether this side hashes what it is given to write and stores nothing unless that
+    /// matches the checksum passed along (`put`, `put_many`, `complete`). Then the engine
+    /// sends a source's known checksum instead of hashing the source again: the
+    /// destination's hash is compared with the record, end to end.
+    fn verifies_writes(&self) -> bool {
+        false
+    }
     /// Writes a whole (small) file, replacing what is there, visible only when complete.
     async fn put(&self, at: &Endpoint, data: Bytes, checksum: &Checksum) -> Result<(), Error>;
     /// Writes several small files, each replacing what is there and visible when complete;

@@ -303,6 +303,11 @@ struct LocalSide {
 
 #[async_trait]
 impl Side for LocalSide {
+    /// `put_stream` and `complete_upload` store nothing unless the checksum matches.
+    fn verifies_writes(&self) -> bool {
+        true
+    }
+
     async fn stat(&self, at: &Endpoint) -> Result<Option<Entry>, Error> {
         match self.zone.stat(&self.caller, logical(at)?).await {
             Ok(info) => Ok(Some(Entry {
@@ -439,6 +444,11 @@ pub(crate) fn from_client(peer: &str, e: ClientError) -> Error {
 
 #[async_trait]
 impl Side for PeerSide {
+    /// The peer's `put`, `bundles` and `complete` store nothing unless the checksum matches.
+    fn verifies_writes(&self) -> bool {
+        true
+    }
+
     async fn stat(&self, at: &Endpoint) -> Result<Option<Entry>, Error> {
         match self.client().await?.stat(logical(at)?).await {
             Ok(s) => Ok(Some(Entry {
