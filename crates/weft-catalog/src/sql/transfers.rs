@@ -129,17 +129,12 @@ pub(super) async fn add_transfer_files(
         );
         let mut q = sqlx::query(&sql).bind(id);
         for f in chunk {
-            q = q
+            let what = q
                 .bind(f.seq as i64)
                 .bind(&f.source)
                 .bind(&f.destination)
-                .bind(f.size as i64)
-                .bind(&f.state)
-                .bind(f.bytes_done as i64)
-                .bind(i64::from(f.attempts))
-                .bind(f.error.as_deref())
-                .bind(f.checksum.as_deref())
-                .bind(f.resume.as_deref());
+                .bind(f.size as i64);
+            q = bind_progress(what, f);
         }
         q.execute(&mut *tx).await.map_err(|e| {
             let (first, last) = (chunk[0].seq, chunk[chunk.len() - 1].seq);
@@ -182,19 +177,25 @@ pub(super) async fn update_transfer_files(
         );
         let mut q = sqlx::query(&sql).bind(id);
         for f in chunk {
-            q = q
-                .bind(f.seq as i64)
-                .bind(&f.state)
-                .bind(f.bytes_done as i64)
-                .bind(i64::from(f.attempts))
-                .bind(f.error.as_deref())
-                .bind(f.checksum.as_deref())
-                .bind(f.resume.as_deref());
+            q = bind_progress(q.bind(f.seq as i64), f);
         }
         q.execute(&mut *tx).await.map_err(db)?;
     }
     tx.commit().await.map_err(db)
 }
+
+/// Binds where `f` stands: state, bytes_done, attempts, error, checksum, resume (the
+/// order of [`TRANSFER_FILE_COLS`] after its first four).
+fn bind_progress<'q>(q: AnyQuery<'q>, f: &'q TransferFile) -> AnyQuery<'q> {
+    q.bind(&f.state)
+        .bind(f.bytes_done as i64)
+        .bind(i64::from(f.attempts))
+        .bind(f.error.as_deref())
+        .bind(f.checksum.as_deref())
+        .bind(f.resume.as_deref())
+}
+
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
 
 pub(super) async fn transfer_files(
     c: &SqlCatalog,
