@@ -135,8 +135,14 @@ impl FsStore {
         let path = self.path_of(key)?;
         let file =
             File::open(&path).map_err(|e| io_error(&format!("cannot open replica {}", path.display()), e))?;
-        let mut buf = vec![0u8; size as usize];
-        file.read_exact_at(&mut buf, 0).map_err(|e| {
+        let read = if size as usize <= IO_BUFFER {
+            // A buffer from the pool: a fresh one per object costs its zeroing and page faults.
+            READ_BUFFERS.read_at(&file, 0, size as usize)
+        } else {
+            let mut buf = vec![0u8; size as usize];
+            file.read_exact_at(&mut buf, 0).map(|()| Bytes::from(buf))
+        };
+        read.map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 Error::new(
                     ErrorCode::StorageError,
@@ -148,8 +154,7 @@ impl FsStore {
             } else {
                 io_error(&format!("cannot read {}", path.display()), e)
             }
-        })?;
-        Ok(Bytes::from(buf))
+        })
     }
 
     pub async fn read(&self, key: &str, range: Range<u64>) -> Result<ByteStream, Error> {

@@ -34,8 +34,11 @@ const SEAL_AT: u64 = 256 << 20;
 /// Segments start at multiples of this (the file system's block size), so that removing
 /// one frees its blocks and no neighbour's.
 const ALIGN: u64 = 4096;
-/// Objects up to this size go into packs; larger ones are files of their own.
-pub const MAX_OBJECT: u64 = 1 << 20;
+/// Objects up to this size go into packs; larger ones are files of their own. For them the
+/// file's creation costs little beside the copy of their bytes, and a bundle of 1 MiB
+/// objects written into packs ran at 450 files/s against 680 as files (the copy into the
+/// page cache of one 16 MiB `pwritev` was three times slower on this VM).
+pub const MAX_OBJECT: u64 = 256 << 10;
 /// `pwritev` takes at most this many buffers per call (IOV_MAX on Linux).
 const IOV_MAX: usize = 1024;
 static ZEROS: [u8; ALIGN as usize] = [0; ALIGN as usize];
