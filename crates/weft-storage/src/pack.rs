@@ -387,8 +387,9 @@ impl Claim {
     }
 
     /// Frees every block outside the segments `live` (the keys the catalog holds in
-    /// [`Claim::keys`]); deletes the pack if none is live. Returns the bytes it no longer
-    /// holds (or `None` if it deleted the pack).
+    /// [`Claim::keys`]); deletes the pack if none is live (unless it is still empty: its
+    /// creator may be about to lock it). Returns the bytes it no longer holds, or `None`
+    /// if none is live.
     pub fn keep_only(self, live: &[String]) -> Result<Option<u64>, Error> {
         let mut segs = Vec::with_capacity(live.len());
         for key in live {
@@ -402,17 +403,20 @@ impl Claim {
                 }
             }
         }
-        if segs.is_empty() {
-            std::fs::remove_file(&self.path)
-                .map_err(|e| io_error(&format!("cannot remove {}", self.path.display()), e))?;
-            return Ok(None);
-        }
-        segs.sort_by_key(|s| s.offset);
         let size = self
             .file
             .metadata()
             .map_err(|e| io_error(&format!("cannot stat {}", self.path.display()), e))?
             .len();
+        if segs.is_empty() {
+            // An empty pack may be one its creator has not locked yet: it holds no space.
+            if size > 0 {
+                std::fs::remove_file(&self.path)
+                    .map_err(|e| io_error(&format!("cannot remove {}", self.path.display()), e))?;
+            }
+            return Ok(None);
+        }
+        segs.sort_by_key(|s| s.offset);
         let mut freed = 0;
         let mut from = 0;
         let ends = segs
@@ -746,5 +750,12 @@ mod tests {
         let claim = restarted.claim(&name).expect("claim").expect("free");
         assert_eq!(claim.keep_only(&[]).expect("sweep"), None);
         assert!(restarted.list().expect("list").is_empty());
+
+        // A pack just created, not locked by its creator yet, is empty: left alone.
+        let fresh = "0123456789abcdef0123456789abcdef";
+        std::fs::write(dir.path().join(DIR).join(fresh), b"").expect("create");
+        let claim = restarted.claim(fresh).expect("claim").expect("free");
+        assert_eq!(claim.keep_only(&[]).expect("sweep"), None);
+        assert_eq!(restarted.list().expect("list"), vec![fresh.to_owned()]);
     }
 }

@@ -162,9 +162,9 @@ impl Zone {
     }
 
     /// Stores several small objects at once (`POST /bundles`): each is checked and made
-    /// visible on its own, so a bad one fails alone. Those small enough go into one pack per
-    /// resource with one write (no file created per object), and their catalog writes
-    /// share the committer's transactions. One outcome per file, in order.
+    /// visible on its own, so a bad one fails alone. Those small enough go into one pack
+    /// with one write (no file created per object), and their catalog writes share the
+    /// committer's transactions. One outcome per file, in order.
     pub async fn put_bundle(
         &self,
         caller: &Caller,
