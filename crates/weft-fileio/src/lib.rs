@@ -10,4 +10,4 @@ mod writer;
 
 pub use pool::BlockPool;
 pub use sync_behind::{SyncBehind, SYNC_BEHIND_BYTES};
-pub use writer::FileWriter;
+pub use writer::{write_all_vectored_at, FileWriter};

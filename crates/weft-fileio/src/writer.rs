@@ -93,7 +93,7 @@ impl FileWriter {
 }
 
 /// `pwritev` of all of `parts` at `offset`, resuming after short writes; the bytes written.
-fn write_all_vectored_at(file: &File, mut offset: u64, parts: &[Bytes]) -> std::io::Result<u64> {
+pub fn write_all_vectored_at(file: &File, mut offset: u64, parts: &[Bytes]) -> std::io::Result<u64> {
     let mut iovs: Vec<libc::iovec> = parts
         .iter()
         .filter(|p| !p.is_empty())

@@ -21,7 +21,6 @@
 use crate::{io_error, ByteStream};
 use bytes::Bytes;
 use std::fs::{File, OpenOptions};
-use std::io::IoSlice;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -39,8 +38,6 @@ const ALIGN: u64 = 4096;
 /// objects written into packs ran at 450 files/s against 680 as files (the copy into the
 /// page cache of one 16 MiB `pwritev` was three times slower on this VM).
 pub const MAX_OBJECT: u64 = 256 << 10;
-/// `pwritev` takes at most this many buffers per call (IOV_MAX on Linux).
-const IOV_MAX: usize = 1024;
 static ZEROS: [u8; ALIGN as usize] = [0; ALIGN as usize];
 
 /// Where an object of a pack lies.
@@ -115,13 +112,13 @@ impl Packs {
         let mut pack = self.take()?;
         let start = pack.end;
         let mut segments = Vec::with_capacity(items.len());
-        let mut slices = Vec::with_capacity(2 * items.len());
+        let mut parts = Vec::with_capacity(2 * items.len());
         let mut at = start;
         for item in items {
             let len = item.len() as u64;
             if at > start {
                 let pad = align_up(at) - at;
-                slices.push(IoSlice::new(&ZEROS[..pad as usize]));
+                parts.push(Bytes::from_static(&ZEROS[..pad as usize]));
                 at += pad;
             }
             segments.push(Segment {
@@ -129,10 +126,10 @@ impl Packs {
                 offset: at,
                 len,
             });
-            slices.push(IoSlice::new(item));
+            parts.push(item.clone());
             at += len;
         }
-        if let Err(e) = write_all_vectored_at(&pack.file, &mut slices, start) {
+        if let Err(e) = weft_fileio::write_all_vectored_at(&pack.file, start, &parts) {
             // The pack is left as it is (what was written is unreachable) and not reused.
             let path = self.path(&pack.name);
             self.seal(pack);
@@ -475,40 +472,6 @@ fn first_hole(file: &File, at: u64) -> Result<u64, Error> {
         ));
     }
     Ok(hole as u64)
-}
-
-/// `pwritev` of all of `slices` at `offset`, in calls of at most [`IOV_MAX`] buffers and
-/// after short writes.
-fn write_all_vectored_at(
-    file: &File,
-    mut slices: &mut [IoSlice<'_>],
-    mut offset: u64,
-) -> std::io::Result<()> {
-    while !slices.is_empty() {
-        let n = slices.len().min(IOV_MAX);
-        // SAFETY: IoSlice is ABI-compatible with iovec; the slices outlive the call.
-        let rc = unsafe {
-            libc::pwritev(
-                file.as_raw_fd(),
-                slices.as_ptr().cast::<libc::iovec>(),
-                n as i32,
-                offset as libc::off_t,
-            )
-        };
-        if rc < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if rc == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        offset += rc as u64;
-        IoSlice::advance_slices(&mut slices, rc as usize);
-    }
-    Ok(())
 }
 
 #[cfg(test)]
