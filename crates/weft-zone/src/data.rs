@@ -410,7 +410,7 @@ impl Zone {
                 let node = &nodes[path];
                 let read = self.read_good_replica(node, 0..node.size as u64).await;
                 *o = Some(match read {
-                    Ok(stream) => collect(stream).await,
+                    Ok(stream) => crate::transfers::collect(stream).await,
                     Err(e) => Err(e),
                 });
             });
@@ -510,13 +510,6 @@ impl Zone {
         }
         Ok(out)
     }
-}
-
-/// A whole (small) read in one buffer.
-async fn collect(stream: ByteStream) -> Result<Bytes, Error> {
-    use futures::TryStreamExt;
-    let parts: Vec<Bytes> = stream.try_collect().await?;
-    Ok(crate::transfers::concat(parts))
 }
 
 /// Passes every chunk of `body` to `sink` (if any) while hashing it; fails unless exactly

@@ -386,8 +386,7 @@ impl Side for StagingSide {
 
     async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error> {
         let key = self.key(at).await?;
-        let parts: Vec<Bytes> = self.store.read(&key, range).await?.try_collect().await?;
-        Ok(crate::transfers::concat(parts))
+        crate::transfers::collect(self.store.read(&key, range).await?).await
     }
 
     async fn put(&self, at: &Endpoint, data: Bytes, _checksum: &Checksum) -> Result<(), Error> {

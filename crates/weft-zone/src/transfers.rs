@@ -343,10 +343,8 @@ impl Side for LocalSide {
     }
 
     async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error> {
-        use futures::TryStreamExt;
         let read = self.zone.read(&self.caller, logical(at)?, Some(range)).await?;
-        let parts: Vec<Bytes> = read.stream.try_collect().await?;
-        Ok(concat(parts))
+        collect(read.stream).await
     }
 
     async fn read_many(&self, files: &[(Endpoint, u64)]) -> Vec<Result<Bytes, Error>> {
@@ -404,7 +402,14 @@ impl Side for LocalSide {
     }
 }
 
-pub(crate) fn concat(parts: Vec<Bytes>) -> Bytes {
+/// A whole (small) read in one buffer.
+pub(crate) async fn collect(stream: weft_storage::ByteStream) -> Result<Bytes, Error> {
+    use futures::TryStreamExt;
+    let parts: Vec<Bytes> = stream.try_collect().await?;
+    Ok(concat(parts))
+}
+
+fn concat(parts: Vec<Bytes>) -> Bytes {
     if parts.len() == 1 {
         return parts.into_iter().next().expect("one part");
     }
