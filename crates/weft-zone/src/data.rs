@@ -292,13 +292,7 @@ impl Zone {
         range: impl FnOnce(u64) -> Result<Option<Range<u64>>, Error>,
     ) -> Result<ObjectRead, Error> {
         let node = self.node(path).await?;
-        self.require(caller, path, Permission::Read).await?;
-        if node.kind != NodeKind::Object {
-            return Err(Error::new(
-                ErrorCode::IsACollection,
-                format!("{path} is a collection; list it instead"),
-            ));
-        }
+        self.check_read(caller, path, Some(&node)).await?;
         let size = node.size as u64;
         let range = range(size)?.unwrap_or(0..size);
         if range.start > range.end || range.end > size || (range.start == range.end && size > 0) {
@@ -420,7 +414,7 @@ impl Zone {
             .collect()
     }
 
-    /// The checks of a read of the whole object at `path`, whose node is `node`.
+    /// The checks of a read of the object at `path`, whose node is `node` (`None`: none).
     async fn check_read<'n>(
         &self,
         caller: &Caller,
