@@ -1,13 +1,16 @@
 //! The file I/O of the data path that the zone's storage and the client share: writes at
-//! offsets from many streams through one thread ([`FileWriter`]), large files made durable
-//! without a long wait at the end ([`SyncBehind`]), and blocks read into reused buffers
-//! ([`BlockPool`]). No weft crate below it: weft-types does no I/O, and the client must not
-//! pull in the zone's storage.
+//! offsets from many streams through one thread, or direct to the device ([`FileWriter`]),
+//! large files made durable without a long wait at the end ([`SyncBehind`]), blocks read
+//! into reused buffers ([`BlockPool`]) and aligned blocks for direct writes
+//! ([`AlignedPool`]). No weft crate below it: weft-types does no I/O, and the client must
+//! not pull in the zone's storage.
 
+mod aligned;
 mod pool;
 mod sync_behind;
 mod writer;
 
+pub use aligned::{AlignedBlock, AlignedPool, DIRECT_ALIGN};
 pub use pool::BlockPool;
 pub use sync_behind::{SyncBehind, SYNC_BEHIND_BYTES};
 pub use writer::{write_all_vectored_at, FileWriter};

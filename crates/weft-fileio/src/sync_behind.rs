@@ -93,7 +93,7 @@ impl SyncBehind {
 
     /// Background flushes done so far.
     #[cfg(test)]
-    fn flushes(&self) -> u64 {
+    pub(crate) fn flushes(&self) -> u64 {
         self.shared.lock().flushes
     }
 

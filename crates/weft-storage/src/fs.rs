@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
-use weft_fileio::{BlockPool, FileWriter};
+use weft_fileio::{AlignedBlock, AlignedPool, BlockPool, FileWriter, SYNC_BEHIND_BYTES};
 use weft_types::{Error, ErrorCode};
 
 pub(crate) const TMP_DIR: &str = ".weft-tmp";
@@ -437,10 +437,28 @@ pub struct OffsetWriter {
     writer: FileWriter,
 }
 
+/// Files at least this large are written direct to the device (`O_DIRECT`), bypassing the
+/// page cache; smaller ones are many, and a sync of the whole file system covers them at
+/// once (see `weft_fileio::FileWriter`).
+pub const DIRECT_MIN: u64 = SYNC_BEHIND_BYTES;
+
+/// Direct writes: the size of each, and how many are in flight per file. Several keep the
+/// device busy while one completes; measured on this project's VM, 1 GiB written direct
+/// took 0.65 s in writes of 1 MiB four at a time, 1.0 s one at a time.
+const DIRECT_BLOCK: usize = 1 << 20;
+const DIRECT_THREADS: usize = 4;
+
+static DIRECT_BUFFERS: LazyLock<Arc<AlignedPool>> = LazyLock::new(|| AlignedPool::new(DIRECT_BLOCK, 16));
+
 impl OffsetWriter {
     fn start(temp: Temp, size: u64, target: Target) -> Self {
         // Buffers queued per upload: bounds its memory to this many calls' buffers.
-        let writer = temp.writer(2 * PIPE_DEPTH);
+        let depth = 2 * PIPE_DEPTH;
+        let writer = match target {
+            Target::Fs(_) if size >= DIRECT_MIN => temp.direct_writer(depth, DIRECT_THREADS),
+            // A staged S3 file is read back at once: the page cache serves that read.
+            _ => temp.writer(depth),
+        };
         OffsetWriter {
             temp: Arc::new(temp),
             size,
@@ -468,10 +486,21 @@ impl OffsetWriter {
         self.size
     }
 
+    /// A run of bytes to write from `offset` on, as they arrive (a piece of an upload).
+    pub fn run(&self, offset: u64) -> Run<'_> {
+        Run {
+            writer: self,
+            pos: offset,
+            parts: Vec::new(),
+            pending: 0,
+            block: None,
+        }
+    }
+
     /// Queues the buffers `data`, back to back, for writing at `offset` (gathered into one
     /// `pwritev`, so received buffers are never copied to coalesce them). Pieces may arrive
     /// in any order and from any task; a write error shows at the next call or at commit.
-    pub async fn write_at(&self, offset: u64, data: Vec<Bytes>) -> Result<(), Error> {
+    async fn write_at(&self, offset: u64, data: Vec<Bytes>) -> Result<(), Error> {
         let len: u64 = data.iter().map(|b| b.len() as u64).sum();
         if offset + len > self.size {
             return Err(Error::new(
@@ -517,10 +546,158 @@ impl OffsetWriter {
     }
 }
 
+/// Bytes written one after another from an offset of an [`OffsetWriter`]. Buffers are
+/// gathered, not copied, into writes of about `IO_BUFFER`; a direct writer gets them copied
+/// into aligned blocks instead. [`Run::finish`] writes what is left.
+pub struct Run<'a> {
+    writer: &'a OffsetWriter,
+    pos: u64,
+    parts: Vec<Bytes>,
+    pending: usize,
+    block: Option<AlignedBlock>,
+}
+
+impl Run<'_> {
+    pub async fn push(&mut self, data: Bytes) -> Result<(), Error> {
+        if !self.writer.writer.is_direct() {
+            self.pending += data.len();
+            self.parts.push(data);
+            if self.pending >= IO_BUFFER {
+                self.flush().await?;
+            }
+            return Ok(());
+        }
+        let mut rest = &data[..];
+        while !rest.is_empty() {
+            let block = self.block.get_or_insert_with(|| DIRECT_BUFFERS.take());
+            rest = &rest[block.fill(rest)..];
+            if block.is_full() {
+                self.flush().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes what is left; the offset after the run.
+    pub async fn finish(mut self) -> Result<u64, Error> {
+        self.flush().await?;
+        Ok(self.pos)
+    }
+
+    async fn flush(&mut self) -> Result<(), Error> {
+        let mut parts = std::mem::take(&mut self.parts);
+        if let Some(b) = self.block.take().filter(|b| !b.is_empty()) {
+            parts.push(b.freeze());
+        }
+        self.pending = 0;
+        if parts.is_empty() {
+            return Ok(());
+        }
+        let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        self.writer.write_at(self.pos, parts).await?;
+        self.pos += len;
+        Ok(())
+    }
+}
+
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, Error> + Send + 'static,
 ) -> Result<T, Error> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| Error::internal(format!("storage task failed: {e}")))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, FsStore) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = FsStore::new(FsConfig {
+            root: dir.path().to_owned(),
+        })
+        .expect("store");
+        (dir, store)
+    }
+
+    /// Writes `data` as pieces of `piece` bytes from concurrent tasks, each piece pushed in
+    /// chunks of odd sizes, and commits.
+    async fn write_in_pieces(store: &FsStore, key: &str, data: &Bytes, piece: usize) -> bool {
+        let w = Arc::new(store.offset_writer(key, data.len() as u64).await.expect("writer"));
+        let direct = w.writer.is_direct();
+        let tasks: Vec<_> = (0..data.len().div_ceil(piece))
+            .rev()
+            .map(|i| {
+                let (w, data) = (w.clone(), data.clone());
+                tokio::spawn(async move {
+                    let range = i * piece..((i + 1) * piece).min(data.len());
+                    let mut run = w.run(range.start as u64);
+                    let mut pos = range.start;
+                    for step in [7, 65_537, 1 << 20, 3 << 20].into_iter().cycle() {
+                        if pos == range.end {
+                            break;
+                        }
+                        let end = (pos + step).min(range.end);
+                        run.push(data.slice(pos..end)).await.expect("push");
+                        pos = end;
+                    }
+                    assert_eq!(run.finish().await.expect("finish"), range.end as u64);
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.expect("task");
+        }
+        Arc::into_inner(w)
+            .expect("one owner")
+            .commit(true)
+            .await
+            .expect("commit");
+        direct
+    }
+
+    fn pattern(len: usize) -> Bytes {
+        (0..len as u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_large_file_is_written_direct_and_reads_back_whole() {
+        let (_dir, store) = store();
+        let data = pattern(DIRECT_MIN as usize + 5000);
+        let direct = write_in_pieces(&store, "data/aa/bb/large", &data, 16 << 20).await;
+        assert!(direct, "a file of {} bytes is written direct", data.len());
+        let back = std::fs::read(store.path_of("data/aa/bb/large").unwrap()).unwrap();
+        assert!(back == data[..], "the file reads back as written");
+    }
+
+    #[tokio::test]
+    async fn a_smaller_file_goes_through_the_page_cache() {
+        let (_dir, store) = store();
+        let data = pattern((5 << 20) + 123);
+        let direct = write_in_pieces(&store, "data/aa/bb/small", &data, 1 << 20).await;
+        assert!(!direct);
+        let back = std::fs::read(store.path_of("data/aa/bb/small").unwrap()).unwrap();
+        assert!(back == data[..]);
+    }
+
+    #[tokio::test]
+    async fn a_file_larger_than_the_free_space_fails_before_any_byte() {
+        let (dir, store) = store();
+        // SAFETY: a zeroed statvfs is valid output space; the path is NUL-terminated.
+        let free = unsafe {
+            let mut st: libc::statvfs = std::mem::zeroed();
+            let path = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+            assert_eq!(libc::statvfs(path.as_ptr(), &mut st), 0);
+            st.f_bavail as u64 * st.f_frsize as u64
+        };
+        let e = match store.offset_writer("data/aa/bb/huge", free + (1 << 30)).await {
+            Ok(_) => panic!("{} bytes were accepted with {free} free", free + (1 << 30)),
+            Err(e) => e,
+        };
+        assert_eq!(e.code, ErrorCode::StorageUnavailable, "{e}");
+        assert!(e.to_string().contains("No space left"), "{e}");
+    }
 }

@@ -440,7 +440,9 @@ impl Side for StagingSide {
                 ),
             ));
         }
-        w.write_at(range.start, vec![data]).await?;
+        let mut run = w.run(range.start);
+        run.push(data).await?;
+        run.finish().await?;
         u.received.lock().expect("not poisoned").insert(index);
         Ok(())
     }

@@ -13,7 +13,7 @@ use futures::{Stream, StreamExt};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::RwLock;
-use weft_storage::{OffsetWriter, Store, IO_BUFFER};
+use weft_storage::{OffsetWriter, Store};
 use weft_types::{
     Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, PieceDigest, PieceHasher, PieceSize, ResourceName,
 };
@@ -178,14 +178,13 @@ impl Zone {
             .as_ref()
             .ok_or_else(|| Error::new(ErrorCode::Conflict, format!("upload {id} is completing")))?;
         let mut hasher = PieceHasher::new(range.start);
-        let mut pos = range.start;
-        // Received buffers are gathered, not copied, into writes of about IO_BUFFER.
-        let mut parts: Vec<Bytes> = Vec::new();
-        let mut pending = 0usize;
+        let mut received = 0u64;
+        let mut run = writer.run(range.start);
         let mut body = std::pin::pin!(body);
         while let Some(chunk) = body.next().await {
             let chunk = chunk?;
-            if pos + (pending + chunk.len()) as u64 > range.end {
+            received += chunk.len() as u64;
+            if range.start + received > range.end {
                 return Err(Error::new(
                     ErrorCode::SizeMismatch,
                     format!(
@@ -195,23 +194,14 @@ impl Zone {
                 ));
             }
             hasher.update(&chunk);
-            pending += chunk.len();
-            parts.push(chunk);
-            if pending >= IO_BUFFER {
-                writer.write_at(pos, std::mem::take(&mut parts)).await?;
-                pos += std::mem::take(&mut pending) as u64;
-            }
+            run.push(chunk).await?;
         }
-        if pending > 0 {
-            writer.write_at(pos, parts).await?;
-            pos += pending as u64;
-        }
-        if pos != range.end {
+        run.finish().await?;
+        if range.start + received != range.end {
             return Err(Error::new(
                 ErrorCode::IncompleteBody,
                 format!(
-                    "piece {index} of upload {id} ended after {} of {} bytes",
-                    pos - range.start,
+                    "piece {index} of upload {id} ended after {received} of {} bytes",
                     range.end - range.start
                 ),
             ));
