@@ -713,11 +713,12 @@ impl Engine {
         range: std::ops::Range<u64>,
         hash: bool,
     ) -> Result<Option<PieceDigest>, Error> {
-        let data: Bytes = src.read(src_at, range.clone()).await?;
-        check_len(src_at, range.end - range.start, data.len() as u64)?;
+        let data = src.read_parts(src_at, range.clone()).await?;
+        let len = data.iter().map(|b| b.len() as u64).sum();
+        check_len(src_at, range.end - range.start, len)?;
         let digest = hash.then(|| {
             let mut h = PieceHasher::new(range.start);
-            h.update(&data);
+            data.iter().for_each(|b| h.update(b));
             h.finish()
         });
         dst.put_piece(upload, index, data).await?;

@@ -27,6 +27,11 @@ pub trait Side: Send + Sync {
     /// Creates the directory `at` and its parents.
     async fn mkdirs(&self, at: &Endpoint) -> Result<(), Error>;
     async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error>;
+    /// A range in the buffers it was read into: a piece is passed on without joining them
+    /// into one, which would copy every byte once more. By default, [`Side::read`].
+    async fn read_parts(&self, at: &Endpoint, range: Range<u64>) -> Result<Vec<Bytes>, Error> {
+        Ok(vec![self.read(at, range).await?])
+    }
     /// Several whole (small) files of `size` bytes each; one outcome per file, in order. By
     /// default they are read concurrently; a side that can look them up together does so.
     async fn read_many(&self, files: &[(Endpoint, u64)]) -> Vec<Result<Bytes, Error>> {
@@ -53,7 +58,8 @@ pub trait Side: Send + Sync {
     }
     /// Opens a write of `size` bytes in pieces; returns its id.
     async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error>;
-    async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error>;
+    /// Writes piece `index`: the buffers `data`, back to back.
+    async fn put_piece(&self, upload: &str, index: u64, data: Vec<Bytes>) -> Result<(), Error>;
     /// Makes the file visible once every piece is there and the whole hashes to `checksum`.
     async fn complete(&self, upload: &str, checksum: &Checksum) -> Result<(), Error>;
     async fn abort(&self, upload: &str);

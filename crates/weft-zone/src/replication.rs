@@ -521,11 +521,11 @@ impl Side for ReplicaSide {
         Ok(format!("{}:{id}", node.id))
     }
 
-    async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error> {
+    async fn put_piece(&self, upload: &str, index: u64, data: Vec<Bytes>) -> Result<(), Error> {
         let (_, id) = split_upload(upload)?;
         match &self.place {
             Place::Local(_) => {
-                let body = futures::stream::once(async move { Ok(data) });
+                let body = futures::stream::iter(data.into_iter().map(Ok));
                 self.zone
                     .upload_piece(&self.caller, id, index, body)
                     .await

@@ -385,8 +385,13 @@ impl Side for StagingSide {
     }
 
     async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error> {
+        self.read_parts(at, range).await.map(crate::transfers::concat)
+    }
+
+    async fn read_parts(&self, at: &Endpoint, range: Range<u64>) -> Result<Vec<Bytes>, Error> {
+        use futures::TryStreamExt;
         let key = self.key(at).await?;
-        crate::transfers::collect(self.store.read(&key, range).await?).await
+        self.store.read(&key, range).await?.try_collect().await
     }
 
     async fn put(&self, at: &Endpoint, data: Bytes, _checksum: &Checksum) -> Result<(), Error> {
@@ -417,7 +422,7 @@ impl Side for StagingSide {
         Ok(id)
     }
 
-    async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error> {
+    async fn put_piece(&self, upload: &str, index: u64, data: Vec<Bytes>) -> Result<(), Error> {
         let u = self.upload(upload)?;
         let guard = u.writer.lock().await;
         let w = guard
@@ -430,18 +435,20 @@ impl Side for StagingSide {
             )));
         }
         let range = u.piece.range(index, w.size());
-        if data.len() as u64 != range.end - range.start {
+        let len: u64 = data.iter().map(|b| b.len() as u64).sum();
+        if len != range.end - range.start {
             return Err(Error::new(
                 ErrorCode::SizeMismatch,
                 format!(
                     "piece {index} of {} has {} bytes, expected {range:?}",
-                    u.name,
-                    data.len()
+                    u.name, len
                 ),
             ));
         }
         let mut run = w.run(range.start);
-        run.push(data).await?;
+        for part in data {
+            run.push(part).await?;
+        }
         run.finish().await?;
         u.received.lock().expect("not poisoned").insert(index);
         Ok(())

@@ -10,6 +10,7 @@ use crate::staging::StagingSide;
 use crate::{Caller, Zone};
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::TryStreamExt;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::AtomicBool;
@@ -343,8 +344,12 @@ impl Side for LocalSide {
     }
 
     async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error> {
+        self.read_parts(at, range).await.map(concat)
+    }
+
+    async fn read_parts(&self, at: &Endpoint, range: Range<u64>) -> Result<Vec<Bytes>, Error> {
         let read = self.zone.read(&self.caller, logical(at)?, Some(range)).await?;
-        collect(read.stream).await
+        read.stream.try_collect().await
     }
 
     async fn read_many(&self, files: &[(Endpoint, u64)]) -> Vec<Result<Bytes, Error>> {
@@ -373,8 +378,8 @@ impl Side for LocalSide {
         Ok(info.id)
     }
 
-    async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error> {
-        let body = futures::stream::once(async move { Ok(data) });
+    async fn put_piece(&self, upload: &str, index: u64, data: Vec<Bytes>) -> Result<(), Error> {
+        let body = futures::stream::iter(data.into_iter().map(Ok));
         self.zone
             .upload_piece(&self.caller, upload, index, body)
             .await
@@ -404,12 +409,11 @@ impl Side for LocalSide {
 
 /// A whole (small) read in one buffer.
 pub(crate) async fn collect(stream: weft_storage::ByteStream) -> Result<Bytes, Error> {
-    use futures::TryStreamExt;
     let parts: Vec<Bytes> = stream.try_collect().await?;
     Ok(concat(parts))
 }
 
-fn concat(parts: Vec<Bytes>) -> Bytes {
+pub(crate) fn concat(parts: Vec<Bytes>) -> Bytes {
     if parts.len() == 1 {
         return parts.into_iter().next().expect("one part");
     }
@@ -584,10 +588,12 @@ impl Side for PeerSide {
             .map_err(|e| from_client(&self.peer, e))
     }
 
-    async fn put_piece(&self, upload: &str, index: u64, data: Bytes) -> Result<(), Error> {
+    async fn put_piece(&self, upload: &str, index: u64, data: Vec<Bytes>) -> Result<(), Error> {
+        let len = data.iter().map(|b| b.len() as u64).sum();
+        let body = futures::stream::iter(data.into_iter().map(Ok::<_, std::io::Error>));
         self.client()
             .await?
-            .upload_piece(upload, index, data.len() as u64, data.into())
+            .upload_piece(upload, index, len, reqwest::Body::wrap_stream(body))
             .await
             .map(|_| ())
             .map_err(|e| from_client(&self.peer, e))
