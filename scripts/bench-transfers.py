@@ -9,7 +9,8 @@ separate data dirs on the same file system, federates them, and measures, each -
 times after a warm-up (medians, min-max):
 
   1. one large file a -> b, against `cp + sync` of the same file and one loopback iperf3
-     stream moving the same number of bytes;
+     stream moving the same number of bytes; once with the input in memory on both sides
+     (the zone's replica warmed through the zone), once with it on disk on both sides;
   2. trees of 1,000 x 1 MiB and 10,000 x 64 KiB a -> b, against `rclone copy` of the same
      trees between two directories of the same file system (+ sync), at its best
      --transfers of 4, 8, 16, 32;
@@ -128,16 +129,24 @@ def main():
                 for _ in range(size_mib):
                     f.write(os.urandom(1 << 20))
             subprocess.run([weft, "put", "--quiet", big, f"{home}/big.bin"], check=True, env=a.env)
-            cp_t, z_t = [], []
+            # Warm: both read their input from memory (the zone's replica of it, warmed
+            # through the zone). Cold: both read it from disk.
+            cp_t, z_t, cp_cold, z_cold = [], [], [], []
+            dst = os.path.join(s, "cp.bin")
             for run in range(runs + 1):
-                dst = os.path.join(s, "cp.bin")
                 settle(big)
                 t = timed(["sh", "-c", f"cp {big} {dst} && sync"])
                 os.remove(dst)
                 settle(big)
+                a.warm(f"{home}/big.bin")
                 zt = to_b(f"{home}/big.bin")
+                settle()
+                tc = timed(["sh", "-c", f"cp {big} {dst} && sync"])
+                os.remove(dst)
+                settle()
+                zc = to_b(f"{home}/big.bin")
                 if run > 0:
-                    cp_t.append(t), z_t.append(zt)
+                    cp_t.append(t), z_t.append(zt), cp_cold.append(tc), z_cold.append(zc)
             iperf_port = free_port()
             server = subprocess.Popen(["iperf3", "-s", "-1", "-p", str(iperf_port)], stdout=subprocess.DEVNULL)
             time.sleep(0.5)
@@ -145,7 +154,8 @@ def main():
                                check=True, capture_output=True, text=True)
             server.wait()
             iperf_bps = json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 8
-            out["large"] = {"cp_sync": cp_t, "zone_to_zone": z_t, "iperf3_bytes_per_s": iperf_bps}
+            out["large"] = {"cp_sync": cp_t, "zone_to_zone": z_t, "cp_sync_cold": cp_cold,
+                            "zone_to_zone_cold": z_cold, "iperf3_bytes_per_s": iperf_bps}
 
         # 2. Trees against rclone.
         out["trees"] = []
@@ -214,6 +224,10 @@ def report(out, runs, size_mib):
     print(f"| iperf3, 1 stream, loopback | {gb / ip:.2f} s ({ip:.2f} GB/s) | | |")
     print(f"| weft a -> b, {size_mib} MiB | {z_m:.2f} s ({gb / z_m:.2f} GB/s) | {z_lo:.2f}-{z_hi:.2f} s "
           f"| {cp_m / z_m:.2f} of cp+sync, {gb / z_m / ip:.2f} of iperf3 |")
+    cc_m, cc_lo, cc_hi = med(L["cp_sync_cold"])
+    zc_m, zc_lo, zc_hi = med(L["zone_to_zone_cold"])
+    print(f"| cp + sync, input on disk | {cc_m:.2f} s | {cc_lo:.2f}-{cc_hi:.2f} s | 1.00 |")
+    print(f"| weft a -> b, input on disk | {zc_m:.2f} s | {zc_lo:.2f}-{zc_hi:.2f} s | {cc_m / zc_m:.2f} of cp+sync |")
     report_trees(out)
     report_fit(out)
 
