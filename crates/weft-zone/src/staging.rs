@@ -314,7 +314,7 @@ fn below(base: &Endpoint, at: &Endpoint) -> Option<String> {
 
 /// A write in pieces into a staging area.
 struct StagedUpload {
-    writer: tokio::sync::Mutex<Option<OffsetWriter>>,
+    writer: tokio::sync::RwLock<Option<OffsetWriter>>,
     piece: PieceSize,
     pieces: u64,
     received: Mutex<HashSet<u64>>,
@@ -409,7 +409,7 @@ impl Side for StagingSide {
         let writer = self.store.offset_writer(&key, size).await?;
         let id = uuid::Uuid::new_v4().simple().to_string();
         let upload = StagedUpload {
-            writer: tokio::sync::Mutex::new(Some(writer)),
+            writer: tokio::sync::RwLock::new(Some(writer)),
             piece,
             pieces: piece.count(size),
             received: Mutex::default(),
@@ -424,7 +424,7 @@ impl Side for StagingSide {
 
     async fn put_piece(&self, upload: &str, index: u64, data: Vec<Bytes>) -> Result<(), Error> {
         let u = self.upload(upload)?;
-        let guard = u.writer.lock().await;
+        let guard = u.writer.read().await;
         let w = guard
             .as_ref()
             .ok_or_else(|| Error::not_found(format_args!("upload {upload}")))?;
@@ -465,7 +465,7 @@ impl Side for StagingSide {
                 format!("{}: {got} of {} pieces arrived", u.name, u.pieces),
             ));
         }
-        let writer = u.writer.lock().await.take();
+        let writer = u.writer.write().await.take();
         self.uploads.lock().expect("not poisoned").remove(upload);
         match writer {
             Some(w) => w.commit(true).await,
@@ -476,7 +476,7 @@ impl Side for StagingSide {
     async fn abort(&self, upload: &str) {
         let u = self.uploads.lock().expect("not poisoned").remove(upload);
         if let Some(u) = u {
-            if let Some(w) = u.writer.lock().await.take() {
+            if let Some(w) = u.writer.write().await.take() {
                 w.abort().await;
             }
         }
