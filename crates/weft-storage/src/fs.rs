@@ -497,9 +497,9 @@ impl OffsetWriter {
         }
     }
 
-    /// Queues the buffers `data`, back to back, for writing at `offset` (gathered into one
-    /// `pwritev`, so received buffers are never copied to coalesce them). Pieces may arrive
-    /// in any order and from any task; a write error shows at the next call or at commit.
+    /// Queues the buffers `data`, back to back, for one write at `offset` (a [`Run`] makes
+    /// them). Runs may come in any order and from any task; a write error shows at the next
+    /// call or at commit.
     async fn write_at(&self, offset: u64, data: Vec<Bytes>) -> Result<(), Error> {
         let len: u64 = data.iter().map(|b| b.len() as u64).sum();
         if offset + len > self.size {
