@@ -438,8 +438,8 @@ pub struct OffsetWriter {
 }
 
 /// Files at least this large are written direct to the device (`O_DIRECT`), bypassing the
-/// page cache; smaller ones are many, and a sync of the whole file system covers them at
-/// once (see `weft_fileio::FileWriter`).
+/// page cache, where that is a local disk (`Temp::on_local_disk`); smaller ones are many,
+/// and a sync of the whole file system covers them at once (see `weft_fileio::FileWriter`).
 pub const DIRECT_MIN: u64 = SYNC_BEHIND_BYTES;
 
 /// Direct writes: the size of each, and how many are in flight per file. Several keep the
@@ -455,7 +455,9 @@ impl OffsetWriter {
         // Buffers queued per upload: bounds its memory to this many calls' buffers.
         let depth = 2 * PIPE_DEPTH;
         let writer = match target {
-            Target::Fs(_) if size >= DIRECT_MIN => temp.direct_writer(depth, DIRECT_THREADS),
+            Target::Fs(_) if size >= DIRECT_MIN && temp.on_local_disk() => {
+                temp.direct_writer(depth, DIRECT_THREADS)
+            }
             // A staged S3 file is read back at once: the page cache serves that read.
             _ => temp.writer(depth),
         };
@@ -680,6 +682,20 @@ mod tests {
         let direct = write_in_pieces(&store, "data/aa/bb/small", &data, 1 << 20).await;
         assert!(!direct);
         let back = std::fs::read(store.path_of("data/aa/bb/small").unwrap()).unwrap();
+        assert!(back == data[..]);
+    }
+
+    #[tokio::test]
+    async fn a_large_file_on_tmpfs_goes_through_the_page_cache() {
+        let dir = tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm (tmpfs)");
+        let store = FsStore::new(FsConfig {
+            root: dir.path().to_owned(),
+        })
+        .expect("store");
+        let data = pattern(DIRECT_MIN as usize);
+        let direct = write_in_pieces(&store, "data/aa/bb/large", &data, 16 << 20).await;
+        assert!(!direct, "tmpfs has no device to write past");
+        let back = std::fs::read(store.path_of("data/aa/bb/large").unwrap()).unwrap();
         assert!(back == data[..]);
     }
 
