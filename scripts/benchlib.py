@@ -85,6 +85,11 @@ class Zone:
             while r.read(8 << 20):
                 pass
 
+    def stored_files(self):
+        """The files of the zone's resources (objects and packs), to warm with `settle`."""
+        root = os.path.join(self.data, "resources")
+        return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait()

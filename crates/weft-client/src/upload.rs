@@ -146,18 +146,19 @@ impl Client {
                 .collect(),
             overwrite,
         };
-        let head = serde_json::to_vec(&header).map_err(|e| ClientError::Invalid(e.to_string()))?;
-        let mut body =
-            bytes::BytesMut::with_capacity(head.len() + 1 + files.iter().map(|f| f.1.len()).sum::<usize>());
-        body.extend_from_slice(&head);
-        body.extend_from_slice(b"\n");
-        for (_, data, _) in files {
-            body.extend_from_slice(data);
-        }
+        let mut head = serde_json::to_vec(&header).map_err(|e| ClientError::Invalid(e.to_string()))?;
+        head.push(b'\n');
+        let len = head.len() as u64 + bytes;
+        // The files' buffers are sent as they are: joining them copied every byte once more
+        // (with the pages of a fresh buffer, ~10 % of a source zone's CPU in a tree transfer).
+        let parts: Vec<Bytes> = std::iter::once(Bytes::from(head))
+            .chain(files.iter().map(|(_, data, _)| data.clone()))
+            .collect();
+        let body = futures::stream::iter(parts.into_iter().map(Ok::<_, std::io::Error>));
         let req = self
             .request(Method::POST, self.url("/bundles"))
-            .header(CONTENT_LENGTH, body.len())
-            .body(body.freeze());
+            .header(CONTENT_LENGTH, len)
+            .body(reqwest::Body::wrap_stream(body));
         self.json(req).await
     }
 

@@ -6,6 +6,8 @@
 //! more (page allocation, dirty accounting, writeback and reclaim later).
 
 use bytes::Bytes;
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
 
 /// The alignment of direct writes: the page size, a multiple of every logical block size
@@ -104,6 +106,16 @@ impl Drop for AlignedBlock {
             idle.push(std::mem::take(&mut self.buf));
         }
     }
+}
+
+/// The file behind `file` opened again, for writing with `O_DIRECT` (through `/proc/self/fd`,
+/// which also reaches an unnamed `O_TMPFILE` inode).
+pub fn open_direct(file: &File) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// Whether `parts` written at `offset` meet direct I/O's alignment.

@@ -10,7 +10,7 @@ mod pool;
 mod sync_behind;
 mod writer;
 
-pub use aligned::{AlignedBlock, AlignedPool, DIRECT_ALIGN};
+pub use aligned::{open_direct, AlignedBlock, AlignedPool, DIRECT_ALIGN};
 pub use pool::BlockPool;
 pub use sync_behind::{SyncBehind, SYNC_BEHIND_BYTES};
 pub use writer::{write_all_vectored_at, FileWriter};

@@ -12,7 +12,7 @@
 //! receiving so badly that the transfer took twice as long as receiving into memory.
 //! Writes that are not aligned (a file's last block) still go through the page cache.
 
-use crate::aligned::aligned;
+use crate::aligned::{aligned, open_direct};
 use crate::SyncBehind;
 use bytes::Bytes;
 use std::fs::File;
@@ -174,16 +174,6 @@ fn write(file: &File, direct: Option<&Direct>, offset: u64, data: &[Bytes]) -> s
         }
     }
     write_all_vectored_at(file, offset, data).map(|n| (n, false))
-}
-
-/// The file behind `file` opened again, for writing with `O_DIRECT` (through `/proc/self/fd`,
-/// which also reaches an unnamed `O_TMPFILE` inode).
-fn open_direct(file: &File) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// `pwritev` of all of `parts` at `offset`, resuming after short writes; the bytes written.

@@ -448,7 +448,8 @@ pub const DIRECT_MIN: u64 = SYNC_BEHIND_BYTES;
 const DIRECT_BLOCK: usize = 1 << 20;
 const DIRECT_THREADS: usize = 4;
 
-static DIRECT_BUFFERS: LazyLock<Arc<AlignedPool>> = LazyLock::new(|| AlignedPool::new(DIRECT_BLOCK, 16));
+pub(crate) static DIRECT_BUFFERS: LazyLock<Arc<AlignedPool>> =
+    LazyLock::new(|| AlignedPool::new(DIRECT_BLOCK, 16));
 
 impl OffsetWriter {
     fn start(temp: Temp, size: u64, target: Target) -> Self {
