@@ -60,6 +60,28 @@ impl AlignedPool {
         }
     }
 
+    /// `parts` copied back to back into blocks of this pool, the last one padded with zeros
+    /// to a multiple of [`DIRECT_ALIGN`]: ready for one direct write.
+    pub fn copy_padded(self: &Arc<Self>, parts: &[Bytes]) -> Vec<Bytes> {
+        let mut blocks = Vec::new();
+        let mut block = self.take();
+        for part in parts {
+            let mut rest = &part[..];
+            while !rest.is_empty() {
+                rest = &rest[block.fill(rest)..];
+                if block.is_full() {
+                    blocks.push(std::mem::replace(&mut block, self.take()).freeze());
+                }
+            }
+        }
+        let pad = block.len().next_multiple_of(DIRECT_ALIGN) - block.len();
+        block.fill(&[0; DIRECT_ALIGN][..pad]);
+        if !block.is_empty() {
+            blocks.push(block.freeze());
+        }
+        blocks
+    }
+
     #[cfg(test)]
     fn idle(&self) -> usize {
         self.idle.lock().expect("not poisoned").len()
@@ -152,11 +174,35 @@ mod tests {
         assert_eq!(pool.idle(), 1, "no more than `keep` idle buffers");
         let mut e = pool.take();
         assert!(e.is_empty());
+
         e.fill(b"abc");
         assert_eq!(
             e.freeze().as_ref(),
             b"abc",
             "a reused buffer holds only what was filled"
         );
+    }
+
+    #[test]
+    fn parts_are_copied_into_whole_aligned_blocks() {
+        let pool = AlignedPool::new(2 * DIRECT_ALIGN, 4);
+        let parts = [
+            Bytes::from(vec![1u8; 5000]),
+            Bytes::new(),
+            Bytes::from(vec![2u8; 5000]),
+        ];
+        let blocks = pool.copy_padded(&parts);
+        assert!(aligned(0, &blocks), "every block aligned and whole");
+        let lens: Vec<usize> = blocks.iter().map(Bytes::len).collect();
+        assert_eq!(
+            lens,
+            [2 * DIRECT_ALIGN, DIRECT_ALIGN],
+            "10,000 bytes padded to 12,288"
+        );
+        let all: Vec<u8> = blocks.concat();
+        assert_eq!(&all[..5000], &[1u8; 5000][..]);
+        assert_eq!(&all[5000..10_000], &[2u8; 5000][..]);
+        assert!(all[10_000..].iter().all(|&b| b == 0), "padding is zeros");
+        assert!(pool.copy_padded(&[]).is_empty());
     }
 }

@@ -90,7 +90,7 @@ struct OpenPack {
     name: String,
     file: File,
     end: u64,
-    /// The pack opened `O_DIRECT`, on a local disk (see `append`).
+    /// The pack opened `O_DIRECT`, on a local disk (see `OpenPack::write`).
     direct: Option<File>,
 }
 
@@ -102,23 +102,8 @@ impl OpenPack {
     /// file system refuses (`EINVAL`), the page cache takes this write and the next.
     fn write(&mut self, at: u64, parts: &[Bytes]) -> std::io::Result<u64> {
         if let Some(direct) = &self.direct {
-            let mut blocks = Vec::new();
-            let mut block = DIRECT_BUFFERS.take();
-            for part in parts {
-                let mut rest = &part[..];
-                while !rest.is_empty() {
-                    rest = &rest[block.fill(rest)..];
-                    if block.is_full() {
-                        blocks.push(std::mem::replace(&mut block, DIRECT_BUFFERS.take()).freeze());
-                    }
-                }
-            }
-            // The last block is padded to a whole one, as the next append starts there.
-            let pad = (align_up(block.len() as u64) - block.len() as u64) as usize;
-            block.fill(&ZEROS[..pad]);
-            if !block.is_empty() {
-                blocks.push(block.freeze());
-            }
+            // The last block is padded to a whole one: the next append starts there anyway.
+            let blocks = DIRECT_BUFFERS.copy_padded(parts);
             match weft_fileio::write_all_vectored_at(direct, at, &blocks) {
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.direct = None,
                 other => return other,
