@@ -3,7 +3,7 @@
 //! crash leaves only temporary files, which `remove_temporary` deletes at the next start.
 
 use crate::pack::{Packs, Segment};
-use crate::temp::Temp;
+use crate::temp::{on_local_disk, Temp};
 use crate::{io_error, ByteStream, FsConfig, IO_BUFFER};
 use bytes::{Bytes, BytesMut};
 use std::fs::File;
@@ -438,9 +438,9 @@ pub struct OffsetWriter {
 }
 
 /// Files at least this large are written direct to the device (`O_DIRECT`), bypassing the
-/// page cache, where that is a local disk (`Temp::on_local_disk`); smaller ones are many,
+/// page cache, where that is a local disk (`on_local_disk`); smaller ones are many,
 /// and a sync of the whole file system covers them at once (see `weft_fileio::FileWriter`).
-pub const DIRECT_MIN: u64 = SYNC_BEHIND_BYTES;
+pub(crate) const DIRECT_MIN: u64 = SYNC_BEHIND_BYTES;
 
 /// Direct writes: the size of each, and how many are in flight per file. Several keep the
 /// device busy while one completes; measured on this project's VM, 1 GiB written direct
@@ -456,7 +456,7 @@ impl OffsetWriter {
         // Buffers queued per upload: bounds its memory to this many calls' buffers.
         let depth = 2 * PIPE_DEPTH;
         let writer = match target {
-            Target::Fs(_) if size >= DIRECT_MIN && temp.on_local_disk() => {
+            Target::Fs(_) if size >= DIRECT_MIN && on_local_disk(&temp.file) => {
                 temp.direct_writer(depth, DIRECT_THREADS)
             }
             // A staged S3 file is read back at once: the page cache serves that read.

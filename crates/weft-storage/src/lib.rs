@@ -232,7 +232,7 @@ impl Writer {
     }
 }
 
-pub use fs::{OffsetWriter, Run, DIRECT_MIN};
+pub use fs::{OffsetWriter, Run};
 
 /// Maps an I/O error to a weft error naming what failed; a full disk and similar
 /// environment faults are `storage_unavailable` (temporary), the rest `storage_error`.

@@ -75,11 +75,6 @@ impl Temp {
         FileWriter::start_direct(self.file.clone(), self.sync.clone(), depth, threads)
     }
 
-    /// Whether the file lives on a local disk, where writing direct pays.
-    pub fn on_local_disk(&self) -> bool {
-        on_local_disk(&self.file)
-    }
-
     /// A failed write of this file, as the storage error that names it.
     pub fn write_error(&self, e: std::io::Error) -> Error {
         io_error(&format!("cannot write {}", self.describe()), e)
