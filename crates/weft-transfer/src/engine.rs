@@ -3,7 +3,7 @@
 use crate::side::{Entry, Side, Sides};
 use crate::spec::{TransferSpec, Verify};
 use bytes::Bytes;
-use futures::{FutureExt, StreamExt};
+use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -229,35 +229,18 @@ impl Engine {
                 }
             }
         };
-        let work = async {
-            for state in ["active", "pending"] {
-                let mut after = None;
-                loop {
-                    let page = self.catalog.transfer_files(id, Some(state), after, PAGE).await?;
-                    let Some(last) = page.last() else { break };
-                    after = Some(last.seq);
-                    let (small, large): (Vec<_>, Vec<_>) = page
-                        .into_iter()
-                        .partition(|f| f.size <= BUNDLE_FILE_MAX && f.resume.is_none());
-                    let units = bundles(small)
-                        .into_iter()
-                        .map(Unit::Bundle)
-                        .chain(large.into_iter().map(Unit::File));
-                    futures::stream::iter(units)
-                        .for_each_concurrent(spec.concurrency as usize, |unit| match unit {
-                            Unit::Bundle(b) => {
-                                self.run_bundle(owner, spec, b, &progress, &made, cancel).boxed()
-                            }
-                            Unit::File(f) => self.run_file(owner, spec, f, &progress, &made, cancel).boxed(),
-                        })
-                        .await;
-                    if cancel.load(Ordering::SeqCst) {
-                        return Ok(());
-                    }
+        // Pages are listed as the units before them drain, so the files in flight never
+        // fall to a page's last few between pages.
+        let work = self
+            .units(id)
+            .take_while(|_| std::future::ready(!cancel.load(Ordering::SeqCst)))
+            .try_for_each_concurrent(spec.concurrency as usize, |unit| async {
+                match unit {
+                    Unit::Bundle(b) => self.run_bundle(owner, spec, b, &progress, &made, cancel).await,
+                    Unit::File(f) => self.run_file(owner, spec, f, &progress, &made, cancel).await,
                 }
-            }
-            Ok::<(), Error>(())
-        };
+                Ok(())
+            });
         let work = async {
             let r = work.await;
             finished.notify_one();
@@ -280,6 +263,30 @@ impl Engine {
         } else {
             self.catalog.set_transfer_state(id, "succeeded", None).await
         }
+    }
+
+    /// The files of transfer `id` not done, as units of work: those left active by an
+    /// earlier run first, then the pending ones; small files in bundles. Listed a page at a
+    /// time, as they are consumed.
+    fn units<'a>(&'a self, id: &'a str) -> impl futures::Stream<Item = Result<Unit, Error>> + 'a {
+        futures::stream::iter(["active", "pending"]).flat_map(move |state| {
+            futures::stream::try_unfold(None, move |after| async move {
+                let page = self.catalog.transfer_files(id, Some(state), after, PAGE).await?;
+                let Some(last) = page.last().map(|f| f.seq) else {
+                    return Ok(None);
+                };
+                let (small, large): (Vec<_>, Vec<_>) = page
+                    .into_iter()
+                    .partition(|f| f.size <= BUNDLE_FILE_MAX && f.resume.is_none());
+                let units = bundles(small)
+                    .into_iter()
+                    .map(Unit::Bundle)
+                    .chain(large.into_iter().map(Unit::File))
+                    .map(Ok);
+                Ok(Some((futures::stream::iter(units), Some(last))))
+            })
+            .try_flatten()
+        })
     }
 
     async fn run_file(
