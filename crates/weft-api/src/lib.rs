@@ -5,6 +5,7 @@ mod auth;
 mod convert;
 mod error;
 mod extract;
+mod frames;
 mod oidc;
 mod proxy;
 pub mod routes;

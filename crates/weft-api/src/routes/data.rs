@@ -4,6 +4,7 @@ use crate::auth::Authed;
 use crate::convert;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{body_stream, content_length, PathParam, QueryPairs, WireJson};
+use crate::frames::{Frames, FramesError};
 use crate::AppState;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -80,48 +81,48 @@ pub async fn bundle(
     body: Body,
 ) -> ApiResult<Json<Vec<BundleOutcome>>> {
     let limit = BUNDLE_HEADER_MAX + BUNDLE_MAX_BYTES as usize;
-    let all = axum::body::to_bytes(body, limit).await.map_err(|e| {
+    let mut all = Frames::read(body, limit).await.map_err(|e| {
+        let why = match e {
+            FramesError::TooLarge => "over".to_owned(),
+            FramesError::Body(e) => format!("unreadable ({e}) or over"),
+        };
         ApiError::new(
             ErrorCode::InvalidArgument,
-            format!("bundle body unreadable or over {limit} bytes: {e}"),
+            format!("bundle body {why} {limit} bytes"),
         )
     })?;
-    let split = all[..all.len().min(BUNDLE_HEADER_MAX)]
-        .iter()
-        .position(|b| *b == b'\n')
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "bundle: no header line within its first {BUNDLE_HEADER_MAX} bytes \
-                     (a bundle holds at most {BUNDLE_MAX_FILES} files; send more as several bundles)"
-                ),
-            )
-        })?;
-    let header: BundleHeader = serde_json::from_slice(&all[..split])
+    let split = all.find(b'\n', BUNDLE_HEADER_MAX).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "bundle: no header line within its first {BUNDLE_HEADER_MAX} bytes \
+                 (a bundle holds at most {BUNDLE_MAX_FILES} files; send more as several bundles)"
+            ),
+        )
+    })?;
+    let line = all.take(split + 1);
+    let header: BundleHeader = serde_json::from_slice(&line[..split])
         .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bundle header: {e}")))?;
     // Saturating: sizes come from the client, and a sum that overflows is simply wrong.
     let sizes = header
         .files
         .iter()
         .fold(0u64, |sum, f| sum.saturating_add(f.size));
-    if header.files.len() > BUNDLE_MAX_FILES || sizes != (all.len() - split - 1) as u64 {
+    if header.files.len() > BUNDLE_MAX_FILES || sizes != all.len() as u64 {
         return Err(ApiError::new(
             ErrorCode::InvalidArgument,
             format!(
                 "bundle: {} files (at most {BUNDLE_MAX_FILES}) of {sizes} bytes, but {} bytes follow the header",
                 header.files.len(),
-                all.len() - split - 1
+                all.len()
             ),
         ));
     }
     // Entries that do not parse fail alone, like any other file of the bundle.
     let mut outcomes: Vec<Option<weft_types::Error>> = Vec::with_capacity(header.files.len());
     let mut items = Vec::new();
-    let mut at = split + 1;
     for f in &header.files {
-        let data = all.slice(at..at + f.size as usize);
-        at += f.size as usize;
+        let data = all.take(f.size as usize);
         match LogicalPath::parse(&f.path).and_then(|p| Ok((p, Checksum::parse(&f.checksum)?))) {
             Ok((path, sum)) => {
                 items.push((path, data, sum));
