@@ -11,6 +11,6 @@ mod sync_behind;
 mod writer;
 
 pub use aligned::{open_direct, AlignedBlock, AlignedPool, DIRECT_ALIGN};
-pub use pool::BlockPool;
+pub use pool::{read_exact_new, BlockPool};
 pub use sync_behind::{SyncBehind, SYNC_BEHIND_BYTES};
 pub use writer::{write_all_vectored_at, FileWriter};

@@ -8,6 +8,7 @@
 use bytes::Bytes;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
 use std::sync::{Arc, Mutex};
 
 /// Buffers of one size, `keep` of them at most held while idle.
@@ -77,9 +78,60 @@ impl BlockPool {
     }
 }
 
+/// Reads exactly `len` bytes at `pos` of `file` into a buffer of that size, not zeroed
+/// first. For small whole objects, many in flight at once: a pool's block each would
+/// outnumber the pool (a fresh block-sized buffer, zeroed, per object), and zeroing the
+/// buffer it is read into was 4 % of a source zone's CPU in a transfer of 10,000 x 64 KiB.
+/// A file that ends first is an `UnexpectedEof` error.
+pub fn read_exact_new(file: &File, pos: u64, len: usize) -> std::io::Result<Bytes> {
+    let mut buf: Vec<u8> = Vec::with_capacity(len);
+    while buf.len() < len {
+        let done = buf.len();
+        // SAFETY: pread writes at most `len - done` bytes into the spare capacity past
+        // `done`, which `with_capacity(len)` allocated; `set_len` then covers only bytes it
+        // wrote.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                buf.as_mut_ptr().add(done).cast(),
+                len - done,
+                (pos + done as u64) as libc::off_t,
+            )
+        };
+        match n {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            // SAFETY: the `n` bytes past `done` were just written by pread.
+            n if n > 0 => unsafe { buf.set_len(done + n as usize) },
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_reads_into_new_buffers_read_exactly_what_is_there() {
+        let dir = std::env::temp_dir().join(format!("weft-fileio-new-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = File::open(&path).unwrap();
+        assert_eq!(&read_exact_new(&file, 0, data.len()).unwrap()[..], &data[..]);
+        assert_eq!(&read_exact_new(&file, 1000, 70_000).unwrap()[..], &data[1000..71_000]);
+        assert!(read_exact_new(&file, 5, 0).unwrap().is_empty());
+        let short = read_exact_new(&file, 199_990, 20).unwrap_err();
+        assert_eq!(short.kind(), std::io::ErrorKind::UnexpectedEof);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     #[test]
     fn blocks_read_what_is_there_and_buffers_come_back() {

@@ -135,14 +135,7 @@ impl FsStore {
         let path = self.path_of(key)?;
         let file =
             File::open(&path).map_err(|e| io_error(&format!("cannot open replica {}", path.display()), e))?;
-        let read = if size as usize <= IO_BUFFER {
-            // A buffer from the pool: a fresh one per object costs its zeroing and page faults.
-            READ_BUFFERS.read_at(&file, 0, size as usize)
-        } else {
-            let mut buf = vec![0u8; size as usize];
-            file.read_exact_at(&mut buf, 0).map(|()| Bytes::from(buf))
-        };
-        read.map_err(|e| {
+        weft_fileio::read_exact_new(&file, 0, size as usize).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 Error::new(
                     ErrorCode::StorageError,

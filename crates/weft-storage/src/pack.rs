@@ -244,9 +244,8 @@ impl Packs {
                 &last.insert((seg.pack.clone(), file)).1
             }
         };
-        let mut buf = vec![0u8; (range.end - range.start) as usize];
         let at = seg.offset + range.start;
-        std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, at).map_err(|e| {
+        let buf = weft_fileio::read_exact_new(file, at, (range.end - range.start) as usize).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 Error::new(
                     ErrorCode::StorageError,
@@ -263,7 +262,7 @@ impl Packs {
                 format!("pack segment {} was removed while being read", seg.key()),
             ));
         }
-        Ok(Bytes::from(buf))
+        Ok(buf)
     }
 
     /// Frees the blocks of `segs`, each pack opened once; a pack they empty goes too once
