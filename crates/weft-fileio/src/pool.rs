@@ -126,7 +126,10 @@ mod tests {
         std::fs::write(&path, &data).unwrap();
         let file = File::open(&path).unwrap();
         assert_eq!(&read_exact_new(&file, 0, data.len()).unwrap()[..], &data[..]);
-        assert_eq!(&read_exact_new(&file, 1000, 70_000).unwrap()[..], &data[1000..71_000]);
+        assert_eq!(
+            &read_exact_new(&file, 1000, 70_000).unwrap()[..],
+            &data[1000..71_000]
+        );
         assert!(read_exact_new(&file, 5, 0).unwrap().is_empty());
         let short = read_exact_new(&file, 199_990, 20).unwrap_err();
         assert_eq!(short.kind(), std::io::ErrorKind::UnexpectedEof);
