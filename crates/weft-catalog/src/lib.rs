@@ -542,8 +542,10 @@ pub trait Catalog: Send + Sync + 'static {
     /// The physical keys of replicas on `resource_id` in `[lo, hi)` (an index range).
     async fn physical_keys_between(&self, resource_id: i64, lo: &str, hi: &str)
         -> Result<Vec<String>, Error>;
-    /// The replicas of all of `node_ids`, each node's in the order of [`Catalog::replicas`].
-    async fn replicas_of_nodes(&self, node_ids: &[i64]) -> Result<Vec<Replica>, Error>;
+    /// The nodes of those `paths` that exist, in no particular order, each with its
+    /// replicas in the order of [`Catalog::replicas`]: what reading a bundle of files needs,
+    /// in one query rather than two.
+    async fn nodes_with_replicas(&self, paths: &[LogicalPath]) -> Result<Vec<(Node, Vec<Replica>)>, Error>;
     /// Removes a data object or a collection; with `recursive` a collection's whole subtree.
     /// Returns the replicas (here and in other zones) whose bytes are now garbage. Errors:
     /// `not_found`, `collection_not_empty` (without `recursive`), `invalid_argument` (zone

@@ -1020,13 +1020,26 @@ async fn nodes_and_replicas_of_many_in_one_read(c: &SqlCatalog) {
         .await
         .unwrap()
         .is_empty());
-    let ids: Vec<i64> = made.iter().map(|r| r.node.id).collect();
-    let reps = c.replicas_of_nodes(&ids).await.unwrap();
-    assert_eq!(reps.len(), 1101);
-    for id in [made[3].node.id, made[1099].node.id] {
-        let mine: Vec<_> = reps.iter().filter(|r| r.node_id == id).cloned().collect();
-        assert_eq!(mine, c.replicas(id).await.unwrap());
+    let with = c.nodes_with_replicas(&wanted).await.unwrap();
+    assert_eq!(with.len(), 1101, "every object and the collection, once each");
+    assert_eq!(with.iter().map(|(_, r)| r.len()).sum::<usize>(), 1101);
+    for i in [3, 1050, 1099] {
+        let (node, reps) = with.iter().find(|(n, _)| n.id == made[i].node.id).unwrap();
+        assert_eq!(node, &made[i].node);
+        assert_eq!(reps, &c.replicas(node.id).await.unwrap());
     }
+    assert_eq!(
+        with.iter()
+            .find(|(n, _)| n.id == made[3].node.id)
+            .unwrap()
+            .1
+            .len(),
+        2
+    );
+    let (coll, none) = with.iter().find(|(n, _)| n.path.as_str() == "/z/run").unwrap();
+    assert_eq!(coll.kind, NodeKind::Collection);
+    assert!(none.is_empty(), "a collection has no replicas");
+    assert!(c.nodes_with_replicas(&[]).await.unwrap().is_empty());
 }
 
 async fn register_objects_is_all_or_nothing(c: &SqlCatalog) {

@@ -349,16 +349,15 @@ impl Zone {
     /// another, rather than both for each. One outcome per path, in order.
     pub async fn read_many(&self, caller: &Caller, paths: &[LogicalPath]) -> Vec<Result<Bytes, Error>> {
         let looked_up = async {
-            let nodes = self.catalog.get_nodes(paths).await?;
-            let ids: Vec<i64> = nodes.iter().map(|n| n.id).collect();
+            let mut nodes = HashMap::new();
             let mut replicas: HashMap<i64, Vec<weft_catalog::Replica>> = HashMap::new();
-            for r in self.catalog.replicas_of_nodes(&ids).await? {
-                replicas.entry(r.node_id).or_default().push(r);
+            for (node, copies) in self.catalog.nodes_with_replicas(paths).await? {
+                replicas.insert(node.id, copies);
+                nodes.insert(node.path.clone(), node);
             }
-            let nodes: HashMap<LogicalPath, Node> = nodes.into_iter().map(|n| (n.path.clone(), n)).collect();
             Ok::<_, Error>((nodes, replicas))
         };
-        let (nodes, replicas) = match looked_up.await {
+        let (nodes, replicas): (HashMap<LogicalPath, Node>, _) = match looked_up.await {
             Ok(found) => found,
             Err(e) => return paths.iter().map(|_| Err(e.clone())).collect(),
         };

@@ -647,8 +647,8 @@ impl Catalog for SqlCatalog {
     ) -> Result<Vec<String>, Error> {
         namespace::physical_keys_between(self, resource_id, lo, hi).await
     }
-    async fn replicas_of_nodes(&self, node_ids: &[i64]) -> Result<Vec<Replica>, Error> {
-        namespace::replicas_of_nodes(self, node_ids).await
+    async fn nodes_with_replicas(&self, paths: &[LogicalPath]) -> Result<Vec<(Node, Vec<Replica>)>, Error> {
+        namespace::nodes_with_replicas(self, paths).await
     }
     async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Removed, Error> {
         namespace::delete_node(self, path, recursive).await

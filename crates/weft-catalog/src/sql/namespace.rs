@@ -564,19 +564,32 @@ pub(super) async fn physical_keys_between(
     found.iter().map(|r| rows::get(r, 0)).collect()
 }
 
-pub(super) async fn replicas_of_nodes(c: &SqlCatalog, node_ids: &[i64]) -> Result<Vec<Replica>, Error> {
-    let mut out = Vec::with_capacity(node_ids.len());
-    for chunk in node_ids.chunks(rows_per_statement(1)) {
+pub(super) async fn nodes_with_replicas(
+    c: &SqlCatalog,
+    paths: &[LogicalPath],
+) -> Result<Vec<(Node, Vec<Replica>)>, Error> {
+    let mut out: Vec<(Node, Vec<Replica>)> = Vec::with_capacity(paths.len());
+    for chunk in paths.chunks(rows_per_statement(1)) {
         let sql = format!(
-            "SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id IN ({}) ORDER BY r.node_id, r.id",
+            "SELECT {NODE_COLS}, {REPLICA_COLS} FROM {NODE_FROM} \
+             LEFT JOIN replicas r ON r.node_id = n.id LEFT JOIN resources s ON s.id = r.resource_id \
+             WHERE n.path IN ({}) ORDER BY n.id, r.id",
             placeholders(1, chunk.len())
         );
         let mut q = sqlx::query(&sql);
-        for id in chunk {
-            q = q.bind(*id);
+        for p in chunk {
+            q = q.bind(p.as_str());
         }
         for row in q.fetch_all(c.pool()).await.map_err(db)? {
-            out.push(rows::replica(&row)?);
+            let node_id: i64 = rows::get(&row, 0)?;
+            if out.last().is_none_or(|(n, _)| n.id != node_id) {
+                out.push((rows::node(&row)?, Vec::new()));
+            }
+            // The replica's columns follow the node's ten; NULL where the node has none.
+            if rows::get::<Option<i64>>(&row, 10)?.is_some() {
+                let replica = rows::replica_at(&row, 10)?;
+                out.last_mut().expect("pushed above").1.push(replica);
+            }
         }
     }
     Ok(out)

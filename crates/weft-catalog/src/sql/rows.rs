@@ -208,19 +208,24 @@ pub(crate) fn transfer_file(row: &AnyRow) -> Result<TransferFile, Error> {
 }
 
 pub(crate) fn replica(row: &AnyRow) -> Result<Replica, Error> {
-    let resource: String = get(row, 3)?;
-    let state: String = get(row, 7)?;
+    replica_at(row, 0)
+}
+
+/// A replica from `REPLICA_COLS` starting at column `at`.
+pub(crate) fn replica_at(row: &AnyRow, at: usize) -> Result<Replica, Error> {
+    let resource: String = get(row, at + 3)?;
+    let state: String = get(row, at + 7)?;
     Ok(Replica {
-        id: get(row, 0)?,
-        node_id: get(row, 1)?,
-        resource_id: get(row, 2)?,
+        id: get(row, at)?,
+        node_id: get(row, at + 1)?,
+        resource_id: get(row, at + 2)?,
         resource: ResourceName::parse(&resource).map_err(|e| corrupt("resource name", e.message))?,
-        physical_key: get(row, 4)?,
-        size: get(row, 5)?,
-        checksum: checksum(get(row, 6)?)?,
+        physical_key: get(row, at + 4)?,
+        size: get(row, at + 5)?,
+        checksum: checksum(get(row, at + 6)?)?,
         state: ReplicaState::parse(&state).map_err(|e| corrupt("replica state", e.message))?,
-        created: get(row, 8)?,
-        verified: get(row, 9)?,
+        created: get(row, at + 8)?,
+        verified: get(row, at + 9)?,
     })
 }
 
