@@ -92,6 +92,7 @@ conformance!(
     user_maps_follow_zones_and_users,
     transfers_and_their_files,
     transfer_files_in_many_rows,
+    transfer_counts_follow_every_update,
     collections_and_zone_roots,
     list_children_pages_by_name,
     register_object_and_errors,
@@ -558,6 +559,88 @@ async fn peer_zones(c: &SqlCatalog) {
 
 /// Files are added and updated many rows to a statement: every row lands whole, nulls
 /// included, and an update names only the files it lists.
+/// The counts a transfer's progress is read from are kept in step with its files: after
+/// each batch they equal what the files themselves add up to, across statements, with a
+/// file named twice in a batch, with files of no transfer, and apart from other transfers.
+async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
+    let (admin, _) = zone(c).await;
+    let file = |seq: u64| TransferFile {
+        seq,
+        source: format!("/z/src/f{seq}"),
+        destination: format!("/z/dst/f{seq}"),
+        size: 100 + seq,
+        state: if seq % 7 == 0 {
+            "skipped".into()
+        } else {
+            "pending".into()
+        },
+        bytes_done: 0,
+        attempts: 0,
+        error: None,
+        checksum: None,
+        resume: None,
+    };
+    for t in ["big", "other"] {
+        c.create_transfer(t, admin, "{}").await.unwrap();
+        let files: Vec<TransferFile> = (0..500).map(file).collect();
+        c.add_transfer_files(t, &files).await.unwrap();
+    }
+    let totals = |files: &[TransferFile]| {
+        let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+        for f in files {
+            *by.entry(f.state.clone()).or_default() += 1;
+        }
+        let bytes = files.iter().map(|f| f.bytes_done).sum::<u64>();
+        let attempts = files.iter().map(|f| u64::from(f.attempts)).sum::<u64>();
+        (by.into_iter().collect::<Vec<_>>(), bytes, attempts)
+    };
+    let check = |what: &'static str| async move {
+        let files = c.transfer_files("big", None, None, 1000).await.unwrap();
+        let counts = c.transfer_counts("big").await.unwrap();
+        assert_eq!(
+            (counts.files_by_state, counts.bytes_done, counts.attempts),
+            totals(&files),
+            "{what}"
+        );
+    };
+    check("as planned").await;
+    let states = ["active", "done", "failed", "active", "done"];
+    for (round, state) in states.iter().enumerate() {
+        let mut batch: Vec<TransferFile> = (0..500)
+            .filter(|seq| (seq + round as u64) % 3 != 0)
+            .map(|seq| {
+                let mut f = file(seq);
+                f.state = (*state).into();
+                f.attempts = round as u32 + 1;
+                f.bytes_done = if *state == "done" { f.size } else { seq % 50 };
+                f
+            })
+            .collect();
+        // Named twice in one statement's rows: the last one is stored, and counted.
+        let mut again = batch[5].clone();
+        again.state = "cancelled".into();
+        let named_twice = again.seq;
+        batch.insert(6, again);
+        batch.push(file(9_999)); // not in the transfer: left alone
+        c.update_transfer_files("big", &batch).await.unwrap();
+        let stored = c
+            .transfer_files("big", None, Some(named_twice - 1), 1)
+            .await
+            .unwrap();
+        assert_eq!(
+            stored[0].state, "cancelled",
+            "the last of a file named twice is stored"
+        );
+        check(state).await;
+    }
+    let other = c.transfer_counts("other").await.unwrap();
+    assert_eq!(
+        other.files_by_state,
+        vec![("pending".into(), 428), ("skipped".into(), 72)]
+    );
+    assert_eq!((other.bytes_done, other.attempts), (0, 0));
+}
+
 async fn transfer_files_in_many_rows(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
     c.create_transfer("big", admin, "{}").await.unwrap();

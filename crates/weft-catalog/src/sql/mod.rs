@@ -99,6 +99,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "avus_node_attr",
         include_str!("../../migrations/sqlite/0009_avus_node_attr.sql"),
     ),
+    (
+        10,
+        "transfer_states",
+        include_str!("../../migrations/sqlite/0010_transfer_states.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -137,6 +142,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         9,
         "avus_node_attr",
         include_str!("../../migrations/postgres/0009_avus_node_attr.sql"),
+    ),
+    (
+        10,
+        "transfer_states",
+        include_str!("../../migrations/postgres/0010_transfer_states.sql"),
     ),
 ];
 

@@ -3,6 +3,8 @@
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
 use super::{affected, db, db_ctx, now_ms, placeholders, rows_per_statement, SqlCatalog};
 use crate::{TransferCounts, TransferFile, TransferRecord};
+use sqlx::{Any, Transaction};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use weft_types::Error;
 
 pub(super) async fn create_transfer(
@@ -141,6 +143,11 @@ pub(super) async fn add_transfer_files(
             db_ctx(e, format_args!("files {first}-{last} of transfer {id}"))
         })?;
     }
+    let mut states = StateDeltas::default();
+    for f in files {
+        states.add(f);
+    }
+    states.apply(&mut tx, id).await?;
     let bytes: i64 = files.iter().map(|f| f.size as i64).sum();
     let done = sqlx::query(
         "UPDATE transfers SET files_total = files_total + $1, bytes_total = bytes_total + $2 WHERE id = $3",
@@ -164,8 +171,38 @@ pub(super) async fn update_transfer_files(
     id: &str,
     files: &[TransferFile],
 ) -> Result<(), Error> {
+    // A file named twice takes its last state: one row each keeps the counts exact.
+    let mut seen = HashSet::new();
+    let mut files: Vec<&TransferFile> = files.iter().rev().filter(|f| seen.insert(f.seq)).collect();
+    files.reverse();
     let mut tx = c.begin_write().await?;
+    let mut states = StateDeltas::default();
     for chunk in files.chunks(rows_per_statement(7)) {
+        // What these files stood at, to move their counts from the old states to the new.
+        let sql = format!(
+            "SELECT seq, state, bytes_done, attempts FROM transfer_files \
+             WHERE transfer_id = $1 AND seq IN ({})",
+            placeholders(2, chunk.len())
+        );
+        let mut q = sqlx::query(&sql).bind(id);
+        for f in chunk {
+            q = q.bind(f.seq as i64);
+        }
+        let mut before = HashMap::new();
+        for row in q.fetch_all(&mut *tx).await.map_err(db)? {
+            let seq: i64 = rows::get(&row, 0)?;
+            let state: String = rows::get(&row, 1)?;
+            before.insert(
+                seq as u64,
+                (state, rows::get::<i64>(&row, 2)?, rows::get::<i64>(&row, 3)?),
+            );
+        }
+        for f in chunk {
+            if let Some((state, bytes_done, attempts)) = before.remove(&f.seq) {
+                states.bump(&state, -1, -bytes_done, -attempts);
+                states.add(f);
+            }
+        }
         let rows: Vec<String> = (0..chunk.len())
             .map(|i| format!("({})", placeholders(2 + i * 7, 7)))
             .collect();
@@ -181,7 +218,49 @@ pub(super) async fn update_transfer_files(
         }
         q.execute(&mut *tx).await.map_err(db)?;
     }
+    states.apply(&mut tx, id).await?;
     tx.commit().await.map_err(db)
+}
+
+/// Changes to `transfer_states` by state: files, bytes done, attempts.
+#[derive(Default)]
+struct StateDeltas(BTreeMap<String, (i64, i64, i64)>);
+
+impl StateDeltas {
+    fn add(&mut self, f: &TransferFile) {
+        self.bump(&f.state, 1, f.bytes_done as i64, i64::from(f.attempts));
+    }
+
+    fn bump(&mut self, state: &str, files: i64, bytes_done: i64, attempts: i64) {
+        let d = self.0.entry(state.to_owned()).or_default();
+        d.0 += files;
+        d.1 += bytes_done;
+        d.2 += attempts;
+    }
+
+    async fn apply(self, tx: &mut Transaction<'_, Any>, id: &str) -> Result<(), Error> {
+        for (state, (files, bytes_done, attempts)) in self.0 {
+            if (files, bytes_done, attempts) == (0, 0, 0) {
+                continue;
+            }
+            sqlx::query(
+                "INSERT INTO transfer_states (transfer_id, state, files, bytes_done, attempts) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (transfer_id, state) DO UPDATE SET \
+                 files = transfer_states.files + excluded.files, \
+                 bytes_done = transfer_states.bytes_done + excluded.bytes_done, \
+                 attempts = transfer_states.attempts + excluded.attempts",
+            )
+            .bind(id)
+            .bind(state)
+            .bind(files)
+            .bind(bytes_done)
+            .bind(attempts)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+        }
+        Ok(())
+    }
 }
 
 /// Binds where `f` stands: state, bytes_done, attempts, error, checksum, resume (the
@@ -226,9 +305,8 @@ pub(super) async fn transfer_files(
 
 pub(super) async fn transfer_counts(c: &SqlCatalog, id: &str) -> Result<TransferCounts, Error> {
     let rows = sqlx::query(
-        "SELECT state, COUNT(*), CAST(COALESCE(SUM(bytes_done), 0) AS BIGINT), \
-         CAST(COALESCE(SUM(attempts), 0) AS BIGINT) \
-         FROM transfer_files WHERE transfer_id = $1 GROUP BY state ORDER BY state",
+        "SELECT state, files, bytes_done, attempts FROM transfer_states \
+         WHERE transfer_id = $1 AND files > 0 ORDER BY state",
     )
     .bind(id)
     .fetch_all(c.pool())
