@@ -569,7 +569,7 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
         source: format!("/z/src/f{seq}"),
         destination: format!("/z/dst/f{seq}"),
         size: 100 + seq,
-        state: if seq % 7 == 0 {
+        state: if seq.is_multiple_of(7) {
             "skipped".into()
         } else {
             "pending".into()
@@ -607,7 +607,7 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
     let states = ["active", "done", "failed", "active", "done"];
     for (round, state) in states.iter().enumerate() {
         let mut batch: Vec<TransferFile> = (0..500)
-            .filter(|seq| (seq + round as u64) % 3 != 0)
+            .filter(|seq| !(seq + round as u64).is_multiple_of(3))
             .map(|seq| {
                 let mut f = file(seq);
                 f.state = (*state).into();
