@@ -27,6 +27,6 @@ pub use tree::{
     create_dirs, leaf_collections, scan_local, BatchReport, Done, GetJob, LocalTree, PutJob, RemoteTree,
     DEFAULT_CONCURRENCY,
 };
-pub use upload::PutOptions;
+pub use upload::{parts_body, PutOptions};
 /// The wire types, so that users of the client need no direct weft-types dependency.
 pub use weft_types::wire;

@@ -3,7 +3,7 @@
 //! crash leaves only temporary files, which `remove_temporary` deletes at the next start.
 
 use crate::pack::{Packs, Segment};
-use crate::temp::{on_local_disk, Temp};
+use crate::temp::Temp;
 use crate::{io_error, ByteStream, FsConfig, IO_BUFFER};
 use bytes::{Bytes, BytesMut};
 use std::fs::File;
@@ -434,6 +434,25 @@ pub struct OffsetWriter {
 /// page cache, where that is a local disk (`on_local_disk`); smaller ones are many,
 /// and a sync of the whole file system covers them at once (see `weft_fileio::FileWriter`).
 pub(crate) const DIRECT_MIN: u64 = SYNC_BEHIND_BYTES;
+
+/// Whether `file` lives on a local block-device file system (ext2/3/4, XFS, btrfs), where
+/// writing direct pays. Network and FUSE file systems (NFS, SMB, Lustre, GPFS, ...) serve
+/// `O_DIRECT` with a round trip per write or not at all, and tmpfs has no device to go
+/// past: those keep the page cache.
+pub(crate) fn on_local_disk(file: &File) -> bool {
+    const EXT: i64 = 0xEF53;
+    const XFS: i64 = 0x5846_5342;
+    const BTRFS: i64 = 0x9123_683E;
+    // SAFETY: a zeroed statfs is valid output space for fstatfs on an open descriptor.
+    let kind = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        if libc::fstatfs(std::os::fd::AsRawFd::as_raw_fd(file), &mut st) != 0 {
+            return false;
+        }
+        st.f_type as i64
+    };
+    matches!(kind, EXT | XFS | BTRFS)
+}
 
 /// Direct writes: the size of each, and how many are in flight per file. Several keep the
 /// device busy while one completes; measured on this project's VM, 1 GiB written direct

@@ -20,8 +20,7 @@
 //!   `not_found` rather than reading zeros. A sealed pack with no data left is deleted by
 //!   the removal that emptied it (an exclusive `flock` proves no appender holds it).
 
-use crate::fs::DIRECT_BUFFERS;
-use crate::temp::on_local_disk;
+use crate::fs::{on_local_disk, DIRECT_BUFFERS};
 use crate::{io_error, ByteStream};
 use bytes::Bytes;
 use std::fs::{File, OpenOptions};

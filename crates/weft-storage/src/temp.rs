@@ -157,25 +157,6 @@ fn allocate(file: &File, size: u64) -> std::io::Result<()> {
     }
 }
 
-/// Whether `file` lives on a local block-device file system (ext2/3/4, XFS, btrfs), where
-/// writing direct pays. Network and FUSE file systems (NFS, SMB, Lustre, GPFS, ...) serve
-/// `O_DIRECT` with a round trip per write or not at all, and tmpfs has no device to go
-/// past: those keep the page cache.
-pub(crate) fn on_local_disk(file: &File) -> bool {
-    const EXT: i64 = 0xEF53;
-    const XFS: i64 = 0x5846_5342;
-    const BTRFS: i64 = 0x9123_683E;
-    // SAFETY: a zeroed statfs is valid output space for fstatfs on an open descriptor.
-    let kind = unsafe {
-        let mut st: libc::statfs = std::mem::zeroed();
-        if libc::fstatfs(file.as_raw_fd(), &mut st) != 0 {
-            return false;
-        }
-        st.f_type as i64
-    };
-    matches!(kind, EXT | XFS | BTRFS)
-}
-
 fn open_unnamed(dir: &Path) -> std::io::Result<File> {
     with_dir(dir, || {
         std::fs::OpenOptions::new()

@@ -590,10 +590,9 @@ impl Side for PeerSide {
 
     async fn put_piece(&self, upload: &str, index: u64, data: Vec<Bytes>) -> Result<(), Error> {
         let len = data.iter().map(|b| b.len() as u64).sum();
-        let body = futures::stream::iter(data.into_iter().map(Ok::<_, std::io::Error>));
         self.client()
             .await?
-            .upload_piece(upload, index, len, reqwest::Body::wrap_stream(body))
+            .upload_piece(upload, index, len, weft_client::parts_body(data))
             .await
             .map(|_| ())
             .map_err(|e| from_client(&self.peer, e))
