@@ -1,7 +1,8 @@
 -- Per transfer and file state: how many files, their bytes done and attempts, kept in step
 -- with transfer_files by the catalog in the same transactions. A transfer's progress is
--- then a read of a few rows rather than an aggregate over all its files: that took 330 ms
--- for a million files on SQLite, at every poll of `weft transfer wait` (twice a second).
+-- then a read of a few rows rather than an aggregate over all its files: that took ~300 ms
+-- for a million files on SQLite (scripts/bench-transfer-counts.py), at every poll of
+-- `weft transfer wait` (twice a second).
 CREATE TABLE transfer_states (
     transfer_id TEXT COLLATE "C" NOT NULL REFERENCES transfers (id) ON DELETE CASCADE,
     state       TEXT    NOT NULL,
