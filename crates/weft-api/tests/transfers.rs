@@ -294,3 +294,73 @@ async fn a_damaged_source_fails_its_file_and_stores_nothing() {
         .unwrap();
     assert_eq!(&got.bytes().await.unwrap()[..], b"fine");
 }
+
+/// A transfer is answered with its files counted, though they start moving while they are
+/// recorded. A crash before they are leaves the transfer active without files (the run marks
+/// it active at once): the worker plans it again and moves everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transfer_left_without_files_by_a_crash_is_planned_again() {
+    let z = start_named("z").await;
+    let alice = z.user("alice").await;
+    let n = 300;
+    let r = z.post("mkdir/z/home/alice/src", &alice).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    for i in 0..n {
+        let r = z
+            .put_bytes(
+                &format!("/z/home/alice/src/f{i:03}"),
+                format!("file {i}").as_bytes(),
+                &alice,
+            )
+            .await;
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    }
+    let spec = json!({"sources": ["/z/home/alice/src"], "destination": "/z/home/alice/a", "recursive": true});
+    let r = z.post("transfers", &alice).json(&spec).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(answer["files_total"], n, "{answer}");
+    let done = common::wait_transfer(&z, &alice, answer["id"].as_str().unwrap()).await;
+    assert_eq!(
+        (done["state"].as_str(), done["files_done"].as_u64()),
+        (Some("succeeded"), Some(n)),
+        "{done}"
+    );
+
+    // What a crash between accepting a transfer and recording its files leaves.
+    let catalog = weft_catalog::connect(&format!("sqlite://{}", z.data_dir.join("catalog.db").display()))
+        .await
+        .unwrap();
+    let owner = catalog
+        .get_principal(&weft_types::PrincipalName::parse("alice").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut spec = spec;
+    spec["destination"] = json!("/z/home/alice/b");
+    spec["streams"] = json!(4);
+    spec["concurrency"] = json!(8);
+    catalog
+        .create_transfer("crashed", owner.id, &spec.to_string())
+        .await
+        .unwrap();
+    catalog
+        .set_transfer_state("crashed", "active", None)
+        .await
+        .unwrap();
+    // The worker looks for unfinished transfers every few seconds.
+    let t = common::wait_transfer(&z, &alice, "crashed").await;
+    assert_eq!(
+        (
+            t["state"].as_str(),
+            t["files_total"].as_u64(),
+            t["files_done"].as_u64()
+        ),
+        (Some("succeeded"), Some(n), Some(n)),
+        "{t}"
+    );
+    assert_eq!(
+        checksum(&z, "/z/home/alice/b/f299").await,
+        checksum(&z, "/z/home/alice/src/f299").await
+    );
+}

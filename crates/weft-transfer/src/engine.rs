@@ -23,6 +23,13 @@ const BUNDLE_FILE_MAX: u64 = 1 << 20;
 const BUNDLE_FILES: usize = 64;
 const BUNDLE_BYTES: u64 = 16 << 20;
 
+/// A plan just made, handed to [`Engine::run`] in memory with a way to say when its files
+/// are recorded in the catalog.
+pub struct Fresh {
+    pub files: Vec<TransferFile>,
+    pub recorded: tokio::sync::oneshot::Sender<Result<(), Error>>,
+}
+
 /// How temporary errors are retried.
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
@@ -185,12 +192,18 @@ impl Engine {
 
     /// Runs transfer `id` to its end (or until `cancel`): plans it if not yet planned,
     /// then moves every file not done. Safe to call again after a crash: it resumes.
+    ///
+    /// `fresh` is the plan just made for a transfer with no files recorded yet, handed over
+    /// in memory: its files start moving while they are recorded (a million rows take
+    /// seconds), and `fresh.recorded` says when they are. Progress is written only after
+    /// that; a crash before it leaves the transfer without files, planned again on restart.
     pub async fn run(
         &self,
         id: &str,
         owner: &str,
         spec: &TransferSpec,
         cancel: &AtomicBool,
+        fresh: Option<Fresh>,
     ) -> Result<(), Error> {
         let record = self
             .catalog
@@ -201,7 +214,11 @@ impl Engine {
             // Cancelled while queued: it ends as it is.
             return Ok(());
         }
-        if record.state == "queued" && record.files_total == 0 {
+        let (planned, recorded) = match fresh {
+            Some(Fresh { files, recorded }) if record.files_total == 0 => (Some(files), Some(recorded)),
+            _ => (None, None),
+        };
+        if planned.is_none() && record.files_total == 0 {
             match self.plan(owner, spec).await {
                 Ok(files) => self.catalog.add_transfer_files(id, &files).await?,
                 Err(e) => {
@@ -214,10 +231,25 @@ impl Engine {
 
         let progress = Progress::default();
         let made = Mutex::new(HashSet::new());
+        // Recording a fresh plan failed: nothing moved can be recorded, so nothing more moves.
+        let unrecorded = AtomicBool::new(false);
+        let record_plan = async {
+            let (Some(files), Some(recorded)) = (&planned, recorded) else {
+                return Ok(());
+            };
+            let outcome = self.catalog.add_transfer_files(id, files).await;
+            if outcome.is_err() {
+                unrecorded.store(true, Ordering::SeqCst);
+            }
+            // The submitter may have gone: nobody to tell.
+            let _ = recorded.send(outcome.clone());
+            outcome
+        };
         // The flusher is told to stop, never dropped: a flush cut off mid-transaction would
         // lose its batch.
         let finished = tokio::sync::Notify::new();
         let flusher = async {
+            record_plan.await?;
             loop {
                 let stop = tokio::select! {
                     _ = tokio::time::sleep(FLUSH_EVERY) => false,
@@ -225,15 +257,20 @@ impl Engine {
                 };
                 progress.flush(self.catalog.as_ref(), id).await;
                 if stop {
-                    return;
+                    return Ok(());
                 }
             }
         };
+        let units = match &planned {
+            Some(files) => self.planned_units(files).left_stream(),
+            None => self.units(id).right_stream(),
+        };
         // Pages are listed as the units before them drain, so the files in flight never
         // fall to a page's last few between pages.
-        let work = self
-            .units(id)
-            .take_while(|_| std::future::ready(!cancel.load(Ordering::SeqCst)))
+        let work = units
+            .take_while(|_| {
+                std::future::ready(!cancel.load(Ordering::SeqCst) && !unrecorded.load(Ordering::SeqCst))
+            })
             .try_for_each_concurrent(spec.concurrency as usize, |unit| async {
                 match unit {
                     Unit::Bundle(b) => self.run_bundle(owner, spec, b, &progress, &made, cancel).await,
@@ -246,7 +283,8 @@ impl Engine {
             finished.notify_one();
             r
         };
-        let (outcome, ()) = futures::join!(work, flusher);
+        let (outcome, flushed): (Result<(), Error>, Result<(), Error>) = futures::join!(work, flusher);
+        flushed?;
         outcome?;
         let counts = self.catalog.transfer_counts(id).await?;
         let failed = counts
@@ -275,18 +313,26 @@ impl Engine {
                 let Some(last) = page.last().map(|f| f.seq) else {
                     return Ok(None);
                 };
-                let (small, large): (Vec<_>, Vec<_>) = page
-                    .into_iter()
-                    .partition(|f| f.size <= BUNDLE_FILE_MAX && f.resume.is_none());
-                let units = bundles(small)
-                    .into_iter()
-                    .map(Unit::Bundle)
-                    .chain(large.into_iter().map(Unit::File))
-                    .map(Ok);
-                Ok(Some((futures::stream::iter(units), Some(last))))
+                Ok(Some((
+                    futures::stream::iter(page_units(page).map(Ok)),
+                    Some(last),
+                )))
             })
             .try_flatten()
         })
+    }
+
+    /// The pending files of a fresh plan as units of work, in the order [`Engine::units`]
+    /// would list them.
+    fn planned_units<'a>(
+        &'a self,
+        files: &'a [TransferFile],
+    ) -> impl futures::Stream<Item = Result<Unit, Error>> + 'a {
+        let pages = files.chunks(PAGE as usize).map(|page| {
+            let pending = page.iter().filter(|f| f.state == "pending").cloned().collect();
+            futures::stream::iter(page_units(pending).map(Ok))
+        });
+        futures::stream::iter(pages).flatten()
     }
 
     async fn run_file(
@@ -799,6 +845,17 @@ async fn verify_strong(dst: &dyn Side, at: &Endpoint, sum: &Checksum) -> Result<
 enum Unit {
     Bundle(Vec<TransferFile>),
     File(TransferFile),
+}
+
+/// A page of files as units: small files in bundles, the others one by one.
+fn page_units(page: Vec<TransferFile>) -> impl Iterator<Item = Unit> {
+    let (small, large): (Vec<_>, Vec<_>) = page
+        .into_iter()
+        .partition(|f| f.size <= BUNDLE_FILE_MAX && f.resume.is_none());
+    bundles(small)
+        .into_iter()
+        .map(Unit::Bundle)
+        .chain(large.into_iter().map(Unit::File))
 }
 
 /// Small files grouped into bundles of at most BUNDLE_FILES files and BUNDLE_BYTES bytes.

@@ -16,6 +16,6 @@ mod engine;
 mod side;
 mod spec;
 
-pub use engine::{Engine, RetryPolicy};
+pub use engine::{Engine, Fresh, RetryPolicy};
 pub use side::{Entry, Side, Sides};
 pub use spec::{TransferSpec, Verify};

@@ -17,7 +17,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
 use weft_catalog::{StagingArea, TransferCounts, TransferFile, TransferRecord};
 use weft_client::ClientError;
-use weft_transfer::{Engine, Entry, RetryPolicy, Side, Sides, TransferSpec};
+use weft_transfer::{Engine, Entry, Fresh, RetryPolicy, Side, Sides, TransferSpec};
 use weft_types::{
     Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, PieceSize, PrincipalName, ResourceName,
 };
@@ -64,7 +64,9 @@ impl Zone {
     }
 
     /// Accepts a transfer: checked and planned at once (a bad endpoint, a missing source or a
-    /// refused permission fail here, before any byte moves), then run in the background.
+    /// refused permission fail here, before any byte moves), then run in the background. The
+    /// plan goes to the run in memory, so files move while they are being recorded; the
+    /// answer waits until they are, so that it counts them.
     pub async fn start_transfer(
         self: &Arc<Self>,
         caller: &Caller,
@@ -73,9 +75,29 @@ impl Zone {
         let files = self.plan_transfer(caller, &spec).await?;
         let id = uuid::Uuid::new_v4().simple().to_string();
         let json = serde_json::to_string(&spec).map_err(|e| Error::internal(e.to_string()))?;
-        self.catalog.create_transfer(&id, caller.user_id, &json).await?;
-        self.catalog.add_transfer_files(&id, &files).await?;
-        self.running.wake.notify_one();
+        // Claimed before it exists, so that the worker, finding it queued, leaves it to us.
+        let flag = self.running.claim(&id).expect("a new id");
+        let created = async {
+            self.catalog.create_transfer(&id, caller.user_id, &json).await?;
+            self.catalog
+                .get_transfer(&id)
+                .await?
+                .ok_or_else(|| Error::internal(format!("transfer {id} vanished")))
+        };
+        let record = match created.await {
+            Ok(record) => record,
+            Err(e) => {
+                self.running.release(&id);
+                return Err(e);
+            }
+        };
+        let (recorded, when_recorded) = tokio::sync::oneshot::channel();
+        self.spawn_run(record, flag, Some(Fresh { files, recorded }));
+        // Without an answer, the run ended before recording; the transfer, without files,
+        // is planned again by the worker.
+        if let Ok(outcome) = when_recorded.await {
+            outcome?;
+        }
         self.catalog
             .get_transfer(&id)
             .await?
@@ -187,31 +209,52 @@ pub(crate) fn start_worker(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>)
 impl Zone {
     /// Starts `record` unless it already runs here; whether it was started.
     fn launch(self: &Arc<Self>, record: TransferRecord) -> bool {
-        let flag = Arc::new(AtomicBool::new(false));
-        {
-            let mut flags = self.running.flags.lock().expect("not poisoned");
-            if flags.contains_key(&record.id) {
-                return false;
-            }
-            flags.insert(record.id.clone(), flag.clone());
-        }
+        let Some(flag) = self.running.claim(&record.id) else {
+            return false;
+        };
+        self.spawn_run(record, flag, None);
+        true
+    }
+
+    /// Runs `record`, claimed with `flag`, in the background; releases it at the end.
+    fn spawn_run(self: &Arc<Self>, record: TransferRecord, flag: Arc<AtomicBool>, fresh: Option<Fresh>) {
         let zone = self.clone();
         tokio::spawn(async move {
             let id = record.id.clone();
             let outcome = match serde_json::from_str::<TransferSpec>(&record.spec) {
-                Ok(spec) => zone.engine().run(&id, record.owner.as_str(), &spec, &flag).await,
+                Ok(spec) => {
+                    zone.engine()
+                        .run(&id, record.owner.as_str(), &spec, &flag, fresh)
+                        .await
+                }
                 Err(e) => Err(Error::internal(format!("bad stored request: {e}"))),
             };
             if let Err(e) = outcome {
                 // Catalog trouble: the transfer stays unfinished and is picked up again.
                 tracing::warn!(transfer = %id, error = %e, "transfer interrupted");
             }
-            zone.running.flags.lock().expect("not poisoned").remove(&id);
+            zone.running.release(&id);
             // Policy tasks may be waiting for this transfer: settle them now, not at the
             // engine's next tick.
             zone.wake_policies(false);
         });
-        true
+    }
+}
+
+impl Running {
+    /// The cancel flag of transfer `id`, now marked as running here; `None` if it already is.
+    fn claim(&self, id: &str) -> Option<Arc<AtomicBool>> {
+        let mut flags = self.flags.lock().expect("not poisoned");
+        if flags.contains_key(id) {
+            return None;
+        }
+        let flag = Arc::new(AtomicBool::new(false));
+        flags.insert(id.to_owned(), flag.clone());
+        Some(flag)
+    }
+
+    fn release(&self, id: &str) {
+        self.flags.lock().expect("not poisoned").remove(id);
     }
 }
 
