@@ -2,7 +2,10 @@
 //! node, so a path resolves in one indexed lookup and a subtree is one index range.
 
 use super::rows::{self, NODE_COLS, NODE_FROM, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
-use super::{affected, db, db_ctx, now_ms, placeholders, rows_per_statement, subtree_range, SqlCatalog};
+use super::{
+    affected, db, db_ctx, dialect_of, now_ms, placeholders, positional, rows_per_statement, subtree_range,
+    SqlCatalog,
+};
 use crate::{NewObject, Node, Registered, Removed, Replica};
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
@@ -10,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, PrincipalName};
 
 /// Parameters of one object's row in `register_objects`.
-const OBJECT_PARAMS: usize = 6;
+const OBJECT_PARAMS: usize = 8;
 
 pub(super) async fn get_node(c: &SqlCatalog, path: &LogicalPath) -> Result<Option<Node>, Error> {
     let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1");
@@ -31,6 +34,7 @@ pub(super) async fn get_nodes(c: &SqlCatalog, paths: &[LogicalPath]) -> Result<V
             "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path IN ({})",
             placeholders(1, chunk.len())
         );
+        let sql = positional(c.dialect, sql);
         let mut q = sqlx::query(&sql);
         for p in chunk {
             q = q.bind(p.as_str());
@@ -263,6 +267,7 @@ async fn resolve(c: &SqlCatalog, conn: &mut AnyConnection, objects: &[NewObject]
                 placeholders(first + owner_ids.len(), resource_ids.len())
             ));
         }
+        let sql = positional(c.dialect, sql);
         let mut q = sqlx::query(&sql);
         for p in chunk {
             q = q.bind(*p);
@@ -370,22 +375,25 @@ async fn insert_chunk(
     let mut sql = String::with_capacity(200 + chunk.len() * 40);
     sql.push_str("INSERT INTO nodes (parent_id, path, name, kind, size, checksum, owner_id, created, modified) VALUES ");
     for i in 0..chunk.len() {
-        let b = 2 + i * 6;
         if i > 0 {
             sql.push_str(", ");
         }
+        let b = 1 + i * OBJECT_PARAMS;
         sql.push_str(&format!(
-            "(${}, ${}, ${}, 'object', ${}, ${}, ${}, $1, $1)",
+            "(${}, ${}, ${}, 'object', ${}, ${}, ${}, ${}, ${})",
             b,
             b + 1,
             b + 2,
             b + 3,
             b + 4,
-            b + 5
+            b + 5,
+            b + 6,
+            b + 7
         ));
     }
     sql.push_str(" ON CONFLICT DO NOTHING RETURNING id, path");
-    let mut q = sqlx::query(&sql).bind(now);
+    let sql = positional(dialect_of(conn), sql);
+    let mut q = sqlx::query(&sql);
     let checksums: Vec<String> = chunk.iter().map(|o| o.checksum.to_string()).collect();
     for (o, sum) in chunk.iter().zip(&checksums) {
         let parent = parent_of(o);
@@ -395,7 +403,9 @@ async fn insert_chunk(
             .bind(o.path.name())
             .bind(o.size)
             .bind(sum.as_str())
-            .bind(o.owner_id);
+            .bind(o.owner_id)
+            .bind(now)
+            .bind(now);
     }
     let mut inserted: HashMap<String, i64> = HashMap::with_capacity(chunk.len());
     for row in q
@@ -436,27 +446,30 @@ async fn insert_chunk(
         "INSERT INTO replicas (node_id, resource_id, physical_key, size, checksum, state, created) VALUES ",
     );
     for i in 0..chunk.len() {
-        let b = 2 + i * 5;
         if i > 0 {
             sql.push_str(", ");
         }
+        let b = 1 + i * 6;
         sql.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${}, 'good', $1)",
+            "(${}, ${}, ${}, ${}, ${}, 'good', ${})",
             b,
             b + 1,
             b + 2,
             b + 3,
-            b + 4
+            b + 4,
+            b + 5
         ));
     }
-    let mut q = sqlx::query(&sql).bind(now);
+    let sql = positional(dialect_of(conn), sql);
+    let mut q = sqlx::query(&sql);
     for ((o, sum), r) in chunk.iter().zip(&checksums).zip(&out[first..]) {
         q = q
             .bind(r.node.id)
             .bind(o.resource_id)
             .bind(o.physical_key.as_str())
             .bind(o.size)
-            .bind(sum.as_str());
+            .bind(sum.as_str())
+            .bind(now);
     }
     q.execute(&mut *conn)
         .await
@@ -576,6 +589,7 @@ pub(super) async fn nodes_with_replicas(
              WHERE n.path IN ({}) ORDER BY n.id, r.id",
             placeholders(1, chunk.len())
         );
+        let sql = positional(c.dialect, sql);
         let mut q = sqlx::query(&sql);
         for p in chunk {
             q = q.bind(p.as_str());

@@ -71,6 +71,7 @@ pub(super) async fn record_events(
             }
             sql.push_str(&format!("(${}, ${}, '{kind}', {at})", 2 * i + 1, 2 * i + 2));
         }
+        let sql = super::positional(super::dialect_of(tx), sql);
         let mut q = sqlx::query(&sql);
         for (node, attr) in chunk {
             q = q.bind(*node).bind(attr.map(str::to_owned));

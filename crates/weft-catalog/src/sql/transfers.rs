@@ -1,7 +1,7 @@
 //! Managed transfers and their files.
 
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
-use super::{affected, db, db_ctx, now_ms, placeholders, rows_per_statement, SqlCatalog};
+use super::{affected, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, SqlCatalog};
 use crate::{TransferCounts, TransferFile, TransferRecord};
 use sqlx::{Any, Transaction};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -121,17 +121,19 @@ pub(super) async fn add_transfer_files(
     files: &[TransferFile],
 ) -> Result<(), Error> {
     let mut tx = c.begin_write().await?;
-    for chunk in files.chunks(rows_per_statement(10)) {
+    for chunk in files.chunks(rows_per_statement(11)) {
         let rows: Vec<String> = (0..chunk.len())
-            .map(|i| format!("($1, {})", placeholders(2 + i * 10, 10)))
+            .map(|i| format!("({})", placeholders(1 + i * 11, 11)))
             .collect();
         let sql = format!(
             "INSERT INTO transfer_files (transfer_id, {TRANSFER_FILE_COLS}) VALUES {}",
             rows.join(", ")
         );
-        let mut q = sqlx::query(&sql).bind(id);
+        let sql = positional(c.dialect, sql);
+        let mut q = sqlx::query(&sql);
         for f in chunk {
             let what = q
+                .bind(id)
                 .bind(f.seq as i64)
                 .bind(&f.source)
                 .bind(&f.destination)
@@ -184,6 +186,7 @@ pub(super) async fn update_transfer_files(
              WHERE transfer_id = $1 AND seq IN ({})",
             placeholders(2, chunk.len())
         );
+        let sql = positional(c.dialect, sql);
         let mut q = sqlx::query(&sql).bind(id);
         for f in chunk {
             q = q.bind(f.seq as i64);
@@ -204,19 +207,22 @@ pub(super) async fn update_transfer_files(
             }
         }
         let rows: Vec<String> = (0..chunk.len())
-            .map(|i| format!("({})", placeholders(2 + i * 7, 7)))
+            .map(|i| format!("({})", placeholders(1 + i * 7, 7)))
             .collect();
+        // The transfer's id last, so that the parameters are numbered in order.
         let sql = format!(
             "UPDATE transfer_files SET state = v.column2, bytes_done = v.column3, attempts = v.column4, \
              error = v.column5, checksum = v.column6, resume = v.column7 \
-             FROM (VALUES {}) AS v WHERE transfer_files.transfer_id = $1 AND transfer_files.seq = v.column1",
-            rows.join(", ")
+             FROM (VALUES {}) AS v WHERE transfer_files.transfer_id = ${} AND transfer_files.seq = v.column1",
+            rows.join(", "),
+            1 + chunk.len() * 7
         );
-        let mut q = sqlx::query(&sql).bind(id);
+        let sql = positional(c.dialect, sql);
+        let mut q = sqlx::query(&sql);
         for f in chunk {
             q = bind_progress(q.bind(f.seq as i64), f);
         }
-        q.execute(&mut *tx).await.map_err(db)?;
+        q.bind(id).execute(&mut *tx).await.map_err(db)?;
     }
     states.apply(&mut tx, id).await?;
     tx.commit().await.map_err(db)
