@@ -328,7 +328,7 @@ async fn directory(b: &Bench) -> Result<Found, BenchError> {
                         .collect::<Result<Vec<_>, BenchError>>()?;
                     let t = Instant::now();
                     for batch in &batches {
-                        let outcomes = b.client.put_bundle(batch, false).await?;
+                        let outcomes = b.client.put_bundle(batch, false, None).await?;
                         ok(outcomes.iter().filter(|o| o.error.is_some()).count(), "bundle")?;
                     }
                     let s = t.elapsed().as_secs_f64();
@@ -612,11 +612,14 @@ async fn growth(b: &Bench) -> Result<Found, BenchError> {
                 })
                 .collect::<Result<_, _>>()?;
             let t = Instant::now();
-            let done: Vec<_> =
-                futures::stream::iter(batches.iter().map(|batch| b.client.put_bundle(batch, false)))
-                    .buffer_unordered(DEFAULT_CONCURRENCY)
-                    .collect()
-                    .await;
+            let done: Vec<_> = futures::stream::iter(
+                batches
+                    .iter()
+                    .map(|batch| b.client.put_bundle(batch, false, None)),
+            )
+            .buffer_unordered(DEFAULT_CONCURRENCY)
+            .collect()
+            .await;
             let s = t.elapsed().as_secs_f64();
             for outcomes in done {
                 ok(

@@ -124,6 +124,54 @@ impl ClientError {
         }
     }
 
+    /// The error of one file of a bundle, as the zone stated it.
+    pub(crate) fn from_body(b: ErrorBody) -> ClientError {
+        let status = ErrorCode::parse(&b.code).map_or(500, ErrorCode::http_status);
+        ClientError::Api {
+            status,
+            code: b.code,
+            message: b.message,
+        }
+    }
+
+    /// The same error again, for each file of a request that failed as a whole.
+    pub(crate) fn duplicate(&self) -> ClientError {
+        match self {
+            ClientError::Api {
+                status,
+                code,
+                message,
+            } => ClientError::Api {
+                status: *status,
+                code: code.clone(),
+                message: message.clone(),
+            },
+            ClientError::Unreachable { url, cause } => ClientError::Unreachable {
+                url: url.clone(),
+                cause: cause.clone(),
+            },
+            ClientError::Transport { url, cause } => ClientError::Transport {
+                url: url.clone(),
+                cause: cause.clone(),
+            },
+            ClientError::Local { path, source } => ClientError::Local {
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            ClientError::Integrity {
+                what,
+                expected,
+                actual,
+            } => ClientError::Integrity {
+                what: what.clone(),
+                expected: expected.clone(),
+                actual: actual.clone(),
+            },
+            ClientError::Invalid(m) => ClientError::Invalid(m.clone()),
+            ClientError::Protocol(m) => ClientError::Protocol(m.clone()),
+        }
+    }
+
     /// Builds the error of a non-success answer from its status and body.
     pub(crate) fn from_answer(status: u16, body: &[u8]) -> ClientError {
         match serde_json::from_slice::<ErrorBody>(body) {

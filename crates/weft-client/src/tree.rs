@@ -6,16 +6,26 @@
 use crate::client::Client;
 use crate::download::GetOptions;
 use crate::error::ClientError;
+use crate::progress::{blocking, report};
 use crate::upload::PutOptions;
+use bytes::Bytes;
 use futures::StreamExt;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use weft_types::wire::NodeStat;
-use weft_types::LogicalPath;
+use weft_types::{Checksum, LogicalPath};
 
 /// Files in flight when the caller does not say.
 pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// Files up to this size are uploaded in bundles (`POST /bundles`), which the zone writes
+/// into packs: a tree of small files costs a request and a catalog transaction per bundle,
+/// not per file, as between zones.
+pub const BUNDLED_MAX: u64 = 1 << 20;
+/// At most this many files, and bytes, per bundle: what one bundle in flight holds in memory.
+const BUNDLE_FILES: usize = 64;
+const BUNDLE_BYTES: u64 = 16 << 20;
 
 /// One file to upload.
 #[derive(Debug, Clone)]
@@ -223,7 +233,8 @@ impl Client {
         Ok(self.get_many(tree.files, concurrency, opts, &|_| {}).await)
     }
 
-    /// Uploads `jobs`, `concurrency` at a time. Collections must exist.
+    /// Uploads `jobs`, `concurrency` requests at a time, small files in bundles. Collections
+    /// must exist.
     pub async fn put_many(
         &self,
         jobs: Vec<PutJob>,
@@ -232,29 +243,97 @@ impl Client {
         on_done: &(dyn Fn(Done<'_>) + Sync),
     ) -> BatchReport {
         let stop = AtomicBool::new(false);
-        let results = futures::stream::iter(jobs)
-            .map(|job| {
+        let results = futures::stream::iter(put_units(jobs))
+            .map(|unit| {
                 let stop = &stop;
                 async move {
                     if stop.load(Ordering::Relaxed) {
-                        return (job, None);
+                        return unit.into_iter().map(|job| (job, None)).collect();
                     }
-                    let r = self
-                        .put_file(&job.local, &job.logical, opts)
-                        .await
-                        .map(|_| job.size);
-                    note(&r, stop);
-                    on_done(Done {
-                        local: &job.local,
-                        logical: &job.logical,
-                        bytes: job.size,
-                        error: r.as_ref().err(),
-                    });
-                    (job, Some(r))
+                    let done: Vec<(PutJob, Result<u64, ClientError>)> = match unit {
+                        PutUnit::One(job) => {
+                            let r = self.put_file(&job.local, &job.logical, opts).await;
+                            let size = job.size;
+                            vec![(job, r.map(|_| size))]
+                        }
+                        PutUnit::Bundle(jobs) => {
+                            let results = self.put_bundled(&jobs, opts).await;
+                            jobs.into_iter().zip(results).collect()
+                        }
+                    };
+                    done.into_iter()
+                        .map(|(job, r)| {
+                            note(&r, stop);
+                            on_done(Done {
+                                local: &job.local,
+                                logical: &job.logical,
+                                bytes: job.size,
+                                error: r.as_ref().err(),
+                            });
+                            (job, Some(r))
+                        })
+                        .collect::<Vec<_>>()
                 }
             })
-            .buffer_unordered(concurrency.max(1));
+            .buffer_unordered(concurrency.max(1))
+            .flat_map(futures::stream::iter);
         collect(results.map(|(job, r)| (job.logical, r))).await
+    }
+
+    /// One bundle: the files read and hashed, sent in one request; one outcome each, in
+    /// order (a file that cannot be read, or that the zone refuses, fails alone).
+    async fn put_bundled(&self, jobs: &[PutJob], opts: &PutOptions) -> Vec<Result<u64, ClientError>> {
+        let paths: Vec<PathBuf> = jobs.iter().map(|j| j.local.clone()).collect();
+        let read = blocking(move || {
+            paths
+                .iter()
+                .map(|p| {
+                    let data = std::fs::read(p)?;
+                    let sum = Checksum::blake3(&blake3::hash(&data));
+                    Ok((Bytes::from(data), sum))
+                })
+                .collect::<Vec<std::io::Result<(Bytes, Checksum)>>>()
+        })
+        .await;
+        let mut out: Vec<Option<Result<u64, ClientError>>> = Vec::with_capacity(jobs.len());
+        let mut items = Vec::new();
+        for (job, r) in jobs.iter().zip(read) {
+            match r {
+                Ok((data, sum)) => {
+                    items.push((job.logical.clone(), data, sum));
+                    out.push(None);
+                }
+                Err(e) => out.push(Some(Err(ClientError::local(&job.local)(e)))),
+            }
+        }
+        if items.is_empty() {
+            return out.into_iter().flatten().collect();
+        }
+        let sizes: Vec<u64> = items.iter().map(|(_, data, _)| data.len() as u64).collect();
+        let sent = match self
+            .put_bundle(&items, opts.overwrite, opts.resource.as_deref())
+            .await
+        {
+            Ok(outcomes) if outcomes.len() != items.len() => Err(ClientError::Protocol(format!(
+                "{} outcomes for a bundle of {} files",
+                outcomes.len(),
+                items.len()
+            ))),
+            other => other,
+        };
+        let mut stored = sizes.into_iter().enumerate().map(|(i, size)| match &sent {
+            Ok(outcomes) => match &outcomes[i].error {
+                None => {
+                    report(&opts.progress, size as i64);
+                    Ok(size)
+                }
+                Some(e) => Err(ClientError::from_body(e.clone())),
+            },
+            Err(e) => Err(e.duplicate()),
+        });
+        out.into_iter()
+            .map(|o| o.unwrap_or_else(|| stored.next().expect("one outcome per file sent")))
+            .collect()
     }
 
     /// Downloads `jobs`, `concurrency` at a time. Directories must exist.
@@ -298,6 +377,49 @@ impl Client {
             .buffer_unordered(concurrency.max(1));
         collect(results).await
     }
+}
+
+/// What one request of `put_many` carries.
+enum PutUnit {
+    One(PutJob),
+    Bundle(Vec<PutJob>),
+}
+
+impl IntoIterator for PutUnit {
+    type Item = PutJob;
+    type IntoIter = std::vec::IntoIter<PutJob>;
+    fn into_iter(self) -> Self::IntoIter {
+        match self {
+            PutUnit::One(job) => vec![job].into_iter(),
+            PutUnit::Bundle(jobs) => jobs.into_iter(),
+        }
+    }
+}
+
+/// Small files in bundles of at most BUNDLE_FILES files and BUNDLE_BYTES bytes, in the
+/// order given; the others, and a bundle that would hold one file, one by one.
+fn put_units(jobs: Vec<PutJob>) -> Vec<PutUnit> {
+    let mut units = Vec::new();
+    let (mut bundle, mut bytes) = (Vec::new(), 0);
+    let close = |bundle: Vec<PutJob>, units: &mut Vec<PutUnit>| match bundle.len() {
+        0 => {}
+        1 => units.extend(bundle.into_iter().map(PutUnit::One)),
+        _ => units.push(PutUnit::Bundle(bundle)),
+    };
+    for job in jobs {
+        if job.size > BUNDLED_MAX {
+            units.push(PutUnit::One(job));
+            continue;
+        }
+        if bundle.len() == BUNDLE_FILES || bytes + job.size > BUNDLE_BYTES {
+            close(std::mem::take(&mut bundle), &mut units);
+            bytes = 0;
+        }
+        bytes += job.size;
+        bundle.push(job);
+    }
+    close(bundle, &mut units);
+    units
 }
 
 /// Stops the batch on faults that every further file would hit as well.
@@ -404,5 +526,36 @@ mod tests {
             assert!(safe_local_name(bad).is_err(), "{bad:?}");
         }
         assert_eq!(safe_local_name("ok name.nc").unwrap(), "ok name.nc");
+    }
+
+    #[test]
+    fn small_files_are_bundled_in_order_within_bounds() {
+        let job = |i: usize, size: u64| PutJob {
+            local: PathBuf::from(format!("f{i}")),
+            logical: p(&format!("/z/up/f{i}")),
+            size,
+        };
+        let shape = |units: &[PutUnit]| -> Vec<(bool, Vec<String>)> {
+            units
+                .iter()
+                .map(|u| match u {
+                    PutUnit::One(j) => (false, vec![j.local.display().to_string()]),
+                    PutUnit::Bundle(js) => (true, js.iter().map(|j| j.local.display().to_string()).collect()),
+                })
+                .collect()
+        };
+        // 130 small files: bundles of 64, 64 and 2; the large file goes alone, in its place.
+        let mut jobs: Vec<PutJob> = (0..130).map(|i| job(i, 10)).collect();
+        jobs.insert(70, job(999, BUNDLED_MAX + 1));
+        let units = put_units(jobs);
+        let sizes: Vec<(bool, usize)> = shape(&units).iter().map(|(b, v)| (*b, v.len())).collect();
+        assert_eq!(sizes, [(true, 64), (false, 1), (true, 64), (true, 2)]);
+        assert_eq!(shape(&units)[1].1, ["f999"]);
+        assert_eq!(shape(&units)[2].1[0], "f64");
+        // Bytes bound a bundle too; a bundle that would hold one file is sent as one file.
+        let units = put_units((0..17).map(|i| job(i, BUNDLED_MAX)).collect());
+        let sizes: Vec<(bool, usize)> = shape(&units).iter().map(|(b, v)| (*b, v.len())).collect();
+        assert_eq!(sizes, [(true, 16), (false, 1)]);
+        assert!(put_units(Vec::new()).is_empty());
     }
 }

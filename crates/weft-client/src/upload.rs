@@ -135,6 +135,7 @@ impl Client {
         &self,
         files: &[(LogicalPath, Bytes, Checksum)],
         overwrite: bool,
+        resource: Option<&str>,
     ) -> Result<Vec<BundleOutcome>, ClientError> {
         let bytes: u64 = files.iter().map(|f| f.1.len() as u64).sum();
         if files.len() > BUNDLE_MAX_FILES || bytes > BUNDLE_MAX_BYTES {
@@ -154,6 +155,7 @@ impl Client {
                 })
                 .collect(),
             overwrite,
+            resource: resource.map(str::to_owned),
         };
         let mut head = serde_json::to_vec(&header).map_err(|e| ClientError::Invalid(e.to_string()))?;
         head.push(b'\n');
@@ -538,7 +540,7 @@ mod tests {
         let many: Vec<_> = (0..=BUNDLE_MAX_FILES).map(|k| file(k, 0)).collect();
         let big = vec![file(0, BUNDLE_MAX_BYTES as usize + 1)];
         for files in [many, big] {
-            match client.put_bundle(&files, false).await {
+            match client.put_bundle(&files, false, None).await {
                 Err(ClientError::Invalid(m)) => assert!(m.contains("several bundles"), "{m}"),
                 other => panic!("expected Invalid, got {other:?}"),
             }

@@ -396,6 +396,9 @@ pub struct BundleHeader {
     /// Replace existing data objects.
     #[serde(default)]
     pub overwrite: bool,
+    /// The resource to store on; default: the zone's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

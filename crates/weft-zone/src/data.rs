@@ -170,6 +170,7 @@ impl Zone {
         caller: &Caller,
         files: Vec<(LogicalPath, Bytes, Checksum)>,
         overwrite: bool,
+        resource: Option<&ResourceName>,
     ) -> Vec<Result<PutOutcome, Error>> {
         let (small, large): (Vec<_>, Vec<_>) = files
             .into_iter()
@@ -178,10 +179,10 @@ impl Zone {
         let large = futures::future::join_all(large.into_iter().map(|(i, (path, data, sum))| async move {
             let size = data.len() as u64;
             let body = futures::stream::once(async move { Ok(data) });
-            let put = self.put_stream(caller, &path, size, Some(&sum), None, overwrite, body);
+            let put = self.put_stream(caller, &path, size, Some(&sum), resource, overwrite, body);
             (i, put.await)
         }));
-        let (mut done, large) = futures::join!(self.put_packed(caller, small, overwrite), large);
+        let (mut done, large) = futures::join!(self.put_packed(caller, small, overwrite, resource), large);
         done.extend(large);
         done.sort_by_key(|(i, _)| *i);
         done.into_iter().map(|(_, r)| r).collect()
@@ -194,9 +195,10 @@ impl Zone {
         caller: &Caller,
         files: Vec<(usize, (LogicalPath, Bytes, Checksum))>,
         overwrite: bool,
+        resource: Option<&ResourceName>,
     ) -> Vec<(usize, Result<PutOutcome, Error>)> {
         let paths: Vec<LogicalPath> = files.iter().map(|(_, (path, ..))| path.clone()).collect();
-        let targets = self.prepare_puts(caller, &paths, None, overwrite).await;
+        let targets = self.prepare_puts(caller, &paths, resource, overwrite).await;
         let mut out = Vec::new();
         let mut ready = Vec::new();
         let mut target = None;

@@ -585,7 +585,7 @@ impl Side for PeerSide {
             let outcomes = self
                 .client()
                 .await?
-                .put_bundle(&items, true)
+                .put_bundle(&items, true, None)
                 .await
                 .map_err(|e| from_client(&self.peer, e))?;
             if outcomes.len() != n {

@@ -61,7 +61,7 @@ async fn a_restart_frees_what_a_crash_left_in_packs_and_keeps_the_rest() {
         .iter()
         .map(|(path, d)| (path.clone(), d.clone(), b3(d)))
         .collect();
-    for outcome in zone.put_bundle(&caller, items, false).await {
+    for outcome in zone.put_bundle(&caller, items, false, None).await {
         outcome.unwrap();
     }
     assert_eq!(packs(&root).len(), 1);

@@ -97,6 +97,62 @@ fn trees_round_trip() {
     assert_eq!(z.weft(&["ls", "up/tree/a/b/c"]).ok().lines().len(), 7);
 }
 
+/// Small files go to the zone in bundles, which it writes into packs; each file still
+/// succeeds or fails on its own, with the zone's reason, and lands where it was asked to.
+#[test]
+fn small_files_go_in_bundles_and_fail_one_by_one() {
+    let z = Zone::start();
+    let w = z.work();
+    let tree = w.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    for i in 0..150 {
+        std::fs::write(
+            tree.join(format!("f{i:03}")),
+            pseudo_random(1000 + i * 10, i as u64),
+        )
+        .unwrap();
+    }
+    std::fs::write(tree.join("big.bin"), pseudo_random(3 << 20, 7)).unwrap();
+    z.weft(&["put", "-r", "tree", "up"]).ok();
+    z.weft(&["get", "-r", "up", "down"]).ok();
+    assert_same_tree(&tree, &w.join("down"));
+    let packs = z.dir.path().join("data/resources/default/packs");
+    assert!(
+        std::fs::read_dir(&packs).is_ok_and(|mut d| d.next().is_some()),
+        "the small files were not packed: nothing in {}",
+        packs.display()
+    );
+
+    // Two of three exist already: they fail, the third is stored.
+    std::fs::write(w.join("new.dat"), b"new").unwrap();
+    let r = z
+        .weft(&["put", "tree/f000", "new.dat", "tree/f001", "up/"])
+        .fails(6, "already_exists");
+    assert!(r.stderr.contains("2 of 3 files failed"), "{}", r.stderr);
+    assert_eq!(z.weft(&["stat", "--json", "up/new.dat"]).ok().json()["size"], 3);
+    z.weft(&["put", "--force", "tree/f002", "tree/f003", "up/"]).ok();
+
+    let root = z.dir.path().join("fast-disk");
+    std::fs::create_dir_all(&root).unwrap();
+    z.weft(&[
+        "resource",
+        "add",
+        "fast",
+        "--kind",
+        "fs",
+        "--root",
+        root.to_str().unwrap(),
+    ])
+    .ok();
+    z.weft(&["put", "-r", "--resource", "fast", "tree", "fast"]).ok();
+    for f in ["fast/f007", "fast/big.bin"] {
+        let st = z.weft(&["stat", "--json", f]).ok().json();
+        assert_eq!(st["replicas"][0]["resource"], "fast", "{f}: {st}");
+    }
+    z.weft(&["put", "-r", "--resource", "nowhere", "tree", "nowhere"])
+        .fails(1, "unknown_resource");
+}
+
 #[test]
 fn large_file_on_parallel_streams() {
     let z = Zone::start();

@@ -103,6 +103,7 @@ pub async fn bundle(
     let line = all.take(split + 1);
     let header: BundleHeader = serde_json::from_slice(&line[..split])
         .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bundle header: {e}")))?;
+    let resource = header.resource.as_deref().map(ResourceName::parse).transpose()?;
     // Saturating: sizes come from the client, and a sum that overflows is simply wrong.
     let sizes = header
         .files
@@ -131,7 +132,11 @@ pub async fn bundle(
             Err(e) => outcomes.push(Some(e)),
         }
     }
-    let mut stored = s.zone.put_bundle(&c, items, header.overwrite).await.into_iter();
+    let mut stored = s
+        .zone
+        .put_bundle(&c, items, header.overwrite, resource.as_ref())
+        .await
+        .into_iter();
     let answer = header
         .files
         .iter()
