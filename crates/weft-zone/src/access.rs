@@ -1,6 +1,7 @@
 //! Who is asking, and what they may do.
 
 use crate::Zone;
+use std::collections::HashMap;
 use weft_types::{Error, LogicalPath, Permission, PrincipalName, ZoneName};
 
 /// An authenticated principal, with the ids the ACL checks match against.
@@ -53,6 +54,38 @@ impl Zone {
                 caller.name
             )))
         }
+    }
+
+    /// [`Zone::require`] for many paths, one outcome each, in order. A permission is the best
+    /// of a node's ACLs and its ancestors', so it only grows downwards: whatever the caller
+    /// holds on a parent it holds on each child, and a child is looked at on its own only
+    /// where its parent falls short. The files of a collection cost one query, not one each.
+    pub(crate) async fn require_each(
+        &self,
+        caller: &Caller,
+        paths: &[&LogicalPath],
+        need: Permission,
+    ) -> Vec<Result<(), Error>> {
+        let mut parents: HashMap<LogicalPath, bool> = HashMap::new();
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            if let Some(parent) = path.parent().filter(|_| !caller.is_admin) {
+                let enough = match parents.get(&parent) {
+                    Some(&enough) => enough,
+                    None => {
+                        let enough = self.require(caller, &parent, need).await.is_ok();
+                        parents.insert(parent, enough);
+                        enough
+                    }
+                };
+                if enough {
+                    out.push(Ok(()));
+                    continue;
+                }
+            }
+            out.push(self.require(caller, path, need).await);
+        }
+        out
     }
 
     /// Resolves the principal a request was authenticated as.

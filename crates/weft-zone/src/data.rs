@@ -366,8 +366,10 @@ impl Zone {
         let mut out: Vec<Option<Result<Bytes, Error>>> = Vec::with_capacity(paths.len());
         // The first good copy of each object here, grouped by resource: (file, key, size).
         let mut by_resource: HashMap<i64, Vec<(usize, String, u64)>> = HashMap::new();
-        for (i, path) in paths.iter().enumerate() {
-            let node = match self.check_read(caller, path, nodes.get(path)).await {
+        let refs: Vec<&LogicalPath> = paths.iter().collect();
+        let allowed = self.require_each(caller, &refs, Permission::Read).await;
+        for ((i, path), allowed) in paths.iter().enumerate().zip(allowed) {
+            let node = match readable(path, nodes.get(path), allowed) {
                 Ok(node) => node,
                 Err(e) => {
                     out.push(Some(Err(e)));
@@ -422,15 +424,11 @@ impl Zone {
         path: &LogicalPath,
         node: Option<&'n Node>,
     ) -> Result<&'n Node, Error> {
-        let node = node.ok_or_else(|| Error::not_found(path))?;
-        self.require(caller, path, Permission::Read).await?;
-        if node.kind != NodeKind::Object {
-            return Err(Error::new(
-                ErrorCode::IsACollection,
-                format!("{path} is a collection; list it instead"),
-            ));
-        }
-        Ok(node)
+        let allowed = match node {
+            Some(_) => self.require(caller, path, Permission::Read).await,
+            None => Ok(()),
+        };
+        readable(path, node, allowed)
     }
 
     /// Re-reads a replica of this zone and returns what it hashes to.
@@ -561,4 +559,22 @@ fn check_source(path: &LogicalPath, got: Checksum, recorded: Option<&Checksum>) 
         )),
         _ => Ok(got),
     }
+}
+
+/// The node of a read of `path`, given whether the caller may read it: a missing node is
+/// `not_found` whatever the permission, and a collection cannot be read as bytes.
+fn readable<'n>(
+    path: &LogicalPath,
+    node: Option<&'n Node>,
+    allowed: Result<(), Error>,
+) -> Result<&'n Node, Error> {
+    let node = node.ok_or_else(|| Error::not_found(path))?;
+    allowed?;
+    if node.kind != NodeKind::Object {
+        return Err(Error::new(
+            ErrorCode::IsACollection,
+            format!("{path} is a collection; list it instead"),
+        ));
+    }
+    Ok(node)
 }
