@@ -183,6 +183,14 @@ pub struct Node {
     pub modified: Millis,
 }
 
+/// A data object as a listing for a transfer needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedObject {
+    pub path: String,
+    pub size: i64,
+    pub checksum: Option<Checksum>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Replica {
     pub id: i64,
@@ -531,6 +539,15 @@ pub trait Catalog: Send + Sync + 'static {
         after_name: Option<&str>,
         limit: u32,
     ) -> Result<Vec<Node>, Error>;
+    /// The data objects anywhere below `root` (not `root` itself), ordered by path, after
+    /// the path `after` (the last of the page before); at most `limit`. Three columns from
+    /// the path index: what a transfer lists, without the owners and times of `find`.
+    async fn objects_below(
+        &self,
+        root: &LogicalPath,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ListedObject>, Error>;
     /// Registers a data object with one good replica, in one transaction. The parent
     /// collection must exist. Errors: `not_found` (parent), `not_a_collection` (parent),
     /// `is_a_collection` (path), `already_exists` (path, without `overwrite`).

@@ -113,6 +113,7 @@ conformance!(
     find_by_name_glob,
     find_by_metadata,
     find_pages_with_cursor,
+    objects_below_in_pages_by_path,
     acl_set_list_remove,
     acl_inheritance_groups_and_owner,
     concurrent_writers,
@@ -1896,6 +1897,61 @@ async fn find_pages_with_cursor(c: &SqlCatalog) {
         seen.extend(page.iter().map(|n| n.id));
     }
     assert_eq!(seen, all);
+}
+
+async fn objects_below_in_pages_by_path(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    for coll in ["/z/d", "/z/d/sub", "/z/d/sub/deeper", "/z/d-x", "/z/e"] {
+        c.create_collection(&p(coll), admin, false).await.unwrap();
+    }
+    let mut batch = Vec::new();
+    for (i, path) in [
+        "/z/d/b",
+        "/z/d/a",
+        "/z/d/sub/c",
+        "/z/d/sub/deeper/z",
+        "/z/d/sub/a",
+        "/z/d-x/out",
+        "/z/e/out",
+        "/z/d0",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut o = obj(path, admin, disk, &format!("k{i}"));
+        o.size = i as i64;
+        batch.push(o);
+    }
+    c.register_objects(&batch).await.unwrap();
+    let inside = [
+        "/z/d/a",
+        "/z/d/b",
+        "/z/d/sub/a",
+        "/z/d/sub/c",
+        "/z/d/sub/deeper/z",
+    ];
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = c.objects_below(&p("/z/d"), after.as_deref(), 2).await.unwrap();
+        assert!(page.len() <= 2);
+        let Some(last) = page.last() else { break };
+        after = Some(last.path.clone());
+        seen.extend(page);
+    }
+    assert_eq!(seen.iter().map(|o| o.path.as_str()).collect::<Vec<_>>(), inside);
+    let a = &seen[0];
+    assert_eq!((a.size, a.checksum.as_ref()), (1, Some(&batch[1].checksum)));
+    assert!(c
+        .objects_below(&p("/z/d/sub/deeper/z"), None, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(c
+        .objects_below(&p("/z/nothing"), None, 10)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 // --- access control -----------------------------------------------------------------------

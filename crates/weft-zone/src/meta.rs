@@ -2,7 +2,7 @@
 
 use crate::namespace::MAX_PAGE;
 use crate::{Caller, Zone};
-use weft_catalog::{Avu, FindQuery, MetaEdit, Node};
+use weft_catalog::{Avu, FindQuery, ListedObject, MetaEdit, Node};
 use weft_types::meta::validate_avu_part;
 use weft_types::{Error, LogicalPath, NodeKind, Permission};
 
@@ -44,9 +44,35 @@ impl Zone {
         self.catalog.list_avus(node.id).await
     }
 
-    /// Searches below `q.root`. Results the caller may not read are left out.
+    /// Every data object below `root`, with its path relative to `root`, size and
+    /// checksum, listed by path a page at a time: what a transfer moves. The caller must
+    /// be allowed to read `root`, and so everything below it.
+    pub(crate) async fn listed_below(
+        &self,
+        caller: &Caller,
+        root: &LogicalPath,
+    ) -> Result<Vec<(String, ListedObject)>, Error> {
+        const PAGE: u32 = 10_000;
+        self.node(root).await?;
+        self.require(caller, root, Permission::Read).await?;
+        let prefix = format!("{root}/");
+        let mut out: Vec<(String, ListedObject)> = Vec::new();
+        loop {
+            let after = out.last().map(|(_, o)| o.path.clone());
+            let page = self.catalog.objects_below(root, after.as_deref(), PAGE).await?;
+            let full = page.len() == PAGE as usize;
+            out.extend(page.into_iter().map(|o| {
+                let rel = o.path.strip_prefix(&prefix).unwrap_or(&o.path).to_owned();
+                (rel, o)
+            }));
+            if !full {
+                return Ok(out);
+            }
+        }
+    }
+
     /// Every data object below `root` the caller may see, with its path relative to
-    /// `root`, page after page (a transfer's listing of a collection).
+    /// `root`, page after page.
     pub(crate) async fn objects_below(
         &self,
         caller: &Caller,
@@ -81,6 +107,8 @@ impl Zone {
         }
     }
 
+    /// Searches below `q.root`, which the caller must be allowed to read (and so everything
+    /// below it).
     pub async fn find(
         &self,
         caller: &Caller,

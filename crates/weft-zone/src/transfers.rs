@@ -367,14 +367,14 @@ impl Side for LocalSide {
 
     async fn list(&self, at: &Endpoint) -> Result<Vec<Entry>, Error> {
         let root = logical(at)?;
-        let objects = self.zone.objects_below(&self.caller, root).await?;
+        let objects = self.zone.listed_below(&self.caller, root).await?;
         Ok(objects
             .into_iter()
-            .map(|(rel, n)| Entry {
+            .map(|(rel, o)| Entry {
                 rel,
                 is_dir: false,
-                size: n.size as u64,
-                checksum: n.checksum,
+                size: o.size as u64,
+                checksum: o.checksum,
             })
             .collect())
     }

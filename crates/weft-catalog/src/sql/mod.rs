@@ -19,8 +19,8 @@ mod transfers;
 mod zones;
 
 use crate::{
-    AclEntry, Avu, Catalog, CopyPlace, Dialect, FindQuery, MetaEdit, NewObject, NewPolicyTask, NewReplica,
-    NewResource, Node, NodeEvent, PeerZone, PidRecord, PolicyRuleRecord, PolicyTask, Principal,
+    AclEntry, Avu, Catalog, CopyPlace, Dialect, FindQuery, ListedObject, MetaEdit, NewObject, NewPolicyTask,
+    NewReplica, NewResource, Node, NodeEvent, PeerZone, PidRecord, PolicyRuleRecord, PolicyTask, Principal,
     PrincipalKind, QosRecord, Registered, RemoteReplica, Removed, Replica, Resource, StagingArea,
     TokenRecord, TransferCounts, TransferFile, TransferRecord,
 };
@@ -677,6 +677,14 @@ impl Catalog for SqlCatalog {
         limit: u32,
     ) -> Result<Vec<Node>, Error> {
         namespace::list_children(self, parent_id, after_name, limit).await
+    }
+    async fn objects_below(
+        &self,
+        root: &LogicalPath,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ListedObject>, Error> {
+        namespace::objects_below(self, root, after, limit).await
     }
     async fn register_object(&self, o: &NewObject) -> Result<Registered, Error> {
         let mut out = namespace::register_objects(self, std::slice::from_ref(o)).await?;

@@ -6,7 +6,7 @@ use super::{
     affected, db, db_ctx, dialect_of, now_ms, placeholders, positional, rows_per_statement, subtree_range,
     SqlCatalog,
 };
-use crate::{NewObject, Node, Registered, Removed, Replica};
+use crate::{ListedObject, NewObject, Node, Registered, Removed, Replica};
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
 use std::collections::{HashMap, HashSet};
@@ -187,6 +187,34 @@ async fn insert_collection(
             format!("{path} already exists"),
         )),
     }
+}
+
+pub(super) async fn objects_below(
+    c: &SqlCatalog,
+    root: &LogicalPath,
+    after: Option<&str>,
+    limit: u32,
+) -> Result<Vec<ListedObject>, Error> {
+    let (lo, hi) = subtree_range(root);
+    sqlx::query(
+        "SELECT path, size, checksum FROM nodes WHERE path > $1 AND path < $2 AND kind = 'object' \
+         ORDER BY path LIMIT $3",
+    )
+    .bind(after.unwrap_or(&lo))
+    .bind(&hi)
+    .bind(i64::from(limit))
+    .fetch_all(c.pool())
+    .await
+    .map_err(db)?
+    .iter()
+    .map(|row| {
+        Ok(ListedObject {
+            path: rows::get(row, 0)?,
+            size: rows::get(row, 1)?,
+            checksum: rows::checksum(rows::get(row, 2)?)?,
+        })
+    })
+    .collect()
 }
 
 pub(super) async fn list_children(
