@@ -98,10 +98,14 @@ fn cut_connections_are_retried_piece_by_piece() {
         support::run(cmd.args(args))
     };
 
-    let big = pseudo_random(100 << 20, 9);
+    // Seven pieces of 32 MiB (the last shorter) on two streams.
+    let big = pseudo_random(200 << 20, 9);
     std::fs::write(w.join("big.bin"), &big).unwrap();
-    // Every connection closes after 40 MiB from the client: with two streams, each
-    // connection carries one 32 MiB piece and dies in the middle of its second.
+    // Every connection closes after 40 MiB from the client: a connection carries one
+    // 32 MiB piece and dies in the middle of its second. (The client may open a fresh
+    // connection for a stream's next piece when the last has not yet gone back to its
+    // pool; with 100 MiB, one such race let every piece through uncut, one run in four
+    // under load. Every piece of seven would have to.)
     rt.block_on(toxi.add_toxic_on(
         "zone",
         "limit_data",
