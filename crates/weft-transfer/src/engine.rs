@@ -377,9 +377,11 @@ impl Engine {
         made: &Mutex<HashSet<String>>,
         cancel: &AtomicBool,
     ) {
+        // Not written back as active: a bundle is done in tens of milliseconds, and a
+        // flush in between wrote half the files of a tree twice. A crash leaves them
+        // pending, and they are sent again.
         for f in &mut files {
             f.state = "active".into();
-            progress.update(f);
         }
         let mut todo: Vec<usize> = (0..files.len()).collect();
         while !todo.is_empty() {

@@ -1004,11 +1004,10 @@ async fn source_of_a_large_file_deleted_fails_at_once() {
         f["attempts"].as_u64().unwrap() > 1 || f["state"] == "failed"
     })
     .await;
-    // PRODUCT BUG: the source's `not_found`, met while reading a piece, is taken for the
-    // destination having lost the upload (weft-transfer engine.rs, `copy_pieces`: `if
-    // e.code == ErrorCode::NotFound` → `StorageUnavailable`, "starting it again"), so the
-    // file is tried 8 times over ~23 s, each attempt opening an upload at the destination
-    // that nobody completes or aborts, and its error blames the destination.
+    // The source's `not_found`, met while reading a piece, must not be taken for the
+    // destination having lost the upload (it once was: the file was tried 8 times over
+    // ~23 s, each attempt opening an upload nobody completed, its error blaming the
+    // destination).
     assert_eq!(f["attempts"], 1, "a missing source is not retried: {f}");
     let error = f["error"].as_str().unwrap_or_default();
     assert!(
