@@ -8,9 +8,6 @@ mod serve;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const LONG_ABOUT: &str = "\
 weft: federated data infrastructure. One binary runs a zone (`weft serve`) and talks to one.
 
