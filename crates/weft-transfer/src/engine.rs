@@ -266,7 +266,7 @@ impl Engine {
             }
         };
         let units = match &planned {
-            Some(files) => self.planned_units(files).left_stream(),
+            Some(files) => planned_units(files).left_stream(),
             None => self.units(id).right_stream(),
         };
         // Pages are listed as the units before them drain, so the files in flight never
@@ -324,19 +324,6 @@ impl Engine {
             })
             .try_flatten()
         })
-    }
-
-    /// The pending files of a fresh plan as units of work, in the order [`Engine::units`]
-    /// would list them.
-    fn planned_units<'a>(
-        &'a self,
-        files: &'a [TransferFile],
-    ) -> impl futures::Stream<Item = Result<Unit, Error>> + 'a {
-        let pages = files.chunks(PAGE as usize).map(|page| {
-            let pending = page.iter().filter(|f| f.state == "pending").cloned().collect();
-            futures::stream::iter(page_units(pending).map(Ok))
-        });
-        futures::stream::iter(pages).flatten()
     }
 
     async fn run_file(
@@ -851,6 +838,16 @@ async fn verify_strong(dst: &dyn Side, at: &Endpoint, sum: &Checksum) -> Result<
 enum Unit {
     Bundle(Vec<TransferFile>),
     File(TransferFile),
+}
+
+/// The pending files of a fresh plan as units of work, in the order [`Engine::units`]
+/// would list them.
+fn planned_units(files: &[TransferFile]) -> impl futures::Stream<Item = Result<Unit, Error>> + '_ {
+    let pages = files.chunks(PAGE as usize).map(|page| {
+        let pending = page.iter().filter(|f| f.state == "pending").cloned().collect();
+        futures::stream::iter(page_units(pending).map(Ok))
+    });
+    futures::stream::iter(pages).flatten()
 }
 
 /// A page of files as units: small files in bundles, the others one by one.

@@ -3,36 +3,12 @@
 //! object whose collection grants nothing is still readable through its own ACL.
 
 use bytes::Bytes;
-use std::path::Path;
 use weft_catalog::FindQuery;
-use weft_types::{Checksum, ErrorCode, LogicalPath, NodeKind, Permission, PrincipalName, ZoneName};
-use weft_zone::{Caller, Zone, ZoneConfig};
+use weft_types::{Checksum, ErrorCode, NodeKind, Permission, PrincipalName};
+mod common;
 
-fn config(dir: &Path) -> ZoneConfig {
-    ZoneConfig {
-        name: ZoneName::parse("z").unwrap(),
-        data_dir: dir.to_owned(),
-        catalog_url: None,
-        resources: vec![],
-        staging: vec![],
-        scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
-        pid: Default::default(),
-    }
-}
-
-async fn caller(zone: &Zone, name: &str) -> Caller {
-    let user = zone
-        .catalog()
-        .get_principal(&PrincipalName::parse(name).unwrap())
-        .await
-        .unwrap()
-        .unwrap();
-    zone.caller_for(&user, &[]).await.unwrap()
-}
-
-fn p(s: &str) -> LogicalPath {
-    LogicalPath::parse(s).unwrap()
-}
+use common::{caller, config, p};
+use weft_zone::Zone;
 
 fn name(s: &str) -> PrincipalName {
     PrincipalName::parse(s).unwrap()

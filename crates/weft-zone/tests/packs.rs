@@ -5,34 +5,11 @@ use bytes::Bytes;
 use std::path::Path;
 use weft_catalog::NewObject;
 use weft_storage::{FsConfig, Store};
-use weft_types::{Checksum, ErrorCode, LogicalPath, PrincipalName, ResourceKind, ZoneName};
-use weft_zone::{Caller, Zone, ZoneConfig};
+use weft_types::{Checksum, ErrorCode, LogicalPath, ResourceKind};
+mod common;
 
-fn config(dir: &Path) -> ZoneConfig {
-    ZoneConfig {
-        name: ZoneName::parse("z").unwrap(),
-        data_dir: dir.to_owned(),
-        catalog_url: None,
-        resources: vec![],
-        staging: vec![],
-        scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
-        pid: Default::default(),
-    }
-}
-
-async fn admin(zone: &Zone) -> Caller {
-    let admin = zone
-        .catalog()
-        .get_principal(&PrincipalName::parse("admin").unwrap())
-        .await
-        .unwrap()
-        .unwrap();
-    zone.caller_for(&admin, &[]).await.unwrap()
-}
-
-fn p(s: &str) -> LogicalPath {
-    LogicalPath::parse(s).unwrap()
-}
+use common::{config, p};
+use weft_zone::Zone;
 
 fn b3(d: &[u8]) -> Checksum {
     Checksum::blake3(&blake3::hash(d))
@@ -51,7 +28,7 @@ async fn a_restart_frees_what_a_crash_left_in_packs_and_keeps_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("resources/default");
     let (zone, _) = Zone::open(config(dir.path())).await.unwrap();
-    let caller = admin(&zone).await;
+    let caller = common::caller(&zone, "admin").await;
 
     // Objects stored through the zone: registered, in the zone's own open pack.
     let kept: Vec<(LogicalPath, Bytes)> = (0..3u8)
@@ -98,7 +75,7 @@ async fn a_restart_frees_what_a_crash_left_in_packs_and_keeps_the_rest() {
     // the sweep must leave alone) frees the unregistered object's blocks, keeps the rest.
     let (again, report) = Zone::open(config(dir.path())).await.unwrap();
     drop(report);
-    let caller = admin(&again).await;
+    let caller = common::caller(&again, "admin").await;
     assert_eq!(
         before - blocks(&root),
         70_000u64.div_ceil(4096) * 4096,
