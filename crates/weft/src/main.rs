@@ -3,6 +3,7 @@
 
 mod cli;
 mod demo;
+mod memory;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -37,6 +38,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    memory::keep_freed_memory();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
