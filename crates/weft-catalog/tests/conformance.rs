@@ -1104,26 +1104,37 @@ async fn nodes_and_replicas_of_many_in_one_read(c: &SqlCatalog) {
         .await
         .unwrap()
         .is_empty());
-    let with = c.nodes_with_replicas(&wanted).await.unwrap();
-    assert_eq!(with.len(), 1101, "every object and the collection, once each");
-    assert_eq!(with.iter().map(|(_, r)| r.len()).sum::<usize>(), 1101);
+    // The first replica of f0005 goes bad: only its good ones are located.
+    let f5 = c.replicas(made[5].node.id).await.unwrap();
+    c.set_replica_state(f5[0].id, ReplicaState::Bad).await.unwrap();
+    let located = c.locate_nodes(&wanted).await.unwrap();
+    assert_eq!(located.len(), 1101, "every object and the collection, once each");
     for i in [3, 1050, 1099] {
-        let (node, reps) = with.iter().find(|(n, _)| n.id == made[i].node.id).unwrap();
-        assert_eq!(node, &made[i].node);
-        assert_eq!(reps, &c.replicas(node.id).await.unwrap());
-    }
-    assert_eq!(
-        with.iter()
-            .find(|(n, _)| n.id == made[3].node.id)
+        let n = located.iter().find(|n| n.id == made[i].node.id).unwrap();
+        assert_eq!(
+            (&n.path, n.kind, n.size),
+            (&made[i].node.path, NodeKind::Object, made[i].node.size)
+        );
+        let good: Vec<(i64, String)> = c
+            .replicas(n.id)
+            .await
             .unwrap()
-            .1
-            .len(),
-        2
+            .into_iter()
+            .map(|r| (r.resource_id, r.physical_key))
+            .collect();
+        assert_eq!(n.good, good, "in the order replicas gives");
+    }
+    let f3 = located.iter().find(|n| n.id == made[3].node.id).unwrap();
+    assert_eq!(
+        f3.good,
+        vec![(disk, "key3".to_owned()), (second.id, "second".to_owned())]
     );
-    let (coll, none) = with.iter().find(|(n, _)| n.path.as_str() == "/z/run").unwrap();
+    let f5 = located.iter().find(|n| n.id == made[5].node.id).unwrap();
+    assert!(f5.good.is_empty(), "a bad replica is not located");
+    let coll = located.iter().find(|n| n.path.as_str() == "/z/run").unwrap();
     assert_eq!(coll.kind, NodeKind::Collection);
-    assert!(none.is_empty(), "a collection has no replicas");
-    assert!(c.nodes_with_replicas(&[]).await.unwrap().is_empty());
+    assert!(coll.good.is_empty(), "a collection has no replicas");
+    assert!(c.locate_nodes(&[]).await.unwrap().is_empty());
 }
 
 async fn register_objects_is_all_or_nothing(c: &SqlCatalog) {

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use std::collections::HashMap;
 use std::ops::Range;
-use weft_catalog::{NewObject, Node, Resource};
+use weft_catalog::{LocatedNode, NewObject, Node, Resource};
 use weft_storage::{ByteStream, Store, Writer};
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, NodeKind, Permission, ReplicaState, ResourceName};
 
@@ -307,18 +307,20 @@ impl Zone {
                 ),
             ));
         }
-        let stream = self.read_good_replica(&node, range.clone()).await?;
+        let stream = self.read_good_replica(node.id, &node.path, range.clone()).await?;
         Ok(ObjectRead { node, range, stream })
     }
 
-    /// Opens `range` of a good replica of `node`: one of this zone's if it has one (in
-    /// order, the next if a resource fails to open), else a copy another zone holds.
+    /// Opens `range` of a good replica of the object `path` (node `node_id`): one of this
+    /// zone's if it has one (in order, the next if a resource fails to open), else a copy
+    /// another zone holds.
     pub(crate) async fn read_good_replica(
         &self,
-        node: &Node,
+        node_id: i64,
+        path: &LogicalPath,
         range: Range<u64>,
     ) -> Result<ByteStream, Error> {
-        let replicas = self.catalog.replicas(node.id).await?;
+        let replicas = self.catalog.replicas(node_id).await?;
         let mut last_err = None;
         for r in replicas.iter().filter(|r| r.state == ReplicaState::Good) {
             match self.store_by_id(r.resource_id).await {
@@ -329,7 +331,7 @@ impl Zone {
                 Err(e) => last_err = Some(e),
             }
         }
-        for r in self.catalog.remote_replicas(node.id).await? {
+        for r in self.catalog.remote_replicas(node_id).await? {
             if r.state != ReplicaState::Good {
                 continue;
             }
@@ -341,26 +343,17 @@ impl Zone {
         Err(last_err.unwrap_or_else(|| {
             Error::new(
                 ErrorCode::StorageUnavailable,
-                format!("{} has no good replica", node.path),
+                format!("{path} has no good replica"),
             )
         }))
     }
 
     /// Whole data objects at once (the small files of a transfer's bundle), with the
-    /// checks of [`Zone::read`]: their nodes in one catalog query and their replicas in
-    /// another, rather than both for each. One outcome per path, in order.
+    /// checks of [`Zone::read`]: their nodes and good replicas in one catalog query rather
+    /// than two for each. One outcome per path, in order.
     pub async fn read_many(&self, caller: &Caller, paths: &[LogicalPath]) -> Vec<Result<Bytes, Error>> {
-        let looked_up = async {
-            let mut nodes = HashMap::new();
-            let mut replicas: HashMap<i64, Vec<weft_catalog::Replica>> = HashMap::new();
-            for (node, copies) in self.catalog.nodes_with_replicas(paths).await? {
-                replicas.insert(node.id, copies);
-                nodes.insert(node.path.clone(), node);
-            }
-            Ok::<_, Error>((nodes, replicas))
-        };
-        let (nodes, replicas): (HashMap<LogicalPath, Node>, _) = match looked_up.await {
-            Ok(found) => found,
+        let nodes: HashMap<LogicalPath, LocatedNode> = match self.catalog.locate_nodes(paths).await {
+            Ok(found) => found.into_iter().map(|n| (n.path.clone(), n)).collect(),
             Err(e) => return paths.iter().map(|_| Err(e.clone())).collect(),
         };
         let mut out: Vec<Option<Result<Bytes, Error>>> = Vec::with_capacity(paths.len());
@@ -369,21 +362,17 @@ impl Zone {
         let refs: Vec<&LogicalPath> = paths.iter().collect();
         let allowed = self.require_each(caller, &refs, Permission::Read).await;
         for ((i, path), allowed) in paths.iter().enumerate().zip(allowed) {
-            let node = match readable(path, nodes.get(path), allowed) {
-                Ok(node) => node,
-                Err(e) => {
-                    out.push(Some(Err(e)));
-                    continue;
-                }
-            };
-            let first_good = replicas
-                .get(&node.id)
-                .into_iter()
-                .flatten()
-                .find(|r| r.state == ReplicaState::Good);
-            if let Some(r) = first_good {
-                let item = (i, r.physical_key.clone(), node.size as u64);
-                by_resource.entry(r.resource_id).or_default().push(item);
+            let node = nodes.get(path);
+            if let Err(e) = readable_kind(path, node.map(|n| n.kind), allowed) {
+                out.push(Some(Err(e)));
+                continue;
+            }
+            let node = node.expect("readable: it exists");
+            if let Some((resource, key)) = node.good.first() {
+                by_resource
+                    .entry(*resource)
+                    .or_default()
+                    .push((i, key.clone(), node.size as u64));
             }
             out.push(None);
         }
@@ -405,7 +394,7 @@ impl Zone {
             .filter(|(o, _)| o.is_none())
             .map(|(o, path)| async {
                 let node = &nodes[path];
-                let read = self.read_good_replica(node, 0..node.size as u64).await;
+                let read = self.read_good_replica(node.id, path, 0..node.size as u64).await;
                 *o = Some(match read {
                     Ok(stream) => crate::transfers::collect(stream).await,
                     Err(e) => Err(e),
@@ -568,13 +557,24 @@ fn readable<'n>(
     node: Option<&'n Node>,
     allowed: Result<(), Error>,
 ) -> Result<&'n Node, Error> {
-    let node = node.ok_or_else(|| Error::not_found(path))?;
+    readable_kind(path, node.map(|n| n.kind), allowed)?;
+    Ok(node.expect("readable: it exists"))
+}
+
+/// Whether what `path` names (`kind`; `None`: nothing) may be read, `allowed` being the
+/// caller's permission.
+fn readable_kind(
+    path: &LogicalPath,
+    kind: Option<NodeKind>,
+    allowed: Result<(), Error>,
+) -> Result<(), Error> {
+    let kind = kind.ok_or_else(|| Error::not_found(path))?;
     allowed?;
-    if node.kind != NodeKind::Object {
+    if kind != NodeKind::Object {
         return Err(Error::new(
             ErrorCode::IsACollection,
             format!("{path} is a collection; list it instead"),
         ));
     }
-    Ok(node)
+    Ok(())
 }

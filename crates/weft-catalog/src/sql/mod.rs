@@ -19,10 +19,10 @@ mod transfers;
 mod zones;
 
 use crate::{
-    AclEntry, Avu, Catalog, CopyPlace, Dialect, FindQuery, ListedObject, MetaEdit, NewObject, NewPolicyTask,
-    NewReplica, NewResource, Node, NodeEvent, PeerZone, PidRecord, PolicyRuleRecord, PolicyTask, Principal,
-    PrincipalKind, QosRecord, Registered, RemoteReplica, Removed, Replica, Resource, StagingArea,
-    TokenRecord, TransferCounts, TransferFile, TransferRecord,
+    AclEntry, Avu, Catalog, CopyPlace, Dialect, FindQuery, ListedObject, LocatedNode, MetaEdit, NewObject,
+    NewPolicyTask, NewReplica, NewResource, Node, NodeEvent, PeerZone, PidRecord, PolicyRuleRecord,
+    PolicyTask, Principal, PrincipalKind, QosRecord, Registered, RemoteReplica, Removed, Replica, Resource,
+    StagingArea, TokenRecord, TransferCounts, TransferFile, TransferRecord,
 };
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyQueryResult};
@@ -705,8 +705,8 @@ impl Catalog for SqlCatalog {
     ) -> Result<Vec<String>, Error> {
         namespace::physical_keys_between(self, resource_id, lo, hi).await
     }
-    async fn nodes_with_replicas(&self, paths: &[LogicalPath]) -> Result<Vec<(Node, Vec<Replica>)>, Error> {
-        namespace::nodes_with_replicas(self, paths).await
+    async fn locate_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<LocatedNode>, Error> {
+        namespace::locate_nodes(self, paths).await
     }
     async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Removed, Error> {
         namespace::delete_node(self, path, recursive).await

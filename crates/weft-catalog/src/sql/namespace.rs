@@ -6,7 +6,7 @@ use super::{
     affected, db, db_ctx, dialect_of, now_ms, placeholders, positional, rows_per_statement, subtree_range,
     SqlCatalog,
 };
-use crate::{ListedObject, NewObject, Node, Registered, Removed, Replica};
+use crate::{ListedObject, LocatedNode, NewObject, Node, Registered, Removed, Replica};
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
 use std::collections::{HashMap, HashSet};
@@ -605,15 +605,12 @@ pub(super) async fn physical_keys_between(
     found.iter().map(|r| rows::get(r, 0)).collect()
 }
 
-pub(super) async fn nodes_with_replicas(
-    c: &SqlCatalog,
-    paths: &[LogicalPath],
-) -> Result<Vec<(Node, Vec<Replica>)>, Error> {
-    let mut out: Vec<(Node, Vec<Replica>)> = Vec::with_capacity(paths.len());
+pub(super) async fn locate_nodes(c: &SqlCatalog, paths: &[LogicalPath]) -> Result<Vec<LocatedNode>, Error> {
+    let mut out: Vec<LocatedNode> = Vec::with_capacity(paths.len());
     for chunk in paths.chunks(rows_per_statement(1)) {
         let sql = format!(
-            "SELECT {NODE_COLS}, {REPLICA_COLS} FROM {NODE_FROM} \
-             LEFT JOIN replicas r ON r.node_id = n.id LEFT JOIN resources s ON s.id = r.resource_id \
+            "SELECT n.id, n.path, n.kind, n.size, r.resource_id, r.physical_key FROM nodes n \
+             LEFT JOIN replicas r ON r.node_id = n.id AND r.state = 'good' \
              WHERE n.path IN ({}) ORDER BY n.id, r.id",
             placeholders(1, chunk.len())
         );
@@ -623,14 +620,22 @@ pub(super) async fn nodes_with_replicas(
             q = q.bind(p.as_str());
         }
         for row in q.fetch_all(c.pool()).await.map_err(db)? {
-            let node_id: i64 = rows::get(&row, 0)?;
-            if out.last().is_none_or(|(n, _)| n.id != node_id) {
-                out.push((rows::node(&row)?, Vec::new()));
+            let id: i64 = rows::get(&row, 0)?;
+            if out.last().is_none_or(|n| n.id != id) {
+                let path: String = rows::get(&row, 1)?;
+                let kind: String = rows::get(&row, 2)?;
+                out.push(LocatedNode {
+                    id,
+                    path: rows::path(&path)?,
+                    kind: rows::node_kind(&kind)?,
+                    size: rows::get(&row, 3)?,
+                    good: Vec::new(),
+                });
             }
-            // The replica's columns follow the node's ten; NULL where the node has none.
-            if rows::get::<Option<i64>>(&row, 10)?.is_some() {
-                let replica = rows::replica_at(&row, 10)?;
-                out.last_mut().expect("pushed above").1.push(replica);
+            // NULL where the node has no good replica.
+            if let Some(resource) = rows::get::<Option<i64>>(&row, 4)? {
+                let key = rows::get(&row, 5)?;
+                out.last_mut().expect("pushed above").good.push((resource, key));
             }
         }
     }
