@@ -2,9 +2,9 @@
 
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
 use super::{affected, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, SqlCatalog};
-use crate::{TransferCounts, TransferFile, TransferRecord};
+use crate::{Dialect, TransferCounts, TransferFile, TransferRecord};
 use sqlx::{Any, Transaction};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
 use weft_types::Error;
 
 pub(super) async fn create_transfer(
@@ -144,12 +144,8 @@ pub(super) async fn add_transfer_files(
             let (first, last) = (chunk[0].seq, chunk[chunk.len() - 1].seq);
             db_ctx(e, format_args!("files {first}-{last} of transfer {id}"))
         })?;
+        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), "").await?;
     }
-    let mut states = StateDeltas::default();
-    for f in files {
-        states.add(f);
-    }
-    states.apply(&mut tx, id).await?;
     let bytes: i64 = files.iter().map(|f| f.size as i64).sum();
     let done = sqlx::query(
         "UPDATE transfers SET files_total = files_total + $1, bytes_total = bytes_total + $2 WHERE id = $3",
@@ -178,34 +174,10 @@ pub(super) async fn update_transfer_files(
     let mut files: Vec<&TransferFile> = files.iter().rev().filter(|f| seen.insert(f.seq)).collect();
     files.reverse();
     let mut tx = c.begin_write().await?;
-    let mut states = StateDeltas::default();
     for chunk in files.chunks(rows_per_statement(7)) {
-        // What these files stood at, to move their counts from the old states to the new.
-        let sql = format!(
-            "SELECT seq, state, bytes_done, attempts FROM transfer_files \
-             WHERE transfer_id = $1 AND seq IN ({})",
-            placeholders(2, chunk.len())
-        );
-        let sql = positional(c.dialect, sql);
-        let mut q = sqlx::query(&sql).bind(id);
-        for f in chunk {
-            q = q.bind(f.seq as i64);
-        }
-        let mut before = HashMap::new();
-        for row in q.fetch_all(&mut *tx).await.map_err(db)? {
-            let seq: i64 = rows::get(&row, 0)?;
-            let state: String = rows::get(&row, 1)?;
-            before.insert(
-                seq as u64,
-                (state, rows::get::<i64>(&row, 2)?, rows::get::<i64>(&row, 3)?),
-            );
-        }
-        for f in chunk {
-            if let Some((state, bytes_done, attempts)) = before.remove(&f.seq) {
-                states.bump(&state, -1, -bytes_done, -attempts);
-                states.add(f);
-            }
-        }
+        // The counts move from the files' old states to their new ones inside the database:
+        // reading each file's old state out instead cost a row through sqlx per file.
+        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), "-").await?;
         let rows: Vec<String> = (0..chunk.len())
             .map(|i| format!("({})", placeholders(1 + i * 7, 7)))
             .collect();
@@ -223,50 +195,40 @@ pub(super) async fn update_transfer_files(
             q = bind_progress(q.bind(f.seq as i64), f);
         }
         q.bind(id).execute(&mut *tx).await.map_err(db)?;
+        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), "").await?;
     }
-    states.apply(&mut tx, id).await?;
     tx.commit().await.map_err(db)
 }
 
-/// Changes to `transfer_states` by state: files, bytes done, attempts.
-#[derive(Default)]
-struct StateDeltas(BTreeMap<String, (i64, i64, i64)>);
-
-impl StateDeltas {
-    fn add(&mut self, f: &TransferFile) {
-        self.bump(&f.state, 1, f.bytes_done as i64, i64::from(f.attempts));
+/// Adds (`sign` "") or takes (`sign` "-") the files `seqs` of transfer `id`, as they stand
+/// now, to or from the counts of their states (`transfer_states`).
+async fn count_states(
+    tx: &mut Transaction<'_, Any>,
+    dialect: Dialect,
+    id: &str,
+    seqs: impl ExactSizeIterator<Item = u64>,
+    sign: &str,
+) -> Result<(), Error> {
+    // Grouped by an expression of the state, not the column: by the column, SQLite walks
+    // the transfer's every file in state order (index transfer_files_state) rather than
+    // looking these up by their key.
+    let sql = format!(
+        "INSERT INTO transfer_states (transfer_id, state, files, bytes_done, attempts) \
+         SELECT transfer_id, state || '', {sign}COUNT(*), {sign}SUM(bytes_done), {sign}SUM(attempts) \
+         FROM transfer_files WHERE transfer_id = $1 AND seq IN ({}) GROUP BY transfer_id, state || '' \
+         ON CONFLICT (transfer_id, state) DO UPDATE SET \
+         files = transfer_states.files + excluded.files, \
+         bytes_done = transfer_states.bytes_done + excluded.bytes_done, \
+         attempts = transfer_states.attempts + excluded.attempts",
+        placeholders(2, seqs.len())
+    );
+    let sql = positional(dialect, sql);
+    let mut q = sqlx::query(&sql).bind(id);
+    for seq in seqs {
+        q = q.bind(seq as i64);
     }
-
-    fn bump(&mut self, state: &str, files: i64, bytes_done: i64, attempts: i64) {
-        let d = self.0.entry(state.to_owned()).or_default();
-        d.0 += files;
-        d.1 += bytes_done;
-        d.2 += attempts;
-    }
-
-    async fn apply(self, tx: &mut Transaction<'_, Any>, id: &str) -> Result<(), Error> {
-        for (state, (files, bytes_done, attempts)) in self.0 {
-            if (files, bytes_done, attempts) == (0, 0, 0) {
-                continue;
-            }
-            sqlx::query(
-                "INSERT INTO transfer_states (transfer_id, state, files, bytes_done, attempts) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (transfer_id, state) DO UPDATE SET \
-                 files = transfer_states.files + excluded.files, \
-                 bytes_done = transfer_states.bytes_done + excluded.bytes_done, \
-                 attempts = transfer_states.attempts + excluded.attempts",
-            )
-            .bind(id)
-            .bind(state)
-            .bind(files)
-            .bind(bytes_done)
-            .bind(attempts)
-            .execute(&mut **tx)
-            .await
-            .map_err(db)?;
-        }
-        Ok(())
-    }
+    q.execute(&mut **tx).await.map_err(db)?;
+    Ok(())
 }
 
 /// Binds where `f` stands: state, bytes_done, attempts, error, checksum, resume (the
