@@ -26,7 +26,7 @@ pub struct TransferSpec {
     pub verify: Verify,
     /// Parallel streams per large file.
     pub streams: u32,
-    /// Files in flight at once.
+    /// Large files in flight at once; bundles of small files, twice as many.
     pub concurrency: u32,
 }
 

@@ -433,7 +433,7 @@ pub struct TransferRequest {
     pub verify: Option<String>,
     /// Parallel streams per large file (default 4).
     pub streams: Option<u32>,
-    /// Files in flight (default 8).
+    /// Large files in flight (default 8); bundles of small files, twice as many.
     pub concurrency: Option<u32>,
 }
 

@@ -70,8 +70,8 @@ struct StartArgs {
     /// Parallel streams per large file [default: 4].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     streams: Option<u32>,
-    /// Files in flight at once [default: 8].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// Large files in flight at once; bundles of small files, twice as many [default: 8].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     concurrency: Option<u32>,
     /// List what would move and how many bytes; start nothing.
     #[arg(long)]
