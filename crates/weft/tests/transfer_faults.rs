@@ -248,7 +248,7 @@ struct Stored {
 impl Stored {
     /// Exactly one replica of objects of `sizes` and nothing else.
     fn assert_exactly(&self, sizes: &[usize]) {
-        const PACKED_MAX: usize = 256 << 10;
+        const PACKED_MAX: usize = 1 << 20;
         assert!(self.tmp.is_empty(), "temporary data left: {:?}", self.tmp);
         let own = sizes.iter().filter(|&&n| n > PACKED_MAX).count();
         assert_eq!(self.files.len(), own, "replica files: {:?}", self.files);
