@@ -43,52 +43,53 @@ impl Zone {
         std::fs::create_dir_all(dir.path().join("work")).unwrap();
         std::fs::create_dir_all(dir.path().join("config")).unwrap();
         let data = dir.path().join("data");
-        let port = free_port();
-        let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
-        let mut cmd = Command::new(BIN);
-        cmd.args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--zone",
-            name,
-            "--data-dir",
-        ])
-        .arg(&data)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log);
-        for v in ENV_TO_CLEAR {
-            cmd.env_remove(v);
-        }
-        let child = cmd.spawn().expect("start weft serve");
-        let mut zone = Zone {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            admin_token: String::new(),
-            dir,
+        let log_path = dir.path().join("serve.log");
+        // The port is free when picked, but another process may take it before `weft
+        // serve` binds it: then the zone starts again on another.
+        let mut attempt = 1;
+        let (child, port) = loop {
+            let port = free_port();
+            let log = std::fs::File::create(&log_path).unwrap();
+            let mut cmd = Command::new(BIN);
+            cmd.args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--zone",
+                name,
+                "--data-dir",
+            ])
+            .arg(&data)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+            for v in ENV_TO_CLEAR {
+                cmd.env_remove(v);
+            }
+            let mut child = cmd.spawn().expect("start weft serve");
+            match wait_healthy(&mut child, port) {
+                Ok(()) => break (child, port),
+                Err(why) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                    if attempt < 5 && log.contains("Address already in use") {
+                        attempt += 1;
+                        continue;
+                    }
+                    panic!("{why}:\n{log}");
+                }
+            }
         };
-        zone.wait_healthy(port);
-        zone.admin_token = std::fs::read_to_string(data.join("admin.token"))
+        let admin_token = std::fs::read_to_string(data.join("admin.token"))
             .expect("admin.token written on first start")
             .trim()
             .to_owned();
-        zone
-    }
-
-    fn wait_healthy(&mut self, port: u16) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("weft serve exited with {status}:\n{}", self.log());
-            }
-            if health_is_ok(port) {
-                return;
-            }
-            if Instant::now() > deadline {
-                panic!("weft serve did not become healthy in 60 s:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        Zone {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            admin_token,
+            dir,
         }
     }
 
@@ -207,6 +208,24 @@ pub fn run(cmd: &mut Command) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         args,
+    }
+}
+
+/// Waits until the zone `child` answers its health check on `port`; why not, if it exits
+/// or takes longer than a minute.
+fn wait_healthy(child: &mut Child, port: u16) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Err(format!("weft serve exited with {status}"));
+        }
+        if health_is_ok(port) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err("weft serve did not become healthy in 60 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

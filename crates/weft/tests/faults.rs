@@ -25,11 +25,29 @@ impl Server {
             data_dir: dir.path().join("data"),
             _dir: dir,
         };
-        s.restart().await;
+        // Free when picked, the port may be taken before the first start binds it: that
+        // start goes to another.
+        for attempt in 1.. {
+            match s.serve().await {
+                Ok(()) => break,
+                Err(log) if attempt < 5 && log.contains("Address already in use") => {
+                    s.port = weft_testkit::free_port();
+                }
+                Err(log) => panic!("weft serve exited:\n{log}"),
+            }
+        }
         s
     }
 
     async fn restart(&mut self) {
+        if let Err(log) = self.serve().await {
+            panic!("weft serve exited:\n{log}");
+        }
+    }
+
+    /// Starts `weft serve` on the port and data directory and waits until it is healthy;
+    /// its log if it exits first.
+    async fn serve(&mut self) -> Result<(), String> {
         let log = std::fs::File::create(self.data_dir.with_extension("log")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_weft"))
             .args([
@@ -52,9 +70,14 @@ impl Server {
             .map(|r| r.status() != 200)
             .unwrap_or(true)
         {
+            if self.child.as_mut().unwrap().try_wait().unwrap().is_some() {
+                self.child = None;
+                return Err(std::fs::read_to_string(self.data_dir.with_extension("log")).unwrap_or_default());
+            }
             assert!(Instant::now() < deadline, "weft serve did not become ready");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        Ok(())
     }
 
     fn kill9(&mut self) {

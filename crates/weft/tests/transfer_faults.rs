@@ -80,6 +80,14 @@ impl Zone {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                self.child = None;
+                // Free when picked, the port was taken before the first start bound it:
+                // that start goes to another.
+                let clashes = self.log().matches("Address already in use").count();
+                if self.admin.is_empty() && (1..5).contains(&clashes) {
+                    self.port = weft_testkit::free_port();
+                    return Box::pin(self.restart()).await;
+                }
                 panic!("{}: weft serve exited with {status}:\n{}", self.name, self.log());
             }
             let healthy = self
