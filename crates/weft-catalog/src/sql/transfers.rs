@@ -144,7 +144,7 @@ pub(super) async fn add_transfer_files(
             let (first, last) = (chunk[0].seq, chunk[chunk.len() - 1].seq);
             db_ctx(e, format_args!("files {first}-{last} of transfer {id}"))
         })?;
-        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), "").await?;
+        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), Count::In).await?;
     }
     let bytes: i64 = files.iter().map(|f| f.size as i64).sum();
     let done = sqlx::query(
@@ -177,7 +177,7 @@ pub(super) async fn update_transfer_files(
     for chunk in files.chunks(rows_per_statement(7)) {
         // The counts move from the files' old states to their new ones inside the database:
         // reading each file's old state out instead cost a row through sqlx per file.
-        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), "-").await?;
+        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), Count::Out).await?;
         let rows: Vec<String> = (0..chunk.len())
             .map(|i| format!("({})", placeholders(1 + i * 7, 7)))
             .collect();
@@ -195,20 +195,30 @@ pub(super) async fn update_transfer_files(
             q = bind_progress(q.bind(f.seq as i64), f);
         }
         q.bind(id).execute(&mut *tx).await.map_err(db)?;
-        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), "").await?;
+        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), Count::In).await?;
     }
     tx.commit().await.map_err(db)
 }
 
-/// Adds (`sign` "") or takes (`sign` "-") the files `seqs` of transfer `id`, as they stand
-/// now, to or from the counts of their states (`transfer_states`).
+/// Which way [`count_states`] moves files.
+enum Count {
+    In,
+    Out,
+}
+
+/// Adds the files `seqs` of transfer `id`, as they stand now, to the counts of their states
+/// (`transfer_states`), or takes them out.
 async fn count_states(
     tx: &mut Transaction<'_, Any>,
     dialect: Dialect,
     id: &str,
     seqs: impl ExactSizeIterator<Item = u64>,
-    sign: &str,
+    way: Count,
 ) -> Result<(), Error> {
+    let sign = match way {
+        Count::In => "",
+        Count::Out => "-",
+    };
     // Grouped by an expression of the state, not the column: by the column, SQLite walks
     // the transfer's every file in state order (index transfer_files_state) rather than
     // looking these up by their key.
