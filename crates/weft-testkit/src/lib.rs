@@ -150,7 +150,7 @@ fn wait_ready(
 }
 
 /// True when a log says the listen port was taken between `free_port()` and the bind.
-fn port_clash(log: &Path) -> bool {
+pub fn port_clash(log: &Path) -> bool {
     let text = std::fs::read_to_string(log).unwrap_or_default().to_lowercase();
     text.contains("address already in use") || text.contains("bind: address")
 }

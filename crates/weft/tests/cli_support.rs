@@ -72,11 +72,11 @@ impl Zone {
                 Err(why) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-                    if attempt < 5 && log.contains("Address already in use") {
+                    if attempt < 5 && weft_testkit::port_clash(&log_path) {
                         attempt += 1;
                         continue;
                     }
+                    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
                     panic!("{why}:\n{log}");
                 }
             }

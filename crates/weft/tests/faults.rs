@@ -30,25 +30,33 @@ impl Server {
         for attempt in 1.. {
             match s.serve().await {
                 Ok(()) => break,
-                Err(log) if attempt < 5 && log.contains("Address already in use") => {
+                Err(()) if attempt < 5 && weft_testkit::port_clash(&s.log_path()) => {
                     s.port = weft_testkit::free_port();
                 }
-                Err(log) => panic!("weft serve exited:\n{log}"),
+                Err(()) => panic!("weft serve exited:\n{}", s.log()),
             }
         }
         s
     }
 
     async fn restart(&mut self) {
-        if let Err(log) = self.serve().await {
-            panic!("weft serve exited:\n{log}");
+        if self.serve().await.is_err() {
+            panic!("weft serve exited:\n{}", self.log());
         }
     }
 
+    fn log_path(&self) -> PathBuf {
+        self.data_dir.with_extension("log")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
     /// Starts `weft serve` on the port and data directory and waits until it is healthy;
-    /// its log if it exits first.
-    async fn serve(&mut self) -> Result<(), String> {
-        let log = std::fs::File::create(self.data_dir.with_extension("log")).unwrap();
+    /// `Err` if it exits first (its log says why).
+    async fn serve(&mut self) -> Result<(), ()> {
+        let log = std::fs::File::create(self.log_path()).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_weft"))
             .args([
                 "serve",
@@ -65,14 +73,21 @@ impl Server {
             .unwrap();
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(30);
-        while reqwest::get(format!("{}/api/v1/health", self.url()))
+        // Bounded: a port taken by another process may accept and never answer.
+        let health = reqwest::Client::builder()
+            .timeout(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        while health
+            .get(format!("{}/api/v1/health", self.url()))
+            .send()
             .await
             .map(|r| r.status() != 200)
             .unwrap_or(true)
         {
             if self.child.as_mut().unwrap().try_wait().unwrap().is_some() {
                 self.child = None;
-                return Err(std::fs::read_to_string(self.data_dir.with_extension("log")).unwrap_or_default());
+                return Err(());
             }
             assert!(Instant::now() < deadline, "weft serve did not become ready");
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -43,7 +43,17 @@ impl Zone {
             http: reqwest::Client::new(),
             admin: String::new(),
         };
-        z.restart().await;
+        // Free when picked, the port may be taken before the first start binds it: that
+        // start goes to another.
+        for attempt in 1.. {
+            match z.serve().await {
+                Ok(()) => break,
+                Err(()) if attempt < 5 && weft_testkit::port_clash(&z.log_path()) => {
+                    z.port = weft_testkit::free_port();
+                }
+                Err(()) => panic!("{}: weft serve exited:\n{}", z.name, z.log()),
+            }
+        }
         z.admin = std::fs::read_to_string(z.data_dir().join("admin.token"))
             .expect("admin.token written on first start")
             .trim()
@@ -51,8 +61,16 @@ impl Zone {
         z
     }
 
-    /// Starts `weft serve` (again) on the same port and data directory; waits until healthy.
+    /// Starts `weft serve` again on the same port and data directory; waits until healthy.
     async fn restart(&mut self) {
+        if self.serve().await.is_err() {
+            panic!("{}: weft serve exited:\n{}", self.name, self.log());
+        }
+    }
+
+    /// Starts `weft serve` and waits until it is healthy; `Err` if it exits first (its log
+    /// says why).
+    async fn serve(&mut self) -> Result<(), ()> {
         assert!(self.child.is_none(), "{} is still running", self.name);
         // Appended, so a failure shows what every run of the zone said.
         let log = std::fs::OpenOptions::new()
@@ -79,25 +97,20 @@ impl Zone {
         self.child = Some(cmd.spawn().expect("start weft serve"));
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+            if self.child.as_mut().unwrap().try_wait().unwrap().is_some() {
                 self.child = None;
-                // Free when picked, the port was taken before the first start bound it:
-                // that start goes to another.
-                let clashes = self.log().matches("Address already in use").count();
-                if self.admin.is_empty() && (1..5).contains(&clashes) {
-                    self.port = weft_testkit::free_port();
-                    return Box::pin(self.restart()).await;
-                }
-                panic!("{}: weft serve exited with {status}:\n{}", self.name, self.log());
+                return Err(());
             }
             let healthy = self
                 .http
                 .get(format!("{}/api/v1/health", self.url()))
+                // Bounded: a port taken by another process may accept and never answer.
+                .timeout(Duration::from_secs(1))
                 .send()
                 .await
                 .is_ok_and(|r| r.status() == 200);
             if healthy {
-                return;
+                return Ok(());
             }
             assert!(
                 Instant::now() < deadline,
