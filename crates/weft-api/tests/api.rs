@@ -272,7 +272,7 @@ async fn upload_with_a_wrong_checksum_leaves_nothing() {
     let before = z.snapshot().await;
     let up: Value = z
         .post("uploads", &t)
-        .json(&json!({"path": "/z/home/admin/big", "size": 2048, "piece_size": 1024}))
+        .json(&json!({"path": "/z/home/admin/big", "size": 2 << 16, "piece_size": 1 << 16}))
         .send()
         .await
         .unwrap()
@@ -282,7 +282,7 @@ async fn upload_with_a_wrong_checksum_leaves_nothing() {
     let id = up["id"].as_str().unwrap();
     for i in 0..2 {
         z.put(&format!("uploads/{id}/{i}"), &t)
-            .body(vec![7u8; 1024])
+            .body(vec![7u8; 1 << 16])
             .send()
             .await
             .unwrap();

@@ -493,3 +493,134 @@ async fn bundles_refuse_bad_framing_and_fail_bad_files_alone() {
         404
     );
 }
+
+/// `Threads` or `VmRSS` (kB) of this process, which runs the zone.
+fn proc_status(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Upload sessions a client could use to exhaust the zone are refused before anything is
+/// allocated, with an error naming the bound; the sessions a user may hold are bounded, an
+/// idle one holds no thread, and the zone keeps answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_upload_sessions_are_refused_early_and_bounded() {
+    let z = start().await;
+    let t = z.user("mallory").await;
+    let open = |body: serde_json::Value| z.post("uploads", &t).json(&body).send();
+    let path = "/z/home/mallory/big";
+    for (body, naming) in [
+        (
+            json!({"path": path, "size": 1u64 << 40, "piece_size": 1024}),
+            "under the 65536 bytes",
+        ),
+        (
+            json!({"path": path, "size": 1u64 << 40, "piece_size": 1 << 16}),
+            "over the 1048576",
+        ),
+        (
+            json!({"path": path, "size": 1u64 << 41, "piece_size": 1u64 << 40}),
+            "over the 1073741824",
+        ),
+        (json!({"path": path, "size": u64::MAX}), "over the 1048576"),
+    ] {
+        let (status, code, message) = common::code_of(open(body.clone()).await.unwrap()).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (400, "invalid_argument"),
+            "{body}: {message}"
+        );
+        assert!(message.contains(naming), "{body}: {message}");
+    }
+
+    // Sessions up to the bound, each of 64 MiB (written direct, four threads each once
+    // written): the next is refused; none holds a thread while idle. A first round,
+    // aborted, warms the catalog's caches, which are no session's.
+    let limit = weft_zone::UPLOAD_SESSIONS_PER_USER;
+    let open_all = || async {
+        let mut ids = Vec::new();
+        for i in 0..limit {
+            let body = json!({"path": format!("/z/home/mallory/f{i}"), "size": 64u64 << 20});
+            let r = open(body).await.unwrap();
+            assert_eq!(r.status(), 201, "session {i}");
+            let answer: serde_json::Value = r.json().await.unwrap();
+            ids.push(answer["id"].as_str().unwrap().to_owned());
+        }
+        ids
+    };
+    for id in open_all().await {
+        let r = z.delete(&format!("uploads/{id}"), &t).send().await.unwrap();
+        assert!(r.status().is_success(), "{}", r.status());
+    }
+    let (threads, rss) = (proc_status("Threads:"), proc_status("VmRSS:"));
+    let ids = open_all().await;
+    let body = json!({"path": "/z/home/mallory/one-more", "size": 1});
+    let (status, code, message) = common::code_of(open(body.clone()).await.unwrap()).await;
+    assert_eq!((status, code.as_str()), (429, "limit_exceeded"), "{message}");
+    assert!(message.contains(&format!("({limit})")), "{message}");
+    let grown = proc_status("Threads:").saturating_sub(threads);
+    assert!(grown < 16, "{limit} idle sessions took {grown} threads");
+    let grown = proc_status("VmRSS:").saturating_sub(rss);
+    assert!(grown < 64 << 10, "{limit} idle sessions took {grown} kB");
+    let r = z.http.get(z.api("health")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+
+    // Another user is not held back by mallory's sessions; an aborted one frees a place.
+    let other = z.user("alice").await;
+    let r = z
+        .post("uploads", &other)
+        .json(&json!({"path": "/z/home/alice/f", "size": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let r = z.delete(&format!("uploads/{}", ids[0]), &t).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    assert_eq!(open(body).await.unwrap().status(), 201);
+}
+
+/// A user without read permission learns nothing of what lies below, not even whether a
+/// path exists: `stat`, `ls`, a read, metadata, ACLs and exports answer the same `forbidden`
+/// for a path that exists and one that does not. Whoever may read sees `not_found`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_without_permission_do_not_tell_whether_they_exist() {
+    let z = start().await;
+    let alice = z.user("alice").await;
+    let bob = z.user("bob").await;
+    let r = z
+        .put_bytes("/z/home/alice/plans.txt", b"secret plans", &alice)
+        .await;
+    assert_eq!(r.status(), 201);
+    let asks = |token: String, path: &'static str| {
+        let z = &z;
+        async move {
+            let mut answers = Vec::new();
+            for rest in [
+                format!("stat{path}"),
+                format!("list{path}"),
+                format!("data{path}"),
+                format!("meta{path}"),
+                format!("acl{path}"),
+                format!("export/datacite{path}"),
+            ] {
+                answers.push(code(z.get(&rest, &token).send().await.unwrap()).await);
+            }
+            answers
+        }
+    };
+    let forbidden = vec![(403, "forbidden".to_owned()); 6];
+    assert_eq!(asks(bob.clone(), "/z/home/alice/plans.txt").await, forbidden);
+    assert_eq!(asks(bob.clone(), "/z/home/alice/none.txt").await, forbidden);
+    let r = z
+        .post("acl/z/home/alice", &alice)
+        .json(&json!({"principal": "bob", "permission": "read"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    assert_eq!(
+        asks(bob, "/z/home/alice/none.txt").await,
+        vec![(404, "not_found".to_owned()); 6]
+    );
+}

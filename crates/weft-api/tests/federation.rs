@@ -83,7 +83,7 @@ async fn remote_paths_obey_the_remote_acls_for_user_at_zone() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 206);
+    assert_eq!(r.status(), 206, "{:?}", r.text().await);
     assert_eq!(r.bytes().await.unwrap().as_ref(), b"from");
 
     let r = lrz
@@ -402,4 +402,146 @@ async fn an_admin_maps_a_remote_user_to_a_local_one() {
     assert_eq!(write("y.txt").await.unwrap().status(), 403);
     let r = it4i.delete("zones/lrz/users/alice", &admin).send().await.unwrap();
     assert_eq!(code_of(r).await.1, "not_found");
+}
+
+/// A caller vouched for by a peer zone acts only within this zone's ACLs: it gets no API
+/// token of this zone, its transfers (planned now, or run later by the worker) reach no
+/// staging area and no third zone, even mapped to a local user; and `zone rm` ends every
+/// credential derived from the peer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_visitor_gets_no_token_staging_or_relay_and_zone_rm_ends_its_credentials() {
+    let (_lrz, it4i, _alice) = two_zones().await;
+    let dkrz = start_named("dkrz").await;
+    federate(&it4i, "it4i", &dkrz, "dkrz").await;
+    let admin = it4i.admin_token.clone();
+    it4i.user("al").await;
+    let r = it4i
+        .post("zones/lrz/users", &admin)
+        .json(&json!({"remote_user": "alice", "local_user": "al"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let area = tempfile::tempdir().unwrap();
+    let r = it4i
+        .post("staging", &admin)
+        .json(&json!({"name": "scratch", "url": format!("file://{}", area.path().display())}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let r = it4i.put_bytes("/it4i/home/al/x.txt", b"al's data", &admin).await;
+    assert_eq!(r.status(), 201);
+
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mint = |sub: &str| {
+        let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+        h.kid = Some("lrz".into());
+        let claims = json!({"iss": "lrz", "aud": "it4i", "sub": sub, "iat": now, "exp": now + 120});
+        let key = jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes());
+        format!("weftz_{}", jsonwebtoken::encode(&h, &claims, &key).unwrap())
+    };
+    let (alice, bob) = (mint("alice"), mint("bob"));
+    assert_eq!(it4i.get_json("whoami", &alice).await["user"], "al");
+    assert_eq!(it4i.get_json("whoami", &bob).await["user"], "bob#lrz");
+
+    // No token of this zone, for itself or for the local user it is mapped to.
+    for (token, body) in [
+        (&alice, json!({"label": "keep"})),
+        (&alice, json!({"user": "al"})),
+        (&bob, json!({"label": "keep"})),
+    ] {
+        let (status, code, message) =
+            code_of(it4i.post("tokens", token).json(&body).send().await.unwrap()).await;
+        assert_eq!((status, code.as_str()), (403, "forbidden"), "{body}: {message}");
+    }
+
+    // Its transfers keep it a visitor: no staging area, no third zone; its own namespace
+    // within its ACLs works.
+    let out = format!("file://{}/out", area.path().display());
+    for dest in [out.as_str(), "/dkrz/home/al"] {
+        let r = it4i
+            .post("transfers", &alice)
+            .json(&json!({"sources": ["/it4i/home/al/x.txt"], "destination": dest}))
+            .send()
+            .await
+            .unwrap();
+        let (status, code, message) = code_of(r).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (403, "forbidden"),
+            "to {dest}: {message}"
+        );
+    }
+    let t = common::run_transfer(
+        &it4i,
+        &alice,
+        json!({"sources": ["/it4i/home/al/x.txt"], "destination": "/it4i/home/al/copy.txt"}),
+    )
+    .await;
+    assert_eq!(t["state"], "succeeded", "{t}");
+
+    // A transfer the worker runs later (after a restart, say) acts as the visitor too.
+    let catalog = weft_catalog::connect(&format!(
+        "sqlite://{}",
+        it4i.data_dir.join("catalog.db").display()
+    ))
+    .await
+    .unwrap();
+    let al = catalog
+        .get_principal(&weft_types::PrincipalName::parse("al").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let lrz_name = weft_types::ZoneName::parse("lrz").unwrap();
+    // The request as stored, from the transfer just run, sent to the staging area.
+    let stored = catalog
+        .get_transfer(t["id"].as_str().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut spec: Value = serde_json::from_str(&stored.spec).unwrap();
+    spec["destination"] = json!(out);
+    catalog
+        .create_transfer("later", al.id, Some(&lrz_name), &spec.to_string())
+        .await
+        .unwrap();
+    let t = common::wait_transfer(&it4i, &admin, "later").await;
+    assert_eq!(t["state"], "failed", "{t}");
+    assert!(
+        !area.path().join("out").exists(),
+        "the worker staged a visitor's file out"
+    );
+
+    // A token an administrator made for the visitor, and the mapping, end with the zone.
+    let r = it4i
+        .post("tokens", &admin)
+        .json(&json!({"user": "bob#lrz"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let bobs_token = r.json::<Value>().await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(it4i.get_json("whoami", &bobs_token).await["user"], "bob#lrz");
+    let r = it4i.delete("zones/lrz", &admin).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    for token in [&alice, &bob, &bobs_token] {
+        let (status, ..) = code_of(it4i.get("whoami", token).send().await.unwrap()).await;
+        assert_eq!(status, 401, "a credential outlived zone rm");
+    }
+    // Federated again, alice is no longer al.
+    let r = it4i
+        .post("zones", &admin)
+        .json(&json!({"name": "lrz", "url": _lrz.url, "secret": SECRET}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(it4i.get_json("whoami", &mint("alice")).await["user"], "alice#lrz");
 }

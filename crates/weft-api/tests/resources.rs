@@ -214,3 +214,113 @@ async fn fs_and_s3_resources() {
         204
     );
 }
+
+/// Peer secrets, resource and staging credentials are sealed in the catalog under the key
+/// file's key: none is in the catalog's files. Listings show an S3 access key to
+/// administrators only and the secret to nobody; what the zone stores is its own (0700
+/// directories, 0600 files).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_are_sealed_at_rest_and_shown_to_nobody() {
+    use std::os::unix::fs::PermissionsExt;
+    let minio = Minio::start().expect("MinIO must start (run .ci/install-tools.sh)");
+    minio.create_bucket("weft-data").await.unwrap();
+    let z = start().await;
+    let peer = common::start_named("lrz").await;
+    common::federate(&z, "z", &peer, "lrz").await;
+    let t = z.admin_token.clone();
+    let s3 = json!({"endpoint": minio.endpoint(), "bucket": "weft-data",
+        "access_key": minio.access_key(), "secret_key": minio.secret_key()});
+    let r = z
+        .post("resources", &t)
+        .json(&json!({"name": "objstore", "kind": "s3", "settings": s3}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let r = z
+        .post("staging", &t)
+        .json(
+            &json!({"name": "bucket", "url": "s3://weft-data/stage", "endpoint": minio.endpoint(),
+            "access_key": minio.access_key(), "secret_key": minio.secret_key()}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    // The sealed credentials work: an object goes to the bucket and comes back.
+    let r = z
+        .put("data/z/home/admin/on-s3?resource=objstore", &t)
+        .body(b"sealed but usable".to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let back = z
+        .get("data/z/home/admin/on-s3", &t)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(&back[..], b"sealed but usable");
+
+    let mut catalog = Vec::new();
+    for entry in std::fs::read_dir(&z.data_dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name().to_string_lossy().starts_with("catalog.db") {
+            catalog.extend(std::fs::read(entry.path()).unwrap());
+        }
+    }
+    assert!(catalog.len() > 4096, "the catalog files were read");
+    for secret in [minio.secret_key(), minio.access_key(), common::SECRET] {
+        assert!(
+            !catalog.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{secret:?} is in the catalog in clear"
+        );
+    }
+
+    let shown = |token: String| {
+        let z = &z;
+        async move {
+            let listed: Value = z.get_json("resources", &token).await;
+            listed
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["name"] == "objstore")
+                .unwrap()["settings"]
+                .clone()
+        }
+    };
+    let admin_view = shown(t.clone()).await;
+    assert_eq!(admin_view["access_key"], minio.access_key(), "{admin_view}");
+    assert!(admin_view.get("secret_key").is_none(), "{admin_view}");
+    let user_view = shown(z.user("alice").await).await;
+    assert!(
+        user_view.get("access_key").is_none() && user_view.get("secret_key").is_none(),
+        "a user sees no key: {user_view}"
+    );
+    let areas = z.get_json("staging", &t).await.to_string();
+    assert!(
+        !areas.contains(minio.access_key()) && !areas.contains(minio.secret_key()),
+        "{areas}"
+    );
+    let zones = z.get_json("zones", &t).await.to_string();
+    assert!(!zones.contains(common::SECRET), "{zones}");
+
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&z.data_dir), 0o700);
+    for name in ["admin.token", "secret.key", "catalog.db", "catalog.db-wal"] {
+        assert_eq!(mode(&z.data_dir.join(name)), 0o600, "{name}");
+    }
+    let r = z.put_bytes("/z/home/admin/local", b"on disk", &t).await;
+    assert_eq!(r.status(), 201);
+    let mut files = Vec::new();
+    common::walk(&z.data_dir, &mut files);
+    assert!(files.len() > 5, "{files:?}");
+    for f in &files {
+        let path = f.rsplit_once(' ').unwrap().0;
+        assert_eq!(mode(std::path::Path::new(path)), 0o600, "{path}");
+    }
+}

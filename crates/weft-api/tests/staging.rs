@@ -379,3 +379,185 @@ async fn buckets_stage_with_credentials_held_by_the_zone() {
     assert!(message.contains("s3://stage/other"), "{message}");
     assert_eq!(transfer_count(&z, &alice).await, before);
 }
+
+/// A user who can write in a staging area swaps a directory of it for a symbolic link to
+/// the zone's data directory (`renameat2(RENAME_EXCHANGE)`, over and over) while transfers
+/// read from it and write into it, hoping the zone reads its own `admin.token` for them or
+/// overwrites it with theirs. The zone resolves every name beneath the area's descriptor
+/// with links refused: a transfer fails `forbidden` naming the link, or moves the real
+/// files; the zone's files are never read or written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_swapped_for_a_link_never_leads_the_zone_out_of_the_area() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    let z = start_named("hpc").await;
+    let mallory = z.user("mallory").await;
+    let area = tempfile::tempdir().unwrap();
+    let r = add_area(
+        &z,
+        json!({"name": "scratch", "url": format!("file://{}", area.path().display())}),
+    )
+    .await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+
+    // The names the zone keeps in its data directory, in a real directory of the area
+    // (stage in) and as objects to stage out.
+    let token_before = std::fs::read(z.data_dir.join("admin.token")).unwrap();
+    let decoy = |name: &str| format!("mallory's {name}\n").into_bytes();
+    for side in ["in", "out"] {
+        let real = area.path().join(side).join("real");
+        std::fs::create_dir_all(&real).unwrap();
+        std::os::unix::fs::symlink(&z.data_dir, area.path().join(side).join("link")).unwrap();
+        if side == "in" {
+            for name in ["admin.token", "catalog.db"] {
+                std::fs::write(real.join(name), decoy(name)).unwrap();
+            }
+        }
+    }
+    let r = z
+        .post("mkdir/hpc/home/mallory/out", &mallory)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    for name in ["admin.token", "catalog.db"] {
+        let r = z
+            .put_bytes(&format!("/hpc/home/mallory/out/{name}"), &decoy(name), &mallory)
+            .await;
+        assert_eq!(r.status(), 201);
+    }
+
+    let names_before = dir_names(&z.data_dir);
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
+    let swappers: Vec<_> = ["in", "out"]
+        .into_iter()
+        .map(|side| {
+            let (real, link) = (
+                area.path().join(side).join("real"),
+                area.path().join(side).join("link"),
+            );
+            let (stop, swaps) = (stop.clone(), swaps.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    rustix::fs::renameat_with(
+                        rustix::fs::CWD,
+                        &real,
+                        rustix::fs::CWD,
+                        &link,
+                        rustix::fs::RenameFlags::EXCHANGE,
+                    )
+                    .expect("renameat2(RENAME_EXCHANGE)");
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+
+    let real_in = format!("file://{}/in/real", area.path().display());
+    let real_out = format!("file://{}/out/real", area.path().display());
+    let (mut refused, mut moved) = (0, 0);
+    for round in 0..12 {
+        for body in [
+            json!({"sources": [real_in], "destination": format!("/hpc/home/mallory/in{round}"), "recursive": true}),
+            json!({"sources": ["/hpc/home/mallory/out"], "destination": real_out, "recursive": true}),
+        ] {
+            let r = z.post("transfers", &mallory).json(&body).send().await.unwrap();
+            if r.status() != 201 {
+                let (status, code, message) = code_of(r).await;
+                assert_eq!((status, code.as_str()), (403, "forbidden"), "{message}");
+                assert!(message.contains("symbolic link"), "{message}");
+                refused += 1;
+                continue;
+            }
+            let id = r.json::<Value>().await.unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let t = common::wait_transfer(&z, &mallory, &id).await;
+            let files = z.get_json(&format!("transfers/{id}/files"), &mallory).await;
+            for f in files.as_array().unwrap() {
+                match f["state"].as_str().unwrap() {
+                    "done" => moved += 1,
+                    "failed" => {
+                        let error = f["error"].as_str().unwrap_or_default();
+                        assert!(error.contains("symbolic link"), "{f} of {t}");
+                        refused += 1;
+                    }
+                    other => panic!("file in state {other}: {f} of {t}"),
+                }
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for s in swappers {
+        s.join().unwrap();
+    }
+    assert!(
+        swaps.load(Ordering::Relaxed) > 100 && refused > 0,
+        "the race ran ({} swaps) and links were met ({refused} refusals, {moved} files moved)",
+        swaps.load(Ordering::Relaxed)
+    );
+
+    // Nothing of the zone's was read: every staged-in object is mallory's decoy.
+    let objects = z.snapshot_of("/hpc/home/mallory").await.1;
+    for path in objects.iter().filter(|p| p.contains("/in")) {
+        let name = path.rsplit('/').next().unwrap();
+        let r = z.get(&format!("data{path}"), &mallory).send().await.unwrap();
+        assert_eq!(
+            r.bytes().await.unwrap(),
+            decoy(name),
+            "{path} holds what the zone keeps"
+        );
+    }
+    // Nothing of the zone's was written: its token and its files are as they were.
+    assert_eq!(
+        std::fs::read(z.data_dir.join("admin.token")).unwrap(),
+        token_before
+    );
+    let sqlite = std::fs::read(z.data_dir.join("catalog.db")).unwrap();
+    assert!(
+        sqlite.starts_with(b"SQLite format 3\0"),
+        "catalog.db was overwritten"
+    );
+    let new: Vec<_> = dir_names(&z.data_dir)
+        .into_iter()
+        .filter(|n| !names_before.contains(n) && !n.starts_with("catalog.db-"))
+        .collect();
+    assert!(new.is_empty(), "the data directory gained {new:?}");
+    assert_eq!(z.get_json("whoami", &z.admin_token).await["user"], "admin");
+
+    // With the real directories in place the same transfers move the decoys.
+    for side in ["in", "out"] {
+        let dir = area.path().join(side);
+        if std::fs::symlink_metadata(dir.join("real")).unwrap().is_symlink() {
+            std::fs::rename(dir.join("real"), dir.join("tmp")).unwrap();
+            std::fs::rename(dir.join("link"), dir.join("real")).unwrap();
+            std::fs::rename(dir.join("tmp"), dir.join("link")).unwrap();
+        }
+    }
+    let t = run(
+        &z,
+        &mallory,
+        json!({"sources": [real_in], "destination": "/hpc/home/mallory/calm", "recursive": true}),
+    )
+    .await;
+    assert_eq!(t["state"], "succeeded", "{t}");
+    let t = run(
+        &z,
+        &mallory,
+        json!({"sources": ["/hpc/home/mallory/out"], "destination": real_out, "recursive": true}),
+    )
+    .await;
+    assert_eq!(t["state"], "succeeded", "{t}");
+    let out = area.path().join("out/real/out/admin.token");
+    assert_eq!(std::fs::read(out).unwrap(), decoy("admin.token"));
+}
+
+fn dir_names(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect()
+}

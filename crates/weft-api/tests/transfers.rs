@@ -341,7 +341,7 @@ async fn a_transfer_left_without_files_by_a_crash_is_planned_again() {
     spec["streams"] = json!(4);
     spec["concurrency"] = json!(8);
     catalog
-        .create_transfer("crashed", owner.id, &spec.to_string())
+        .create_transfer("crashed", owner.id, None, &spec.to_string())
         .await
         .unwrap();
     catalog

@@ -12,8 +12,10 @@ use weft_types::{
     ResourceKind, ResourceName, StagingName, ZoneName,
 };
 
+mod seal;
 mod sql;
 
+pub use seal::{SealKey, Sealer};
 pub use sql::SqlCatalog;
 
 /// Which SQL dialect a catalog speaks.
@@ -137,6 +139,9 @@ pub struct TransferRecord {
     pub created: Millis,
     pub started: Option<Millis>,
     pub finished: Option<Millis>,
+    /// The federated zone that vouched for the owner when it submitted the transfer (a
+    /// zone token): the run acts as that visitor, never as the plain local user.
+    pub via_zone: Option<ZoneName>,
 }
 
 /// One file of a transfer.
@@ -472,8 +477,14 @@ pub trait Catalog: Send + Sync + 'static {
     async fn put_zone(&self, z: &PeerZone, replace: bool) -> Result<(), Error>;
     async fn list_zones(&self) -> Result<Vec<PeerZone>, Error>;
     async fn get_zone(&self, name: &ZoneName) -> Result<Option<PeerZone>, Error>;
-    /// Errors: `not_found`.
+    /// Removes the peer zone with every credential derived from it: its user mappings
+    /// and the API tokens of its visitors (`user#zone`), in one transaction. Errors:
+    /// `not_found`.
     async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error>;
+    /// Seals again, with the newest key, every secret (peer secrets, resource and staging
+    /// credentials) stored in clear or under an older key; how many were. A zone calls it
+    /// at start, which completes a key rotation.
+    async fn reseal_secrets(&self) -> Result<u64, Error>;
 
     /// Maps `remote_user` of the federated `zone` to the local user `local_id` (replacing
     /// an earlier mapping). Errors: `not_found` (zone or user).
@@ -503,8 +514,15 @@ pub trait Catalog: Send + Sync + 'static {
     async fn delete_staging(&self, name: &StagingName) -> Result<(), Error>;
 
     // --- transfers --------------------------------------------------------------------
-    /// Stores a new transfer in state `queued`. Errors: `already_exists` (id).
-    async fn create_transfer(&self, id: &str, owner_id: i64, spec: &str) -> Result<TransferRecord, Error>;
+    /// Stores a new transfer in state `queued`, submitted by `owner_id` (vouched for by the
+    /// federated zone `via_zone`, if any). Errors: `already_exists` (id).
+    async fn create_transfer(
+        &self,
+        id: &str,
+        owner_id: i64,
+        via_zone: Option<&ZoneName>,
+        spec: &str,
+    ) -> Result<TransferRecord, Error>;
     async fn get_transfer(&self, id: &str) -> Result<Option<TransferRecord>, Error>;
     /// Newest first; only `owner_id`'s unless `None`.
     async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error>;
@@ -716,4 +734,9 @@ pub trait Catalog: Send + Sync + 'static {
 /// `postgres://...`.
 pub async fn connect(url: &str) -> Result<Arc<dyn Catalog>, Error> {
     Ok(Arc::new(SqlCatalog::connect(url).await?))
+}
+
+/// [`connect`], with the secrets the catalog stores sealed by `sealer`.
+pub async fn connect_sealed(url: &str, sealer: Sealer) -> Result<Arc<dyn Catalog>, Error> {
+    Ok(Arc::new(SqlCatalog::connect_sealed(url, sealer).await?))
 }

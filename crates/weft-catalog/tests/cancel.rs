@@ -56,7 +56,7 @@ async fn writes_dropped_at_any_point_leave_no_transaction_behind() {
         )
         .await
         .unwrap();
-    cat.create_transfer("t1", owner.id, "{}").await.unwrap();
+    cat.create_transfer("t1", owner.id, None, "{}").await.unwrap();
     let files: Vec<weft_catalog::TransferFile> = (0..2000)
         .map(|seq| weft_catalog::TransferFile {
             seq,

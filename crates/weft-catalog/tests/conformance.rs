@@ -582,7 +582,7 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
         resume: None,
     };
     for t in ["big", "other"] {
-        c.create_transfer(t, admin, "{}").await.unwrap();
+        c.create_transfer(t, admin, None, "{}").await.unwrap();
         let files: Vec<TransferFile> = (0..500).map(file).collect();
         c.add_transfer_files(t, &files).await.unwrap();
     }
@@ -644,7 +644,7 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
 
 async fn transfer_files_in_many_rows(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
-    c.create_transfer("big", admin, "{}").await.unwrap();
+    c.create_transfer("big", admin, None, "{}").await.unwrap();
     let files: Vec<TransferFile> = (0..250u64)
         .map(|seq| TransferFile {
             seq,
@@ -682,14 +682,17 @@ async fn transfer_files_in_many_rows(c: &SqlCatalog) {
 
 async fn transfers_and_their_files(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
-    let t = c.create_transfer("t1", admin, "{\"spec\":1}").await.unwrap();
+    let t = c
+        .create_transfer("t1", admin, None, "{\"spec\":1}")
+        .await
+        .unwrap();
     assert_eq!(
         (t.state.as_str(), t.owner.as_str(), t.files_total),
         ("queued", "admin", 0)
     );
     assert_eq!(t.started, None);
     assert_eq!(
-        code(c.create_transfer("t1", admin, "{}").await),
+        code(c.create_transfer("t1", admin, None, "{}").await),
         ErrorCode::AlreadyExists
     );
     let file = |seq: u64, size: u64| TransferFile {
@@ -778,7 +781,7 @@ async fn transfers_and_their_files(c: &SqlCatalog) {
         ErrorCode::NotFound
     );
 
-    c.create_transfer("t2", admin, "{}").await.unwrap();
+    c.create_transfer("t2", admin, None, "{}").await.unwrap();
     let ids: Vec<String> = c
         .list_transfers(Some(admin), 10)
         .await

@@ -2,6 +2,7 @@
 //! in progress. A write goes to a temporary file and is renamed into place on commit, so a
 //! crash leaves only temporary files, which `remove_temporary` deletes at the next start.
 
+use crate::beneath::{self, Root, Sharing};
 use crate::pack::{Packs, Segment};
 use crate::temp::Temp;
 use crate::{io_error, ByteStream, FsConfig, IO_BUFFER};
@@ -18,13 +19,14 @@ pub(crate) const TMP_DIR: &str = ".weft-tmp";
 
 #[derive(Clone)]
 pub struct FsStore {
-    root: PathBuf,
+    /// Every key is resolved beneath it, links refused (see `beneath.rs`).
+    root: Arc<Root>,
     /// The packs this process appends small objects to; shared by the store's clones.
     packs: Arc<Packs>,
 }
 
 impl FsStore {
-    pub fn new(config: FsConfig) -> Result<Self, Error> {
+    pub(crate) fn new(config: FsConfig, sharing: Sharing) -> Result<Self, Error> {
         if !config.root.is_absolute() {
             return Err(Error::invalid(format!(
                 "file-system resource root {:?} must be an absolute path",
@@ -33,29 +35,50 @@ impl FsStore {
         }
         Ok(FsStore {
             packs: Arc::new(Packs::new(&config.root)),
-            root: config.root,
+            root: Arc::new(Root::new(config.root, sharing)),
         })
     }
 
     pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    pub(crate) fn beneath(&self) -> &Root {
         &self.root
     }
 
     fn tmp_dir(&self) -> PathBuf {
-        self.root.join(TMP_DIR)
+        self.root().join(TMP_DIR)
+    }
+
+    /// `key`, refused if it could name anything but a file below the root; the kernel
+    /// refuses links on the way (`beneath.rs`).
+    pub(crate) fn checked(key: &str) -> Result<&str, Error> {
+        if key.is_empty()
+            || key.starts_with('/')
+            || key.split('/').any(|c| c.is_empty() || c == "." || c == "..")
+        {
+            return Err(Error::internal(format!("invalid physical key {key:?}")));
+        }
+        Ok(key)
     }
 
     pub(crate) fn path_of(&self, key: &str) -> Result<PathBuf, Error> {
-        // Keys are made by Store::new_key; refuse anything that could leave the root.
-        if key.is_empty() || key.starts_with('/') || key.split('/').any(|c| c.is_empty() || c == "..") {
-            return Err(Error::internal(format!("invalid physical key {key:?}")));
-        }
-        Ok(self.root.join(key))
+        Ok(self.root().join(Self::checked(key)?))
+    }
+
+    /// Opens the file `key` for reading, links refused.
+    fn open_read(&self, key: &str) -> Result<File, Error> {
+        self.root
+            .open(Self::checked(key)?, rustix::fs::OFlags::RDONLY)
+            .map_err(|e| beneath::error("cannot open", &self.root().join(key), e))
     }
 
     pub async fn check(&self) -> Result<(), Error> {
-        let tmp = self.tmp_dir();
+        let (root, tmp) = (self.root.clone(), self.tmp_dir());
         blocking(move || {
+            root.fd(true)
+                .map_err(|e| io_error(&format!("cannot create {}", root.path().display()), e))?;
             std::fs::create_dir_all(&tmp)
                 .map_err(|e| io_error(&format!("cannot create {}", tmp.display()), e))?;
             let probe = tmp.join(format!("probe-{}", uuid::Uuid::new_v4().simple()));
@@ -67,22 +90,22 @@ impl FsStore {
         .await
     }
 
-    /// A new temporary file of `size` bytes that will be published at `target`.
-    pub(crate) async fn temp_for(&self, target: &Path, size: u64) -> Result<Temp, Error> {
-        let dir = target.parent().expect("a replica path has a parent").to_owned();
-        let fallback = self.tmp_dir();
-        blocking(move || Temp::create(&dir, &fallback, size, false)).await
+    /// A new temporary file of `size` bytes that will be published as `key`, and the
+    /// name it will have in its directory.
+    pub(crate) async fn temp_for(&self, key: &str, size: u64) -> Result<(Temp, String), Error> {
+        let (dir, name) = beneath::split(Self::checked(key)?);
+        let (dir, name, root) = (dir.to_owned(), name.to_owned(), self.root.clone());
+        blocking(move || Temp::create(&root, &dir, size, false).map(|t| (t, name))).await
     }
 
     /// A new temporary file that is read back and never published (S3 pieces before upload).
     pub(crate) async fn scratch(&self, size: u64) -> Result<Temp, Error> {
-        let dir = self.root.clone();
-        let fallback = self.tmp_dir();
-        blocking(move || Temp::create(&dir, &fallback, size, true)).await
+        let root = self.root.clone();
+        blocking(move || Temp::create(&root, "", size, true)).await
     }
 
     pub async fn writer(&self, key: &str) -> Result<FsWriter, Error> {
-        let target = self.path_of(key)?;
+        let target = Self::checked(key)?.to_owned();
         Ok(FsWriter {
             store: self.clone(),
             target,
@@ -93,7 +116,7 @@ impl FsStore {
     }
 
     pub async fn offset_writer(&self, key: &str, size: u64) -> Result<OffsetWriter, Error> {
-        OffsetWriter::for_fs(self, self.path_of(key)?, size).await
+        OffsetWriter::for_fs(self, key, size).await
     }
 
     /// Stores small objects back to back in one pack (see `pack.rs`).
@@ -133,8 +156,7 @@ impl FsStore {
             return self.packs.read_in(last, &seg?, 0..size);
         }
         let path = self.path_of(key)?;
-        let file =
-            File::open(&path).map_err(|e| io_error(&format!("cannot open replica {}", path.display()), e))?;
+        let file = self.open_read(key)?;
         weft_fileio::read_exact_new(&file, 0, size as usize).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
                 Error::new(
@@ -156,13 +178,9 @@ impl FsStore {
             return blocking(move || packs.read_stream(&seg, range)).await;
         }
         let path = self.path_of(key)?;
-        let file = blocking({
-            let path = path.clone();
-            move || {
-                File::open(&path).map_err(|e| io_error(&format!("cannot open replica {}", path.display()), e))
-            }
-        })
-        .await?;
+        let store = self.clone();
+        let key = key.to_owned();
+        let file = blocking(move || store.open_read(&key)).await?;
         Ok(read_file_range(file, path, range))
     }
 
@@ -206,9 +224,9 @@ impl FsStore {
 
     fn remove_file(&self, key: &str) -> Result<(), Error> {
         let path = self.path_of(key)?;
-        match std::fs::remove_file(&path) {
+        match self.root.remove_file(key) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(io_error(&format!("cannot remove {}", path.display()), e))
+                Err(beneath::error("cannot remove", &path, e))
             }
             _ => Ok(()),
         }
@@ -225,7 +243,8 @@ impl FsStore {
             for entry in entries {
                 let entry = entry.map_err(|e| io_error(&format!("cannot list {}", tmp.display()), e))?;
                 let p = entry.path();
-                let r = if p.is_dir() {
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                let r = if is_dir {
                     std::fs::remove_dir_all(&p)
                 } else {
                     std::fs::remove_file(&p)
@@ -243,13 +262,14 @@ impl FsStore {
     pub async fn sync_filesystem(&self) -> Result<(), Error> {
         let root = self.root.clone();
         blocking(move || {
-            let dir =
-                File::open(&root).map_err(|e| io_error(&format!("cannot open {}", root.display()), e))?;
+            let dir = root
+                .fd(false)
+                .map_err(|e| io_error(&format!("cannot open {}", root.path().display()), e))?;
             // SAFETY: syncfs takes a valid open descriptor, which `dir` holds for the call.
-            let rc = unsafe { libc_syncfs(std::os::fd::AsRawFd::as_raw_fd(&dir)) };
+            let rc = unsafe { libc_syncfs(std::os::fd::AsRawFd::as_raw_fd(&*dir)) };
             if rc != 0 {
                 return Err(io_error(
-                    &format!("syncfs {}", root.display()),
+                    &format!("syncfs {}", root.path().display()),
                     std::io::Error::last_os_error(),
                 ));
             }
@@ -306,7 +326,8 @@ pub(crate) fn read_file_range(file: File, path: PathBuf, range: Range<u64>) -> B
 /// blocking writer thread, so that receiving the next buffer overlaps writing the last.
 pub struct FsWriter {
     store: FsStore,
-    target: PathBuf,
+    /// The key the file is published as.
+    target: String,
     buf: BytesMut,
     written: u64,
     pipe: Option<Pipe>,
@@ -318,15 +339,23 @@ const PIPE_DEPTH: usize = 4;
 /// The temporary file of a sequential write and its writer thread.
 struct Pipe {
     temp: Arc<Temp>,
+    /// The name the file gets in its directory.
+    name: String,
     writer: FileWriter,
     pos: u64,
 }
 
 impl Pipe {
-    async fn start(store: &FsStore, target: &Path) -> Result<Pipe, Error> {
-        let temp = Arc::new(store.temp_for(target, 0).await?);
+    async fn start(store: &FsStore, target: &str) -> Result<Pipe, Error> {
+        let (temp, name) = store.temp_for(target, 0).await?;
+        let temp = Arc::new(temp);
         let writer = temp.writer(PIPE_DEPTH);
-        Ok(Pipe { temp, writer, pos: 0 })
+        Ok(Pipe {
+            temp,
+            name,
+            writer,
+            pos: 0,
+        })
     }
 
     /// Closes the pipe and waits until everything sent is written.
@@ -366,18 +395,17 @@ impl FsWriter {
     pub async fn commit(mut self, durable: bool) -> Result<u64, Error> {
         let written = self.written;
         let rest = self.buf.split().freeze();
-        let target = self.target.clone();
         let Some(pipe) = self.pipe.take() else {
             // Everything is still in memory: one blocking call does the whole file.
-            let dir = target.parent().expect("a replica path has a parent").to_owned();
-            let fallback = self.store.tmp_dir();
+            let (dir, name) = beneath::split(&self.target);
+            let (dir, name, root) = (dir.to_owned(), name.to_owned(), self.store.root.clone());
             return blocking(move || {
-                let temp = Temp::create(&dir, &fallback, 0, false)?;
+                let temp = Temp::create(&root, &dir, 0, false)?;
                 let done = temp
                     .file
                     .write_all_at(&rest, 0)
                     .map_err(|e| io_error(&format!("cannot write {}", temp.describe()), e))
-                    .and_then(|_| temp.publish(&target, durable));
+                    .and_then(|_| temp.publish(&name, durable));
                 if done.is_err() {
                     temp.discard();
                 }
@@ -394,11 +422,12 @@ impl FsWriter {
                 .await
                 .map_err(|e| pipe.temp.write_error(e))
         };
+        let name = pipe.name.clone();
         let (temp, r) = pipe.finish().await;
         let t = temp.clone();
         let r = match (sent, r) {
             (_, Err(e)) | (Err(e), _) => Err(e),
-            _ => blocking(move || t.publish(&target, durable)).await,
+            _ => blocking(move || t.publish(&name, durable)).await,
         };
         if r.is_err() {
             temp.discard();
@@ -416,18 +445,21 @@ impl FsWriter {
 
 /// Where an offset write ends up on commit.
 enum Target {
-    Fs(PathBuf),
+    /// The name in the directory the temporary file was made for.
+    Fs(String),
     S3(crate::s3::S3Store, String),
 }
 
 /// A write of a known size in pieces at arbitrary offsets, shared by many tasks, through
-/// one writer thread ([`FileWriter`]). S3 resources stage the pieces in a local file and
-/// upload it on commit.
+/// one writer thread ([`FileWriter`]), started by the first write: an upload opened and
+/// left idle holds no thread. S3 resources stage the pieces in a local file and upload it
+/// on commit.
 pub struct OffsetWriter {
     temp: Arc<Temp>,
     size: u64,
     target: Target,
-    writer: FileWriter,
+    direct: bool,
+    writer: std::sync::OnceLock<FileWriter>,
 }
 
 /// Files at least this large are written direct to the device (`O_DIRECT`), bypassing the
@@ -465,26 +497,41 @@ pub(crate) static DIRECT_BUFFERS: LazyLock<Arc<AlignedPool>> =
 
 impl OffsetWriter {
     fn start(temp: Temp, size: u64, target: Target) -> Self {
-        // Buffers queued per upload: bounds its memory to this many calls' buffers.
-        let depth = 2 * PIPE_DEPTH;
-        let writer = match target {
-            Target::Fs(_) if size >= DIRECT_MIN && on_local_disk(&temp.file) => {
-                temp.direct_writer(depth, DIRECT_THREADS)
-            }
-            // A staged S3 file is read back at once: the page cache serves that read.
-            _ => temp.writer(depth),
-        };
+        // A staged S3 file is read back at once: the page cache serves that read.
+        let direct = matches!(target, Target::Fs(_)) && size >= DIRECT_MIN && on_local_disk(&temp.file);
         OffsetWriter {
             temp: Arc::new(temp),
             size,
             target,
-            writer,
+            direct,
+            writer: std::sync::OnceLock::new(),
         }
     }
 
-    pub(crate) async fn for_fs(store: &FsStore, target: PathBuf, size: u64) -> Result<Self, Error> {
-        let temp = store.temp_for(&target, size).await?;
-        Ok(Self::start(temp, size, Target::Fs(target)))
+    /// The writer threads, started on first use.
+    fn writer(&self) -> &FileWriter {
+        self.writer.get_or_init(|| {
+            // Buffers queued per upload: bounds its memory to this many calls' buffers.
+            let depth = 2 * PIPE_DEPTH;
+            if self.direct {
+                self.temp.direct_writer(depth, DIRECT_THREADS)
+            } else {
+                self.temp.writer(depth)
+            }
+        })
+    }
+
+    /// Waits for every queued write (none if nothing was ever written).
+    async fn close(writer: std::sync::OnceLock<FileWriter>) -> std::io::Result<()> {
+        match writer.into_inner() {
+            Some(w) => w.close().await,
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) async fn for_fs(store: &FsStore, key: &str, size: u64) -> Result<Self, Error> {
+        let (temp, name) = store.temp_for(key, size).await?;
+        Ok(Self::start(temp, size, Target::Fs(name)))
     }
 
     pub(crate) async fn staged_for_s3(
@@ -526,7 +573,7 @@ impl OffsetWriter {
                 ),
             ));
         }
-        self.writer
+        self.writer()
             .write_at(offset, data)
             .await
             .map_err(|e| self.temp.write_error(e))
@@ -539,13 +586,14 @@ impl OffsetWriter {
             size,
             target,
             writer,
+            ..
         } = self;
-        let written = writer.close().await.map_err(|e| temp.write_error(e));
+        let written = Self::close(writer).await.map_err(|e| temp.write_error(e));
         let (r, staged) = match (written, target) {
             (Err(e), t) => (Err(e), matches!(t, Target::S3(..))),
-            (Ok(()), Target::Fs(target)) => {
+            (Ok(()), Target::Fs(name)) => {
                 let t = temp.clone();
-                (blocking(move || t.publish(&target, durable)).await, false)
+                (blocking(move || t.publish(&name, durable)).await, false)
             }
             (Ok(()), Target::S3(store, key)) => (store.upload_file(&key, temp.clone(), size).await, true),
         };
@@ -556,7 +604,7 @@ impl OffsetWriter {
     }
 
     pub async fn abort(self) {
-        let _ = self.writer.close().await;
+        let _ = Self::close(self.writer).await;
         self.temp.discard();
     }
 }
@@ -574,7 +622,7 @@ pub struct Run<'a> {
 
 impl Run<'_> {
     pub async fn push(&mut self, data: Bytes) -> Result<(), Error> {
-        if !self.writer.writer.is_direct() {
+        if !self.writer.writer().is_direct() {
             self.pending += data.len();
             self.parts.push(data);
             if self.pending >= IO_BUFFER {
@@ -629,9 +677,12 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, FsStore) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = FsStore::new(FsConfig {
-            root: dir.path().to_owned(),
-        })
+        let store = FsStore::new(
+            FsConfig {
+                root: dir.path().to_owned(),
+            },
+            Sharing::Private,
+        )
         .expect("store");
         (dir, store)
     }
@@ -640,7 +691,7 @@ mod tests {
     /// chunks of odd sizes, and commits.
     async fn write_in_pieces(store: &FsStore, key: &str, data: &Bytes, piece: usize) -> bool {
         let w = Arc::new(store.offset_writer(key, data.len() as u64).await.expect("writer"));
-        let direct = w.writer.is_direct();
+        let direct = w.writer().is_direct();
         let tasks: Vec<_> = (0..data.len().div_ceil(piece))
             .rev()
             .map(|i| {
@@ -701,9 +752,12 @@ mod tests {
     #[tokio::test]
     async fn a_large_file_on_tmpfs_goes_through_the_page_cache() {
         let dir = tempfile::tempdir_in("/dev/shm").expect("a directory in /dev/shm (tmpfs)");
-        let store = FsStore::new(FsConfig {
-            root: dir.path().to_owned(),
-        })
+        let store = FsStore::new(
+            FsConfig {
+                root: dir.path().to_owned(),
+            },
+            Sharing::Private,
+        )
         .expect("store");
         let data = pattern(DIRECT_MIN as usize);
         let direct = write_in_pieces(&store, "data/aa/bb/large", &data, 16 << 20).await;

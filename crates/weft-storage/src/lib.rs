@@ -7,10 +7,12 @@
 //! directly, because OpenDAL's writer is append-only and parallel streams need `pwrite` at
 //! arbitrary offsets into one file.
 
+mod beneath;
 mod config;
 mod fs;
 mod pack;
 mod s3;
+mod scan;
 mod temp;
 mod tree;
 
@@ -30,6 +32,7 @@ pub struct Packed {
     pub keys: Vec<String>,
     _hold: Option<std::fs::File>,
 }
+pub use scan::DataFile;
 pub use tree::KeyInfo;
 
 /// A stream of a replica's bytes.
@@ -48,8 +51,24 @@ pub enum Store {
 
 impl Store {
     /// Opens a resource from its kind and JSON settings. `scratch_dir` is local scratch space
-    /// for resources that cannot write at offsets (S3 stages parallel pieces there).
+    /// for resources that cannot write at offsets (S3 stages parallel pieces there). What
+    /// a file-system resource creates is the zone's alone (directories 0700, files 0600).
     pub fn open(kind: ResourceKind, config_json: &str, scratch_dir: PathBuf) -> Result<Store, Error> {
+        Self::open_as(kind, config_json, scratch_dir, beneath::Sharing::Private)
+    }
+
+    /// Opens a staging area: like [`Store::open`], but what it creates is for the users of
+    /// its file system (directories 0755, files 0644, less their umask).
+    pub fn open_staging(kind: ResourceKind, config_json: &str, scratch_dir: PathBuf) -> Result<Store, Error> {
+        Self::open_as(kind, config_json, scratch_dir, beneath::Sharing::Shared)
+    }
+
+    fn open_as(
+        kind: ResourceKind,
+        config_json: &str,
+        scratch_dir: PathBuf,
+        sharing: beneath::Sharing,
+    ) -> Result<Store, Error> {
         let bad = |e: serde_json::Error| {
             Error::new(
                 ErrorCode::InvalidArgument,
@@ -57,7 +76,10 @@ impl Store {
             )
         };
         Ok(match kind {
-            ResourceKind::Fs => Store::Fs(fs::FsStore::new(serde_json::from_str(config_json).map_err(bad)?)?),
+            ResourceKind::Fs => Store::Fs(fs::FsStore::new(
+                serde_json::from_str(config_json).map_err(bad)?,
+                sharing,
+            )?),
             ResourceKind::S3 => Store::S3(s3::S3Store::new(
                 serde_json::from_str(config_json).map_err(bad)?,
                 scratch_dir,

@@ -26,6 +26,7 @@ use bytes::Bytes;
 use std::fs::{File, OpenOptions};
 use std::ops::Range;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use weft_types::{Error, ErrorCode};
@@ -184,11 +185,15 @@ impl Packs {
                 .read(true)
                 .write(true)
                 .create_new(true)
+                .mode(0o600)
                 .open(&path)
         };
         let file = match open() {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(&self.dir)
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&self.dir)
                     .map_err(|e| io_error(&format!("cannot create {}", self.dir.display()), e))?;
                 open()
             }

@@ -46,7 +46,10 @@ impl S3Store {
             .map_err(|e| s3_error("cannot configure S3 resource", e))?
             .finish();
         let describe = format!("s3://{}/{} at {}", config.bucket, config.prefix, config.endpoint);
-        let scratch = FsStore::new(crate::FsConfig { root: scratch_dir })?;
+        let scratch = FsStore::new(
+            crate::FsConfig { root: scratch_dir },
+            crate::beneath::Sharing::Private,
+        )?;
         Ok(S3Store {
             op,
             describe,

@@ -8,11 +8,11 @@
 //! it is a named file in the resource's `.weft-tmp`, renamed into place and removed at the
 //! next start if a crash left it.
 
-use crate::io_error;
+use crate::beneath::{self, DirAt, Root};
+use crate::fs::TMP_DIR;
+use rustix::fs::{AtFlags, OFlags};
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weft_fileio::{FileWriter, SyncBehind};
 use weft_types::Error;
@@ -22,43 +22,59 @@ pub(crate) struct Temp {
     /// Flushes behind the writers, so that a durable publish waits for little; `None` for
     /// scratch files, which are read back and thrown away.
     sync: Option<Arc<SyncBehind>>,
-    /// `None`: unnamed (`O_TMPFILE`) in `dir`.
-    named: Option<PathBuf>,
-    dir: PathBuf,
+    /// `None`: unnamed (`O_TMPFILE`) in `dir`; else the fallback directory and the name
+    /// in it.
+    named: Option<(DirAt, String)>,
+    /// The directory the file is published in, held open since it was created, so that
+    /// publishing resolves no path again.
+    dir: DirAt,
 }
 
 impl Temp {
-    /// A new temporary file of `size` bytes (0: grows as written) in `dir`, or in
-    /// `fallback_dir` by name where `dir`'s file system has no `O_TMPFILE`. A `scratch` file
-    /// is never published, so its bytes are not pushed to disk while it is written.
-    pub fn create(dir: &Path, fallback_dir: &Path, size: u64, scratch: bool) -> Result<Temp, Error> {
-        let (file, named, dir) = match open_unnamed(dir) {
-            Ok(file) => (file, None, dir),
-            Err(e) if unsupported(&e) => {
-                let path = fallback_dir.join(uuid::Uuid::new_v4().simple().to_string());
-                let file = with_dir(fallback_dir, || {
-                    std::fs::OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .create_new(true)
-                        .open(&path)
-                })
-                .map_err(|e| io_error(&format!("cannot create {}", path.display()), e))?;
-                (file, Some(path), fallback_dir)
+    /// A new temporary file of `size` bytes (0: grows as written) that will be published in
+    /// the directory `dir` beneath `root` (made if missing), or in the root's `.weft-tmp` by
+    /// name where the file system has no `O_TMPFILE`. A `scratch` file is never published,
+    /// so its bytes are not pushed to disk while it is written.
+    pub fn create(root: &Root, dir: &str, size: u64, scratch: bool) -> Result<Temp, Error> {
+        let dir = root
+            .dir(dir, true)
+            .map_err(|e| beneath::error("cannot create", &root.path().join(dir), e))?;
+        let mode = root.sharing().file_mode();
+        let unnamed = rustix::fs::openat(
+            &*dir.fd,
+            ".",
+            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+            mode,
+        );
+        let (file, named) = match unnamed {
+            Ok(fd) => (File::from(fd), None),
+            Err(e) if unsupported(e) => {
+                let tmp = root
+                    .dir(TMP_DIR, true)
+                    .map_err(|e| beneath::error("cannot create", &root.path().join(TMP_DIR), e))?;
+                let name = uuid::Uuid::new_v4().simple().to_string();
+                let fd = rustix::fs::openat(
+                    &*tmp.fd,
+                    name.as_str(),
+                    OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+                    mode,
+                )
+                .map_err(|e| beneath::error("cannot create", &tmp.path.join(&name), e.into()))?;
+                (File::from(fd), Some((tmp, name)))
             }
-            Err(e) => return Err(io_error(&format!("cannot create a file in {}", dir.display()), e)),
+            Err(e) => return Err(beneath::error("cannot create a file in", &dir.path, e.into())),
         };
         let file = Arc::new(file);
         let temp = Temp {
             sync: (!scratch).then(|| Arc::new(SyncBehind::new(file.clone()))),
             file,
             named,
-            dir: dir.to_owned(),
+            dir,
         };
         if size > 0 {
             if let Err(e) = allocate(&temp.file, size) {
                 temp.discard();
-                return Err(io_error(&format!("cannot size {}", temp.describe()), e));
+                return Err(crate::io_error(&format!("cannot size {}", temp.describe()), e));
             }
         }
         Ok(temp)
@@ -77,66 +93,64 @@ impl Temp {
 
     /// A failed write of this file, as the storage error that names it.
     pub fn write_error(&self, e: std::io::Error) -> Error {
-        io_error(&format!("cannot write {}", self.describe()), e)
+        crate::io_error(&format!("cannot write {}", self.describe()), e)
     }
 
     pub fn describe(&self) -> String {
         match &self.named {
-            Some(p) => p.display().to_string(),
-            None => format!("a new file in {}", self.dir.display()),
+            Some((tmp, name)) => tmp.path.join(name).display().to_string(),
+            None => format!("a new file in {}", self.dir.path.display()),
         }
     }
 
-    /// Makes the file visible at `target` (on the same file system), durable first if asked.
-    /// A file already at `target` is replaced atomically (staging areas overwrite; replicas
-    /// always get fresh keys).
-    pub fn publish(&self, target: &Path, durable: bool) -> Result<(), Error> {
+    /// Makes the file visible as `name` in its directory, durable first if asked. A file
+    /// already there is replaced atomically (staging areas overwrite; replicas always get
+    /// fresh keys); a link there is replaced, never followed.
+    pub fn publish(&self, name: &str, durable: bool) -> Result<(), Error> {
         if durable {
             match &self.sync {
                 Some(sync) => sync.finish(),
                 None => self.file.sync_data(),
             }
-            .map_err(|e| io_error(&format!("cannot sync {}", self.describe()), e))?;
+            .map_err(|e| crate::io_error(&format!("cannot sync {}", self.describe()), e))?;
         }
-        let dir = target.parent().expect("a replica path has a parent");
-        let r = with_dir(dir, || match &self.named {
-            Some(p) => std::fs::rename(p, target),
-            None => match link_unnamed(&self.file, target) {
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+        let dir = &*self.dir.fd;
+        let r = match &self.named {
+            Some((tmp, tmp_name)) => rustix::fs::renameat(&*tmp.fd, tmp_name.as_str(), dir, name),
+            None => match link_unnamed(&self.file, dir, name) {
+                Err(rustix::io::Errno::EXIST) => {
                     // linkat never replaces: link under a hidden name, then rename over.
-                    let name = format!(".weft-{}.tmp", uuid::Uuid::new_v4().simple());
-                    let aside = dir.join(name);
-                    link_unnamed(&self.file, &aside)?;
-                    std::fs::rename(&aside, target).inspect_err(|_| {
-                        let _ = std::fs::remove_file(&aside);
+                    let aside = format!(".weft-{}.tmp", uuid::Uuid::new_v4().simple());
+                    link_unnamed(&self.file, dir, &aside).and_then(|()| {
+                        rustix::fs::renameat(dir, aside.as_str(), dir, name).inspect_err(|_| {
+                            let _ = rustix::fs::unlinkat(dir, aside.as_str(), AtFlags::empty());
+                        })
                     })
                 }
                 other => other,
             },
-        });
+        };
+        let target = self.dir.path.join(name);
         r.map_err(|e| {
-            io_error(
-                &format!(
-                    "cannot move {} into place at {}",
-                    self.describe(),
-                    target.display()
-                ),
-                e,
+            beneath::error(
+                &format!("cannot move {} into place at", self.describe()),
+                &target,
+                e.into(),
             )
         })?;
         if durable {
             // The new directory entry must survive a crash as much as the bytes.
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| io_error(&format!("cannot sync {}", dir.display()), e))?;
+            rustix::fs::fsync(dir).map_err(|e| {
+                crate::io_error(&format!("cannot sync {}", self.dir.path.display()), e.into())
+            })?;
         }
         Ok(())
     }
 
     /// Throws the file away (an unnamed one vanishes when its last descriptor closes).
     pub fn discard(&self) {
-        if let Some(p) = &self.named {
-            let _ = std::fs::remove_file(p);
+        if let Some((tmp, name)) = &self.named {
+            let _ = rustix::fs::unlinkat(&*tmp.fd, name.as_str(), AtFlags::empty());
         }
     }
 }
@@ -157,55 +171,17 @@ fn allocate(file: &File, size: u64) -> std::io::Result<()> {
     }
 }
 
-fn open_unnamed(dir: &Path) -> std::io::Result<File> {
-    with_dir(dir, || {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .mode(0o644)
-            .custom_flags(libc::O_TMPFILE)
-            .open(dir)
-    })
-}
-
-/// Runs `op`, creating `dir` and trying once more if it did not exist.
-fn with_dir<T>(dir: &Path, op: impl Fn() -> std::io::Result<T>) -> std::io::Result<T> {
-    match op() {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir)?;
-            op()
-        }
-        other => other,
-    }
-}
-
-fn unsupported(e: &std::io::Error) -> bool {
+fn unsupported(e: rustix::io::Errno) -> bool {
     matches!(
-        e.raw_os_error(),
-        Some(libc::EOPNOTSUPP) | Some(libc::EISDIR) | Some(libc::EINVAL)
+        e,
+        rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL
     )
 }
 
 /// `linkat` of an `O_TMPFILE` descriptor through `/proc/self/fd`, which needs no privilege
-/// (unlike `AT_EMPTY_PATH`).
-fn link_unnamed(file: &File, target: &Path) -> std::io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).expect("no NUL");
-    let to = CString::new(target.as_os_str().as_bytes()).map_err(|_| std::io::ErrorKind::InvalidInput)?;
-    // SAFETY: both strings are valid NUL-terminated paths for the duration of the call.
-    let rc = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+/// (unlike `AT_EMPTY_PATH`); the magic link is this process's own descriptor, and the new
+/// name is created in `dir`, not looked up through a path.
+fn link_unnamed(file: &File, dir: &std::os::fd::OwnedFd, name: &str) -> rustix::io::Result<()> {
+    let from = format!("/proc/self/fd/{}", file.as_raw_fd());
+    rustix::fs::linkat(rustix::fs::CWD, from.as_str(), dir, name, AtFlags::SYMLINK_FOLLOW)
 }

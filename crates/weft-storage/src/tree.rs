@@ -2,11 +2,12 @@
 //! keys are the users' own paths (`run1/out.nc`), not keys made by [`Store::new_key`].
 //! Replicas never need this; their keys come from the catalog.
 
+use crate::beneath::{self, DirAt};
 use crate::fs::{blocking, FsStore};
 use crate::s3::{s3_error, S3Store};
-use crate::{io_error, Store};
+use crate::Store;
 use futures::TryStreamExt;
-use std::path::{Path, PathBuf};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use weft_types::Error;
 
 /// What a name holds.
@@ -41,75 +42,60 @@ impl Store {
     pub async fn make_dirs(&self, key: &str) -> Result<(), Error> {
         match self {
             Store::Fs(s) => {
-                let path = s.dir_path(key)?;
+                let (root, key) = (s.clone(), dir_key(key)?.to_owned());
                 blocking(move || {
-                    std::fs::create_dir_all(&path)
-                        .map_err(|e| io_error(&format!("cannot create {}", path.display()), e))
+                    root.beneath()
+                        .dir(&key, true)
+                        .map(drop)
+                        .map_err(|e| beneath::error("cannot create", &root.root().join(&key), e))
                 })
                 .await
             }
             Store::S3(_) => Ok(()),
         }
     }
+}
 
-    /// Refuses a key that passes through a symbolic link on a file system: staging reads
-    /// and writes as the zone's service account, and a link planted by a user could point
-    /// it anywhere. (A link swapped in between this check and the access is not caught;
-    /// the staging root should be one the users cannot replace with a link.)
-    pub async fn refuse_links(&self, key: &str) -> Result<(), Error> {
-        let Store::Fs(s) = self else { return Ok(()) };
-        let root = s.root().to_owned();
-        let key = key.to_owned();
-        blocking(move || {
-            let mut at = root.clone();
-            for part in key.split('/').filter(|p| !p.is_empty()) {
-                at.push(part);
-                match std::fs::symlink_metadata(&at) {
-                    Ok(m) if m.file_type().is_symlink() => {
-                        return Err(Error::forbidden(format!(
-                            "{} is a symbolic link; staging follows none",
-                            at.display()
-                        )))
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                    Err(e) => return Err(io_error(&format!("cannot inspect {}", at.display()), e)),
-                }
-            }
-            Ok(())
-        })
-        .await
+/// `key` as a directory below the root, `""` being the root itself; nothing that could
+/// leave it.
+fn dir_key(key: &str) -> Result<&str, Error> {
+    if key.is_empty() {
+        Ok(key)
+    } else {
+        FsStore::checked(key)
     }
 }
 
 impl FsStore {
-    /// `key` under the root, `""` being the root itself; nothing that could leave it.
-    fn dir_path(&self, key: &str) -> Result<PathBuf, Error> {
-        if key.is_empty() {
-            Ok(self.root().to_owned())
-        } else {
-            self.path_of(key)
-        }
-    }
-
     async fn stat(&self, key: &str) -> Result<Option<KeyInfo>, Error> {
-        let path = self.dir_path(key)?;
-        blocking(move || match std::fs::metadata(&path) {
-            Ok(m) if m.is_dir() => Ok(Some(KeyInfo::Dir)),
-            Ok(m) if m.is_file() => Ok(Some(KeyInfo::File { size: m.len() })),
-            Ok(_) => Err(Error::invalid(format!(
-                "{} is neither a file nor a directory",
-                path.display()
-            ))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_error(&format!("cannot stat {}", path.display()), e)),
+        let (store, key) = (self.clone(), dir_key(key)?.to_owned());
+        blocking(move || {
+            let path = store.root().join(&key);
+            match store.beneath().stat(&key) {
+                Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+                    FileType::Directory => Ok(Some(KeyInfo::Dir)),
+                    FileType::RegularFile => Ok(Some(KeyInfo::File {
+                        size: st.st_size as u64,
+                    })),
+                    _ => Err(Error::invalid(format!(
+                        "{} is neither a file nor a directory",
+                        path.display()
+                    ))),
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(beneath::error("cannot stat", &path, e)),
+            }
         })
         .await
     }
 
     async fn list(&self, key: &str) -> Result<Vec<(String, u64)>, Error> {
-        let top = self.dir_path(key)?;
+        let (store, key) = (self.clone(), dir_key(key)?.to_owned());
         blocking(move || {
+            let top = store
+                .beneath()
+                .dir(&key, false)
+                .map_err(|e| beneath::error("cannot list", &store.root().join(&key), e))?;
             let mut out = Vec::new();
             walk(&top, "", &mut out)?;
             Ok(out)
@@ -118,33 +104,43 @@ impl FsStore {
     }
 }
 
-fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, u64)>) -> Result<(), Error> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| io_error(&format!("cannot list {}", dir.display()), e))?;
+/// Every file below `dir`, each directory opened beneath the one above it, so that one
+/// swapped for a link while this runs is refused, not followed; links are skipped.
+fn walk(dir: &DirAt, rel: &str, out: &mut Vec<(String, u64)>) -> Result<(), Error> {
+    let listed = |e: std::io::Error| beneath::error("cannot list", &dir.path, e);
+    let entries = Dir::read_from(&*dir.fd).map_err(|e| listed(e.into()))?;
     for entry in entries {
-        let entry = entry.map_err(|e| io_error(&format!("cannot list {}", dir.display()), e))?;
-        let Ok(name) = entry.file_name().into_string() else {
+        let entry = entry.map_err(|e| listed(e.into()))?;
+        let Ok(name) = entry.file_name().to_str().map(str::to_owned) else {
             continue; // Not UTF-8: no endpoint can name it.
         };
-        if name == crate::fs::TMP_DIR {
+        if name == "." || name == ".." || name == crate::fs::TMP_DIR {
             continue;
         }
-        let kind = entry
-            .file_type()
-            .map_err(|e| io_error(&format!("cannot inspect {}", entry.path().display()), e))?;
         let sub = if rel.is_empty() {
-            name
+            name.clone()
         } else {
             format!("{rel}/{name}")
         };
-        if kind.is_dir() {
-            walk(&entry.path(), &sub, out)?;
-        } else if kind.is_file() {
-            let len = entry
-                .metadata()
-                .map_err(|e| io_error(&format!("cannot stat {}", entry.path().display()), e))?
-                .len();
-            out.push((sub, len));
+        let path = dir.path.join(&name);
+        let st = match rustix::fs::statat(&*dir.fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(rustix::io::Errno::NOENT) => continue, // Removed while listed.
+            Err(e) => return Err(beneath::error("cannot stat", &path, e.into())),
+        };
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => {
+                let fd = beneath::openat2(
+                    &dir.fd,
+                    &name,
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|e| beneath::error("cannot list", &path, e))?;
+                walk(&DirAt { fd: fd.into(), path }, &sub, out)?;
+            }
+            FileType::RegularFile => out.push((sub, st.st_size as u64)),
+            _ => {} // Links and special files: a link could lead out of the store.
         }
     }
     Ok(())

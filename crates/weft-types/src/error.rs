@@ -30,6 +30,9 @@ pub enum ErrorCode {
     TokenExpired,
     Forbidden,
     Conflict,
+    /// A bound the zone keeps on what one user or all together may hold open (upload
+    /// sessions, ...): try again once some has ended.
+    LimitExceeded,
     StorageUnavailable,
     ZoneUnreachable,
     /// An outside service the zone calls (a PID registry, a webhook receiver) did not
@@ -65,6 +68,7 @@ impl ErrorCode {
         Self::TokenExpired,
         Self::Forbidden,
         Self::Conflict,
+        Self::LimitExceeded,
         Self::StorageUnavailable,
         Self::ZoneUnreachable,
         Self::ServiceUnavailable,
@@ -98,6 +102,7 @@ impl ErrorCode {
             Self::TokenExpired => "token_expired",
             Self::Forbidden => "forbidden",
             Self::Conflict => "conflict",
+            Self::LimitExceeded => "limit_exceeded",
             Self::StorageUnavailable => "storage_unavailable",
             Self::ZoneUnreachable => "zone_unreachable",
             Self::ServiceUnavailable => "service_unavailable",
@@ -135,6 +140,7 @@ impl ErrorCode {
             | Self::Conflict => 409,
             Self::LengthRequired => 411,
             Self::RangeNotSatisfiable => 416,
+            Self::LimitExceeded => 429,
             Self::StorageUnavailable => 503,
             Self::ZoneUnreachable | Self::ServiceUnavailable => 502,
             Self::StorageError | Self::CatalogError | Self::Internal => 500,
@@ -149,6 +155,7 @@ impl ErrorCode {
                 | Self::ZoneUnreachable
                 | Self::ServiceUnavailable
                 | Self::IncompleteBody
+                | Self::LimitExceeded
         )
     }
 }

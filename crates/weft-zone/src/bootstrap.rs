@@ -26,6 +26,9 @@ pub struct ZoneConfig {
     pub scrub_interval: std::time::Duration,
     /// PID prefix and outside registry.
     pub pid: crate::PidConfig,
+    /// How long replica bytes nothing references are left alone before the `orphans`
+    /// worker removes them ([`crate::ORPHAN_GRACE_DEFAULT`]).
+    pub orphan_grace: std::time::Duration,
 }
 
 /// A resource declared in the configuration file.
@@ -56,15 +59,30 @@ pub struct Bootstrap {
 
 pub const ADMIN: &str = "admin";
 
+/// Creates the data directory readable by the zone alone (0700), or makes it so: it holds
+/// the admin token, the key file, the catalog and the replicas.
+fn private_dir(dir: &std::path::Path) -> Result<(), Error> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let failed =
+        |e: std::io::Error| Error::internal(format!("cannot create data directory {}: {e}", dir.display()));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(failed)?;
+    let mode = std::fs::metadata(dir).map_err(failed)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        tracing::warn!(dir = %dir.display(), mode = format!("{:o}", mode & 0o777), "data directory was open to others; made it 0700");
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(failed)?;
+    }
+    Ok(())
+}
+
 impl Zone {
     pub async fn open(config: ZoneConfig) -> Result<(Arc<Zone>, Bootstrap), Error> {
         let data_dir = config.data_dir.clone();
-        std::fs::create_dir_all(&data_dir).map_err(|e| {
-            Error::internal(format!(
-                "cannot create data directory {}: {e}",
-                data_dir.display()
-            ))
-        })?;
+        private_dir(&data_dir)?;
+        let sealer = crate::keys::load_or_create(&data_dir)?;
         let url = config
             .catalog_url
             .clone()
@@ -72,13 +90,22 @@ impl Zone {
         let (pid_prefix, pid_landing) =
             crate::pid_registry::prefix_and_landing(&config.pid, config.name.as_str())?;
         let pid_registry = crate::pid_registry::open(&config.pid)?;
-        let catalog = weft_catalog::connect(&url).await?;
+        let catalog = weft_catalog::connect_sealed(&url, sealer).await?;
+        let resealed = catalog.reseal_secrets().await?;
+        if resealed > 0 {
+            tracing::info!(
+                secrets = resealed,
+                "sealed secrets with the newest key of the key file"
+            );
+        }
         let committer = Committer::start(catalog.clone());
         let sweeper = crate::worker::Worker::new("upload-sweeper");
         let transfer_worker = crate::worker::Worker::new("transfers");
         let scrubber = crate::worker::Worker::new("scrubber");
         let policies = crate::worker::Worker::new("policies");
+        let orphans = crate::worker::Worker::new("orphans");
         let workers = vec![
+            orphans.clone(),
             committer.worker.clone(),
             sweeper.clone(),
             transfer_worker.clone(),
@@ -137,6 +164,7 @@ impl Zone {
         crate::transfers::start_worker(&zone, transfer_worker);
         crate::scrubber::start(&zone, scrubber, config.scrub_interval);
         crate::policy_engine::start(&zone, policies);
+        crate::orphans::start(&zone, orphans, config.orphan_grace);
         if first_start {
             let token = zone.issue_token(admin.id, "admin (first start)", None).await?;
             let file = data_dir.join("admin.token");

@@ -261,6 +261,7 @@ impl Zone {
             overwrite,
         };
         let unsynced = (!durable).then(|| target.store.clone());
+        crate::failpoints::crash_point!("replica-visible");
         match self.committer.register(object, unsynced).await {
             Ok(done) => {
                 self.delete_bytes(&done.replaced).await;
@@ -293,8 +294,8 @@ impl Zone {
         path: &LogicalPath,
         range: impl FnOnce(u64) -> Result<Option<Range<u64>>, Error>,
     ) -> Result<ObjectRead, Error> {
-        let node = self.node(path).await?;
-        self.check_read(caller, path, Some(&node)).await?;
+        let node = self.node_as(caller, path, Permission::Read).await?;
+        readable_kind(path, Some(node.kind), Ok(()))?;
         let size = node.size as u64;
         let range = range(size)?.unwrap_or(0..size);
         if range.start > range.end || range.end > size || (range.start == range.end && size > 0) {
@@ -406,20 +407,6 @@ impl Zone {
             .collect()
     }
 
-    /// The checks of a read of the object at `path`, whose node is `node` (`None`: none).
-    async fn check_read<'n>(
-        &self,
-        caller: &Caller,
-        path: &LogicalPath,
-        node: Option<&'n Node>,
-    ) -> Result<&'n Node, Error> {
-        let allowed = match node {
-            Some(_) => self.require(caller, path, Permission::Read).await,
-            None => Ok(()),
-        };
-        readable(path, node, allowed)
-    }
-
     /// Re-reads a replica of this zone and returns what it hashes to.
     pub(crate) async fn hash_replica(&self, r: &weft_catalog::Replica) -> Result<Checksum, Error> {
         let (_, store) = self.store_by_id(r.resource_id).await?;
@@ -462,8 +449,7 @@ impl Zone {
         caller: &Caller,
         path: &LogicalPath,
     ) -> Result<Vec<(crate::ReplicaInfo, Checksum)>, Error> {
-        let node = self.node(path).await?;
-        self.require(caller, path, Permission::Read).await?;
+        let node = self.node_as(caller, path, Permission::Read).await?;
         if node.kind != NodeKind::Object {
             return Err(Error::new(
                 ErrorCode::IsACollection,
@@ -550,17 +536,6 @@ fn check_source(path: &LogicalPath, got: Checksum, recorded: Option<&Checksum>) 
     }
 }
 
-/// The node of a read of `path`, given whether the caller may read it: a missing node is
-/// `not_found` whatever the permission, and a collection cannot be read as bytes.
-fn readable<'n>(
-    path: &LogicalPath,
-    node: Option<&'n Node>,
-    allowed: Result<(), Error>,
-) -> Result<&'n Node, Error> {
-    readable_kind(path, node.map(|n| n.kind), allowed)?;
-    Ok(node.expect("readable: it exists"))
-}
-
 /// Whether what `path` names (`kind`; `None`: nothing) may be read, `allowed` being the
 /// caller's permission.
 fn readable_kind(
@@ -568,8 +543,9 @@ fn readable_kind(
     kind: Option<NodeKind>,
     allowed: Result<(), Error>,
 ) -> Result<(), Error> {
-    let kind = kind.ok_or_else(|| Error::not_found(path))?;
+    // Permission first: who may not read learns nothing, not even whether it exists.
     allowed?;
+    let kind = kind.ok_or_else(|| Error::not_found(path))?;
     if kind != NodeKind::Object {
         return Err(Error::new(
             ErrorCode::IsACollection,

@@ -211,8 +211,7 @@ impl Zone {
     /// metadata and its PID. Needs `read`. Errors: `invalid_argument` naming the mandatory
     /// fields missing, or the missing PID.
     pub async fn export_datacite(&self, caller: &Caller, path: &LogicalPath) -> Result<Value, Error> {
-        let node = self.node(path).await?;
-        self.require(caller, path, Permission::Read).await?;
+        let node = self.node_as(caller, path, Permission::Read).await?;
         let avus = self.catalog.list_avus(node.id).await?;
         let missing: Vec<String> = FIELDS
             .iter()

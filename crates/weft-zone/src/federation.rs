@@ -108,7 +108,10 @@ impl Zone {
 
     pub async fn remove_zone(&self, caller: &Caller, name: &ZoneName) -> Result<(), Error> {
         caller.require_admin("removing a federated zone")?;
+        // Its tokens, its visitors' API tokens and its user mappings go at once; then
+        // what it submitted stops.
         self.catalog.delete_zone(name).await?;
+        self.cancel_transfers_via(name).await?;
         self.peers.forget();
         self.forget_peer_places();
         self.wake_policies(true);

@@ -7,9 +7,12 @@ mod bootstrap;
 mod committer;
 mod data;
 mod datacite;
+pub mod failpoints;
 mod federation;
+pub mod keys;
 mod meta;
 mod namespace;
+mod orphans;
 mod pid_registry;
 mod pids;
 mod policy;
@@ -37,6 +40,7 @@ pub use bootstrap::{Bootstrap, ResourceSpec, ZoneConfig};
 pub use data::{ObjectRead, PutOutcome};
 pub use federation::{PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX};
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
+pub use orphans::ORPHAN_GRACE_DEFAULT;
 pub use pid_registry::{HandleConfig, HandleRegistry, PidConfig, PidRegistry, Registration};
 pub use pids::{parse_pid, PidInfo};
 pub use policy::{describe, describe_trigger, ActionTest, PolicyRuleInfo, RuleStatus, RuleTest};
@@ -47,7 +51,10 @@ pub use resources::ResourceInfo;
 pub use scrubber::SCRUB_INTERVAL_DEFAULT;
 pub use staging::{StagingInfo, StagingSpec};
 pub use transfers::{TransferInfo, TRANSFER_PIECE};
-pub use upload::{UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT};
+pub use upload::{
+    UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT, UPLOAD_PIECES_MAX, UPLOAD_PIECE_MAX, UPLOAD_PIECE_MIN,
+    UPLOAD_SESSIONS_PER_USER, UPLOAD_SESSIONS_PER_ZONE,
+};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};
 pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, TransferRecord};
 pub use weft_policy::{Action, QosExpr, Rule, Trigger};

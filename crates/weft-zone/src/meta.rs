@@ -19,8 +19,7 @@ impl Zone {
         path: &LogicalPath,
         edits: Vec<MetaEdit>,
     ) -> Result<(), Error> {
-        let node = self.node(path).await?;
-        self.require(caller, path, Permission::Write).await?;
+        let node = self.node_as(caller, path, Permission::Write).await?;
         for (i, e) in edits.iter().enumerate() {
             let checked = match e {
                 MetaEdit::Add(avu) => self.validate(node.id, avu, true).await,
@@ -39,8 +38,7 @@ impl Zone {
     }
 
     pub async fn list_meta(&self, caller: &Caller, path: &LogicalPath) -> Result<Vec<Avu>, Error> {
-        let node = self.node(path).await?;
-        self.require(caller, path, Permission::Read).await?;
+        let node = self.node_as(caller, path, Permission::Read).await?;
         self.catalog.list_avus(node.id).await
     }
 
@@ -53,8 +51,7 @@ impl Zone {
         root: &LogicalPath,
     ) -> Result<Vec<(String, ListedObject)>, Error> {
         const PAGE: u32 = 10_000;
-        self.node(root).await?;
-        self.require(caller, root, Permission::Read).await?;
+        self.node_as(caller, root, Permission::Read).await?;
         let prefix = format!("{root}/");
         let mut out: Vec<(String, ListedObject)> = Vec::new();
         loop {
@@ -114,8 +111,7 @@ impl Zone {
         caller: &Caller,
         mut q: FindQuery,
     ) -> Result<(Vec<Node>, Option<String>), Error> {
-        self.node(&q.root).await?;
-        self.require(caller, &q.root, Permission::Read).await?;
+        self.node_as(caller, &q.root, Permission::Read).await?;
         for c in &q.meta {
             c.validate()?;
         }

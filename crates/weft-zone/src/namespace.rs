@@ -56,9 +56,22 @@ impl Zone {
             .ok_or_else(|| Error::not_found(path))
     }
 
+    /// The node at `path`, if `caller` holds `need` there. The permission is checked first
+    /// (it is inherited from the collections above, whether the path exists or not), so a
+    /// caller without it learns nothing, not even whether something is there.
+    pub(crate) async fn node_as(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        need: Permission,
+    ) -> Result<Node, Error> {
+        self.local(path)?;
+        self.require(caller, path, need).await?;
+        self.node(path).await
+    }
+
     pub async fn stat(&self, caller: &Caller, path: &LogicalPath) -> Result<NodeInfo, Error> {
-        let node = self.node(path).await?;
-        self.require(caller, path, Permission::Read).await?;
+        let node = self.node_as(caller, path, Permission::Read).await?;
         let replicas = match node.kind {
             NodeKind::Object => self.replicas_of(node.id).await?,
             NodeKind::Collection => Vec::new(),
@@ -86,8 +99,7 @@ impl Zone {
         cursor: Option<&str>,
         limit: u32,
     ) -> Result<Listing, Error> {
-        let node = self.node(path).await?;
-        self.require(caller, path, Permission::Read).await?;
+        let node = self.node_as(caller, path, Permission::Read).await?;
         if node.kind == NodeKind::Object {
             return Ok(Listing {
                 items: vec![node],
@@ -143,12 +155,12 @@ impl Zone {
     }
 
     pub async fn remove(&self, caller: &Caller, path: &LogicalPath, recursive: bool) -> Result<(), Error> {
-        self.node(path).await?;
         if path.is_zone_root() {
             return Err(Error::invalid(format!("the zone root {path} cannot be removed")));
         }
-        self.require(caller, path, Permission::Write).await?;
+        self.node_as(caller, path, Permission::Write).await?;
         let garbage = self.catalog.delete_node(path, recursive).await?;
+        crate::failpoints::crash_point!("removed-from-catalog");
         self.delete_bytes(&garbage.local).await;
         self.delete_remote(&garbage.remote).await;
         Ok(())
@@ -180,14 +192,12 @@ impl Zone {
     }
 
     pub async fn rename(&self, caller: &Caller, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
-        self.node(from).await?;
         self.local(to)?;
         let to_parent = to
             .parent()
             .ok_or_else(|| Error::invalid("cannot move onto a zone root"))?;
-        self.require(caller, from, Permission::Write).await?;
-        self.node(&to_parent).await?;
-        self.require(caller, &to_parent, Permission::Write).await?;
+        self.node_as(caller, from, Permission::Write).await?;
+        self.node_as(caller, &to_parent, Permission::Write).await?;
         self.catalog.move_node(from, to).await
     }
 }

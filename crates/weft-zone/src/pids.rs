@@ -50,12 +50,12 @@ pub(crate) struct Pids {
 }
 
 impl Zone {
-    /// Binds a new PID to `path`, or returns the one it has. Needs `write`. With an outside
+    /// Binds a new PID to `path`, or returns the one it has. Needs `own`: a PID publishes
+    /// the object for good, which is its owner's decision. With an outside
     /// registry the PID is created there first: if that fails nothing is bound and the
     /// error says why (`service_unavailable` may pass on a retry).
     pub async fn mint_pid(&self, caller: &Caller, path: &LogicalPath) -> Result<PidInfo, Error> {
-        let node = self.node(path).await?;
-        self.require(caller, path, Permission::Write).await?;
+        let node = self.node_as(caller, path, Permission::Own).await?;
         if let Some(record) = self.catalog.pid_of(node.id).await? {
             return self.pid_info(record).await;
         }

@@ -198,6 +198,14 @@ impl Zone {
         label: &str,
         ttl_seconds: Option<u64>,
     ) -> Result<NewToken, Error> {
+        if let Some(zone) = &caller.via_zone {
+            // A credential of this zone's own would outlive the peer's vouching for the
+            // caller, and `zone rm` would not end it.
+            return Err(Error::forbidden(format!(
+                "{} acts through zone {zone}; API tokens are for this zone's own users (ask zone {zone} to act for you)",
+                caller.name
+            )));
+        }
         let principal = match user {
             Some(u) if *u != caller.name => {
                 caller.require_admin("creating a token for another user")?;
@@ -254,8 +262,7 @@ impl Zone {
         permission: Permission,
         recursive: bool,
     ) -> Result<(), Error> {
-        self.node(path).await?;
-        self.require(caller, path, Permission::Own).await?;
+        self.node_as(caller, path, Permission::Own).await?;
         let p = if principal.as_str().contains('#') {
             // A user of a federated zone may be granted rights before its first visit.
             self.remote_principal(principal).await?
@@ -269,8 +276,7 @@ impl Zone {
     }
 
     pub async fn list_acl(&self, caller: &Caller, path: &LogicalPath) -> Result<Vec<AclEntry>, Error> {
-        let node = self.node(path).await?;
-        self.require(caller, path, Permission::Read).await?;
+        let node = self.node_as(caller, path, Permission::Read).await?;
         self.catalog.list_acl(node.id).await
     }
 }

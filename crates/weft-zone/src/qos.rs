@@ -29,8 +29,7 @@ impl Zone {
     ) -> Result<QosInfo, Error> {
         self.local(path)?;
         let expr = QosExpr::parse(expression)?;
-        self.node(path).await?;
-        self.require(caller, path, Permission::Write).await?;
+        self.node_as(caller, path, Permission::Write).await?;
         if let Some(filter) = &expr.filter {
             self.check_zones(filter).await?;
         }
@@ -49,8 +48,7 @@ impl Zone {
     /// paths below it. Needs `read` on `path`.
     pub async fn qos(&self, caller: &Caller, path: &LogicalPath) -> Result<Vec<QosInfo>, Error> {
         self.local(path)?;
-        self.node(path).await?;
-        self.require(caller, path, Permission::Read).await?;
+        self.node_as(caller, path, Permission::Read).await?;
         let mut out = Vec::new();
         for record in self.catalog.list_qos().await? {
             if path.starts_with(&record.path) || record.path.starts_with(path) {

@@ -78,8 +78,7 @@ impl Zone {
     /// `invalid_argument` (several there: name the resource), `conflict` (last good copy).
     pub async fn trim(&self, caller: &Caller, path: &LogicalPath, from: &str) -> Result<ReplicaInfo, Error> {
         let (zone, resource) = parse_place(from)?;
-        let node = self.node(path).await?;
-        self.require(caller, path, Permission::Write).await?;
+        let node = self.node_as(caller, path, Permission::Write).await?;
         if node.kind != NodeKind::Object {
             return Err(Error::new(
                 ErrorCode::IsACollection,

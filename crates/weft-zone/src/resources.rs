@@ -5,7 +5,8 @@ use weft_catalog::{NewResource, Resource};
 use weft_storage::{S3Config, Store};
 use weft_types::{Error, ResourceKind, ResourceName};
 
-/// A resource as listings show it: settings without secrets.
+/// A resource as listings show it: settings without secrets; an S3 access key to
+/// administrators only.
 #[derive(Debug, Clone)]
 pub struct ResourceInfo {
     pub resource: Resource,
@@ -13,10 +14,16 @@ pub struct ResourceInfo {
 }
 
 impl Zone {
-    fn info(r: &Resource) -> ResourceInfo {
+    fn info(r: &Resource, caller: &Caller) -> ResourceInfo {
         let settings = match r.kind {
             ResourceKind::S3 => serde_json::from_str::<S3Config>(&r.config)
-                .map(|c| c.redacted())
+                .map(|c| {
+                    let mut shown = c.redacted();
+                    if !caller.is_admin {
+                        shown.as_object_mut().map(|o| o.remove("access_key"));
+                    }
+                    shown
+                })
                 .unwrap_or_default(),
             ResourceKind::Fs => serde_json::from_str(&r.config).unwrap_or_default(),
         };
@@ -26,13 +33,13 @@ impl Zone {
         }
     }
 
-    pub async fn list_resources(&self, _caller: &Caller) -> Result<Vec<ResourceInfo>, Error> {
+    pub async fn list_resources(&self, caller: &Caller) -> Result<Vec<ResourceInfo>, Error> {
         Ok(self
             .catalog
             .list_resources()
             .await?
             .iter()
-            .map(Self::info)
+            .map(|r| Self::info(r, caller))
             .collect())
     }
 
@@ -67,7 +74,7 @@ impl Zone {
         self.stores.write().await.insert(r.id, (r.clone(), store));
         self.refresh_defaults().await?;
         self.wake_policies(true);
-        Ok(Self::info(&r))
+        Ok(Self::info(&r, caller))
     }
 
     pub async fn remove_resource(&self, caller: &Caller, name: &ResourceName) -> Result<(), Error> {

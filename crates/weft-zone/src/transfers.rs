@@ -19,7 +19,7 @@ use weft_catalog::{StagingArea, TransferCounts, TransferFile, TransferRecord};
 use weft_client::ClientError;
 use weft_transfer::{Engine, Entry, Fresh, RetryPolicy, Side, Sides, TransferSpec};
 use weft_types::{
-    Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, PieceSize, PrincipalName, ResourceName,
+    Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, PieceSize, ResourceName, ZoneName,
 };
 
 /// Pieces of large files moved between zones: small enough to retry cheaply, large enough
@@ -42,10 +42,11 @@ pub(crate) struct Running {
 }
 
 impl Zone {
-    fn engine(self: &Arc<Self>) -> Engine {
+    /// The engine of one plan or run, acting as `caller` on every side.
+    fn engine(self: &Arc<Self>, caller: Caller) -> Engine {
         let sides = Arc::new(ZoneSides {
             zone: Arc::downgrade(self),
-            callers: Mutex::default(),
+            caller,
             areas: tokio::sync::OnceCell::new(),
             staging: Mutex::default(),
         });
@@ -60,7 +61,7 @@ impl Zone {
         caller: &Caller,
         spec: &TransferSpec,
     ) -> Result<Vec<TransferFile>, Error> {
-        self.engine().plan(caller.name.as_str(), spec).await
+        self.engine(caller.clone()).plan(caller.name.as_str(), spec).await
     }
 
     /// Accepts a transfer: checked and planned at once (a bad endpoint, a missing source or a
@@ -78,7 +79,9 @@ impl Zone {
         // Claimed before it exists, so that the worker, finding it queued, leaves it to us.
         let flag = self.running.claim(&id).expect("a new id");
         let created = async {
-            self.catalog.create_transfer(&id, caller.user_id, &json).await?;
+            self.catalog
+                .create_transfer(&id, caller.user_id, caller.via_zone.as_ref(), &json)
+                .await?;
             self.catalog
                 .get_transfer(&id)
                 .await?
@@ -164,6 +167,11 @@ impl Zone {
                 format!("transfer {id} has already ended ({})", record.state),
             ));
         }
+        self.stop_transfer(id).await
+    }
+
+    /// Cancels the unfinished transfer `id`: stops its run here, or marks it cancelled.
+    async fn stop_transfer(&self, id: &str) -> Result<(), Error> {
         let flag = || self.running.flags.lock().expect("not poisoned").get(id).cloned();
         if let Some(f) = flag() {
             f.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -222,11 +230,14 @@ impl Zone {
         tokio::spawn(async move {
             let id = record.id.clone();
             let outcome = match serde_json::from_str::<TransferSpec>(&record.spec) {
-                Ok(spec) => {
-                    zone.engine()
-                        .run(&id, record.owner.as_str(), &spec, &flag, fresh)
-                        .await
-                }
+                Ok(spec) => match zone.caller_of(&record).await {
+                    Ok(caller) => {
+                        zone.engine(caller)
+                            .run(&id, record.owner.as_str(), &spec, &flag, fresh)
+                            .await
+                    }
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(Error::internal(format!("bad stored request: {e}"))),
             };
             if let Err(e) = outcome {
@@ -238,6 +249,39 @@ impl Zone {
             // engine's next tick.
             zone.wake_policies(false);
         });
+    }
+}
+
+impl Zone {
+    /// The principal a transfer runs as: the one that submitted it, as it was decided at
+    /// the door, with the zone that vouched for it (never looked up again by name alone).
+    async fn caller_of(&self, record: &TransferRecord) -> Result<Caller, Error> {
+        let user = self
+            .catalog
+            .get_principal(&record.owner)
+            .await?
+            .filter(|p| p.id == record.owner_id)
+            .ok_or_else(|| {
+                Error::not_found(format_args!("user {} of transfer {}", record.owner, record.id))
+            })?;
+        let mut caller = self.caller_for(&user, &[]).await?;
+        if let Some(zone) = &record.via_zone {
+            caller.is_admin = false;
+            caller.via_zone = Some(zone.clone());
+        }
+        Ok(caller)
+    }
+
+    /// Cancels the unfinished transfers submitted through the federated zone `zone` or by
+    /// its visitors (`zone rm`).
+    pub(crate) async fn cancel_transfers_via(&self, zone: &ZoneName) -> Result<(), Error> {
+        let suffix = format!("#{zone}");
+        for record in self.catalog.transfers_in_state(&["queued", "active"]).await? {
+            if record.via_zone.as_ref() == Some(zone) || record.owner.as_str().ends_with(&suffix) {
+                self.stop_transfer(&record.id).await?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -262,31 +306,12 @@ impl Running {
 /// run, so the owner is resolved once, not once per file.
 struct ZoneSides {
     zone: Weak<Zone>,
-    callers: Mutex<HashMap<String, Caller>>,
+    /// Who the plan or run acts as, everywhere.
+    caller: Caller,
     /// The staging areas, read once per plan or run.
     areas: tokio::sync::OnceCell<Vec<StagingArea>>,
     /// Staging sides by owner and area URL: they hold the open uploads of the run.
     staging: Mutex<HashMap<(String, String), Arc<StagingSide>>>,
-}
-
-impl ZoneSides {
-    async fn caller(&self, zone: &Zone, owner: &str) -> Result<Caller, Error> {
-        if let Some(c) = self.callers.lock().expect("not poisoned").get(owner) {
-            return Ok(c.clone());
-        }
-        let name = PrincipalName::parse(owner)?;
-        let user = zone
-            .catalog
-            .get_principal(&name)
-            .await?
-            .ok_or_else(|| Error::not_found(format_args!("user {owner}")))?;
-        let caller = zone.caller_for(&user, &[]).await?;
-        self.callers
-            .lock()
-            .expect("not poisoned")
-            .insert(owner.to_owned(), caller.clone());
-        Ok(caller)
-    }
 }
 
 #[async_trait]
@@ -296,7 +321,13 @@ impl Sides for ZoneSides {
             .zone
             .upgrade()
             .ok_or_else(|| Error::new(ErrorCode::StorageUnavailable, "the zone is shutting down"))?;
-        let caller = self.caller(&zone, owner).await?;
+        if owner != self.caller.name.as_str() {
+            return Err(Error::internal(format!(
+                "a side for {owner} asked of a run acting as {}",
+                self.caller.name
+            )));
+        }
+        let caller = self.caller.clone();
         match at {
             Endpoint::Logical(p) if p.zone() == zone.name.as_str() => {
                 Ok(Arc::new(LocalSide { zone, caller }))

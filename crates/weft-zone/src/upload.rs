@@ -23,12 +23,77 @@ use weft_types::{
 pub const PIECE_SIZE_DEFAULT: u64 = 32 << 20;
 
 /// An upload session that received nothing for this long is abandoned (its client died):
-/// the sweeper aborts it and frees its temporary data.
-pub const UPLOAD_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
+/// the sweeper aborts it and frees its temporary data. A piece of a transfer takes
+/// seconds; a client that pauses longer starts the file again.
+pub const UPLOAD_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Bounds on upload sessions, so that no client makes the zone hold unbounded memory,
+/// descriptors or disk: a request past one is refused before anything is allocated, with
+/// an error that names the bound. A session costs two descriptors and no thread until its
+/// first piece arrives; its piece digests are kept as they arrive (~50 bytes a piece).
+pub const UPLOAD_PIECE_MIN: u64 = 64 << 10;
+pub const UPLOAD_PIECE_MAX: u64 = 1 << 30;
+pub const UPLOAD_PIECES_MAX: u64 = 1 << 20;
+/// A transfer moves at most 64 large files at once (`--concurrency`).
+pub const UPLOAD_SESSIONS_PER_USER: usize = 64;
+pub const UPLOAD_SESSIONS_PER_ZONE: usize = 512;
 
 #[derive(Default)]
 pub(crate) struct Uploads {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+impl Uploads {
+    /// Fails with `limit_exceeded` when `user_id` or the zone holds as many sessions as
+    /// they may.
+    fn check_room(sessions: &HashMap<String, Arc<Session>>, user_id: i64) -> Result<(), Error> {
+        let mine = sessions.values().filter(|s| s.owner_id == user_id).count();
+        let limit = |what: String| {
+            Err(Error::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "{what}; finish or abort one (idle ones are removed after {} minutes)",
+                    UPLOAD_IDLE_LIMIT.as_secs() / 60
+                ),
+            ))
+        };
+        if mine >= UPLOAD_SESSIONS_PER_USER {
+            return limit(format!("{mine} uploads are open for this user, the most a user may hold ({UPLOAD_SESSIONS_PER_USER})"));
+        }
+        if sessions.len() >= UPLOAD_SESSIONS_PER_ZONE {
+            return limit(format!(
+                "{} uploads are open in this zone, the most it holds at once ({UPLOAD_SESSIONS_PER_ZONE})",
+                sessions.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The piece size of an upload of `size` bytes, within the bounds above.
+fn piece_size(size: u64, asked: Option<u64>) -> Result<PieceSize, Error> {
+    let piece = PieceSize::new(asked.unwrap_or(PIECE_SIZE_DEFAULT))?;
+    let bad = |why: String| Err(Error::invalid(why));
+    if piece.get() > UPLOAD_PIECE_MAX {
+        return bad(format!(
+            "piece size {} is over the {UPLOAD_PIECE_MAX} bytes a piece may have",
+            piece.get()
+        ));
+    }
+    if piece.get() < UPLOAD_PIECE_MIN && size > piece.get() {
+        return bad(format!(
+            "piece size {} is under the {UPLOAD_PIECE_MIN} bytes a piece must have (when the file has more than one)",
+            piece.get()
+        ));
+    }
+    if piece.count(size) > UPLOAD_PIECES_MAX {
+        return bad(format!(
+            "{size} bytes in pieces of {} make {} pieces, over the {UPLOAD_PIECES_MAX} an upload may have; choose larger pieces",
+            piece.get(),
+            piece.count(size)
+        ));
+    }
+    Ok(piece)
 }
 
 struct Session {
@@ -43,7 +108,8 @@ struct Session {
     target: PutTarget,
     key: String,
     writer: RwLock<Option<OffsetWriter>>,
-    digests: Mutex<Vec<Option<PieceDigest>>>,
+    /// The digests of the pieces received, by index.
+    digests: Mutex<HashMap<u64, PieceDigest>>,
     last_activity: Mutex<std::time::Instant>,
 }
 
@@ -67,7 +133,7 @@ impl Zone {
         resource: Option<&ResourceName>,
         overwrite: bool,
     ) -> Result<UploadInfo, Error> {
-        let piece = PieceSize::new(piece_size.unwrap_or(PIECE_SIZE_DEFAULT))?;
+        let piece = self::piece_size(size, piece_size)?;
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
         self.open_upload(caller, path, size, piece, target, overwrite, None)
             .await
@@ -102,6 +168,11 @@ impl Zone {
         overwrite: bool,
         replica_of: Option<i64>,
     ) -> Result<UploadInfo, Error> {
+        // Checked before disk is allocated, and again when the session is added.
+        Uploads::check_room(
+            &self.uploads.sessions.lock().expect("not poisoned"),
+            caller.user_id,
+        )?;
         let key = Store::new_key();
         let writer = target.store.offset_writer(&key, size).await?;
         // `<zone>.<random>`: a zone relaying piece requests for its users (federation)
@@ -119,14 +190,25 @@ impl Zone {
             target,
             key,
             writer: RwLock::new(Some(writer)),
-            digests: Mutex::new(vec![None; pieces as usize]),
+            digests: Mutex::default(),
             last_activity: Mutex::new(std::time::Instant::now()),
         };
-        self.uploads
-            .sessions
-            .lock()
-            .expect("not poisoned")
-            .insert(id.clone(), Arc::new(session));
+        let refused = {
+            let mut sessions = self.uploads.sessions.lock().expect("not poisoned");
+            match Uploads::check_room(&sessions, caller.user_id) {
+                Ok(()) => {
+                    sessions.insert(id.clone(), Arc::new(session));
+                    None
+                }
+                Err(e) => Some((e, session)),
+            }
+        };
+        if let Some((e, session)) = refused {
+            if let Some(w) = session.writer.into_inner() {
+                w.abort().await;
+            }
+            return Err(e);
+        }
         Ok(UploadInfo {
             id,
             path: path.clone(),
@@ -207,7 +289,7 @@ impl Zone {
             ));
         }
         let digest = hasher.finish();
-        s.digests.lock().expect("not poisoned")[index as usize] = Some(digest);
+        s.digests.lock().expect("not poisoned").insert(index, digest);
         Ok(hex(&digest.cv))
     }
 
@@ -222,19 +304,22 @@ impl Zone {
         let s = self.session(caller, id)?;
         let digests: Vec<PieceDigest> = {
             let d = s.digests.lock().expect("not poisoned");
-            let missing: Vec<usize> = d
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.is_none())
-                .map(|(i, _)| i)
-                .collect();
+            let pieces = s.piece.count(s.size);
+            let missing: Vec<u64> = (0..pieces).filter(|i| !d.contains_key(i)).collect();
             if !missing.is_empty() {
+                let shown: Vec<u64> = missing.iter().copied().take(20).collect();
+                let more = missing.len() - shown.len();
+                let more = if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                };
                 return Err(Error::new(
                     ErrorCode::Conflict,
-                    format!("upload {id} still misses pieces {missing:?}"),
+                    format!("upload {id} still misses pieces {shown:?}{more}"),
                 ));
             }
-            d.iter().map(|p| p.expect("checked")).collect()
+            (0..pieces).map(|i| d[&i]).collect()
         };
         let checksum = ChunkedBlake3::combine(s.piece, s.size, &digests)?;
         let writer =

@@ -146,6 +146,7 @@ async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
         resources: vec![],
         staging: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
+        orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         pid: Default::default(),
     };
     let (zone, boot) = Zone::open(config)

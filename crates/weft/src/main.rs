@@ -3,6 +3,7 @@
 
 mod cli;
 mod demo;
+mod key;
 mod memory;
 mod serve;
 
@@ -33,12 +34,15 @@ enum Command {
     /// Start two federated zones on loopback, put sample data in one and transfer it to
     /// the other; then print what to try next.
     Demo(demo::DemoArgs),
+    /// The key file that seals a zone's secrets (run beside the zone).
+    Key(key::KeyArgs),
     #[command(flatten)]
     Client(cli::Command),
 }
 
 fn main() -> ExitCode {
     memory::keep_freed_memory();
+    weft_zone::failpoints::setup();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -49,6 +53,13 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Serve(args) => match runtime.block_on(serve::run(args)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("weft: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Key(args) => match key::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("weft: error: {e:#}");

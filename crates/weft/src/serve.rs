@@ -31,6 +31,10 @@ pub struct ServeArgs {
     /// Re-read and check every replica this often, in seconds [default: 604800, a week].
     #[arg(long, env = "WEFT_SCRUB_INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
     pub scrub_interval: Option<u64>,
+    /// Leave replica bytes that nothing references this long before removing them, in
+    /// seconds [default: 600]. What a crash left is removed by the first sweep after it.
+    #[arg(long, env = "WEFT_ORPHAN_GRACE")]
+    pub orphan_grace: Option<u64>,
     /// TOML file with the settings above plus [[resources]], [[staging]], [[oidc]] and [pid] tables.
     #[arg(long, env = "WEFT_CONFIG")]
     pub config: Option<PathBuf>,
@@ -46,6 +50,8 @@ pub struct FileConfig {
     pub catalog: Option<String>,
     /// Seconds between two checks of each replica.
     pub scrub_interval: Option<u64>,
+    /// Seconds before unreferenced replica bytes are removed.
+    pub orphan_grace: Option<u64>,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
     /// Staging areas transfers may use (`file:///dir`, `s3://bucket/prefix`).
@@ -82,14 +88,7 @@ impl ServeArgs {
             Some(l) => l,
             None => DEFAULT_LISTEN.parse().expect("valid default"),
         };
-        let data_dir = match self.data_dir.or(file.data_dir) {
-            Some(d) => d,
-            None => dirs::data_dir()
-                .context("no home directory; pass --data-dir")?
-                .join("weft"),
-        };
-        let data_dir =
-            std::path::absolute(&data_dir).with_context(|| format!("bad data dir {}", data_dir.display()))?;
+        let data_dir = data_dir(self.data_dir.or(file.data_dir))?;
         Ok(Settings {
             zone: ZoneConfig {
                 name: zone,
@@ -103,11 +102,26 @@ impl ServeArgs {
                     None => weft_zone::SCRUB_INTERVAL_DEFAULT,
                 },
                 pid: file.pid,
+                orphan_grace: self
+                    .orphan_grace
+                    .or(file.orphan_grace)
+                    .map_or(weft_zone::ORPHAN_GRACE_DEFAULT, std::time::Duration::from_secs),
             },
             listen,
             oidc: file.oidc,
         })
     }
+}
+
+/// The data directory given, or the default one, made absolute.
+pub fn data_dir(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let data_dir = match given {
+        Some(d) => d,
+        None => dirs::data_dir()
+            .context("no home directory; pass --data-dir")?
+            .join("weft"),
+    };
+    std::path::absolute(&data_dir).with_context(|| format!("bad data dir {}", data_dir.display()))
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {

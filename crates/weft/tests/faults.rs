@@ -11,6 +11,8 @@ use weft_testkit::toxiproxy::Toxiproxy;
 /// A `weft serve` process that can be killed and started again on the same port and data.
 struct Server {
     child: Option<Child>,
+    /// Environment of the next start (`FAILPOINTS` for a crash point).
+    env: Vec<(&'static str, String)>,
     port: u16,
     data_dir: PathBuf,
     _dir: tempfile::TempDir,
@@ -21,6 +23,7 @@ impl Server {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Server {
             child: None,
+            env: Vec::new(),
             port: weft_testkit::free_port(),
             data_dir: dir.path().join("data"),
             _dir: dir,
@@ -67,6 +70,7 @@ impl Server {
             ])
             .arg("--data-dir")
             .arg(&self.data_dir)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -253,7 +257,7 @@ async fn server_killed_mid_upload() {
     let up: Value = http
         .post(format!("{}/api/v1/uploads", s.url()))
         .bearer_auth(&token)
-        .json(&json!({"path": "/z/home/admin/pieces.bin", "size": 2048, "piece_size": 1024}))
+        .json(&json!({"path": "/z/home/admin/pieces.bin", "size": 2 << 16, "piece_size": 1 << 16}))
         .send()
         .await
         .unwrap()
@@ -264,7 +268,7 @@ async fn server_killed_mid_upload() {
     let r = http
         .put(format!("{}/api/v1/uploads/{id}/0", s.url()))
         .bearer_auth(&token)
-        .body(vec![1u8; 1024])
+        .body(vec![1u8; 1 << 16])
         .send()
         .await
         .unwrap();
@@ -363,4 +367,138 @@ async fn client_killed_mid_put() {
     s.restart().await;
     assert_eq!(s.stat_status("/z/home/admin/big.bin").await, 404);
     assert_clean(&s);
+}
+
+/// A zone killed with SIGKILL between a replica's file becoming visible and its catalog
+/// commit, or between a removal's commit and the unlink (crash points, test builds only),
+/// leaves bytes that nothing references; the `orphans` sweep after the restart removes
+/// them, and the resource then holds exactly the files the catalog references.
+#[cfg(feature = "failpoints")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_bytes_and_catalog_leaves_nothing_unreferenced() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut s = Server::start().await;
+    let http = reqwest::Client::new();
+    // The port and the admin token stay the same across restarts.
+    let (url, token) = (s.url(), s.token());
+    let put = |path: &str, body: Vec<u8>| {
+        http.put(format!("{url}/api/v1/data{path}"))
+            .bearer_auth(&token)
+            .body(body)
+            .send()
+    };
+    for name in ["a", "b"] {
+        let r = put(&format!("/z/home/admin/{name}"), name.repeat(5000).into_bytes())
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+    }
+    let crash_at = |s: &mut Server, point: &str| {
+        s.kill9();
+        s.env = vec![("FAILPOINTS", format!("{point}=return"))];
+    };
+    let died_by_sigkill = |s: &mut Server| {
+        let mut c = s.child.take().expect("started");
+        let status = c.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}\n{}", s.log());
+    };
+
+    // The bytes of `c` are in place when the zone dies, the catalog knows nothing of them.
+    crash_at(&mut s, "replica-visible");
+    s.restart().await;
+    let r = put("/z/home/admin/c", b"never registered".repeat(300)).await;
+    assert!(r.is_err(), "the zone answered a put it died in: {r:?}");
+    died_by_sigkill(&mut s);
+    // `b` is gone from the catalog when the zone dies, its bytes are not.
+    s.env.clear();
+    s.restart().await;
+    crash_at(&mut s, "removed-from-catalog");
+    s.restart().await;
+    let r = http
+        .delete(format!("{}/api/v1/nodes/z/home/admin/b", s.url()))
+        .bearer_auth(s.token())
+        .send()
+        .await;
+    assert!(r.is_err(), "the zone answered a removal it died in: {r:?}");
+    died_by_sigkill(&mut s);
+    assert_eq!(
+        files(&s.resource_dir().join("data")).len(),
+        3,
+        "a, b and c are on disk"
+    );
+
+    // Restarted with no grace: the first sweep removes both leftovers, nothing else.
+    s.env = vec![("WEFT_ORPHAN_GRACE", "0".into())];
+    s.restart().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status: Value = http
+            .get(format!("{}/api/v1/zone", s.url()))
+            .bearer_auth(s.token())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let orphans = status["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == "orphans")
+            .cloned()
+            .unwrap_or_else(|| panic!("no orphans worker in {status}"));
+        if orphans["runs"].as_u64() >= Some(1) {
+            assert_eq!(orphans["last_error"], Value::Null, "{orphans}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the orphans worker did not run: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let on_disk: Vec<String> = files(&s.resource_dir().join("data"))
+        .iter()
+        .map(|(p, _)| {
+            p.strip_prefix(s.resource_dir())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let catalog = weft_catalog::connect(&format!("sqlite://{}", s.data_dir.join("catalog.db").display()))
+        .await
+        .unwrap();
+    let default = catalog
+        .get_resource(&weft_types::ResourceName::parse("default").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut referenced = catalog
+        .physical_keys_between(default.id, "data/", "data0")
+        .await
+        .unwrap();
+    referenced.sort();
+    let mut on_disk = on_disk;
+    on_disk.sort();
+    assert_eq!(
+        on_disk, referenced,
+        "the resource holds exactly what the catalog references"
+    );
+    assert_eq!(referenced.len(), 1, "only a is left");
+    assert_eq!(s.stat_status("/z/home/admin/a").await, 200);
+    for gone in ["/z/home/admin/b", "/z/home/admin/c"] {
+        assert_eq!(s.stat_status(gone).await, 404, "{gone}");
+    }
+    let a = http
+        .get(format!("{}/api/v1/data/z/home/admin/a", s.url()))
+        .bearer_auth(s.token())
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(a, "a".repeat(5000).into_bytes());
 }

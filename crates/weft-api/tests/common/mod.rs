@@ -59,6 +59,7 @@ async fn start_config(
         resources: vec![],
         staging: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
+        orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         pid: Default::default(),
     };
     tweak(&mut config);

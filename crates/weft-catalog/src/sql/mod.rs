@@ -49,6 +49,8 @@ pub struct SqlCatalog {
     /// in-memory database and PostgreSQL write through `pool`.
     writer: AnyPool,
     dialect: Dialect,
+    /// Seals the secrets this catalog stores and opens those it reads (`seal.rs`).
+    pub(crate) sealer: crate::Sealer,
 }
 
 impl fmt::Debug for SqlCatalog {
@@ -104,6 +106,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "transfer_states",
         include_str!("../../migrations/sqlite/0010_transfer_states.sql"),
     ),
+    (
+        12,
+        "transfer_via_zone",
+        include_str!("../../migrations/sqlite/0012_transfer_via_zone.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -148,6 +155,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         "transfer_states",
         include_str!("../../migrations/postgres/0010_transfer_states.sql"),
     ),
+    (
+        12,
+        "transfer_via_zone",
+        include_str!("../../migrations/postgres/0012_transfer_via_zone.sql"),
+    ),
 ];
 
 #[derive(Debug)]
@@ -173,11 +185,14 @@ impl MigrationSource<'static> for EmbeddedMigrations {
     }
 }
 
-/// The per-connection settings of SQLite: WAL, NORMAL sync (durable at checkpoints, never
-/// corrupt), foreign keys, and a generous busy timeout since writers queue on one lock.
+/// The per-connection settings of SQLite: WAL, FULL sync, foreign keys, and a generous busy
+/// timeout since writers queue on one lock. FULL syncs the log at every commit: a zone
+/// answers a write only once it is committed, and with NORMAL a power cut could take back
+/// what was answered. Writes on the data path are grouped (the committer, the engine's
+/// progress), so a sync covers many of them.
 const SQLITE_PRAGMAS: &[&str] = &[
     "PRAGMA journal_mode = WAL",
-    "PRAGMA synchronous = NORMAL",
+    "PRAGMA synchronous = FULL",
     "PRAGMA foreign_keys = ON",
     "PRAGMA busy_timeout = 10000",
     "PRAGMA cache_size = -16384",
@@ -193,8 +208,16 @@ impl SqlCatalog {
     /// Opens (creating if needed) and migrates the catalog at `url`: `sqlite://FILE`,
     /// `sqlite::memory:` (one connection, for tests) or `postgres://...`.
     pub async fn connect(url: &str) -> Result<SqlCatalog, Error> {
+        Self::connect_sealed(url, crate::Sealer::default()).await
+    }
+
+    /// [`SqlCatalog::connect`], with secrets sealed and opened by `sealer`.
+    pub async fn connect_sealed(url: &str, sealer: crate::Sealer) -> Result<SqlCatalog, Error> {
         sqlx::any::install_default_drivers();
         let (dialect, url, memory) = normalise_url(url)?;
+        if dialect == Dialect::Sqlite && !memory {
+            create_private(&url)?;
+        }
         let mut options = AnyPoolOptions::new()
             .max_connections(if memory { 1 } else { POOL_SIZE })
             // A dead connection surfaces as an error on use; do not pay a ping per acquire.
@@ -235,6 +258,7 @@ impl SqlCatalog {
             pool,
             writer,
             dialect,
+            sealer,
         };
         catalog.migrate().await?;
         Ok(catalog)
@@ -358,6 +382,30 @@ fn normalise_url(url: &str) -> Result<(Dialect, String, bool), Error> {
         "catalog URL {:?} is neither sqlite://FILE nor postgres://...",
         redact(url)
     )))
+}
+
+/// Creates the file of a SQLite catalog, if missing, readable by the zone alone: it holds
+/// every path and metadata of the zone (secrets are sealed, see [`crate::Sealer`]). SQLite
+/// gives its log and shared-memory files the mode of the database file.
+fn create_private(url: &str) -> Result<(), Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = url.trim_start_matches("sqlite:").trim_start_matches("//");
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    if path.is_empty() || url.contains("mode=ro") {
+        return Ok(());
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(Error::new(
+            ErrorCode::CatalogError,
+            format!("cannot create catalog {path}: {e}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The URL without a password, for messages.
@@ -589,6 +637,9 @@ impl Catalog for SqlCatalog {
     async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error> {
         zones::delete_zone(self, name).await
     }
+    async fn reseal_secrets(&self) -> Result<u64, Error> {
+        zones::reseal_secrets(self).await
+    }
     async fn map_user(
         &self,
         zone: &ZoneName,
@@ -623,8 +674,14 @@ impl Catalog for SqlCatalog {
         staging::delete_staging(self, name).await
     }
 
-    async fn create_transfer(&self, id: &str, owner_id: i64, spec: &str) -> Result<TransferRecord, Error> {
-        transfers::create_transfer(self, id, owner_id, spec).await
+    async fn create_transfer(
+        &self,
+        id: &str,
+        owner_id: i64,
+        via_zone: Option<&ZoneName>,
+        spec: &str,
+    ) -> Result<TransferRecord, Error> {
+        transfers::create_transfer(self, id, owner_id, via_zone, spec).await
     }
     async fn get_transfer(&self, id: &str) -> Result<Option<TransferRecord>, Error> {
         transfers::get_transfer(self, id).await
@@ -893,6 +950,37 @@ mod tests {
             normalise_url("mysql://x").unwrap_err().code,
             ErrorCode::InvalidArgument
         );
+    }
+
+    #[tokio::test]
+    async fn a_sqlite_catalog_is_private_and_syncs_every_commit() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("catalog.db");
+        let c = SqlCatalog::connect(&format!("sqlite://{}", file.display()))
+            .await
+            .unwrap();
+        for pool in [c.pool(), c.writer()] {
+            let (sync,): (i64,) = sqlx::query_as("PRAGMA synchronous")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+            assert_eq!(sync, 2, "synchronous = FULL on every connection");
+        }
+        c.create_principal(
+            &weft_types::PrincipalName::parse("u").unwrap(),
+            crate::PrincipalKind::User,
+            false,
+        )
+        .await
+        .unwrap();
+        for name in ["catalog.db", "catalog.db-wal", "catalog.db-shm"] {
+            let mode = std::fs::metadata(dir.path().join(name))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{name}");
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub(super) async fn create_resource(c: &SqlCatalog, r: &NewResource) -> Result<R
     )
     .bind(r.name.as_str())
     .bind(r.kind.as_str())
-    .bind(&r.config)
+    .bind(c.sealer.seal_settings(&r.config)?)
     .bind(&r.tier)
     .bind(created)
     .fetch_one(c.pool())
@@ -38,7 +38,7 @@ pub(super) async fn list_resources(c: &SqlCatalog) -> Result<Vec<Resource>, Erro
         .await
         .map_err(db)?
         .iter()
-        .map(rows::resource)
+        .map(|row| rows::resource(row).and_then(|r| open_resource(c, r)))
         .collect()
 }
 
@@ -50,7 +50,7 @@ pub(super) async fn get_resource(c: &SqlCatalog, name: &ResourceName) -> Result<
         .await
         .map_err(db)?
         .as_ref()
-        .map(rows::resource)
+        .map(|row| rows::resource(row).and_then(|r| open_resource(c, r)))
         .transpose()
 }
 
@@ -62,8 +62,14 @@ pub(super) async fn get_resource_by_id(c: &SqlCatalog, id: i64) -> Result<Option
         .await
         .map_err(db)?
         .as_ref()
-        .map(rows::resource)
+        .map(|row| rows::resource(row).and_then(|r| open_resource(c, r)))
         .transpose()
+}
+
+/// `r` with the secrets of its settings opened.
+fn open_resource(c: &SqlCatalog, mut r: Resource) -> Result<Resource, Error> {
+    r.config = c.sealer.open_settings(&r.config)?;
+    Ok(r)
 }
 
 pub(super) async fn delete_resource(c: &SqlCatalog, name: &ResourceName) -> Result<(), Error> {

@@ -14,7 +14,7 @@ pub(super) async fn add_staging(c: &SqlCatalog, a: &StagingArea) -> Result<(), E
     .bind(a.name.as_str())
     .bind(a.kind.as_str())
     .bind(&a.url)
-    .bind(&a.settings)
+    .bind(c.sealer.seal_settings(&a.settings)?)
     .bind(allow)
     .bind(now_ms())
     .execute(c.writer())
@@ -29,7 +29,11 @@ pub(super) async fn list_staging(c: &SqlCatalog) -> Result<Vec<StagingArea>, Err
         .await
         .map_err(db)?
         .iter()
-        .map(rows::staging)
+        .map(|row| {
+            let mut a = rows::staging(row)?;
+            a.settings = c.sealer.open_settings(&a.settings)?;
+            Ok(a)
+        })
         .collect()
 }
 

@@ -5,19 +5,21 @@ use super::{affected, db, db_ctx, now_ms, placeholders, positional, rows_per_sta
 use crate::{Dialect, TransferCounts, TransferFile, TransferRecord};
 use sqlx::{Any, Transaction};
 use std::collections::HashSet;
-use weft_types::Error;
+use weft_types::{Error, ZoneName};
 
 pub(super) async fn create_transfer(
     c: &SqlCatalog,
     id: &str,
     owner_id: i64,
+    via_zone: Option<&ZoneName>,
     spec: &str,
 ) -> Result<TransferRecord, Error> {
     sqlx::query(
-        "INSERT INTO transfers (id, owner_id, spec, state, created) VALUES ($1, $2, $3, 'queued', $4)",
+        "INSERT INTO transfers (id, owner_id, via_zone, spec, state, created) VALUES ($1, $2, $3, $4, 'queued', $5)",
     )
     .bind(id)
     .bind(owner_id)
+    .bind(via_zone.map(|z| z.as_str().to_owned()))
     .bind(spec)
     .bind(now_ms())
     .execute(c.writer())

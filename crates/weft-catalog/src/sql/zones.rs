@@ -16,7 +16,7 @@ pub(super) async fn put_zone(c: &SqlCatalog, z: &PeerZone, replace: bool) -> Res
     ))
     .bind(z.name.as_str())
     .bind(&z.url)
-    .bind(&z.secret)
+    .bind(c.sealer.seal(&z.secret))
     .bind(now_ms())
     .execute(c.writer())
     .await
@@ -30,7 +30,7 @@ pub(super) async fn list_zones(c: &SqlCatalog) -> Result<Vec<PeerZone>, Error> {
         .await
         .map_err(db)?
         .iter()
-        .map(rows::zone)
+        .map(|row| open_zone(c, row))
         .collect()
 }
 
@@ -41,20 +41,76 @@ pub(super) async fn get_zone(c: &SqlCatalog, name: &ZoneName) -> Result<Option<P
         .await
         .map_err(db)?
         .as_ref()
-        .map(rows::zone)
+        .map(|row| open_zone(c, row))
         .transpose()
 }
 
+/// The zone of `row`, its secret opened.
+fn open_zone(c: &SqlCatalog, row: &sqlx::any::AnyRow) -> Result<PeerZone, Error> {
+    let mut z = rows::zone(row)?;
+    z.secret = c.sealer.open(&z.secret)?;
+    Ok(z)
+}
+
+/// Seals again every secret in clear or sealed under an older key; how many.
+pub(super) async fn reseal_secrets(c: &SqlCatalog) -> Result<u64, Error> {
+    use sqlx::Row;
+    let mut tx = c.begin_write().await?;
+    let mut n = 0;
+    // (table, key column, secret column, whole settings JSON or one secret)
+    for (table, key, column, settings) in [
+        ("zones", "name", "secret", false),
+        ("resources", "name", "config", true),
+        ("staging_areas", "name", "settings", true),
+    ] {
+        let rows = sqlx::query(&format!("SELECT {key}, {column} FROM {table}"))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+        for row in rows {
+            let (name, stored): (String, String) = (row.try_get(0).map_err(db)?, row.try_get(1).map_err(db)?);
+            let fresh = if settings {
+                if !c.sealer.settings_stale(&stored) {
+                    continue;
+                }
+                c.sealer.seal_settings(&c.sealer.open_settings(&stored)?)?
+            } else {
+                if !c.sealer.is_stale(&stored) {
+                    continue;
+                }
+                c.sealer.seal(&c.sealer.open(&stored)?)
+            };
+            sqlx::query(&format!("UPDATE {table} SET {column} = $1 WHERE {key} = $2"))
+                .bind(fresh)
+                .bind(name)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+            n += 1;
+        }
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(n)
+}
+
 pub(super) async fn delete_zone(c: &SqlCatalog, name: &ZoneName) -> Result<(), Error> {
+    let mut tx = c.begin_write().await?;
+    // Zone names hold no LIKE wildcard (`[a-z0-9-]`), so the pattern matches `*#<zone>` only.
+    sqlx::query("DELETE FROM tokens WHERE user_id IN (SELECT id FROM principals WHERE name LIKE $1)")
+        .bind(format!("%#{}", name.as_str()))
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    // User mappings go with the zone (ON DELETE CASCADE).
     let done = sqlx::query("DELETE FROM zones WHERE name = $1")
         .bind(name.as_str())
-        .execute(c.writer())
+        .execute(&mut *tx)
         .await
         .map_err(db)?;
     if affected(done) == 0 {
         return Err(Error::not_found(format_args!("zone {name}")));
     }
-    Ok(())
+    tx.commit().await.map_err(db)
 }
 
 pub(super) async fn map_user(

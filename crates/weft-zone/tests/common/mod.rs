@@ -13,6 +13,7 @@ pub fn config(dir: &Path) -> ZoneConfig {
         resources: vec![],
         staging: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
+        orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         pid: Default::default(),
     }
 }

@@ -1,0 +1,78 @@
+//! The sweep of orphaned replica bytes. A replica's file becomes visible before the catalog
+//! transaction that registers it, and a removal commits before the file is unlinked: a
+//! crash in between leaves a file nothing references (never a reference to a missing
+//! file). The `orphans` worker compares each resource with the catalog, a data directory
+//! at a time, shortly after start and then every hour, and removes what no replica names.
+//! A file is left alone until it has been in place for the grace period, so that a write
+//! of this or another server of the zone, published and about to be registered, is never
+//! taken for an orphan.
+
+use crate::Zone;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use weft_types::Error;
+
+/// How long a file must have been in place before an unreferenced one is removed.
+pub const ORPHAN_GRACE_DEFAULT: Duration = Duration::from_secs(10 * 60);
+const SWEEP_EVERY: Duration = Duration::from_secs(3600);
+/// The first sweep, once the zone has started and has work of its own done.
+const FIRST_SWEEP_AFTER: Duration = Duration::from_secs(2);
+
+pub(crate) fn start(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>, grace: Duration) {
+    let weak = Arc::downgrade(zone);
+    tokio::spawn(async move {
+        let mut wait = FIRST_SWEEP_AFTER;
+        loop {
+            tokio::time::sleep(wait).await;
+            wait = SWEEP_EVERY;
+            let Some(zone) = weak.upgrade() else { return };
+            match zone.sweep_orphans(grace).await {
+                Ok(n) => worker.record(n, None),
+                Err(e) => worker.record(0, Some(e.to_string())),
+            }
+        }
+    });
+}
+
+impl Zone {
+    /// Removes the replica files of every resource that no replica references and that
+    /// have been in place for `grace`; how many.
+    pub async fn sweep_orphans(&self, grace: Duration) -> Result<u64, Error> {
+        let mut removed = 0;
+        for r in self.catalog.list_resources().await? {
+            let (_, store) = self.store_by_id(r.id).await?;
+            for dir in store.data_dirs().await? {
+                let files = store.data_files(&dir).await?;
+                if files.is_empty() {
+                    continue;
+                }
+                // Keys of one directory are an index range: `dir/` up to `dir0`.
+                let live: HashSet<String> = self
+                    .catalog
+                    .physical_keys_between(r.id, &format!("{dir}/"), &format!("{dir}0"))
+                    .await?
+                    .into_iter()
+                    .collect();
+                let settled = SystemTime::now() - grace;
+                let orphans: Vec<String> = files
+                    .into_iter()
+                    .filter(|f| f.modified <= settled && !live.contains(&f.key))
+                    .map(|f| f.key)
+                    .collect();
+                for (key, done) in orphans.iter().zip(store.delete_many(orphans.clone()).await) {
+                    match done {
+                        Ok(()) => {
+                            tracing::info!(resource = %r.name, %key, "removed replica bytes that nothing references");
+                            removed += 1;
+                        }
+                        Err(e) => {
+                            tracing::warn!(resource = %r.name, %key, error = %e, "could not remove orphaned bytes")
+                        }
+                    }
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
