@@ -19,13 +19,18 @@ async fn pids_are_minted_resolved_and_outlive_their_objects() {
         .put_bytes("/lrz/home/alice/ds/f.nc", b"<b>bytes</b>", &alice)
         .await;
     assert_eq!(r.status(), 201);
-    let r = z
-        .post("meta/lrz/home/alice/ds/f.nc", &alice)
-        .json(&json!({"op": "add", "attr": "title", "value": "<script>x</script>"}))
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    for (attr, value) in [
+        ("title", "<script>x</script>"),
+        ("datacite.title", "<b>Spectra</b>"),
+    ] {
+        let r = z
+            .post("meta/lrz/home/alice/ds/f.nc", &alice)
+            .json(&json!({"op": "add", "attr": attr, "value": value}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    }
 
     let mint = |token: &str, path: &str| z.post("pids", token).json(&json!({"path": path})).send();
     let r = mint(&alice, "/lrz/home/alice/ds/f.nc").await.unwrap();
@@ -40,7 +45,8 @@ async fn pids_are_minted_resolved_and_outlive_their_objects() {
     let stat = z.get_json("stat/lrz/home/alice/ds/f.nc", &alice).await;
     assert_eq!(stat["pid"], pid.as_str());
 
-    // Anyone resolves it, without a token: path, checksum, replicas, metadata.
+    // Anyone resolves it, without a token: what the PID profile needs (path, checksum,
+    // the DataCite fields), not the owner, the replicas or other metadata.
     let resolved: Value = z
         .http
         .get(z.api(&format!("pids/{pid}")))
@@ -52,8 +58,14 @@ async fn pids_are_minted_resolved_and_outlive_their_objects() {
         .unwrap();
     assert_eq!(resolved["path"], "/lrz/home/alice/ds/f.nc");
     assert_eq!(resolved["node"]["checksum"], b3(b"<b>bytes</b>").as_str());
-    assert_eq!(resolved["node"]["replicas"][0]["zone"], "lrz");
-    assert_eq!(resolved["metadata"][0]["attr"], "title");
+    assert_eq!(
+        resolved["metadata"],
+        json!([{"attr": "datacite.title", "value": "<b>Spectra</b>", "unit": ""}]),
+        "{resolved}"
+    );
+    for private in ["owner", "replicas"] {
+        assert!(resolved["node"].get(private).is_none(), "{private} in {resolved}");
+    }
     let landing = z
         .http
         .get(format!("{}/pid/{pid}", z.url))
@@ -72,7 +84,7 @@ async fn pids_are_minted_resolved_and_outlive_their_objects() {
         "{html}"
     );
     assert!(
-        !html.contains("<script>") && html.contains("&lt;script&gt;"),
+        !html.contains("<b>Spectra") && html.contains("&lt;b&gt;Spectra"),
         "escaped: {html}"
     );
     let as_json: Value = z

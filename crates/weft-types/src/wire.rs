@@ -116,6 +116,8 @@ pub struct NodeStat {
     pub kind: String,
     pub size: u64,
     pub checksum: Option<String>,
+    /// Absent from a PID's public record.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub owner: String,
     pub created: i64,
     pub modified: i64,

@@ -42,6 +42,15 @@ pub fn load_or_create(data_dir: &Path) -> Result<Sealer, Error> {
 
 /// Puts a new key first in `data_dir`'s key file (made if missing); its id.
 pub fn rotate(data_dir: &Path) -> Result<String, Error> {
+    if !data_dir.is_dir() {
+        return Err(Error::new(
+            weft_types::ErrorCode::NotFound,
+            format!(
+                "no zone data directory at {}; pass the zone's --data-dir",
+                data_dir.display()
+            ),
+        ));
+    }
     let path = key_file(data_dir);
     let old = match std::fs::read_to_string(&path) {
         Ok(s) => s,
@@ -137,6 +146,7 @@ mod tests {
             "the same key on the next start"
         );
 
+        assert!(rotate(&dir.path().join("nowhere")).is_err(), "no zone there");
         rotate(dir.path()).unwrap();
         let rotated = load_or_create(dir.path()).unwrap();
         assert!(rotated.is_stale(&sealed), "the new key seals now");

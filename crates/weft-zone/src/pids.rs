@@ -1,9 +1,12 @@
 //! Persistent identifiers: `weft pid mint PATH` binds `<prefix>/<suffix>` to a collection or
 //! data object. The PID is bound to the node's id, so it follows moves and renames; a node
 //! has at most one; a removed node's PID still resolves, to a record saying it is gone and
-//! where it was. Resolving is public (a PID is made to be cited): it answers the path,
-//! size, checksum, every replica (those replication made included, as B2SAFE records them)
-//! and the metadata. The prefix is the zone's name unless configured; with an outside
+//! where it was. Resolving is public (a PID is made to be cited), so it answers what the
+//! PID profile needs and no more: the path (the landing page's subject), kind, size,
+//! checksum and times, and the `datacite.*` metadata the owner set for publication; not
+//! the owner, the replicas (resources and zones are the operator's business) or other
+//! metadata, which `stat` and `meta ls` show to whoever may read the object. Minting needs
+//! `own`. The prefix is the zone's name unless configured; with an outside
 //! registry ([`crate::PidRegistry`]) a PID exists there before it is bound here, so a PID
 //! this zone hands out always resolves at both.
 
@@ -85,7 +88,8 @@ impl Zone {
         self.pid_info(record?).await
     }
 
-    /// What `pid` stands for; anyone may ask. Errors: `invalid_argument`, `not_found`.
+    /// What `pid` stands for, as its public record (see the module's documentation);
+    /// anyone may ask. Errors: `invalid_argument`, `not_found`.
     pub async fn resolve_pid(&self, pid: &str) -> Result<PidInfo, Error> {
         let (prefix, suffix) = parse_pid(pid)?;
         let record = self
@@ -93,7 +97,13 @@ impl Zone {
             .get_pid(prefix, suffix)
             .await?
             .ok_or_else(|| Error::new(ErrorCode::NotFound, format!("PID {pid} was never minted here")))?;
-        self.pid_info(record).await
+        let mut info = self.pid_info(record).await?;
+        if let Some(node) = &mut info.node {
+            node.replicas.clear();
+        }
+        info.metadata
+            .retain(|a| a.attr.starts_with(crate::datacite::PREFIX));
+        Ok(info)
     }
 
     /// The PID bound to the node, if any (for `stat`).

@@ -27,10 +27,10 @@ async fn abandoned_uploads_are_swept() {
     let caller = zone.caller_for(&admin, &[]).await.unwrap();
     let path = LogicalPath::parse("/z/home/admin/half").unwrap();
     let up = zone
-        .begin_upload(&caller, &path, 2048, Some(1024), None, false)
+        .begin_upload(&caller, &path, 2 << 16, Some(1 << 16), None, false)
         .await
         .unwrap();
-    let piece = futures::stream::iter([Ok(Bytes::from(vec![1u8; 1024]))]);
+    let piece = futures::stream::iter([Ok(Bytes::from(vec![1u8; 1 << 16]))]);
     zone.upload_piece(&caller, &up.id, 0, piece).await.unwrap();
     let resource = dir.path().join("resources/default");
     assert_eq!(temporary_files(&resource), 1);

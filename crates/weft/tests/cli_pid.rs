@@ -26,7 +26,11 @@ fn pids_are_minted_and_shown_from_the_cli() {
     z.weft_as(&alice, &["mv", "f.nc", "g.nc"]).ok();
     let shown = z.weft_as(&alice, &["pid", "show", &pid]).ok().stdout;
     assert!(shown.contains("/lrz/home/alice/g.nc"), "{shown}");
-    assert!(shown.contains("replica   lrz:default  good"), "{shown}");
+    // The public record: no replicas (stat shows them to whoever may read the object).
+    assert!(
+        shown.contains("checksum  blake3:") && !shown.contains("replica"),
+        "{shown}"
+    );
     let stat = z.weft_as(&alice, &["stat", "g.nc"]).ok().stdout;
     assert!(stat.contains(&format!("pid       {pid}")), "{stat}");
     z.weft_as(&alice, &["pid", "show", "lrz/NOPE"])

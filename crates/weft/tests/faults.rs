@@ -502,3 +502,78 @@ async fn a_crash_between_bytes_and_catalog_leaves_nothing_unreferenced() {
         .unwrap();
     assert_eq!(a, "a".repeat(5000).into_bytes());
 }
+
+/// The README's key rotation, end to end: `weft key rotate` beside a stopped zone, and its
+/// next start seals every secret with the new key, after which the old one may go; a zone
+/// whose key file is lost refuses to start and names the key it needs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
+    let mut s = Server::start().await;
+    let http = reqwest::Client::new();
+    let secret = "0123456789abcdef0123456789abcdef-peer";
+    let r = http
+        .post(format!("{}/api/v1/zones", s.url()))
+        .bearer_auth(s.token())
+        .json(&json!({"name": "peer", "url": "http://127.0.0.1:9", "secret": secret}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let stored = || async {
+        // Without the key file a catalog shows what it stores.
+        let catalog = weft_catalog::connect(&format!("sqlite://{}", s.data_dir.join("catalog.db").display()))
+            .await
+            .unwrap();
+        let peer = weft_types::ZoneName::parse("peer").unwrap();
+        catalog.get_zone(&peer).await.unwrap().unwrap().secret
+    };
+    let first = stored().await;
+    assert!(
+        first.starts_with("sealed:v1:") && !first.contains(secret),
+        "{first}"
+    );
+
+    s.kill9();
+    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(["key", "rotate", "--data-dir"])
+        .arg(&s.data_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let new_id = said.split_whitespace().nth(2).unwrap().to_owned();
+    s.restart().await;
+    let resealed = stored().await;
+    assert!(
+        resealed.starts_with(&format!("sealed:v1:{new_id}:")),
+        "{resealed} after {said}"
+    );
+    // The old key may go now; the peer's secret still opens (zone tokens are signed with it).
+    s.kill9();
+    let keys = std::fs::read_to_string(s.data_dir.join("secret.key")).unwrap();
+    std::fs::write(s.data_dir.join("secret.key"), keys.lines().next().unwrap()).unwrap();
+    s.restart().await;
+    let zones: Value = http
+        .get(format!("{}/api/v1/zones", s.url()))
+        .bearer_auth(s.token())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(zones[0]["name"], "peer", "{zones}");
+
+    // A lost key file: a new one is made, and the start stops at the first sealed secret.
+    s.kill9();
+    std::fs::remove_file(s.data_dir.join("secret.key")).unwrap();
+    assert!(
+        s.serve().await.is_err(),
+        "a zone started without the key of its secrets"
+    );
+    assert!(
+        s.log().contains(&new_id) && s.log().contains("restore the key file"),
+        "{}",
+        s.log()
+    );
+}

@@ -26,6 +26,15 @@ fn wire(p: &PidInfo) -> PidWire {
     }
 }
 
+/// The public record of a resolved PID: no owner (the zone leaves the rest out).
+fn public(p: &PidInfo) -> PidWire {
+    let mut w = wire(p);
+    if let Some(node) = &mut w.node {
+        node.owner.clear();
+    }
+    w
+}
+
 #[utoipa::path(post, path = "/api/v1/pids", tag = "pids", request_body = MintPidRequest,
     responses((status = 201, body = PidWire, description = "minted"),
         (status = 200, body = PidWire, description = "the PID it already had")))]
@@ -49,7 +58,7 @@ pub async fn resolve(
     State(s): State<Arc<AppState>>,
     Path((prefix, suffix)): Path<(String, String)>,
 ) -> ApiResult<Json<PidWire>> {
-    Ok(Json(wire(
+    Ok(Json(public(
         &s.zone.resolve_pid(&format!("{prefix}/{suffix}")).await?,
     )))
 }
@@ -68,9 +77,9 @@ pub async fn landing(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("text/html"));
     if wants_html {
-        return Ok(Html(page(&wire(&info))).into_response());
+        return Ok(Html(page(&public(&info))).into_response());
     }
-    Ok(Json(wire(&info)).into_response())
+    Ok(Json(public(&info)).into_response())
 }
 
 fn esc(s: &str) -> String {
