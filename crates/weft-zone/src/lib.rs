@@ -47,7 +47,7 @@ pub use resources::ResourceInfo;
 pub use scrubber::SCRUB_INTERVAL_DEFAULT;
 pub use staging::{StagingInfo, StagingSpec};
 pub use transfers::{TransferInfo, TRANSFER_PIECE};
-pub use upload::{UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT};
+pub use upload::{UploadInfo, MAX_PIECES, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};
 pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, TransferRecord};
 pub use weft_policy::{Action, QosExpr, Rule, Trigger};

@@ -22,6 +22,11 @@ use weft_types::{
 /// four streams keep busy on a file of a few hundred MiB.
 pub const PIECE_SIZE_DEFAULT: u64 = 32 << 20;
 
+/// Most pieces one upload may have: a session holds a digest per piece in memory, so a
+/// hostile size in small pieces must not ask for gigabytes (a million pieces: 32 TiB in the
+/// default pieces, 1 GiB in the smallest).
+pub const MAX_PIECES: u64 = 1 << 20;
+
 /// An upload session that received nothing for this long is abandoned (its client died):
 /// the sweeper aborts it and frees its temporary data.
 pub const UPLOAD_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
@@ -102,12 +107,26 @@ impl Zone {
         overwrite: bool,
         replica_of: Option<i64>,
     ) -> Result<UploadInfo, Error> {
+        // Before any storage is asked for: `size` comes from the client. A size of u64::MAX
+        // reached the file system and failed as a 500 (found by weft-api's tests/hostile.rs).
+        if size > i64::MAX as u64 {
+            return Err(Error::invalid(format!(
+                "a size of {size} bytes is more than an object can have"
+            )));
+        }
+        let pieces = piece.count(size);
+        if pieces > MAX_PIECES {
+            return Err(Error::invalid(format!(
+                "{size} bytes in pieces of {} are {pieces} pieces, more than the {MAX_PIECES} an upload \
+                 may have: choose larger pieces",
+                piece.get()
+            )));
+        }
         let key = Store::new_key();
         let writer = target.store.offset_writer(&key, size).await?;
         // `<zone>.<random>`: a zone relaying piece requests for its users (federation)
         // knows from the id alone which zone holds the session.
         let id = format!("{}.{}", self.name, uuid::Uuid::new_v4().simple());
-        let pieces = piece.count(size);
         let session = Session {
             id: id.clone(),
             path: path.clone(),
