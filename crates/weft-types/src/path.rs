@@ -83,7 +83,7 @@ impl LogicalPath {
     /// [`LogicalPath::parse`].
     pub fn join(&self, name: &str) -> Result<LogicalPath, Error> {
         // Every component: `validate_name` alone let `a/../b` through, and the result was a
-        // `LogicalPath` with a `..` in it (found by tests/props.rs).
+        // `LogicalPath` with a `..` in it (found writing tests/props.rs).
         for part in name.split('/') {
             validate_name(part)?;
         }
