@@ -31,7 +31,10 @@ pub fn run(data: &[u8]) {
         check_path(&p);
         // The second half of the input as a name to join (a `/` splits it), cut on a
         // character boundary (cutting at len / 2 panicked in this target, not in weft).
-        let mid = (0..=s.len() / 2).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+        let mid = (0..=s.len() / 2)
+            .rev()
+            .find(|i| s.is_char_boundary(*i))
+            .unwrap_or(0);
         let name = &s[mid..];
         if let Ok(j) = p.join(name) {
             check_path(&j);

@@ -172,7 +172,7 @@ proptest! {
     #[test]
     fn meta_conditions_never_panic_and_round_trip(s in prop_oneof![
         any_text(),
-        "[a-z ]{0,5}(=|!=|<|<=|>|>=|==|=<|!)[-+0-9.eE a-zA-Z=<>!]{0,8}",
+        "[a-z! ]{0,5}(=|!=|<|<=|>|>=|==|=<|!)[-+0-9.eE a-zA-Z=<>!]{0,8}",
     ]) {
         if let Ok(c) = MetaCondition::parse(&s) {
             prop_assert!(!c.attr.is_empty() && !c.attr.contains('\0'));
