@@ -23,23 +23,7 @@ impl FromRequestParts<Arc<AppState>> for Authed {
                 "no Authorization header; send `Authorization: Bearer <token>`",
             )
         })?;
-        let value = header.to_str().map_err(|_| {
-            ApiError::new(
-                ErrorCode::Unauthenticated,
-                "the Authorization header is not ASCII",
-            )
-        })?;
-        let token = value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::Unauthenticated,
-                    "the Authorization header is not `Bearer <token>`",
-                )
-            })?;
+        let token = bearer_token(header.as_bytes())?;
         let zone = &state.zone;
         if token.starts_with("weft_") {
             return Ok(Authed(zone.caller_for_token(token).await?));
@@ -64,4 +48,30 @@ impl FromRequestParts<Arc<AppState>> for Authed {
         let groups = zone.group_ids(&id.groups).await?;
         Ok(Authed(zone.caller_for(&user, &groups).await?))
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` header value. Errors:
+/// `unauthenticated` (not ASCII, not `Bearer`, no token).
+pub(crate) fn bearer_token(value: &[u8]) -> Result<&str, ApiError> {
+    // What `HeaderValue::to_str` accepts: visible ASCII, space and tab.
+    let value = std::str::from_utf8(value)
+        .ok()
+        .filter(|v| v.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b)))
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Unauthenticated,
+                "the Authorization header is not ASCII",
+            )
+        })?;
+    value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Unauthenticated,
+                "the Authorization header is not `Bearer <token>`",
+            )
+        })
 }

@@ -31,6 +31,22 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for WireJson<T> {
     }
 }
 
+/// Route parameters other than logical paths (`{id}`, `{name}`, `{index}`); one that does
+/// not decode (bad percent-encoding, not UTF-8, not a number) is `invalid_argument` with
+/// the usual `{"code","message"}` body, where axum's own rejection was plain text.
+pub struct WirePath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for WirePath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(v)| WirePath(v))
+            .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bad route parameter: {e}")))
+    }
+}
+
 /// The logical path of a `{*path}` route parameter (given without its leading slash).
 pub struct PathParam(pub LogicalPath);
 

@@ -20,6 +20,35 @@ use weft_types::ErrorCode;
 use weft_zone::Zone;
 
 pub use error::ApiError;
+
+/// The parsers of requests this crate holds, for the fuzz targets (`fuzz/` at the
+/// workspace root) and property tests. Not an API: nothing else calls them.
+#[doc(hidden)]
+pub mod parsers {
+    use bytes::Bytes;
+    use weft_types::wire::BundleHeader;
+    use weft_types::Error;
+
+    /// A `Range` header value against an object of `size` bytes.
+    pub fn range(value: &[u8], size: u64) -> Result<std::ops::Range<u64>, Error> {
+        crate::routes::data::parse_range(value, size)
+    }
+
+    /// A bundle body, arrived as `frames`, cut into its header and the files' bytes.
+    pub fn bundle(frames: Vec<Bytes>) -> Result<(BundleHeader, Vec<Bytes>), Error> {
+        crate::routes::data::split_bundle(crate::frames::Frames::from(frames))
+    }
+
+    /// The token of an `Authorization` header value.
+    pub fn bearer_token(value: &[u8]) -> Result<&str, Error> {
+        crate::auth::bearer_token(value).map_err(|e| e.0)
+    }
+
+    /// The issuer of a JWT, read unverified (to choose an OIDC issuer's keys).
+    pub fn unverified_issuer(token: &str) -> Result<String, Error> {
+        crate::oidc::unverified_issuer(token)
+    }
+}
 pub use oidc::{OidcIdentity, OidcIssuer, OidcVerifier};
 
 /// What every handler sees.

@@ -221,7 +221,8 @@ impl OidcVerifier {
     }
 }
 
-fn unverified_issuer(token: &str) -> Result<String, Error> {
+/// The `iss` claim of a JWT, read before verification only to choose the keys.
+pub(crate) fn unverified_issuer(token: &str) -> Result<String, Error> {
     let payload = token
         .split('.')
         .nth(1)

@@ -15,7 +15,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use weft_fileio::{FileWriter, SyncBehind};
-use weft_types::Error;
+use weft_types::{Error, ErrorCode};
 
 pub(crate) struct Temp {
     pub file: Arc<File>,
@@ -74,7 +74,17 @@ impl Temp {
         if size > 0 {
             if let Err(e) = allocate(&temp.file, size) {
                 temp.discard();
-                return Err(crate::io_error(&format!("cannot size {}", temp.describe()), e));
+                let e_code = e.raw_os_error();
+                let mut err = crate::io_error(&format!("cannot size {}", temp.describe()), e);
+                // A size the file system cannot hold is the request's fault, not the
+                // storage's: a 400, where it was a 500 (found by weft-api's tests/hostile.rs).
+                if err.code == ErrorCode::StorageError
+                    && matches!(e_code, Some(libc::EFBIG) | Some(libc::EINVAL))
+                {
+                    err.code = ErrorCode::InvalidArgument;
+                    err.message = format!("{}: a file of {size} bytes is more than it can hold", err.message);
+                }
+                return Err(err);
             }
         }
         Ok(temp)

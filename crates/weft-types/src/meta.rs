@@ -106,7 +106,14 @@ impl MetaCondition {
 
 impl fmt::Display for MetaCondition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}{}", self.attr, self.op.as_str(), self.value)
+        // `a! = b` (attribute `a!`) printed as `a!=b` read back as `a != b`: a space keeps
+        // the `!` in the attribute (found by fuzz/paths_and_names).
+        let gap = if self.op == MetaOp::Eq && self.attr.ends_with('!') {
+            " "
+        } else {
+            ""
+        };
+        write!(f, "{}{gap}{}{}", self.attr, self.op.as_str(), self.value)
     }
 }
 
@@ -157,6 +164,15 @@ mod tests {
         );
         assert_eq!(MetaCondition::parse("x!=1").unwrap().op, MetaOp::Ne);
         assert_eq!(MetaCondition::parse("x<1e3").unwrap().number(), Some(1000.0));
+    }
+
+    #[test]
+    fn prints_what_parses_back_to_itself() {
+        // Found by fuzz/paths_and_names: `a!` `=` `b` printed as `a!=b`, which is `!=`.
+        for s in ["ä ô/zc! =ô//", "a! = b", "a!!=b", "a==b", "x>=-1e3"] {
+            let c = MetaCondition::parse(s).unwrap();
+            assert_eq!(MetaCondition::parse(&c.to_string()).unwrap(), c, "{s:?} → {c}");
+        }
     }
 
     #[test]

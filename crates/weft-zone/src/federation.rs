@@ -277,43 +277,23 @@ impl Zone {
     /// Errors: `unauthenticated` (unknown zone, bad signature, wrong audience),
     /// `token_expired`.
     pub async fn caller_for_zone_token(&self, token: &str) -> Result<Caller, Error> {
-        let unauthenticated = |why: String| Error::new(ErrorCode::Unauthenticated, why);
-        let jwt = token
-            .strip_prefix(ZONE_TOKEN_PREFIX)
-            .ok_or_else(|| unauthenticated("not a zone token".into()))?;
-        let header = jsonwebtoken::decode_header(jwt)
-            .map_err(|e| unauthenticated(format!("malformed zone token: {e}")))?;
-        let from = header
-            .kid
-            .ok_or_else(|| unauthenticated("the zone token names no zone (kid)".into()))?;
+        let from = zone_token_sender(token)?;
         let peer = self.peer(&from).await.map_err(|_| {
-            unauthenticated(format!(
-                "zone token from {from:?}, which is not federated with zone {}",
-                self.name
-            ))
+            Error::new(
+                ErrorCode::Unauthenticated,
+                format!(
+                    "zone token from {from:?}, which is not federated with zone {}",
+                    self.name
+                ),
+            )
         })?;
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.set_audience(&[self.name.as_str()]);
-        validation.set_issuer(&[peer.name.as_str()]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.leeway = ZONE_TOKEN_LEEWAY_SECONDS;
-        let claims = jsonwebtoken::decode::<ZoneClaims>(
-            jwt,
-            &DecodingKey::from_secret(peer.secret.as_bytes()),
-            &validation,
-        )
-        .map_err(|e| {
-            use jsonwebtoken::errors::ErrorKind as K;
-            match e.kind() {
-                K::ExpiredSignature => Error::new(ErrorCode::TokenExpired, "the zone token has expired"),
-                _ => unauthenticated(format!("zone token from {from} refused: {e}")),
-            }
-        })?
-        .claims;
-        let user = PrincipalName::parse(&claims.sub)
-            .ok()
-            .filter(|u| !u.as_str().contains('#'))
-            .ok_or_else(|| unauthenticated(format!("zone token names a bad user {:?}", claims.sub)))?;
+        let user = verify_zone_token(
+            token,
+            peer.name.as_str(),
+            self.name.as_str(),
+            peer.secret.as_bytes(),
+        )?;
+        let unauthenticated = |why: String| Error::new(ErrorCode::Unauthenticated, why);
         let visitor = PrincipalName::parse(&format!("{user}#{from}"))
             .map_err(|e| unauthenticated(format!("zone token user: {}", e.message)))?;
         // Zone tokens differ per request, so the visitor is what is cached.
@@ -350,6 +330,57 @@ impl Zone {
         self.peer(zone).await?;
         self.create_user_once(name).await
     }
+}
+
+/// The zone a zone token (`weftz_…`) says it comes from (the `kid` of its header), read
+/// before verification only to choose the secret to verify it with. Errors:
+/// `unauthenticated`. Public for the fuzz targets (`fuzz/`).
+#[doc(hidden)]
+pub fn zone_token_sender(token: &str) -> Result<String, Error> {
+    let unauthenticated = |why: String| Error::new(ErrorCode::Unauthenticated, why);
+    let jwt = token
+        .strip_prefix(ZONE_TOKEN_PREFIX)
+        .ok_or_else(|| unauthenticated("not a zone token".into()))?;
+    let header = jsonwebtoken::decode_header(jwt)
+        .map_err(|e| unauthenticated(format!("malformed zone token: {e}")))?;
+    header
+        .kid
+        .ok_or_else(|| unauthenticated("the zone token names no zone (kid)".into()))
+}
+
+/// The user (of `sender`, without `#zone`) a zone token from `sender` to `receiver` speaks
+/// for, verified with the secret the two zones share. Errors: `unauthenticated` (bad
+/// signature, wrong issuer or audience, a bad user), `token_expired`. Public for the fuzz
+/// targets (`fuzz/`).
+#[doc(hidden)]
+pub fn verify_zone_token(
+    token: &str,
+    sender: &str,
+    receiver: &str,
+    secret: &[u8],
+) -> Result<PrincipalName, Error> {
+    let unauthenticated = |why: String| Error::new(ErrorCode::Unauthenticated, why);
+    let jwt = token
+        .strip_prefix(ZONE_TOKEN_PREFIX)
+        .ok_or_else(|| unauthenticated("not a zone token".into()))?;
+    let mut validation = Validation::new(Algorithm::HS256);
+    validation.set_audience(&[receiver]);
+    validation.set_issuer(&[sender]);
+    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    validation.leeway = ZONE_TOKEN_LEEWAY_SECONDS;
+    let claims = jsonwebtoken::decode::<ZoneClaims>(jwt, &DecodingKey::from_secret(secret), &validation)
+        .map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind as K;
+            match e.kind() {
+                K::ExpiredSignature => Error::new(ErrorCode::TokenExpired, "the zone token has expired"),
+                _ => unauthenticated(format!("zone token from {sender} refused: {e}")),
+            }
+        })?
+        .claims;
+    PrincipalName::parse(&claims.sub)
+        .ok()
+        .filter(|u| !u.as_str().contains('#'))
+        .ok_or_else(|| unauthenticated(format!("zone token names a bad user {:?}", claims.sub)))
 }
 
 /// Peer zones read recently, and one HTTP connection pool per peer. Entries expire so that

@@ -38,7 +38,9 @@ use weft_types::{Error, ErrorCode, LogicalPath, ResourceName, ZoneName};
 pub use access::Caller;
 pub use bootstrap::{Bootstrap, ResourceSpec, ZoneConfig};
 pub use data::{ObjectRead, PutOutcome};
-pub use federation::{PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX};
+pub use federation::{
+    verify_zone_token, zone_token_sender, PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX,
+};
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
 pub use orphans::ORPHAN_GRACE_DEFAULT;
 pub use pid_registry::{HandleConfig, HandleRegistry, PidConfig, PidRegistry, Registration};

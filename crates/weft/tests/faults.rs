@@ -519,11 +519,10 @@ async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let catalog_url = format!("sqlite://{}", s.data_dir.join("catalog.db").display());
     let stored = || async {
         // Without the key file a catalog shows what it stores.
-        let catalog = weft_catalog::connect(&format!("sqlite://{}", s.data_dir.join("catalog.db").display()))
-            .await
-            .unwrap();
+        let catalog = weft_catalog::connect(&catalog_url).await.unwrap();
         let peer = weft_types::ZoneName::parse("peer").unwrap();
         catalog.get_zone(&peer).await.unwrap().unwrap().secret
     };

@@ -3,9 +3,9 @@
 use crate::auth::Authed;
 use crate::convert;
 use crate::error::ApiResult;
-use crate::extract::{PathParam, WireJson};
+use crate::extract::{PathParam, WireJson, WirePath};
 use crate::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
@@ -62,7 +62,7 @@ pub async fn add_user(
 pub async fn remove_user(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(name): Path<String>,
+    WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     s.zone
         .remove_principal(&c, &PrincipalName::parse(&name)?, PrincipalKind::User)
@@ -101,7 +101,7 @@ pub async fn add_group(
 pub async fn remove_group(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(name): Path<String>,
+    WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     s.zone
         .remove_principal(&c, &PrincipalName::parse(&name)?, PrincipalKind::Group)
@@ -114,7 +114,7 @@ pub async fn remove_group(
 pub async fn members(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(name): Path<String>,
+    WirePath(name): WirePath<String>,
 ) -> ApiResult<Json<Vec<PrincipalWire>>> {
     Ok(Json(
         s.zone
@@ -131,7 +131,7 @@ pub async fn members(
 pub async fn add_member(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path((group, user)): Path<(String, String)>,
+    WirePath((group, user)): WirePath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     s.zone
         .edit_membership(
@@ -149,7 +149,7 @@ pub async fn add_member(
 pub async fn remove_member(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path((group, user)): Path<(String, String)>,
+    WirePath((group, user)): WirePath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     s.zone
         .edit_membership(
@@ -247,7 +247,7 @@ pub async fn add_resource(
 pub async fn remove_resource(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(name): Path<String>,
+    WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     s.zone.remove_resource(&c, &ResourceName::parse(&name)?).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -3,13 +3,14 @@
 use crate::auth::Authed;
 use crate::convert;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{body_stream, content_length, PathParam, QueryPairs, WireJson};
+use crate::extract::{body_stream, content_length, PathParam, QueryPairs, WireJson, WirePath};
 use crate::frames::{Frames, FramesError};
 use crate::AppState;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use bytes::Bytes;
 use futures::StreamExt;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use std::ops::Range;
@@ -18,7 +19,7 @@ use weft_types::wire::{
     BundleHeader, BundleOutcome, ChecksumReport, CompleteUpload, ErrorBody, NodeStat, PieceReceipt,
     ReplicaCheck, Upload, UploadRequest, BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, CHECKSUM_HEADER,
 };
-use weft_types::{Checksum, ErrorCode, LogicalPath, ResourceName};
+use weft_types::{Checksum, Error, ErrorCode, LogicalPath, ResourceName};
 
 fn expected_checksum(headers: &HeaderMap) -> ApiResult<Option<Checksum>> {
     headers
@@ -81,7 +82,7 @@ pub async fn bundle(
     body: Body,
 ) -> ApiResult<Json<Vec<BundleOutcome>>> {
     let limit = BUNDLE_HEADER_MAX + BUNDLE_MAX_BYTES as usize;
-    let mut all = Frames::read(body, limit).await.map_err(|e| {
+    let all = Frames::read(body, limit).await.map_err(|e| {
         let why = match e {
             FramesError::TooLarge => "over".to_owned(),
             FramesError::Body(e) => format!("unreadable ({e}) or over"),
@@ -91,39 +92,12 @@ pub async fn bundle(
             format!("bundle body {why} {limit} bytes"),
         )
     })?;
-    let split = all.find(b'\n', BUNDLE_HEADER_MAX).ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::InvalidArgument,
-            format!(
-                "bundle: no header line within its first {BUNDLE_HEADER_MAX} bytes \
-                 (a bundle holds at most {BUNDLE_MAX_FILES} files; send more as several bundles)"
-            ),
-        )
-    })?;
-    let line = all.take(split + 1);
-    let header: BundleHeader = serde_json::from_slice(&line[..split])
-        .map_err(|e| ApiError::new(ErrorCode::InvalidArgument, format!("bundle header: {e}")))?;
+    let (header, data) = split_bundle(all)?;
     let resource = header.resource.as_deref().map(ResourceName::parse).transpose()?;
-    // Saturating: sizes come from the client, and a sum that overflows is simply wrong.
-    let sizes = header
-        .files
-        .iter()
-        .fold(0u64, |sum, f| sum.saturating_add(f.size));
-    if header.files.len() > BUNDLE_MAX_FILES || sizes != all.len() as u64 {
-        return Err(ApiError::new(
-            ErrorCode::InvalidArgument,
-            format!(
-                "bundle: {} files (at most {BUNDLE_MAX_FILES}) of {sizes} bytes, but {} bytes follow the header",
-                header.files.len(),
-                all.len()
-            ),
-        ));
-    }
     // Entries that do not parse fail alone, like any other file of the bundle.
     let mut outcomes: Vec<Option<weft_types::Error>> = Vec::with_capacity(header.files.len());
     let mut items = Vec::new();
-    for f in &header.files {
-        let data = all.take(f.size as usize);
+    for (f, data) in header.files.iter().zip(data) {
         match LogicalPath::parse(&f.path).and_then(|p| Ok((p, Checksum::parse(&f.checksum)?))) {
             Ok((path, sum)) => {
                 items.push((path, data, sum));
@@ -158,6 +132,43 @@ pub async fn bundle(
     Ok(Json(answer))
 }
 
+/// A bundle body cut into its header line and the bytes of each file, in order: every
+/// file lies within the body, and their sizes add up to exactly what follows the header.
+/// Errors: `invalid_argument` (no header line within `BUNDLE_HEADER_MAX` bytes, a header
+/// that is not JSON, too many files, sizes that do not match the body).
+pub(crate) fn split_bundle(mut all: Frames) -> Result<(BundleHeader, Vec<Bytes>), Error> {
+    let split = all.find(b'\n', BUNDLE_HEADER_MAX).ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "bundle: no header line within its first {BUNDLE_HEADER_MAX} bytes \
+                 (a bundle holds at most {BUNDLE_MAX_FILES} files; send more as several bundles)"
+            ),
+        )
+    })?;
+    let line = all.take(split + 1);
+    let header: BundleHeader = serde_json::from_slice(&line[..split])
+        .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("bundle header: {e}")))?;
+    // Saturating: sizes come from the client, and a sum that overflows is simply wrong.
+    let sizes = header
+        .files
+        .iter()
+        .fold(0u64, |sum, f| sum.saturating_add(f.size));
+    if header.files.len() > BUNDLE_MAX_FILES || sizes != all.len() as u64 {
+        return Err(Error::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "bundle: {} files (at most {BUNDLE_MAX_FILES}) of {sizes} bytes, but {} bytes follow the header",
+                header.files.len(),
+                all.len()
+            ),
+        ));
+    }
+    // Each size is at most the sum, which is what the body holds: every take fits.
+    let data = header.files.iter().map(|f| all.take(f.size as usize)).collect();
+    Ok((header, data))
+}
+
 #[utoipa::path(get, path = "/api/v1/data/{path}", tag = "data",
     params(("path" = String, Path), ("Range" = Option<String>, Header, description = "bytes=START-END (one range)")),
     responses((status = 200, description = "the object's bytes"), (status = 206, description = "the requested range"),
@@ -172,7 +183,7 @@ pub async fn get(
     let read = s
         .zone
         .read_with(&c, &p, |size| {
-            ranged.map(|v| parse_range(v, size).map_err(|e| e.0)).transpose()
+            ranged.map(|v| parse_range(v.as_bytes(), size)).transpose()
         })
         .await?;
     let size = read.node.size as u64;
@@ -211,18 +222,31 @@ pub async fn get(
     Ok(resp)
 }
 
-/// One `bytes=` range: `a-b`, `a-` or `-n` (the last n bytes).
-fn parse_range(v: &HeaderValue, size: u64) -> ApiResult<Range<u64>> {
+/// One `bytes=` range of an object of `size` bytes: `a-b`, `a-` or `-n` (the last n
+/// bytes), as RFC 9110 §14.1.2 spells them (digits only). The range returned is never
+/// empty and lies within the object; a last position past the object (or past `u64`) is
+/// its end. Errors: `range_not_satisfiable`, for what is not one satisfiable range.
+pub(crate) fn parse_range(v: &[u8], size: u64) -> Result<Range<u64>, Error> {
     let bad = || {
-        ApiError::new(
+        Error::new(
             ErrorCode::RangeNotSatisfiable,
-            format!("unsupported or unsatisfiable Range {v:?} (object of {size} bytes)"),
+            format!(
+                "unsupported or unsatisfiable Range {:?} (object of {size} bytes)",
+                String::from_utf8_lossy(&v[..v.len().min(256)])
+            ),
         )
     };
-    let spec = v
-        .to_str()
+    // A number of RFC 9110's grammar: digits only (no sign, no space inside); `None` for
+    // anything else, `u64::MAX` for more digits than `u64` holds.
+    let number = |s: &str| -> Option<u64> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some(s.parse().unwrap_or(u64::MAX))
+    };
+    let spec = std::str::from_utf8(v)
         .ok()
-        .and_then(|s| s.strip_prefix("bytes="))
+        .and_then(|s| s.trim().strip_prefix("bytes="))
         .ok_or_else(bad)?;
     if spec.contains(',') {
         return Err(bad());
@@ -230,16 +254,18 @@ fn parse_range(v: &HeaderValue, size: u64) -> ApiResult<Range<u64>> {
     let (a, b) = spec.split_once('-').ok_or_else(bad)?;
     let r = match (a.trim(), b.trim()) {
         ("", n) => {
-            let n: u64 = n.parse().map_err(|_| bad())?;
+            let n = number(n).ok_or_else(bad)?;
             size.saturating_sub(n)..size
         }
-        (a, "") => a.parse().map_err(|_| bad())?..size,
+        (a, "") => number(a).ok_or_else(bad)?..size,
         (a, b) => {
-            let (a, b): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+            let (a, b) = (number(a).ok_or_else(bad)?, number(b).ok_or_else(bad)?);
             if b < a {
                 return Err(bad());
             }
-            a..(b + 1).min(size)
+            // Saturating: `bytes=0-18446744073709551615` overflowed `b + 1` (a panic in
+            // debug builds, an empty range and a 416 in release; found writing fuzz/range_header).
+            a..b.saturating_add(1).min(size)
         }
     };
     if r.start >= r.end {
@@ -280,7 +306,7 @@ pub async fn begin_upload(
 pub async fn upload_piece(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path((id, index)): Path<(String, u64)>,
+    WirePath((id, index)): WirePath<(String, u64)>,
     body: Body,
 ) -> ApiResult<Json<PieceReceipt>> {
     let cv = s.zone.upload_piece(&c, &id, index, body_stream(body)).await?;
@@ -292,7 +318,7 @@ pub async fn upload_piece(
 pub async fn complete_upload(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(id): Path<String>,
+    WirePath(id): WirePath<String>,
     WireJson(r): WireJson<CompleteUpload>,
 ) -> ApiResult<(StatusCode, Json<NodeStat>)> {
     let expected = r.checksum.as_deref().map(Checksum::parse).transpose()?;
@@ -305,7 +331,7 @@ pub async fn complete_upload(
 pub async fn abort_upload(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(id): Path<String>,
+    WirePath(id): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     s.zone.abort_upload(&c, &id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -348,7 +374,7 @@ mod tests {
     use super::*;
 
     fn r(s: &str, size: u64) -> Option<Range<u64>> {
-        parse_range(&HeaderValue::from_str(s).unwrap(), size).ok()
+        parse_range(s.as_bytes(), size).ok()
     }
 
     #[test]
@@ -361,5 +387,16 @@ mod tests {
         assert_eq!(r("bytes=5-1", 100), None);
         assert_eq!(r("bytes=0-1,3-4", 100), None);
         assert_eq!(r("items=0-1", 100), None);
+        // Found writing fuzz/range_header: `b + 1` overflowed.
+        assert_eq!(r("bytes=0-18446744073709551615", 100), Some(0..100));
+        assert_eq!(r("bytes=5-99999999999999999999999", 100), Some(5..100));
+        assert_eq!(r("bytes=999999999999999999999-", 100), None);
+        assert_eq!(r("bytes=-99999999999999999999999", 100), Some(0..100));
+        assert_eq!(r("bytes=+1-2", 100), None);
+        assert_eq!(r("bytes=1-+2", 100), None);
+        assert_eq!(r("bytes=-0", 100), None);
+        assert_eq!(r("bytes=0-0", 0), None);
+        assert_eq!(r("bytes=-", 100), None);
+        assert_eq!(r("bytes=", 100), None);
     }
 }

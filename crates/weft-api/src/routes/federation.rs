@@ -3,9 +3,9 @@
 use crate::auth::Authed;
 use crate::convert;
 use crate::error::ApiResult;
-use crate::extract::WireJson;
+use crate::extract::{WireJson, WirePath};
 use crate::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
@@ -41,7 +41,7 @@ pub async fn add_zone(
 pub async fn remove_zone(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(name): Path<String>,
+    WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     s.zone.remove_zone(&c, &ZoneName::parse(&name)?).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -52,7 +52,7 @@ pub async fn remove_zone(
 pub async fn user_maps(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(name): Path<String>,
+    WirePath(name): WirePath<String>,
 ) -> ApiResult<Json<Vec<UserMapWire>>> {
     let maps = s.zone.user_maps(&c, &ZoneName::parse(&name)?).await?;
     Ok(Json(
@@ -70,7 +70,7 @@ pub async fn user_maps(
 pub async fn map_user(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(name): Path<String>,
+    WirePath(name): WirePath<String>,
     WireJson(m): WireJson<UserMapWire>,
 ) -> ApiResult<StatusCode> {
     let (remote, local) = (
@@ -88,7 +88,7 @@ pub async fn map_user(
 pub async fn unmap_user(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path((name, user)): Path<(String, String)>,
+    WirePath((name, user)): WirePath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     s.zone
         .unmap_user(&c, &ZoneName::parse(&name)?, &PrincipalName::parse(&user)?)
@@ -141,7 +141,7 @@ pub async fn add_staging(
 pub async fn remove_staging(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(name): Path<String>,
+    WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     s.zone.remove_staging(&c, &StagingName::parse(&name)?).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -4,9 +4,9 @@
 use crate::auth::Authed;
 use crate::convert;
 use crate::error::ApiResult;
-use crate::extract::WireJson;
+use crate::extract::{WireJson, WirePath};
 use crate::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
 use http::{HeaderMap, StatusCode};
@@ -56,7 +56,7 @@ pub async fn mint(
         (status = 404, body = weft_types::wire::ErrorBody)))]
 pub async fn resolve(
     State(s): State<Arc<AppState>>,
-    Path((prefix, suffix)): Path<(String, String)>,
+    WirePath((prefix, suffix)): WirePath<(String, String)>,
 ) -> ApiResult<Json<PidWire>> {
     Ok(Json(public(
         &s.zone.resolve_pid(&format!("{prefix}/{suffix}")).await?,
@@ -69,7 +69,7 @@ pub async fn resolve(
 pub async fn landing(
     State(s): State<Arc<AppState>>,
     headers: HeaderMap,
-    Path((prefix, suffix)): Path<(String, String)>,
+    WirePath((prefix, suffix)): WirePath<(String, String)>,
 ) -> ApiResult<Response> {
     let info = s.zone.resolve_pid(&format!("{prefix}/{suffix}")).await?;
     let wants_html = headers

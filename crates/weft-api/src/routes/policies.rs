@@ -2,9 +2,9 @@
 
 use crate::auth::Authed;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{QueryPairs, WireJson};
+use crate::extract::{QueryPairs, WireJson, WirePath};
 use crate::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
@@ -115,7 +115,7 @@ pub async fn apply(
 pub async fn remove(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(name): Path<String>,
+    WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     s.zone.remove_policy(&c, &name).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -178,7 +178,7 @@ pub async fn list_qos(
 pub async fn remove_qos(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(id): Path<String>,
+    WirePath(id): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     let id: i64 = id.parse().map_err(|_| {
         ApiError::new(

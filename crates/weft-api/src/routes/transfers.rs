@@ -3,9 +3,9 @@
 use crate::auth::Authed;
 use crate::convert;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{PathParam, QueryPairs, WireJson};
+use crate::extract::{PathParam, QueryPairs, WireJson, WirePath};
 use crate::AppState;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
@@ -83,7 +83,7 @@ pub async fn list(
 pub async fn show(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(id): Path<String>,
+    WirePath(id): WirePath<String>,
 ) -> ApiResult<Json<TransferWire>> {
     Ok(Json(convert::transfer(&s.zone.transfer(&c, &id).await?)))
 }
@@ -94,7 +94,7 @@ pub async fn show(
 pub async fn files(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(id): Path<String>,
+    WirePath(id): WirePath<String>,
     q: QueryPairs,
 ) -> ApiResult<Json<Vec<TransferFileWire>>> {
     let limit = q.number::<u32>("limit")?.unwrap_or(1000).min(10_000);
@@ -110,7 +110,7 @@ pub async fn files(
 pub async fn cancel(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
-    Path(id): Path<String>,
+    WirePath(id): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     s.zone.cancel_transfer(&c, &id).await?;
     Ok(StatusCode::NO_CONTENT)
