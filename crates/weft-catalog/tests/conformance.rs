@@ -404,7 +404,10 @@ async fn oidc_identities_bind_issuer_and_subject(c: &SqlCatalog) {
     let alice = c.create_oidc_user(kc, "sub-1", &name("alice")).await.unwrap();
     assert_eq!((alice.kind, alice.is_admin), (PrincipalKind::User, false));
     assert_eq!(c.oidc_principal(kc, "sub-1").await.unwrap(), Some(alice.clone()));
-    assert_eq!(c.get_principal(&name("alice")).await.unwrap(), Some(alice.clone()));
+    assert_eq!(
+        c.get_principal(&name("alice")).await.unwrap(),
+        Some(alice.clone())
+    );
     // Issuer and subject both count; subjects compare exactly.
     assert_eq!(c.oidc_principal(other, "sub-1").await.unwrap(), None);
     assert_eq!(c.oidc_principal(kc, "SUB-1").await.unwrap(), None);
@@ -422,7 +425,10 @@ async fn oidc_identities_bind_issuer_and_subject(c: &SqlCatalog) {
         ErrorCode::AlreadyExists
     );
     assert_eq!(c.get_principal(&name("alice-2")).await.unwrap(), None);
-    let alice_b = c.create_oidc_user(other, "sub-1", &name("alice-b")).await.unwrap();
+    let alice_b = c
+        .create_oidc_user(other, "sub-1", &name("alice-b"))
+        .await
+        .unwrap();
     assert_ne!(alice_b.id, alice.id);
     // Gone with the principal.
     c.delete_principal(&name("alice")).await.unwrap();

@@ -147,7 +147,16 @@ mod tests {
         assert_eq!(plain_oidc_name("Alice").unwrap().as_str(), "alice");
         assert_eq!(plain_oidc_name("j.doe").unwrap().as_str(), "j.doe");
         // Another zone's principal, invalid names and derived-looking names are never plain.
-        for refused in ["alice#lrz", "admin#z", "#", "", "a b", "1234", "jürgen", "alice-0123456789"] {
+        for refused in [
+            "alice#lrz",
+            "admin#z",
+            "#",
+            "",
+            "a b",
+            "1234",
+            "jürgen",
+            "alice-0123456789",
+        ] {
             assert_eq!(plain_oidc_name(refused), None, "{refused:?}");
         }
         assert!(plain_oidc_name("alice-012345678").is_some());
