@@ -20,7 +20,7 @@ use weft_types::ErrorCode;
 use weft_zone::Zone;
 
 pub use error::ApiError;
-pub use oidc::{OidcIdentity, OidcIssuer, OidcVerifier};
+pub use oidc::{OidcIssuer, OidcVerifier};
 
 /// What every handler sees.
 pub struct AppState {
