@@ -7,7 +7,7 @@ use crate::AppState;
 use axum::extract::FromRequestParts;
 use http::request::Parts;
 use std::sync::Arc;
-use weft_types::{ErrorCode, PrincipalName};
+use weft_types::ErrorCode;
 use weft_zone::Caller;
 
 /// The authenticated caller of a request.
@@ -37,16 +37,9 @@ impl FromRequestParts<Arc<AppState>> for Authed {
                 "the token is not known to this zone (no OIDC issuer is configured)",
             ));
         }
-        let id = state.oidc.verify(token).await?;
-        let name = PrincipalName::parse(&id.user.to_lowercase()).map_err(|e| {
-            ApiError::new(
-                ErrorCode::Unauthenticated,
-                format!("the token's user name cannot be a weft user: {}", e.message),
-            )
-        })?;
-        let user = zone.oidc_user(&name).await?;
-        let groups = zone.group_ids(&id.groups).await?;
-        Ok(Authed(zone.caller_for(&user, &groups).await?))
+        // The token's issuer and subject name the user, never its user name (weft-zone).
+        let login = state.oidc.verify(token).await?;
+        Ok(Authed(zone.caller_for_oidc(&login).await?))
     }
 }
 

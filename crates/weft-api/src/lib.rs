@@ -49,7 +49,7 @@ pub mod parsers {
         crate::oidc::unverified_issuer(token)
     }
 }
-pub use oidc::{OidcIdentity, OidcIssuer, OidcVerifier};
+pub use oidc::{OidcIssuer, OidcVerifier};
 
 /// What every handler sees.
 pub struct AppState {

@@ -1,15 +1,21 @@
 //! Bearer access tokens (JWT) from configured OpenID Connect issuers such as Keycloak:
-//! signature checked against the issuer's JWKS, then issuer, audience and expiry. Tokens
-//! of any length are accepted (Keycloak tokens run past the 1,024 bytes that broke iRODS).
+//! signature checked against the issuer's JWKS, then issuer, audience, expiry and subject.
+//! Tokens of any length are accepted (Keycloak tokens run past the 1,024 bytes that broke
+//! iRODS). What the token's identity becomes is weft-zone's (`OidcLogin`).
+//!
+//! Keys: readers of a known key id never wait. An unknown key id (issuer key rotation)
+//! fetches the JWKS again, at most one fetch per issuer at a time and not more often than
+//! every 10 s; a failed fetch keeps the keys fetched before.
 
 use base64::Engine as _;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
-use tokio::sync::RwLock;
 use weft_types::{Error, ErrorCode};
+use weft_zone::OidcLogin;
 
 /// One trusted issuer, as configured.
 #[derive(Debug, Clone, Deserialize)]
@@ -19,12 +25,22 @@ pub struct OidcIssuer {
     pub issuer: String,
     /// The value the `aud` claim must contain.
     pub audience: String,
-    /// Claim holding the user name.
+    /// Claim holding the preferred user name: the name of the user created for a new
+    /// identity (issuer and subject), when it is free.
     #[serde(default = "default_user_claim")]
     pub user_claim: String,
-    /// Claim holding group names (an array of strings).
+    /// Claim holding group names (an array of strings); each counts where a weft group of
+    /// that name exists.
     #[serde(default = "default_groups_claim")]
     pub groups_claim: String,
+    /// The role that makes a token's user a zone administrator. Without it, no user of this
+    /// issuer is ever an administrator.
+    #[serde(default)]
+    pub admin_role: Option<String>,
+    /// Claim holding the token's roles (an array of strings; a dotted name reaches into
+    /// nested claims): Keycloak's realm roles by default.
+    #[serde(default = "default_roles_claim")]
+    pub roles_claim: String,
     /// Where the keys are; default: from the issuer's discovery document.
     #[serde(default)]
     pub jwks_uri: Option<String>,
@@ -43,12 +59,8 @@ fn default_user_claim() -> String {
 fn default_groups_claim() -> String {
     "groups".into()
 }
-
-/// Who a verified token names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OidcIdentity {
-    pub user: String,
-    pub groups: Vec<String>,
+fn default_roles_claim() -> String {
+    "realm_access.roles".into()
 }
 
 /// Asymmetric algorithms only: a shared-secret (HS*) token could be forged by anyone who
@@ -68,15 +80,30 @@ const ALGORITHMS: &[Algorithm] = &[
 /// Keys are fetched again for an unknown key id (issuer key rotation), but not more often
 /// than this, so that garbage tokens cannot make us hammer the issuer.
 const REFRESH_EVERY: Duration = Duration::from_secs(10);
+/// How long one fetch of the discovery document or the JWKS may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
+type KeySet = Arc<HashMap<String, DecodingKey>>;
+
+/// The keys of one issuer.
+#[derive(Default)]
 struct Keys {
-    by_kid: HashMap<String, DecodingKey>,
-    fetched: Option<Instant>,
+    /// The last keys fetched; replaced whole by a successful fetch, held only to clone.
+    current: RwLock<KeySet>,
+    /// When the last fetch ended (or began, while one is in flight). Held across a fetch,
+    /// so there is at most one in flight; readers of known keys never touch it.
+    fetch: tokio::sync::Mutex<Option<Instant>>,
+}
+
+impl Keys {
+    fn get(&self, kid: &str) -> Option<DecodingKey> {
+        self.current.read().expect("not poisoned").get(kid).cloned()
+    }
 }
 
 pub struct OidcVerifier {
     issuers: Vec<OidcIssuer>,
-    keys: Vec<RwLock<Keys>>,
+    keys: Vec<Keys>,
     http: reqwest::Client,
 }
 
@@ -86,17 +113,9 @@ fn unauthenticated(msg: impl Into<String>) -> Error {
 
 impl OidcVerifier {
     pub fn new(issuers: Vec<OidcIssuer>) -> Self {
-        let keys = issuers
-            .iter()
-            .map(|_| {
-                RwLock::new(Keys {
-                    by_kid: HashMap::new(),
-                    fetched: None,
-                })
-            })
-            .collect();
+        let keys = issuers.iter().map(|_| Keys::default()).collect();
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
+            .timeout(FETCH_TIMEOUT)
             .build()
             .expect("http client");
         OidcVerifier { issuers, keys, http }
@@ -106,7 +125,7 @@ impl OidcVerifier {
         self.issuers.is_empty()
     }
 
-    pub async fn verify(&self, token: &str) -> Result<OidcIdentity, Error> {
+    pub async fn verify(&self, token: &str) -> Result<OidcLogin, Error> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| unauthenticated(format!("malformed bearer token: {e}")))?;
         if !ALGORITHMS.contains(&header.alg) {
@@ -129,7 +148,7 @@ impl OidcVerifier {
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&config.issuer]);
         validation.set_audience(&[&config.audience]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = config.leeway_seconds;
         let data = jsonwebtoken::decode::<serde_json::Value>(token, &key, &validation).map_err(|e| {
             use jsonwebtoken::errors::ErrorKind as K;
@@ -149,36 +168,54 @@ impl OidcVerifier {
             }
         })?;
         let claims = data.claims;
-        let user = claims
-            .get(&config.user_claim)
+        let subject = claim(&claims, "sub")
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| unauthenticated("token has no subject (sub)"))?
+            .to_owned();
+        let preferred_name = claim(&claims, &config.user_claim)
             .and_then(|v| v.as_str())
             .ok_or_else(|| unauthenticated(format!("token has no {:?} claim", config.user_claim)))?
             .to_owned();
-        let groups = claims
-            .get(&config.groups_claim)
-            .and_then(|v| v.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|g| g.as_str())
-                    .map(|g| g.trim_start_matches('/').to_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(OidcIdentity { user, groups })
+        let groups = strings(claim(&claims, &config.groups_claim))
+            .map(|g| g.trim_start_matches('/').to_owned())
+            .collect();
+        let admin = config
+            .admin_role
+            .as_ref()
+            .is_some_and(|role| strings(claim(&claims, &config.roles_claim)).any(|r| r == role.as_str()));
+        Ok(OidcLogin {
+            issuer: config.issuer.clone(),
+            subject,
+            preferred_name,
+            groups,
+            admin,
+        })
     }
 
+    /// The key `kid` of issuer `i`. A known key is read without waiting; an unknown one
+    /// waits for the one fetch of the issuer's keys in flight, or starts one unless the
+    /// last ended less than `REFRESH_EVERY` ago.
     async fn key(&self, i: usize, kid: &str) -> Result<DecodingKey, Error> {
-        if let Some(k) = self.keys[i].read().await.by_kid.get(kid) {
-            return Ok(k.clone());
+        let keys = &self.keys[i];
+        if let Some(k) = keys.get(kid) {
+            return Ok(k);
         }
-        let mut keys = self.keys[i].write().await;
-        if !keys.by_kid.contains_key(kid) && keys.fetched.is_none_or(|t| t.elapsed() >= REFRESH_EVERY) {
-            keys.by_kid = self.fetch_keys(&self.issuers[i]).await?;
-            keys.fetched = Some(Instant::now());
+        let mut last = keys.fetch.lock().await;
+        // A fetch that ended while this request waited may have brought the key.
+        if let Some(k) = keys.get(kid) {
+            return Ok(k);
         }
-        keys.by_kid
-            .get(kid)
-            .cloned()
+        if last.is_none_or(|t| t.elapsed() >= REFRESH_EVERY) {
+            // Stamped before (a request dropped mid-fetch counts) and after the fetch (the
+            // interval runs from its end, however long it hung).
+            *last = Some(Instant::now());
+            let fetched = self.fetch_keys(&self.issuers[i]).await;
+            *last = Some(Instant::now());
+            *keys.current.write().expect("not poisoned") = Arc::new(fetched?);
+        }
+        drop(last);
+        keys.get(kid)
             .ok_or_else(|| unauthenticated(format!("no key {kid:?} in the issuer's JWKS")))
     }
 
@@ -221,6 +258,24 @@ impl OidcVerifier {
     }
 }
 
+/// Claim `name` of `claims`: a top-level claim of that name, else a dotted path into nested
+/// objects (`realm_access.roles`).
+fn claim<'a>(claims: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
+    claims
+        .get(name)
+        .or_else(|| name.split('.').try_fold(claims, |v, part| v.get(part)))
+}
+
+/// The strings of an array claim (a single string counts as one).
+fn strings(v: Option<&serde_json::Value>) -> impl Iterator<Item = &str> {
+    let (one, many) = match v {
+        Some(serde_json::Value::String(s)) => (Some(s.as_str()), None),
+        Some(serde_json::Value::Array(a)) => (None, Some(a.iter().filter_map(|g| g.as_str()))),
+        _ => (None, None),
+    };
+    one.into_iter().chain(many.into_iter().flatten())
+}
+
 /// The `iss` claim of a JWT, read before verification only to choose the keys.
 pub(crate) fn unverified_issuer(token: &str) -> Result<String, Error> {
     let payload = token
@@ -236,4 +291,28 @@ pub(crate) fn unverified_issuer(token: &str) -> Result<String, Error> {
         .and_then(|i| i.as_str())
         .map(str::to_owned)
         .ok_or_else(|| unauthenticated("token has no issuer"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn claims_by_name_or_dotted_path() {
+        let c = json!({
+            "realm_access": {"roles": ["weft-user", "weft-admin"]},
+            "https://example.org/roles": ["a"],
+            "groups": "physics",
+            "odd": [1, "x"]
+        });
+        let all = |name: &str| strings(claim(&c, name)).collect::<Vec<_>>();
+        assert_eq!(all("realm_access.roles"), ["weft-user", "weft-admin"]);
+        assert_eq!(all("https://example.org/roles"), ["a"]);
+        assert_eq!(all("groups"), ["physics"]);
+        assert_eq!(all("odd"), ["x"]);
+        assert!(all("realm_access").is_empty());
+        assert!(all("realm_access.nothing").is_empty());
+        assert!(all("missing").is_empty());
+    }
 }

@@ -460,6 +460,19 @@ pub trait Catalog: Send + Sync + 'static {
     /// The token and its user, if the hash is known (expiry is the caller's to check).
     async fn find_token(&self, secret_hash: &str) -> Result<Option<(TokenRecord, Principal)>, Error>;
 
+    // --- OIDC identities --------------------------------------------------------------
+    /// The principal bound to the OIDC identity `subject` of `issuer`, if any.
+    async fn oidc_principal(&self, issuer: &str, subject: &str) -> Result<Option<Principal>, Error>;
+    /// Creates the user `name` (never an administrator) bound to the OIDC identity
+    /// `subject` of `issuer`, both in one transaction. Errors: `already_exists` when the
+    /// name is taken or the identity is already bound (nothing is created then).
+    async fn create_oidc_user(
+        &self,
+        issuer: &str,
+        subject: &str,
+        name: &PrincipalName,
+    ) -> Result<Principal, Error>;
+
     // --- resources --------------------------------------------------------------------
     /// The first resource created becomes the default. Errors: `already_exists`.
     async fn create_resource(&self, r: &NewResource) -> Result<Resource, Error>;

@@ -90,6 +90,7 @@ conformance!(
     peer_zones,
     staging_areas,
     user_maps_follow_zones_and_users,
+    oidc_identities_bind_issuer_and_subject,
     transfers_and_their_files,
     transfer_files_in_many_rows,
     transfer_counts_follow_every_update,
@@ -393,6 +394,48 @@ async fn tokens(c: &SqlCatalog) {
     assert_eq!(
         code(c.create_token(99999, "h3", "", None).await),
         ErrorCode::NotFound
+    );
+}
+
+async fn oidc_identities_bind_issuer_and_subject(c: &SqlCatalog) {
+    let name = |n: &str| PrincipalName::parse(n).unwrap();
+    let (kc, other) = ("https://kc.example/realms/a", "https://kc.example/realms/b");
+    assert_eq!(c.oidc_principal(kc, "sub-1").await.unwrap(), None);
+    let alice = c.create_oidc_user(kc, "sub-1", &name("alice")).await.unwrap();
+    assert_eq!((alice.kind, alice.is_admin), (PrincipalKind::User, false));
+    assert_eq!(c.oidc_principal(kc, "sub-1").await.unwrap(), Some(alice.clone()));
+    assert_eq!(
+        c.get_principal(&name("alice")).await.unwrap(),
+        Some(alice.clone())
+    );
+    // Issuer and subject both count; subjects compare exactly.
+    assert_eq!(c.oidc_principal(other, "sub-1").await.unwrap(), None);
+    assert_eq!(c.oidc_principal(kc, "SUB-1").await.unwrap(), None);
+    // A taken name, or an identity already bound, creates nothing.
+    c.create_principal(&name("admin"), PrincipalKind::User, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        code(c.create_oidc_user(kc, "sub-2", &name("admin")).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(c.oidc_principal(kc, "sub-2").await.unwrap(), None);
+    assert_eq!(
+        code(c.create_oidc_user(kc, "sub-1", &name("alice-2")).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(c.get_principal(&name("alice-2")).await.unwrap(), None);
+    let alice_b = c
+        .create_oidc_user(other, "sub-1", &name("alice-b"))
+        .await
+        .unwrap();
+    assert_ne!(alice_b.id, alice.id);
+    // Gone with the principal.
+    c.delete_principal(&name("alice")).await.unwrap();
+    assert_eq!(c.oidc_principal(kc, "sub-1").await.unwrap(), None);
+    assert_eq!(
+        c.oidc_principal(other, "sub-1").await.unwrap().map(|p| p.id),
+        Some(alice_b.id)
     );
 }
 

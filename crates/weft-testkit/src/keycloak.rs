@@ -135,6 +135,44 @@ impl Keycloak {
     }
 }
 
+impl Keycloak {
+    /// Renames user `old` of `realm` through the admin REST API (as the master realm's
+    /// `admin`); the user keeps its id, which is the `sub` of its tokens.
+    pub async fn rename_user(&self, realm: &str, old: &str, new: &str) -> Result<()> {
+        let admin = self
+            .password_token("master", "admin-cli", None, "admin", "admin")
+            .await?;
+        let http = reqwest::Client::new();
+        let users = format!("{}/admin/realms/{realm}/users", self.base_url());
+        let found: Vec<serde_json::Value> = http
+            .get(&users)
+            .query(&[("username", old), ("exact", "true")])
+            .bearer_auth(&admin)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let [user] = found.as_slice() else {
+            bail!("{} users named {old:?} in realm {realm}", found.len());
+        };
+        let id = user["id"].as_str().context("user without id")?;
+        let mut changed = user.clone();
+        changed["username"] = new.into();
+        let resp = http
+            .put(format!("{users}/{id}"))
+            .bearer_auth(&admin)
+            .json(&changed)
+            .send()
+            .await?;
+        let status = resp.status();
+        if !status.is_success() {
+            bail!("renaming {old:?} to {new:?}: {status} {}", resp.text().await?);
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Keycloak {
     fn drop(&mut self) {
         self.proc.kill();

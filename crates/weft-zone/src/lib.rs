@@ -12,6 +12,7 @@ mod federation;
 pub mod keys;
 mod meta;
 mod namespace;
+mod oidc;
 mod orphans;
 mod pid_registry;
 mod pids;
@@ -42,6 +43,7 @@ pub use federation::{
     verify_zone_token, zone_token_sender, PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX,
 };
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
+pub use oidc::{derived_oidc_name, plain_oidc_name, OidcLogin};
 pub use orphans::ORPHAN_GRACE_DEFAULT;
 pub use pid_registry::{HandleConfig, HandleRegistry, PidConfig, PidRegistry, Registration};
 pub use pids::{parse_pid, PidInfo};

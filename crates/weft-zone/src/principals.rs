@@ -54,17 +54,6 @@ impl Zone {
         Ok(user)
     }
 
-    /// The user an OIDC token names; created on first sight (with a home collection) so
-    /// that users of the identity provider need no separate registration.
-    pub async fn oidc_user(&self, name: &PrincipalName) -> Result<Principal, Error> {
-        if let Some(p) = self.catalog.get_principal(name).await? {
-            return Ok(p);
-        }
-        let user = self.create_user_once(name).await?;
-        self.ensure_home(&user).await?;
-        Ok(user)
-    }
-
     /// Creates the (non-admin) user `name`, or returns it when a concurrent request just did.
     pub(crate) async fn create_user_once(&self, name: &PrincipalName) -> Result<Principal, Error> {
         match self
@@ -81,13 +70,18 @@ impl Zone {
         }
     }
 
-    /// Ids of the existing groups among `names` (group claims of a token).
-    pub async fn group_ids(&self, names: &[String]) -> Result<Vec<i64>, Error> {
+    /// Ids of the existing groups among `names` (group claims of a token). A claim counts
+    /// only for a weft group of exactly that name: never for a user (an administrator or
+    /// `user#zone` included), so a group claim grants no more than the group's ACLs.
+    pub(crate) async fn group_ids(&self, names: &[String]) -> Result<Vec<i64>, Error> {
         let mut ids = Vec::new();
         for n in names {
             let Ok(name) = PrincipalName::parse(n.trim_start_matches('/')) else {
                 continue;
             };
+            if name.as_str().contains('#') {
+                continue;
+            }
             if let Some(p) = self.catalog.get_principal(&name).await? {
                 if p.kind == PrincipalKind::Group {
                     ids.push(p.id);

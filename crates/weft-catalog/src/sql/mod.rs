@@ -107,6 +107,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         include_str!("../../migrations/sqlite/0010_transfer_states.sql"),
     ),
     (
+        11,
+        "oidc_identities",
+        include_str!("../../migrations/sqlite/0011_oidc_identities.sql"),
+    ),
+    (
         12,
         "transfer_via_zone",
         include_str!("../../migrations/sqlite/0012_transfer_via_zone.sql"),
@@ -154,6 +159,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         10,
         "transfer_states",
         include_str!("../../migrations/postgres/0010_transfer_states.sql"),
+    ),
+    (
+        11,
+        "oidc_identities",
+        include_str!("../../migrations/postgres/0011_oidc_identities.sql"),
     ),
     (
         12,
@@ -604,6 +614,17 @@ impl Catalog for SqlCatalog {
     }
     async fn find_token(&self, secret_hash: &str) -> Result<Option<(TokenRecord, Principal)>, Error> {
         principals::find_token(self, secret_hash).await
+    }
+    async fn oidc_principal(&self, issuer: &str, subject: &str) -> Result<Option<Principal>, Error> {
+        principals::oidc_principal(self, issuer, subject).await
+    }
+    async fn create_oidc_user(
+        &self,
+        issuer: &str,
+        subject: &str,
+        name: &PrincipalName,
+    ) -> Result<Principal, Error> {
+        principals::create_oidc_user(self, issuer, subject, name).await
     }
 
     async fn create_resource(&self, r: &NewResource) -> Result<Resource, Error> {

@@ -11,6 +11,16 @@ pub(super) async fn create_principal(
     kind: PrincipalKind,
     is_admin: bool,
 ) -> Result<Principal, Error> {
+    let mut conn = c.writer().acquire().await.map_err(db)?;
+    insert_principal(&mut conn, name, kind, is_admin).await
+}
+
+async fn insert_principal(
+    exec: &mut sqlx::AnyConnection,
+    name: &PrincipalName,
+    kind: PrincipalKind,
+    is_admin: bool,
+) -> Result<Principal, Error> {
     let created = now_ms();
     let row = sqlx::query(
         "INSERT INTO principals (name, kind, is_admin, created) VALUES ($1, $2, $3, $4) RETURNING id",
@@ -19,7 +29,7 @@ pub(super) async fn create_principal(
     .bind(kind.as_str())
     .bind(is_admin)
     .bind(created)
-    .fetch_one(c.pool())
+    .fetch_one(&mut *exec)
     .await
     .map_err(|e| db_ctx(e, format_args!("principal {name}")))?;
     Ok(Principal {
@@ -251,4 +261,45 @@ pub(super) async fn find_token(
         return Ok(None);
     };
     Ok(Some((rows::token(&row, 0)?, rows::principal(&row, 5)?)))
+}
+
+pub(super) async fn oidc_principal(
+    c: &SqlCatalog,
+    issuer: &str,
+    subject: &str,
+) -> Result<Option<Principal>, Error> {
+    let sql = format!(
+        "SELECT {PRINCIPAL_COLS} FROM oidc_identities o JOIN principals p ON p.id = o.principal_id \
+         WHERE o.issuer = $1 AND o.subject = $2"
+    );
+    sqlx::query(&sql)
+        .bind(issuer)
+        .bind(subject)
+        .fetch_optional(c.pool())
+        .await
+        .map_err(db)?
+        .map(|r| rows::principal(&r, 0))
+        .transpose()
+}
+
+pub(super) async fn create_oidc_user(
+    c: &SqlCatalog,
+    issuer: &str,
+    subject: &str,
+    name: &PrincipalName,
+) -> Result<Principal, Error> {
+    let mut tx = c.begin_write().await?;
+    let user = insert_principal(&mut tx, name, PrincipalKind::User, false).await?;
+    sqlx::query(
+        "INSERT INTO oidc_identities (issuer, subject, principal_id, created) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(issuer)
+    .bind(subject)
+    .bind(user.id)
+    .bind(user.created)
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db_ctx(e, format_args!("OIDC identity {subject:?} of {issuer}")))?;
+    tx.commit().await.map_err(db)?;
+    Ok(user)
 }
