@@ -85,7 +85,8 @@ fn unauthenticated(msg: impl Into<String>) -> Error {
 }
 
 impl OidcVerifier {
-    pub fn new(issuers: Vec<OidcIssuer>) -> Self {
+    /// `cas`: trusted besides the system roots in the issuers' certificates.
+    pub fn new(issuers: Vec<OidcIssuer>, cas: &weft_client::TrustedCas) -> Self {
         let keys = issuers
             .iter()
             .map(|_| {
@@ -95,7 +96,8 @@ impl OidcVerifier {
                 })
             })
             .collect();
-        let http = reqwest::Client::builder()
+        let http = cas
+            .apply(reqwest::Client::builder())
             .timeout(Duration::from_secs(10))
             .build()
             .expect("http client");

@@ -26,6 +26,9 @@ pub struct ZoneConfig {
     pub scrub_interval: std::time::Duration,
     /// PID prefix and outside registry.
     pub pid: crate::PidConfig,
+    /// Certificates trusted besides the system roots when this zone calls peers and OIDC
+    /// issuers over HTTPS (`--tls-ca`).
+    pub trusted_cas: weft_client::TrustedCas,
 }
 
 /// A resource declared in the configuration file.
@@ -94,7 +97,7 @@ impl Zone {
             committer,
             workers,
             auth_cache: Default::default(),
-            peers: Default::default(),
+            peers: crate::federation::Peers::new(config.trusted_cas.clone()),
             running: Default::default(),
             peer_places: Default::default(),
             engine_state: Default::default(),

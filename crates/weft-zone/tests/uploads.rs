@@ -15,6 +15,7 @@ async fn abandoned_uploads_are_swept() {
         staging: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         pid: Default::default(),
+        trusted_cas: Default::default(),
     };
     let (zone, _) = Zone::open(config).await.unwrap();
     let admin = zone

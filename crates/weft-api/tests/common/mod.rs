@@ -60,6 +60,7 @@ async fn start_config(
         staging: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         pid: Default::default(),
+        trusted_cas: Default::default(),
     };
     tweak(&mut config);
     let (zone, boot) = Zone::open(config).await.unwrap();

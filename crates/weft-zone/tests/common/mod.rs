@@ -14,6 +14,7 @@ pub fn config(dir: &Path) -> ZoneConfig {
         staging: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         pid: Default::default(),
+        trusted_cas: Default::default(),
     }
 }
 

@@ -319,6 +319,7 @@ impl EmbeddedZone {
                     url: url.clone(),
                     secret: secret.clone(),
                     replace: false,
+                    insecure: false,
                 })
                 .await
                 .map_err(|e| Failure::from(e).context("federating the embedded zones"))?;
