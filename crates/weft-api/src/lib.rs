@@ -9,6 +9,7 @@ mod frames;
 mod oidc;
 mod proxy;
 pub mod routes;
+pub mod tls;
 
 use axum::extract::State;
 use axum::response::IntoResponse;
@@ -60,8 +61,8 @@ pub struct AppState {
 /// The whole API as one router.
 pub fn router(zone: Arc<Zone>, issuers: Vec<OidcIssuer>) -> Router {
     let state = Arc::new(AppState {
+        oidc: OidcVerifier::new(issuers, zone.trusted_cas()),
         zone,
-        oidc: OidcVerifier::new(issuers),
     });
     routes::table()
         .router

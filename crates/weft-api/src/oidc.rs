@@ -112,9 +112,11 @@ fn unauthenticated(msg: impl Into<String>) -> Error {
 }
 
 impl OidcVerifier {
-    pub fn new(issuers: Vec<OidcIssuer>) -> Self {
+    /// `cas`: trusted besides the system roots in the issuers' certificates.
+    pub fn new(issuers: Vec<OidcIssuer>, cas: &weft_client::TrustedCas) -> Self {
         let keys = issuers.iter().map(|_| Keys::default()).collect();
-        let http = reqwest::Client::builder()
+        let http = cas
+            .apply(reqwest::Client::builder())
             .timeout(FETCH_TIMEOUT)
             .build()
             .expect("http client");

@@ -410,7 +410,7 @@ async fn an_admin_maps_a_remote_user_to_a_local_one() {
 /// credential derived from the peer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_visitor_gets_no_token_staging_or_relay_and_zone_rm_ends_its_credentials() {
-    let (_lrz, it4i, _alice) = two_zones().await;
+    let (lrz, it4i, _alice) = two_zones().await;
     let dkrz = start_named("dkrz").await;
     federate(&it4i, "it4i", &dkrz, "dkrz").await;
     let admin = it4i.admin_token.clone();
@@ -538,10 +538,41 @@ async fn a_visitor_gets_no_token_staging_or_relay_and_zone_rm_ends_its_credentia
     // Federated again, alice is no longer al.
     let r = it4i
         .post("zones", &admin)
-        .json(&json!({"name": "lrz", "url": _lrz.url, "secret": SECRET}))
+        .json(&json!({"name": "lrz", "url": lrz.url, "secret": SECRET}))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
     assert_eq!(it4i.get_json("whoami", &mint("alice")).await["user"], "alice#lrz");
+}
+
+/// `POST /zones` refuses plain HTTP off loopback unless the body says `"insecure": true`;
+/// a body without the field (an older client) is held to the rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_peers_off_loopback_need_insecure() {
+    let z = start_named("lrz").await;
+    let add = |name: &str, url: &str, insecure: Option<bool>| {
+        let mut body = json!({"name": name, "url": url, "secret": SECRET});
+        if let Some(i) = insecure {
+            body["insecure"] = json!(i);
+        }
+        z.post("zones", &z.admin_token).json(&body).send()
+    };
+    for insecure in [None, Some(false)] {
+        let (status, code, message) =
+            code_of(add("far", "http://example.org:8640", insecure).await.unwrap()).await;
+        assert_eq!((status, code.as_str()), (400, "invalid_argument"), "{message}");
+        assert!(
+            message.contains("https://") && message.contains("insecure"),
+            "{message}"
+        );
+    }
+    let zones: Value = z.get_json("zones", &z.admin_token).await;
+    assert_eq!(zones, json!([]));
+    let r = add("far", "http://example.org:8640", Some(true)).await.unwrap();
+    assert_eq!(r.status(), 201);
+    let r = add("farther", "https://example.org:8640", None).await.unwrap();
+    assert_eq!(r.status(), 201, "https needs no flag");
+    let r = add("near", "http://127.0.0.1:1", None).await.unwrap();
+    assert_eq!(r.status(), 201, "loopback needs no flag");
 }

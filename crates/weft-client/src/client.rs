@@ -2,6 +2,7 @@
 //! every route method shares.
 
 use crate::error::ClientError;
+use crate::tls::TrustedCas;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::{Method, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
@@ -43,11 +44,19 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// `base_url` is the zone's address (`http://host:port`, with or without `/api/v1`);
-    /// `token` is sent as a bearer token on every request.
+    /// `base_url` is the zone's address (`https://host:port` or `http://host:port`, with or
+    /// without `/api/v1`); `token` is sent as a bearer token on every request. Over HTTPS
+    /// the zone's certificate must chain to a system root.
     pub fn new(base_url: &str, token: Option<String>) -> Result<Client, ClientError> {
+        Client::with_cas(base_url, token, &TrustedCas::default())
+    }
+
+    /// As [`Client::new`], trusting the certificates of `cas` as well as the system roots
+    /// (a zone whose certificate a private CA signed).
+    pub fn with_cas(base_url: &str, token: Option<String>, cas: &TrustedCas) -> Result<Client, ClientError> {
         let zone_url = normalise_base_url(base_url)?;
-        let http = reqwest::Client::builder()
+        let http = cas
+            .apply(reqwest::Client::builder())
             .user_agent(concat!("weft/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(10))
             // No overall timeout: a large piece on a slow link legitimately takes long.
@@ -78,9 +87,26 @@ impl Client {
         }
     }
 
-    /// The zone's address as normalised (`http://host:port`).
+    /// The zone's address as normalised (`https://host:port`).
     pub fn zone_url(&self) -> &str {
         &self.zone_url
+    }
+
+    /// Whether requests would cross a network in clear: plain `http://` to a host that is
+    /// not loopback (127.0.0.0/8, ::1, `localhost`).
+    pub fn is_cleartext_remote(&self) -> bool {
+        let Ok(url) = reqwest::Url::parse(&self.zone_url) else {
+            return true;
+        };
+        if url.scheme() != "http" {
+            return false;
+        }
+        let host = url.host_str().unwrap_or_default();
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        match bare.parse::<std::net::IpAddr>() {
+            Ok(ip) => !ip.is_loopback(),
+            Err(_) => !host.eq_ignore_ascii_case("localhost"),
+        }
     }
 
     pub fn has_token(&self) -> bool {
@@ -179,19 +205,14 @@ fn normalise_base_url(base: &str) -> Result<String, ClientError> {
     let trimmed = trimmed.strip_suffix(API_PREFIX).unwrap_or(trimmed);
     let url = reqwest::Url::parse(trimmed).map_err(|e| {
         ClientError::Invalid(format!(
-            "zone URL {base:?} is not a URL ({e}); write it as http://host:port"
+            "zone URL {base:?} is not a URL ({e}); write it as https://host:port"
         ))
     })?;
     match url.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(ClientError::Invalid(format!(
-                "zone URL {base:?}: this build of weft has no TLS support yet; use http:// (through an SSH tunnel or a local TLS proxy across sites)"
-            )))
-        }
+        "http" | "https" => {}
         other => {
             return Err(ClientError::Invalid(format!(
-                "zone URL {base:?} has scheme {other:?}; write it as http://host:port"
+                "zone URL {base:?} has scheme {other:?}; write it as https://host:port"
             )))
         }
     }
@@ -235,9 +256,49 @@ mod tests {
         let c = Client::new("http://h/prefix/", Some("t".into())).unwrap();
         assert_eq!(c.url("/health"), "http://h/prefix/api/v1/health");
         assert!(c.has_token());
-        for bad in ["localhost:8080", "ftp://h", "", "http://h/?q=1", "https://h"] {
+        let c = Client::new("https://zone.example:8640/", None).unwrap();
+        assert_eq!(c.zone_url(), "https://zone.example:8640");
+        for bad in ["localhost:8080", "ftp://h", "", "http://h/?q=1", "https://"] {
             assert!(Client::new(bad, None).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn cleartext_only_off_loopback() {
+        let remote = |u: &str| Client::new(u, None).unwrap().is_cleartext_remote();
+        for u in [
+            "http://127.0.0.1:8640",
+            "http://127.1.2.3",
+            "http://[::1]:1",
+            "http://localhost:8640",
+            "http://LocalHost",
+            "https://example.org",
+            "https://10.0.0.1:8640",
+        ] {
+            assert!(!remote(u), "{u}");
+        }
+        for u in [
+            "http://example.org",
+            "http://10.0.0.1:8640",
+            "http://[2001:db8::1]",
+            "http://localhost.example.org",
+            "http://128.0.0.1",
+        ] {
+            assert!(remote(u), "{u}");
+        }
+    }
+
+    #[test]
+    fn ca_files_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.pem");
+        let e = TrustedCas::from_pem_file(&missing).unwrap_err();
+        assert!(e.to_string().contains("none.pem"), "{e}");
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "no certificate here\n").unwrap();
+        let e = TrustedCas::from_pem_file(&empty).unwrap_err();
+        assert!(e.to_string().contains("empty.pem"), "{e}");
+        assert!(e.to_string().contains("no PEM certificate"), "{e}");
     }
 
     #[test]

@@ -18,6 +18,11 @@ pub enum ClientError {
     /// No connection could be made at all: wrong URL, zone down, DNS.
     #[error("cannot reach zone at {url}: {cause} — is `weft serve` running?")]
     Unreachable { url: String, cause: String },
+    /// The TLS handshake failed: most often a certificate this client does not trust
+    /// (signed by a CA that is neither a system root nor in the CA file, or for another
+    /// name), or a zone that does not speak TLS.
+    #[error("TLS with the zone at {url} failed: {cause}")]
+    Tls { url: String, cause: String },
     /// A connection was made but broke or timed out while talking.
     #[error("connection to the zone at {url} failed: {cause}")]
     Transport { url: String, cause: String },
@@ -49,6 +54,7 @@ impl ClientError {
         match self {
             ClientError::Api { code, .. } => code,
             ClientError::Unreachable { .. } => "unreachable",
+            ClientError::Tls { .. } => "tls",
             ClientError::Transport { .. } => "transport",
             ClientError::Local { .. } => "local_io",
             ClientError::Integrity { .. } => "checksum_mismatch",
@@ -108,6 +114,12 @@ impl ClientError {
 
     /// Turns a reqwest failure into `Unreachable` (nothing was connected) or `Transport`.
     pub(crate) fn from_reqwest(zone_url: &str, e: reqwest::Error) -> ClientError {
+        if let Some(cause) = tls_failure(&e) {
+            return ClientError::Tls {
+                url: zone_url.to_owned(),
+                cause,
+            };
+        }
         let cause = root_cause(&e);
         if e.is_connect() {
             ClientError::Unreachable {
@@ -147,6 +159,10 @@ impl ClientError {
                 message: message.clone(),
             },
             ClientError::Unreachable { url, cause } => ClientError::Unreachable {
+                url: url.clone(),
+                cause: cause.clone(),
+            },
+            ClientError::Tls { url, cause } => ClientError::Tls {
                 url: url.clone(),
                 cause: cause.clone(),
             },
@@ -217,6 +233,20 @@ fn code_for_status(status: u16) -> &'static str {
         503 => "storage_unavailable",
         _ => "internal",
     }
+}
+
+/// What rustls said, if the failure was TLS's. rustls' error travels inside an
+/// `io::Error`, itself inside another (hyper-util's connector), and `io::Error::source()`
+/// skips what it wraps, so each `io::Error` is looked into.
+fn tls_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+        return Some(tls.to_string());
+    }
+    let inner = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+        .and_then(|inner| tls_failure(inner));
+    inner.or_else(|| e.source().and_then(tls_failure))
 }
 
 /// The innermost cause, which is the useful part ("connection refused") of reqwest's

@@ -14,6 +14,7 @@ pub mod plan;
 mod policies;
 mod principals;
 mod progress;
+mod tls;
 mod transfers;
 mod tree;
 mod upload;
@@ -23,6 +24,7 @@ pub use download::{Downloaded, GetOptions};
 pub use error::ClientError;
 pub use namespace::{FindParams, PAGE_LIMIT};
 pub use progress::Progress;
+pub use tls::TrustedCas;
 pub use tree::{
     create_dirs, leaf_collections, scan_local, BatchReport, Done, GetJob, LocalTree, PutJob, RemoteTree,
     DEFAULT_CONCURRENCY,

@@ -425,7 +425,7 @@ fn put_units(jobs: Vec<PutJob>) -> Vec<PutUnit> {
 /// Stops the batch on faults that every further file would hit as well.
 fn note(r: &Result<u64, ClientError>, stop: &AtomicBool) {
     if let Err(e) = r {
-        if matches!(e, ClientError::Unreachable { .. }) || e.status() == Some(401) {
+        if matches!(e, ClientError::Unreachable { .. } | ClientError::Tls { .. }) || e.status() == Some(401) {
             stop.store(true, Ordering::Relaxed);
         }
     }

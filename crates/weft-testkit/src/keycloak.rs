@@ -22,7 +22,19 @@ const START_TIMEOUT: Duration = Duration::from_secs(180);
 pub struct Keycloak {
     proc: Proc,
     port: u16,
+    /// The HTTPS port, when started with [`KeycloakTls`]: then URLs and issuers are https.
+    https_port: Option<u16>,
+    /// Trusts the CA of [`KeycloakTls`], if any.
+    http: reqwest::Client,
     _home: tempfile::TempDir,
+}
+
+/// HTTPS for Keycloak: its certificate chain and key (PEM files; the key PKCS#8), and the
+/// CA that signed them (PEM), which token requests trust.
+pub struct KeycloakTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub ca_pem: Vec<u8>,
 }
 
 impl Keycloak {
@@ -30,6 +42,27 @@ impl Keycloak {
     /// until that realm's OpenID configuration answers. The master-realm admin is
     /// `admin`/`admin`.
     pub fn start(realm_json: &Path) -> Result<Keycloak> {
+        Keycloak::start_with(realm_json, None)
+    }
+
+    /// As [`Keycloak::start`], serving HTTPS as well on another free port; [`base_url`] and
+    /// [`issuer`] are then the https ones (plain HTTP stays on for the readiness check).
+    ///
+    /// [`base_url`]: Keycloak::base_url
+    /// [`issuer`]: Keycloak::issuer
+    pub fn start_tls(realm_json: &Path, tls: &KeycloakTls) -> Result<Keycloak> {
+        Keycloak::start_with(realm_json, Some(tls))
+    }
+
+    fn start_with(realm_json: &Path, tls: Option<&KeycloakTls>) -> Result<Keycloak> {
+        let http = match tls {
+            Some(tls) => reqwest::Client::builder()
+                .add_root_certificate(
+                    reqwest::Certificate::from_pem(&tls.ca_pem).context("the CA of KeycloakTls")?,
+                )
+                .build()?,
+            None => reqwest::Client::new(),
+        };
         let dist = tools_dir().join(format!("keycloak-{VERSION}"));
         require(&dist.join("bin/kc.sh"), &format!("Keycloak {VERSION}"))?;
         require(
@@ -50,25 +83,29 @@ impl Keycloak {
 
         for attempt in 1..=3 {
             let port = free_port();
-            let mut proc = Proc::spawn(
-                Command::new(dist.join("bin/kc.sh"))
-                    .arg("start")
-                    .arg("--optimized")
-                    // kc.sh appends -D options after its own kc.home.dir, so this one wins.
-                    .arg(format!("-Dkc.home.dir={}", home.path().display()))
-                    // Local caches: the default clusters over multicast with any other
-                    // Keycloak on the machine.
-                    .arg("--cache=local")
-                    .arg("--http-enabled=true")
-                    .arg("--hostname-strict=false")
-                    .arg("--http-host=127.0.0.1")
-                    .arg(format!("--http-port={port}"))
-                    .arg("--import-realm")
-                    .current_dir(home.path())
-                    .env("KC_BOOTSTRAP_ADMIN_USERNAME", "admin")
-                    .env("KC_BOOTSTRAP_ADMIN_PASSWORD", "admin"),
-                &log,
-            )?;
+            let https_port = tls.map(|_| free_port());
+            let mut cmd = Command::new(dist.join("bin/kc.sh"));
+            cmd.arg("start")
+                .arg("--optimized")
+                // kc.sh appends -D options after its own kc.home.dir, so this one wins.
+                .arg(format!("-Dkc.home.dir={}", home.path().display()))
+                // Local caches: the default clusters over multicast with any other
+                // Keycloak on the machine.
+                .arg("--cache=local")
+                .arg("--http-enabled=true")
+                .arg("--hostname-strict=false")
+                .arg("--http-host=127.0.0.1")
+                .arg(format!("--http-port={port}"))
+                .arg("--import-realm")
+                .current_dir(home.path())
+                .env("KC_BOOTSTRAP_ADMIN_USERNAME", "admin")
+                .env("KC_BOOTSTRAP_ADMIN_PASSWORD", "admin");
+            if let (Some(tls), Some(https_port)) = (tls, https_port) {
+                cmd.arg(format!("--https-certificate-file={}", tls.cert.display()))
+                    .arg(format!("--https-certificate-key-file={}", tls.key.display()))
+                    .arg(format!("--https-port={https_port}"));
+            }
+            let mut proc = Proc::spawn(&mut cmd, &log)?;
             let ready_path = format!("/realms/{realm}/.well-known/openid-configuration");
             match wait_ready(&mut proc, "keycloak", &log, START_TIMEOUT, || {
                 http_status(port, &ready_path) == Some(200)
@@ -77,6 +114,8 @@ impl Keycloak {
                     return Ok(Keycloak {
                         proc,
                         port,
+                        https_port,
+                        http,
                         _home: home,
                     })
                 }
@@ -87,9 +126,12 @@ impl Keycloak {
         unreachable!("the last attempt returns")
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT`, or `https://127.0.0.1:PORT` when started with TLS.
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        match self.https_port {
+            Some(p) => format!("https://127.0.0.1:{p}"),
+            None => format!("http://127.0.0.1:{}", self.port),
+        }
     }
 
     /// The `iss` of tokens from `realm`: `<base>/realms/<realm>`.
@@ -117,7 +159,8 @@ impl Keycloak {
             form.push(("client_secret", secret));
         }
         let url = format!("{}/protocol/openid-connect/token", self.issuer(realm));
-        let resp = reqwest::Client::new()
+        let resp = self
+            .http
             .post(&url)
             .form(&form)
             .send()

@@ -343,13 +343,18 @@ pub struct UserMapWire {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct NewPeerZone {
     pub name: String,
-    /// The peer's API address, `http://host:port`.
+    /// The peer's API address, `https://host:port` (plain `http://` only to a loopback
+    /// host, or with `insecure`).
     pub url: String,
     /// The shared secret (at least 32 bytes) both zones sign zone tokens with.
     pub secret: String,
     /// Update the URL and secret of a zone already federated.
     #[serde(default)]
     pub replace: bool,
+    /// Accept a plain `http://` URL to a host that is not loopback: zone tokens and data
+    /// then cross the network in clear.
+    #[serde(default)]
+    pub insecure: bool,
 }
 
 /// A staging area: an external directory or bucket transfers may read and write.

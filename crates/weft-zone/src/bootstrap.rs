@@ -29,6 +29,9 @@ pub struct ZoneConfig {
     /// How long replica bytes nothing references are left alone before the `orphans`
     /// worker removes them ([`crate::ORPHAN_GRACE_DEFAULT`]).
     pub orphan_grace: std::time::Duration,
+    /// Certificates trusted besides the system roots when this zone calls peers and OIDC
+    /// issuers over HTTPS (`--tls-ca`).
+    pub trusted_cas: weft_client::TrustedCas,
 }
 
 /// A resource declared in the configuration file.
@@ -121,7 +124,7 @@ impl Zone {
             committer,
             workers,
             auth_cache: Default::default(),
-            peers: Default::default(),
+            peers: crate::federation::Peers::new(config.trusted_cas.clone()),
             running: Default::default(),
             peer_places: Default::default(),
             engine_state: Default::default(),

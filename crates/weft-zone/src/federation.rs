@@ -67,7 +67,9 @@ impl PeerInfo {
 
 impl Zone {
     /// Federates with `name` at `url` (admin). Run on both sides with the same secret.
-    /// With `replace`, updates the URL and secret of a known peer.
+    /// With `replace`, updates the URL and secret of a known peer. A plain `http://` URL to
+    /// a host that is not loopback is refused unless `insecure`: zone tokens and data would
+    /// cross the network in clear.
     pub async fn add_zone(
         &self,
         caller: &Caller,
@@ -75,6 +77,7 @@ impl Zone {
         url: &str,
         secret: &str,
         replace: bool,
+        insecure: bool,
     ) -> Result<PeerInfo, Error> {
         caller.require_admin("federating zones")?;
         if name == &self.name {
@@ -90,6 +93,14 @@ impl Zone {
             )));
         }
         let client = weft_client::Client::new(url, None).map_err(|e| Error::invalid(e.to_string()))?;
+        if client.is_cleartext_remote() && !insecure {
+            return Err(Error::invalid(format!(
+                "{} is plain HTTP to a host that is not loopback: zone tokens and data would cross \
+                 the network in clear; use https://, or pass --insecure (\"insecure\": true) on a \
+                 network you trust end to end",
+                client.zone_url()
+            )));
+        }
         let peer = PeerZone {
             name: name.clone(),
             url: client.zone_url().to_owned(),
@@ -385,15 +396,28 @@ pub fn verify_zone_token(
 
 /// Peer zones read recently, and one HTTP connection pool per peer. Entries expire so that
 /// a change made by another server of the same zone applies within seconds.
-#[derive(Default)]
 pub(crate) struct Peers {
     entries: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, PeerZone)>>,
     clients: std::sync::Mutex<std::collections::HashMap<String, weft_client::Client>>,
+    /// Trusted besides the system roots in peers' certificates.
+    cas: weft_client::TrustedCas,
 }
 
 const PEER_CACHE_LIFETIME: Duration = Duration::from_secs(10);
 
 impl Peers {
+    pub(crate) fn new(cas: weft_client::TrustedCas) -> Peers {
+        Peers {
+            entries: Default::default(),
+            clients: Default::default(),
+            cas,
+        }
+    }
+
+    pub(crate) fn cas(&self) -> &weft_client::TrustedCas {
+        &self.cas
+    }
+
     fn get(&self, name: &str) -> Option<PeerZone> {
         let entries = self.entries.lock().expect("not poisoned");
         entries
@@ -421,7 +445,7 @@ impl Peers {
         {
             return Ok(c.clone());
         }
-        let c = weft_client::Client::new(&peer.url, None)
+        let c = weft_client::Client::with_cas(&peer.url, None, &self.cas)
             .map_err(|e| Error::internal(format!("client of zone {}: {e}", peer.name)))?;
         clients.insert(peer.name.to_string(), c.clone());
         Ok(c)

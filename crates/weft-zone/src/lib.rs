@@ -83,6 +83,12 @@ pub struct Zone {
 }
 
 impl Zone {
+    /// Certificates this zone trusts besides the system roots when it calls out over
+    /// HTTPS (peers, OIDC issuers).
+    pub fn trusted_cas(&self) -> &weft_client::TrustedCas {
+        self.peers.cas()
+    }
+
     pub fn name(&self) -> &ZoneName {
         &self.name
     }

@@ -16,6 +16,7 @@ async fn abandoned_uploads_are_swept() {
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         pid: Default::default(),
+        trusted_cas: Default::default(),
     };
     let (zone, _) = Zone::open(config).await.unwrap();
     let admin = zone

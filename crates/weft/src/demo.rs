@@ -65,6 +65,7 @@ pub async fn run(args: DemoArgs, quiet: bool) -> anyhow::Result<()> {
                 url: there.url.clone(),
                 secret: secret.clone(),
                 replace: false,
+                insecure: false,
             })
             .await
             .with_context(|| format!("federating {} with {}", here.name, there.name))?;
@@ -148,6 +149,7 @@ async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         pid: Default::default(),
+        trusted_cas: Default::default(),
     };
     let (zone, boot) = Zone::open(config)
         .await

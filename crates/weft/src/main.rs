@@ -14,8 +14,10 @@ const LONG_ABOUT: &str = "\
 weft: federated data infrastructure. One binary runs a zone (`weft serve`) and talks to one.
 
 The client commands find their zone in WEFT_URL and WEFT_TOKEN, or else in the file
-`weft login URL --token T` saves ($XDG_CONFIG_HOME/weft/config.toml). Logical paths not
-starting with / are relative to your home collection (/<zone>/home/<user>).";
+`weft login URL --token T` saves ($XDG_CONFIG_HOME/weft/config.toml). Over https, the
+zone's certificate must chain to a system root or to a CA in WEFT_CA_FILE (or the file
+`weft login URL --ca-file FILE` saves). Logical paths not starting with / are relative to
+your home collection (/<zone>/home/<user>).";
 
 #[derive(Debug, Parser)]
 #[command(name = "weft", version, about = "weft: federated data infrastructure", long_about = LONG_ABOUT)]

@@ -35,9 +35,30 @@ pub struct ServeArgs {
     /// seconds [default: 600]. What a crash left is removed by the first sweep after it.
     #[arg(long, env = "WEFT_ORPHAN_GRACE")]
     pub orphan_grace: Option<u64>,
-    /// TOML file with the settings above plus [[resources]], [[staging]], [[oidc]] and [pid] tables.
+    /// Serve HTTPS with this certificate chain (PEM, the server's certificate first);
+    /// needs --tls-key.
+    #[arg(long, env = "WEFT_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// Private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "WEFT_TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM) trusted besides the system roots in the certificates of peer
+    /// zones and OIDC issuers.
+    #[arg(long, env = "WEFT_TLS_CA", value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// TOML file with the settings above plus [tls], [[resources]], [[staging]], [[oidc]] and
+    /// [pid] tables.
     #[arg(long, env = "WEFT_CONFIG")]
     pub config: Option<PathBuf>,
+}
+
+/// `[tls]` of the configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFileConfig {
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub ca: Option<PathBuf>,
 }
 
 /// The TOML configuration file.
@@ -62,12 +83,17 @@ pub struct FileConfig {
     /// PID prefix and an outside registry (`[pid]`, `[pid.handle]`).
     #[serde(default)]
     pub pid: weft_zone::PidConfig,
+    /// HTTPS (`cert`, `key`) and the CA file peers and issuers are checked against (`ca`).
+    #[serde(default)]
+    pub tls: TlsFileConfig,
 }
 
 pub struct Settings {
     pub zone: ZoneConfig,
     pub listen: SocketAddr,
     pub oidc: Vec<OidcIssuer>,
+    /// HTTPS; plain HTTP when `None`.
+    pub tls: Option<weft_api::tls::ServerConfig>,
 }
 
 impl ServeArgs {
@@ -89,6 +115,20 @@ impl ServeArgs {
             None => DEFAULT_LISTEN.parse().expect("valid default"),
         };
         let data_dir = data_dir(self.data_dir.or(file.data_dir))?;
+        let tls = match (self.tls_cert.or(file.tls.cert), self.tls_key.or(file.tls.key)) {
+            (Some(cert), Some(key)) => {
+                Some(weft_api::tls::server_config(&cert, &key).map_err(|e| anyhow::anyhow!(e))?)
+            }
+            (None, None) => None,
+            (Some(_), None) => anyhow::bail!("--tls-cert needs --tls-key (WEFT_TLS_KEY, key in [tls])"),
+            (None, Some(_)) => anyhow::bail!("--tls-key needs --tls-cert (WEFT_TLS_CERT, cert in [tls])"),
+        };
+        let trusted_cas = match self.tls_ca.or(file.tls.ca) {
+            Some(ca) => {
+                weft_client::TrustedCas::from_pem_file(&ca).map_err(|e| anyhow::anyhow!("--tls-ca: {e}"))?
+            }
+            None => weft_client::TrustedCas::default(),
+        };
         Ok(Settings {
             zone: ZoneConfig {
                 name: zone,
@@ -106,9 +146,11 @@ impl ServeArgs {
                     .orphan_grace
                     .or(file.orphan_grace)
                     .map_or(weft_zone::ORPHAN_GRACE_DEFAULT, std::time::Duration::from_secs),
+                trusted_cas,
             },
             listen,
             oidc: file.oidc,
+            tls,
         })
     }
 }
@@ -142,20 +184,31 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
     let addr = listener.local_addr()?;
-    tracing::info!(zone = %name, url = %format!("http://{addr}"), data_dir = %data_dir.display(), "zone ready");
+    let scheme = if settings.tls.is_some() { "https" } else { "http" };
+    tracing::info!(zone = %name, url = %format!("{scheme}://{addr}"), data_dir = %data_dir.display(), "zone ready");
     if let Some(file) = &boot.admin_token_file {
         tracing::info!(
             file = %file.display(),
             "first start: created user admin and wrote an admin API token (mode 0600). Use it with: \
-             export WEFT_URL=http://{addr} WEFT_TOKEN=$(cat {})",
+             export WEFT_URL={scheme}://{addr} WEFT_TOKEN=$(cat {})",
             file.display()
         );
     }
     let app = weft_api::router(zone, settings.oidc);
-    axum::serve(weft_api::no_delay(listener), app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("server failed")?;
+    match settings.tls {
+        Some(tls) => {
+            let listener = weft_api::tls::listener(listener, tls).context("cannot serve TLS")?;
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown_signal())
+                .await
+        }
+        None => {
+            axum::serve(weft_api::no_delay(listener), app)
+                .with_graceful_shutdown(shutdown_signal())
+                .await
+        }
+    }
+    .context("server failed")?;
     tracing::info!("zone stopped");
     Ok(())
 }

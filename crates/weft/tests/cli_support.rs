@@ -28,8 +28,11 @@ pub const ENV_TO_CLEAR: &[&str] = &[
 pub struct Zone {
     child: Child,
     pub url: String,
+    pub port: u16,
     pub admin_token: String,
     pub dir: tempfile::TempDir,
+    /// For a zone serving HTTPS: the CA file commands trust (WEFT_CA_FILE).
+    pub ca: Option<PathBuf>,
 }
 
 impl Zone {
@@ -39,6 +42,13 @@ impl Zone {
     }
 
     pub fn start_named(name: &str) -> Zone {
+        Zone::start_with(name, &[], None)
+    }
+
+    /// A zone started with further flags of `weft serve`. With `ca`, the flags make it
+    /// serve HTTPS (`--tls-cert`, `--tls-key`, or a config file's `[tls]`): its URL is
+    /// https and commands trust `ca`.
+    pub fn start_with(name: &str, extra: &[&str], ca: Option<&Path>) -> Zone {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(dir.path().join("work")).unwrap();
         std::fs::create_dir_all(dir.path().join("config")).unwrap();
@@ -60,6 +70,7 @@ impl Zone {
                 "--data-dir",
             ])
             .arg(&data)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
@@ -67,7 +78,17 @@ impl Zone {
                 cmd.env_remove(v);
             }
             let mut child = cmd.spawn().expect("start weft serve");
-            match wait_healthy(&mut child, port) {
+            // A zone serving HTTPS cannot be asked with a raw request: it is ready once it
+            // says it listens (after its bind succeeded).
+            let ready = match ca {
+                None => wait_ready(&mut child, || health_is_ok(port)),
+                Some(_) => wait_ready(&mut child, || {
+                    std::fs::read_to_string(&log_path)
+                        .unwrap_or_default()
+                        .contains("zone ready")
+                }),
+            };
+            match ready {
                 Ok(()) => break (child, port),
                 Err(why) => {
                     let _ = child.kill();
@@ -85,11 +106,14 @@ impl Zone {
             .expect("admin.token written on first start")
             .trim()
             .to_owned();
+        let scheme = if ca.is_some() { "https" } else { "http" };
         Zone {
             child,
-            url: format!("http://127.0.0.1:{port}"),
+            url: format!("{scheme}://127.0.0.1:{port}"),
+            port,
             admin_token,
             dir,
+            ca: ca.map(Path::to_owned),
         }
     }
 
@@ -111,6 +135,9 @@ impl Zone {
     pub fn weft_as(&self, token: &str, args: &[&str]) -> Run {
         let mut cmd = self.command();
         cmd.env("WEFT_URL", &self.url).env("WEFT_TOKEN", token);
+        if let Some(ca) = &self.ca {
+            cmd.env("WEFT_CA_FILE", ca);
+        }
         run(cmd.args(args))
     }
 
@@ -211,19 +238,19 @@ pub fn run(cmd: &mut Command) -> Run {
     }
 }
 
-/// Waits until the zone `child` answers its health check on `port`; why not, if it exits
-/// or takes longer than a minute.
-fn wait_healthy(child: &mut Child, port: u16) -> Result<(), String> {
+/// Waits until the zone `child` is `ready`; why not, if it exits or takes longer than a
+/// minute.
+fn wait_ready(child: &mut Child, mut ready: impl FnMut() -> bool) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             return Err(format!("weft serve exited with {status}"));
         }
-        if health_is_ok(port) {
+        if ready() {
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err("weft serve did not become healthy in 60 s".into());
+            return Err("weft serve did not become ready in 60 s".into());
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -32,7 +32,10 @@ pub async fn add_zone(
     WireJson(z): WireJson<NewPeerZone>,
 ) -> ApiResult<(StatusCode, Json<PeerZoneWire>)> {
     let name = ZoneName::parse(&z.name)?;
-    let info = s.zone.add_zone(&c, &name, &z.url, &z.secret, z.replace).await?;
+    let info = s
+        .zone
+        .add_zone(&c, &name, &z.url, &z.secret, z.replace, z.insecure)
+        .await?;
     Ok((StatusCode::CREATED, Json(convert::peer_zone(&info))))
 }
 

@@ -61,6 +61,7 @@ async fn start_config(
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         pid: Default::default(),
+        trusted_cas: Default::default(),
     };
     tweak(&mut config);
     let (zone, boot) = Zone::open(config).await.unwrap();

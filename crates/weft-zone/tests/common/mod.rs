@@ -15,6 +15,7 @@ pub fn config(dir: &Path) -> ZoneConfig {
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         pid: Default::default(),
+        trusted_cas: Default::default(),
     }
 }
 

@@ -10,11 +10,15 @@ use weft_client::Client;
 
 #[derive(Debug, Args)]
 pub struct LoginArgs {
-    /// The zone's address, e.g. http://127.0.0.1:8640.
+    /// The zone's address, e.g. https://zone.example.org:8640.
     pub url: String,
     /// API token. Left out, it is read from stdin (which keeps it out of shell history).
     #[arg(long)]
     pub token: Option<String>,
+    /// PEM file of the CA that signed the zone's certificate, when it is not a system root;
+    /// saved with the URL and token.
+    #[arg(long, env = "WEFT_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -57,7 +61,15 @@ pub async fn login(a: LoginArgs, quiet: bool) -> Result {
     if token.is_empty() {
         return Err(Failure::usage("the token is empty"));
     }
-    let client = Client::new(&a.url, Some(token.clone()))?;
+    // Saved absolute, so that later commands find it from any directory.
+    let ca_file = match a.ca_file.filter(|f| !f.as_os_str().is_empty()) {
+        Some(f) => {
+            Some(std::path::absolute(&f).map_err(|e| Failure::usage(format!("{}: {e}", f.display())))?)
+        }
+        None => None,
+    };
+    let cas = super::trusted_cas(ca_file.as_deref())?;
+    let client = Client::with_cas(&a.url, Some(token.clone()), &cas)?;
     let me = client.whoami().await?;
     let path = config::path()?;
     config::save(
@@ -65,6 +77,7 @@ pub async fn login(a: LoginArgs, quiet: bool) -> Result {
         &ConfigFile {
             url: Some(client.zone_url().to_owned()),
             token: Some(token),
+            ca_file,
         },
     )?;
     if !quiet {

@@ -85,7 +85,8 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
     let (url, token, embedded, peer, staging) = match &args.zone {
         Some(url) => {
             let file = super::config::load(&super::config::path()?)?;
-            let s = super::config::resolve(Some(url.clone()), std::env::var("WEFT_TOKEN").ok(), file)?;
+            // No CA file: weft-bench builds its clients from the URL alone (system roots).
+            let s = super::config::resolve(Some(url.clone()), std::env::var("WEFT_TOKEN").ok(), None, file)?;
             (s.url, s.token, None, args.peer.clone(), args.staging.clone())
         }
         None => {
@@ -319,6 +320,7 @@ impl EmbeddedZone {
                     url: url.clone(),
                     secret: secret.clone(),
                     replace: false,
+                    insecure: false,
                 })
                 .await
                 .map_err(|e| Failure::from(e).context("federating the embedded zones"))?;

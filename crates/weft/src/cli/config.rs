@@ -1,6 +1,6 @@
-//! Where the CLI finds its zone and token: `WEFT_URL` / `WEFT_TOKEN` first, then the file
-//! `weft login` writes (`$XDG_CONFIG_HOME/weft/config.toml`, mode 0600 since it holds a
-//! secret).
+//! Where the CLI finds its zone, token and CA file: `WEFT_URL` / `WEFT_TOKEN` /
+//! `WEFT_CA_FILE` first, then the file `weft login` writes
+//! (`$XDG_CONFIG_HOME/weft/config.toml`, mode 0600 since it holds a secret).
 
 use super::output::{Failure, Result, EXIT_FAILURE, EXIT_UNAUTHENTICATED};
 use serde::{Deserialize, Serialize};
@@ -12,13 +12,18 @@ use std::path::{Path, PathBuf};
 pub struct ConfigFile {
     pub url: Option<String>,
     pub token: Option<String>,
+    /// PEM file of a CA that signed the zone's certificate (trusted besides the system
+    /// roots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
 }
 
-/// The zone and token a command uses.
+/// The zone, token and CA file a command uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     pub url: String,
     pub token: Option<String>,
+    pub ca_file: Option<PathBuf>,
 }
 
 pub fn path() -> Result<PathBuf> {
@@ -76,10 +81,17 @@ pub fn save(path: &Path, config: &ConfigFile) -> Result {
 }
 
 /// Combines environment and file. A token saved for one zone is never sent to another:
-/// when `WEFT_URL` names a different zone than the file, the file's token is left out.
-pub fn resolve(env_url: Option<String>, env_token: Option<String>, file: ConfigFile) -> Result<Settings> {
+/// when `WEFT_URL` names a different zone than the file, the file's token (and CA file) is
+/// left out.
+pub fn resolve(
+    env_url: Option<String>,
+    env_token: Option<String>,
+    env_ca_file: Option<String>,
+    file: ConfigFile,
+) -> Result<Settings> {
     let env_url = env_url.filter(|u| !u.trim().is_empty());
     let env_token = env_token.filter(|t| !t.trim().is_empty());
+    let env_ca_file = env_ca_file.filter(|f| !f.trim().is_empty()).map(PathBuf::from);
     let same_zone = match (&env_url, &file.url) {
         (Some(e), Some(f)) => same_url(e, f),
         (None, _) => true,
@@ -91,8 +103,11 @@ pub fn resolve(env_url: Option<String>, env_token: Option<String>, file: ConfigF
                 .hint("set WEFT_URL (and WEFT_TOKEN), or run `weft login URL --token T`"),
         );
     };
-    let token = env_token.or(if same_zone { file.token } else { None });
-    Ok(Settings { url, token })
+    let (token, ca_file) = match same_zone {
+        true => (env_token.or(file.token), env_ca_file.or(file.ca_file)),
+        false => (env_token, env_ca_file),
+    };
+    Ok(Settings { url, token, ca_file })
 }
 
 fn same_url(a: &str, b: &str) -> bool {
@@ -111,44 +126,69 @@ mod tests {
         ConfigFile {
             url: Some(url.into()),
             token: Some(token.into()),
+            ca_file: None,
         }
     }
 
     #[test]
     fn environment_wins() {
-        let s = resolve(Some("http://e".into()), Some("te".into()), file("http://f", "tf")).unwrap();
+        let s = resolve(
+            Some("http://e".into()),
+            Some("te".into()),
+            None,
+            file("http://f", "tf"),
+        )
+        .unwrap();
         assert_eq!(
             s,
             Settings {
                 url: "http://e".into(),
-                token: Some("te".into())
+                token: Some("te".into()),
+                ca_file: None,
             }
         );
-        let s = resolve(None, None, file("http://f", "tf")).unwrap();
+        let s = resolve(None, None, None, file("http://f", "tf")).unwrap();
         assert_eq!(
             s,
             Settings {
                 url: "http://f".into(),
-                token: Some("tf".into())
+                token: Some("tf".into()),
+                ca_file: None,
             }
         );
-        let s = resolve(None, Some("te".into()), file("http://f", "tf")).unwrap();
+        let s = resolve(None, Some("te".into()), None, file("http://f", "tf")).unwrap();
         assert_eq!(s.token.as_deref(), Some("te"));
     }
 
     #[test]
     fn saved_tokens_stay_with_their_zone() {
-        let s = resolve(Some("http://other".into()), None, file("http://f", "tf")).unwrap();
+        let s = resolve(Some("http://other".into()), None, None, file("http://f", "tf")).unwrap();
         assert_eq!(s.token, None);
-        let s = resolve(Some("http://f/".into()), None, file("http://f", "tf")).unwrap();
+        let s = resolve(Some("http://f/".into()), None, None, file("http://f", "tf")).unwrap();
         assert_eq!(s.token.as_deref(), Some("tf"));
     }
 
     #[test]
+    fn ca_files_follow_their_zone() {
+        let saved = ConfigFile {
+            ca_file: Some("/etc/f-ca.pem".into()),
+            ..file("https://f", "tf")
+        };
+        let s = resolve(None, None, None, saved.clone()).unwrap();
+        assert_eq!(s.ca_file, Some(PathBuf::from("/etc/f-ca.pem")));
+        let s = resolve(None, None, Some("/e-ca.pem".into()), saved.clone()).unwrap();
+        assert_eq!(s.ca_file, Some(PathBuf::from("/e-ca.pem")));
+        let s = resolve(Some("https://other".into()), None, None, saved.clone()).unwrap();
+        assert_eq!(s.ca_file, None);
+        let s = resolve(Some("https://other".into()), None, Some(" ".into()), saved).unwrap();
+        assert_eq!(s.ca_file, None);
+    }
+
+    #[test]
     fn nothing_configured_is_an_auth_failure() {
-        let e = resolve(None, Some("t".into()), ConfigFile::default()).unwrap_err();
+        let e = resolve(None, Some("t".into()), None, ConfigFile::default()).unwrap_err();
         assert_eq!(e.exit, EXIT_UNAUTHENTICATED);
-        let e = resolve(Some("  ".into()), None, ConfigFile::default()).unwrap_err();
+        let e = resolve(Some("  ".into()), None, None, ConfigFile::default()).unwrap_err();
         assert_eq!(e.code, "no_zone");
     }
 

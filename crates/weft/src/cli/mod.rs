@@ -150,10 +150,12 @@ impl Ctx {
         let settings = config::resolve(
             std::env::var("WEFT_URL").ok(),
             std::env::var("WEFT_TOKEN").ok(),
+            std::env::var("WEFT_CA_FILE").ok(),
             file,
         )?;
-        let client =
-            Client::new(&settings.url, settings.token).map_err(|e| Failure::from(e).context("WEFT_URL"))?;
+        let cas = trusted_cas(settings.ca_file.as_deref())?;
+        let client = Client::with_cas(&settings.url, settings.token, &cas)
+            .map_err(|e| Failure::from(e).context("WEFT_URL"))?;
         Ok(Ctx {
             client,
             quiet,
@@ -190,6 +192,15 @@ impl Ctx {
         if !self.quiet {
             eprintln!("{line}");
         }
+    }
+}
+
+/// The CA file's certificates (trusted besides the system roots), or none.
+pub(crate) fn trusted_cas(ca_file: Option<&std::path::Path>) -> Result<weft_client::TrustedCas> {
+    match ca_file {
+        None => Ok(weft_client::TrustedCas::default()),
+        Some(path) => weft_client::TrustedCas::from_pem_file(path)
+            .map_err(|e| Failure::usage(e.to_string()).hint("WEFT_CA_FILE or ca_file in the config file")),
     }
 }
 

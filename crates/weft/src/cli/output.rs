@@ -12,6 +12,7 @@ pub const EXIT_FORBIDDEN: u8 = 5;
 pub const EXIT_CONFLICT: u8 = 6;
 pub const EXIT_INTEGRITY: u8 = 7;
 pub const EXIT_UNREACHABLE: u8 = 8;
+pub const EXIT_TLS: u8 = 9;
 
 /// The exit codes as `weft --help` lists them.
 pub const EXIT_CODES_HELP: &str = "\
@@ -24,9 +25,13 @@ Exit codes:
   5  permission denied
   6  conflict: already exists, not empty, not a collection
   7  checksum or integrity failure
-  8  cannot reach the zone";
+  8  cannot reach the zone
+  9  TLS failed: the zone's certificate is not trusted (see WEFT_CA_FILE), or it does not speak TLS";
 
 const LOGIN_HINT: &str = "set WEFT_TOKEN or run `weft login URL --token T`";
+const TLS_HINT: &str =
+    "if a private CA signed the zone's certificate, point WEFT_CA_FILE at that CA's PEM file \
+(or run `weft login URL --ca-file FILE`); check that the URL's host is a name the certificate is for";
 
 /// A failed command: what to print and how to exit.
 #[derive(Debug)]
@@ -90,6 +95,7 @@ impl From<ClientError> for Failure {
         };
         let hint = match exit {
             EXIT_UNAUTHENTICATED => Some(LOGIN_HINT.to_owned()),
+            EXIT_TLS => Some(TLS_HINT.to_owned()),
             _ => None,
         };
         Failure {
@@ -104,6 +110,7 @@ impl From<ClientError> for Failure {
 pub fn exit_code(e: &ClientError) -> u8 {
     match e {
         ClientError::Unreachable { .. } => EXIT_UNREACHABLE,
+        ClientError::Tls { .. } => EXIT_TLS,
         ClientError::Integrity { .. } => EXIT_INTEGRITY,
         ClientError::Api { status, code, .. } => match (status, code.as_str()) {
             (401, _) | (_, "unauthenticated" | "token_expired") => EXIT_UNAUTHENTICATED,
@@ -184,6 +191,12 @@ mod tests {
             cause: "c".into(),
         };
         assert_eq!(exit_code(&e), EXIT_UNREACHABLE);
+        let e = ClientError::Tls {
+            url: "u".into(),
+            cause: "invalid peer certificate: UnknownIssuer".into(),
+        };
+        assert_eq!(exit_code(&e), EXIT_TLS);
+        assert!(Failure::from(e).hint.unwrap().contains("WEFT_CA_FILE"));
     }
 
     #[test]

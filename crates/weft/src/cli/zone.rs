@@ -25,7 +25,7 @@ enum ZoneCmd {
     Add {
         /// The other zone's name.
         name: String,
-        /// The other zone's address, e.g. http://it4i.example.org:8640.
+        /// The other zone's address, e.g. https://it4i.example.org:8640.
         url: String,
         /// File holding the shared secret (at least 32 bytes). It is read here and stored
         /// by this zone; zones never send it to each other.
@@ -34,6 +34,10 @@ enum ZoneCmd {
         /// Update the address and secret of a zone already federated.
         #[arg(long)]
         replace: bool,
+        /// Accept a plain http:// URL to a host that is not loopback. Zone tokens and data
+        /// then cross the network in clear: only for a network you trust end to end.
+        #[arg(long)]
+        insecure: bool,
         #[arg(long)]
         json: bool,
     },
@@ -94,6 +98,7 @@ pub async fn zone(ctx: &Ctx, a: ZoneArgs) -> Result {
             url,
             secret_file,
             replace,
+            insecure,
             json,
         } => {
             let secret = std::fs::read_to_string(&secret_file).map_err(|e| {
@@ -109,6 +114,7 @@ pub async fn zone(ctx: &Ctx, a: ZoneArgs) -> Result {
                     url,
                     secret: secret.trim().to_owned(),
                     replace,
+                    insecure,
                 })
                 .await?;
             if json {
