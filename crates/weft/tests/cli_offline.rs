@@ -74,5 +74,5 @@ fn bad_zone_urls_are_named() {
         .env("WEFT_TOKEN", "t")
         .arg("ls"));
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("write it as http://host:port"), "{}", r.stderr);
+    assert!(r.stderr.contains("write it as https://host:port"), "{}", r.stderr);
 }
