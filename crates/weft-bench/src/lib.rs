@@ -3,9 +3,11 @@
 //! and a Markdown report.
 
 pub mod bench;
+pub mod load;
 pub mod model;
 pub mod peers;
 pub mod plot;
+pub mod procstat;
 pub mod report;
 pub mod run;
 pub mod scenarios;

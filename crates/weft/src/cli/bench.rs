@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_bench::bench::{Bench, BenchError, Options, Progress};
+use weft_bench::load::{LoadOptions, LoadReport};
 use weft_bench::report::ZoneUnderTest;
 use weft_bench::scenarios::Scenario;
 use weft_client::wire::{AclRequest, NewPeerZone, NewStagingArea};
@@ -18,7 +19,8 @@ use weft_client::Client;
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Scenarios to run: stages, parallel, directory, sizes, metadata, catalog-stress,
-    /// growth, model, streams, peers [default: all].
+    /// growth, model, streams, peers [default: all]; or `load` alone: many clients mixing
+    /// every operation at once, then every object read back (see --clients).
     #[arg(value_name = "SCENARIO")]
     scenarios: Vec<String>,
     /// Measure this zone (token from WEFT_TOKEN or `weft login`) instead of starting one.
@@ -52,15 +54,42 @@ pub struct BenchArgs {
     /// Objects the growth scenario ingests, in ten steps [default: 1000000; quick: 2000].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(10..))]
     growth_objects: Option<u64>,
+    /// load: concurrent clients, each with connections of its own.
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    clients: u64,
+    /// load: users the clients are spread over, created for the run and removed after it
+    /// (needs an administrator; otherwise every client is you).
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    users: u64,
+    /// load: how long the clients work [default: 60 s].
+    #[arg(long, value_name = "S", conflicts_with = "minutes", value_parser = clap::value_parser!(u64).range(10..))]
+    seconds: Option<u64>,
+    /// load: how long the clients work, in minutes: the long profile.
+    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u64).range(1..))]
+    minutes: Option<u64>,
+    /// load, with --zone: the zone's process on this machine, whose memory, open files and
+    /// threads are sampled from /proc (the embedded zone's always are).
+    #[arg(long, value_name = "PID")]
+    pid: Option<u32>,
     /// Print the report as JSON on stdout when done.
     #[arg(long)]
     json: bool,
 }
 
 pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
+    let load = args.scenarios.iter().any(|s| s == LOAD);
+    if load && args.scenarios.len() > 1 {
+        return Err(Failure::usage("the load runs alone: `weft bench load`"));
+    }
+    if args.pid.is_some() && args.zone.is_none() {
+        return Err(Failure::usage(
+            "--pid goes with --zone; the embedded zone is sampled anyway",
+        ));
+    }
     let scenarios = args
         .scenarios
         .iter()
+        .filter(|s| *s != LOAD)
         .map(|s| {
             Scenario::parse(s).ok_or_else(|| {
                 let names: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
@@ -78,7 +107,7 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
     let work = tempfile_dir()?;
     // The routes that leave the zone: the embedded zone gets a federated peer and a
     // staging area when a scenario needs them.
-    let wants_routes = scenarios.is_empty()
+    let wants_routes = (!load && scenarios.is_empty())
         || scenarios
             .iter()
             .any(|s| matches!(s, Scenario::Model | Scenario::Peers));
@@ -142,6 +171,19 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
     let bench = Bench::open(&url, token, opts, progress.clone())
         .await
         .map_err(failure)?;
+    if load {
+        let opts = LoadOptions {
+            clients: args.clients as usize,
+            users: args.users as usize,
+            duration: Duration::from_secs(args.minutes.map_or(args.seconds.unwrap_or(60), |m| m * 60)),
+            pid: args.pid.or(embedded.as_ref().map(|(z, _)| z.child.id())),
+        };
+        let result = weft_bench::load::run(bench, &opts).await;
+        progress.bar.finish_and_clear();
+        drop(embedded);
+        let _ = std::fs::remove_dir_all(&work);
+        return report_load(result.map_err(failure)?, &out, args.json, quiet);
+    }
     let zone = ZoneUnderTest {
         url: url.clone(),
         name: health.zone,
@@ -185,6 +227,34 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
         }
     }
     Ok(())
+}
+
+/// The scenario name that is not a scenario of the report but a pass-or-fail run of its own.
+const LOAD: &str = "load";
+
+/// Writes load.json and load.md, prints the summary, and fails unless the zone passed.
+fn report_load(report: LoadReport, out: &Path, json: bool, quiet: bool) -> Result {
+    let local = |e: std::io::Error| Failure::new(EXIT_FAILURE, "local", format!("{}: {e}", out.display()));
+    std::fs::create_dir_all(out).map_err(local)?;
+    let body = serde_json::to_vec_pretty(&report).expect("the report serializes");
+    std::fs::write(out.join("load.json"), body).map_err(local)?;
+    std::fs::write(out.join("load.md"), report.markdown()).map_err(local)?;
+    if json {
+        output::print_json(&report)?;
+    }
+    if !quiet {
+        eprint!("{}", report.markdown());
+        eprintln!("weft bench: report in {}", out.join("load.md").display());
+    }
+    if report.passed() {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            EXIT_FAILURE,
+            "load_failed",
+            report.problems.join("; "),
+        ))
+    }
 }
 
 fn failure(e: BenchError) -> Failure {
