@@ -1,9 +1,12 @@
 //! The catalog: the namespace (collections and data objects), replicas, metadata, principals,
 //! tokens, ACLs and resources of one zone.
 //!
-//! One [`Catalog`] trait; one implementation over sqlx for both SQLite (the embedded default)
-//! and PostgreSQL (production), with schema migrations per dialect. This is the only crate
-//! that imports sqlx. Every method is one transaction: a failure changes nothing.
+//! One trait per area ([`Principals`], [`Resources`], [`Federation`], [`Staging`],
+//! [`Transfers`], [`Namespace`], [`Replicas`], [`Pids`], [`Metadata`], [`Access`],
+//! [`Policies`]), which [`Catalog`] combines; one implementation over sqlx for both SQLite
+//! (the embedded default) and PostgreSQL (production), each area's in `sql/<area>.rs`, with
+//! schema migrations per dialect. This is the only crate that imports sqlx. Every method is
+//! one transaction: a failure changes nothing.
 
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -203,7 +206,7 @@ pub struct LocatedNode {
     pub path: LogicalPath,
     pub kind: NodeKind,
     pub size: i64,
-    /// This zone's good replicas, in the order of [`Catalog::replicas`]: (resource id,
+    /// This zone's good replicas, in the order of [`Replicas::replicas`]: (resource id,
     /// physical key).
     pub good: Vec<(i64, String)>,
 }
@@ -240,7 +243,7 @@ pub struct RemoteReplica {
     pub verified: Option<Millis>,
 }
 
-/// A good copy of a data object to record (see [`Catalog::add_replica`]).
+/// A good copy of a data object to record (see [`Replicas::add_replica`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewReplica {
     pub node_id: i64,
@@ -423,11 +426,9 @@ pub struct CopyPlace {
     pub state: ReplicaState,
 }
 
+/// Users and groups, their memberships, API tokens and OIDC identities.
 #[async_trait]
-pub trait Catalog: Send + Sync + 'static {
-    fn dialect(&self) -> Dialect;
-
-    // --- principals -------------------------------------------------------------------
+pub trait Principals: Send + Sync {
     /// Errors: `already_exists`.
     async fn create_principal(
         &self,
@@ -435,20 +436,26 @@ pub trait Catalog: Send + Sync + 'static {
         kind: PrincipalKind,
         is_admin: bool,
     ) -> Result<Principal, Error>;
+
     async fn get_principal(&self, name: &PrincipalName) -> Result<Option<Principal>, Error>;
+
     async fn list_principals(&self, kind: PrincipalKind) -> Result<Vec<Principal>, Error>;
+
     /// Deletes the principal, its tokens, memberships and ACL entries. Errors: `not_found`;
     /// `conflict` while it still owns nodes.
     async fn delete_principal(&self, name: &PrincipalName) -> Result<(), Error>;
+
     /// Errors: `not_found` (either), `already_exists`.
     async fn add_member(&self, group: &PrincipalName, user: &PrincipalName) -> Result<(), Error>;
+
     /// Errors: `not_found` (either, or not a member).
     async fn remove_member(&self, group: &PrincipalName, user: &PrincipalName) -> Result<(), Error>;
+
     async fn members(&self, group: &PrincipalName) -> Result<Vec<Principal>, Error>;
+
     /// Ids of the groups `user_id` belongs to.
     async fn group_ids_of(&self, user_id: i64) -> Result<Vec<i64>, Error>;
 
-    // --- tokens -----------------------------------------------------------------------
     /// Stores a token by the hash of its secret (never the secret).
     async fn create_token(
         &self,
@@ -457,12 +464,13 @@ pub trait Catalog: Send + Sync + 'static {
         label: &str,
         expires: Option<Millis>,
     ) -> Result<TokenRecord, Error>;
+
     /// The token and its user, if the hash is known (expiry is the caller's to check).
     async fn find_token(&self, secret_hash: &str) -> Result<Option<(TokenRecord, Principal)>, Error>;
 
-    // --- OIDC identities --------------------------------------------------------------
     /// The principal bound to the OIDC identity `subject` of `issuer`, if any.
     async fn oidc_principal(&self, issuer: &str, subject: &str) -> Result<Option<Principal>, Error>;
+
     /// Creates the user `name` (never an administrator) bound to the OIDC identity
     /// `subject` of `issuer`, both in one transaction. Errors: `already_exists` when the
     /// name is taken or the identity is already bound (nothing is created then).
@@ -472,32 +480,42 @@ pub trait Catalog: Send + Sync + 'static {
         subject: &str,
         name: &PrincipalName,
     ) -> Result<Principal, Error>;
+}
 
-    // --- resources --------------------------------------------------------------------
+/// The storage resources of this zone.
+#[async_trait]
+pub trait Resources: Send + Sync {
     /// The first resource created becomes the default. Errors: `already_exists`.
     async fn create_resource(&self, r: &NewResource) -> Result<Resource, Error>;
+
     async fn list_resources(&self) -> Result<Vec<Resource>, Error>;
+
     async fn get_resource(&self, name: &ResourceName) -> Result<Option<Resource>, Error>;
+
     async fn get_resource_by_id(&self, id: i64) -> Result<Option<Resource>, Error>;
+
     /// Errors: `not_found`; `conflict` while replicas live on it or it is the default.
     async fn delete_resource(&self, name: &ResourceName) -> Result<(), Error>;
+
     /// Errors: `not_found`.
     async fn set_default_resource(&self, name: &ResourceName) -> Result<(), Error>;
+}
 
-    // --- federation -------------------------------------------------------------------
+/// Federated peer zones and how their users map to local ones.
+#[async_trait]
+pub trait Federation: Send + Sync {
     /// Adds a peer zone, or with `replace` updates its URL and secret. Errors:
     /// `already_exists` (without `replace`).
     async fn put_zone(&self, z: &PeerZone, replace: bool) -> Result<(), Error>;
+
     async fn list_zones(&self) -> Result<Vec<PeerZone>, Error>;
+
     async fn get_zone(&self, name: &ZoneName) -> Result<Option<PeerZone>, Error>;
+
     /// Removes the peer zone with every credential derived from it: its user mappings
     /// and the API tokens of its visitors (`user#zone`), in one transaction. Errors:
     /// `not_found`.
     async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error>;
-    /// Seals again, with the newest key, every secret (peer secrets, resource and staging
-    /// credentials) stored in clear or under an older key; how many were. A zone calls it
-    /// at start, which completes a key rotation.
-    async fn reseal_secrets(&self) -> Result<u64, Error>;
 
     /// Maps `remote_user` of the federated `zone` to the local user `local_id` (replacing
     /// an earlier mapping). Errors: `not_found` (zone or user).
@@ -507,26 +525,37 @@ pub trait Catalog: Send + Sync + 'static {
         remote_user: &PrincipalName,
         local_id: i64,
     ) -> Result<(), Error>;
+
     /// Errors: `not_found` (no such mapping).
     async fn unmap_user(&self, zone: &ZoneName, remote_user: &PrincipalName) -> Result<(), Error>;
+
     /// The mappings of `zone` as (remote user, local user), by remote user.
     async fn user_maps(&self, zone: &ZoneName) -> Result<Vec<(PrincipalName, Principal)>, Error>;
+
     /// The local user `remote_user` of `zone` is mapped to, if any.
     async fn mapped_user(
         &self,
         zone: &ZoneName,
         remote_user: &PrincipalName,
     ) -> Result<Option<Principal>, Error>;
+}
 
-    // --- staging areas ----------------------------------------------------------------
+/// Staging areas: outside directories and buckets transfers may use.
+#[async_trait]
+pub trait Staging: Send + Sync {
     /// Errors: `already_exists` (name).
     async fn add_staging(&self, area: &StagingArea) -> Result<(), Error>;
+
     /// Ordered by name.
     async fn list_staging(&self) -> Result<Vec<StagingArea>, Error>;
+
     /// Errors: `not_found`.
     async fn delete_staging(&self, name: &StagingName) -> Result<(), Error>;
+}
 
-    // --- transfers --------------------------------------------------------------------
+/// Managed transfers and their files.
+#[async_trait]
+pub trait Transfers: Send + Sync {
     /// Stores a new transfer in state `queued`, submitted by `owner_id` (vouched for by the
     /// federated zone `via_zone`, if any). Errors: `already_exists` (id).
     async fn create_transfer(
@@ -536,20 +565,27 @@ pub trait Catalog: Send + Sync + 'static {
         via_zone: Option<&ZoneName>,
         spec: &str,
     ) -> Result<TransferRecord, Error>;
+
     async fn get_transfer(&self, id: &str) -> Result<Option<TransferRecord>, Error>;
+
     /// Newest first; only `owner_id`'s unless `None`.
     async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error>;
+
     /// Transfers in any of `states` (the worker's queue), oldest first.
     async fn transfers_in_state(&self, states: &[&str]) -> Result<Vec<TransferRecord>, Error>;
+
     /// Sets the state (and error); `active` stamps `started`, final states stamp `finished`.
     /// Errors: `not_found`.
     async fn set_transfer_state(&self, id: &str, state: &str, error: Option<&str>) -> Result<(), Error>;
+
     /// Appends planned files (their `seq` must continue the transfer's) and adds them to
     /// the totals, in one transaction.
     async fn add_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error>;
+
     /// Writes state, progress, attempts, error, checksum and resume point of many files in
     /// one transaction (the engine's grouped progress writes).
     async fn update_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error>;
+
     /// Files of a transfer by `seq` after `after_seq`, optionally only those in `state`.
     async fn transfer_files(
         &self,
@@ -558,13 +594,19 @@ pub trait Catalog: Send + Sync + 'static {
         after_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<TransferFile>, Error>;
-    async fn transfer_counts(&self, id: &str) -> Result<TransferCounts, Error>;
 
-    // --- namespace --------------------------------------------------------------------
+    async fn transfer_counts(&self, id: &str) -> Result<TransferCounts, Error>;
+}
+
+/// Collections and data objects: the tree of logical paths.
+#[async_trait]
+pub trait Namespace: Send + Sync {
     async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error>;
+
     /// The nodes of those `paths` that exist, in no particular order: the lookups of a
     /// bundle of files in one query rather than one each.
     async fn get_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<Node>, Error>;
+
     /// Creates a collection. With `parents`, missing ancestors are created too and an
     /// existing collection at `path` is not an error (`mkdir -p`). Errors: `not_found`
     /// (parent, without `parents`), `already_exists`, `not_a_collection` (an ancestor is a
@@ -575,6 +617,7 @@ pub trait Catalog: Send + Sync + 'static {
         owner_id: i64,
         parents: bool,
     ) -> Result<Node, Error>;
+
     /// Children of a collection ordered by name, after the cursor `after_name`.
     async fn list_children(
         &self,
@@ -582,6 +625,7 @@ pub trait Catalog: Send + Sync + 'static {
         after_name: Option<&str>,
         limit: u32,
     ) -> Result<Vec<Node>, Error>;
+
     /// The data objects anywhere below `root` (not `root` itself), ordered by path, after
     /// the path `after` (the last of the page before); at most `limit`. Three columns from
     /// the path index: what a transfer lists, without the owners and times of `find`.
@@ -591,45 +635,62 @@ pub trait Catalog: Send + Sync + 'static {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<ListedObject>, Error>;
+
     /// Registers a data object with one good replica, in one transaction. The parent
     /// collection must exist. Errors: `not_found` (parent), `not_a_collection` (parent),
     /// `is_a_collection` (path), `already_exists` (path, without `overwrite`).
     async fn register_object(&self, o: &NewObject) -> Result<Registered, Error>;
+
     /// Registers many objects in one transaction (grouped catalog writes for trees of
     /// small files). All or nothing.
     async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error>;
-    async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error>;
-    /// The physical keys of replicas on `resource_id` in `[lo, hi)` (an index range).
-    async fn physical_keys_between(&self, resource_id: i64, lo: &str, hi: &str)
-        -> Result<Vec<String>, Error>;
+
     /// The nodes of those `paths` that exist, in no particular order, each with its good
     /// replicas: what reading a bundle of files needs, in one query, and only the columns
     /// it needs (each column of each row is copied and converted twice on its way out of
     /// sqlx; the full node and replicas made this 2 % of a source zone's CPU).
     async fn locate_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<LocatedNode>, Error>;
+
     /// Removes a data object or a collection; with `recursive` a collection's whole subtree.
     /// Returns the replicas (here and in other zones) whose bytes are now garbage. Errors:
     /// `not_found`, `collection_not_empty` (without `recursive`), `invalid_argument` (zone
     /// root).
     async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Removed, Error>;
+
     /// Moves (renames) a node and its subtree. The target's parent must be an existing
     /// collection and the target must not exist. Errors: `not_found`, `already_exists`,
     /// `not_a_collection`, `invalid_argument` (into itself, zone root).
     async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error>;
+
+    async fn get_node_by_id(&self, id: i64) -> Result<Option<Node>, Error>;
+}
+
+/// Copies of data objects, here and in federated zones, and the scrubber's queue.
+#[async_trait]
+pub trait Replicas: Send + Sync {
+    async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error>;
+
+    /// The physical keys of replicas on `resource_id` in `[lo, hi)` (an index range).
+    async fn physical_keys_between(&self, resource_id: i64, lo: &str, hi: &str)
+        -> Result<Vec<String>, Error>;
+
     async fn touch_replica_verified(&self, replica_id: i64, at: Millis) -> Result<(), Error>;
 
-    // --- replication ------------------------------------------------------------------
     /// Records a good copy of a data object, replacing the copy it already had at the same
     /// place (resource, or zone and resource), which is returned when its bytes are now
     /// garbage (a local copy under another key). Errors: `not_found` (node), `conflict`
     /// when the object no longer hashes to `checksum` (it was overwritten meanwhile).
     async fn add_replica(&self, r: &NewReplica) -> Result<Option<Replica>, Error>;
+
     /// Errors: `not_found`.
     async fn set_replica_state(&self, replica_id: i64, state: ReplicaState) -> Result<(), Error>;
+
     /// Forgets a local replica, unless it is the object's last good copy here or in any
     /// zone. Errors: `not_found`, `conflict` (last good copy).
     async fn remove_replica(&self, replica_id: i64) -> Result<Replica, Error>;
+
     async fn remote_replicas(&self, node_id: i64) -> Result<Vec<RemoteReplica>, Error>;
+
     /// Errors: `not_found`.
     async fn set_remote_replica(
         &self,
@@ -637,40 +698,63 @@ pub trait Catalog: Send + Sync + 'static {
         state: ReplicaState,
         verified: Option<Millis>,
     ) -> Result<(), Error>;
-    /// As [`Catalog::remove_replica`], for a copy in another zone.
+
+    /// As [`Replicas::remove_replica`], for a copy in another zone.
     async fn remove_remote_replica(&self, id: i64) -> Result<RemoteReplica, Error>;
+
     /// Local replicas (`good` or `bad`) last verified (or made) before `before`, oldest
     /// first: the scrubber's queue.
     async fn replicas_to_scrub(&self, before: Millis, limit: u32) -> Result<Vec<Replica>, Error>;
-    /// As [`Catalog::replicas_to_scrub`], for copies in other zones.
+
+    /// As [`Replicas::replicas_to_scrub`], for copies in other zones.
     async fn remote_replicas_to_scrub(&self, before: Millis, limit: u32)
         -> Result<Vec<RemoteReplica>, Error>;
-    async fn get_node_by_id(&self, id: i64) -> Result<Option<Node>, Error>;
 
-    // --- persistent identifiers -------------------------------------------------------
+    /// Every replica, here and in other zones, of the given data objects (a few queries,
+    /// however many ids), ordered by node id.
+    async fn copy_places(&self, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error>;
+}
+
+/// Persistent identifiers bound to nodes.
+#[async_trait]
+pub trait Pids: Send + Sync {
     /// Binds `prefix/suffix` to the node, or returns the PID it already has (a node has at
     /// most one). Errors: `not_found` (node), `already_exists` (the PID names another).
     async fn mint_pid(&self, node_id: i64, prefix: &str, suffix: &str) -> Result<PidRecord, Error>;
-    async fn get_pid(&self, prefix: &str, suffix: &str) -> Result<Option<PidRecord>, Error>;
-    async fn pid_of(&self, node_id: i64) -> Result<Option<PidRecord>, Error>;
 
-    // --- metadata ---------------------------------------------------------------------
+    async fn get_pid(&self, prefix: &str, suffix: &str) -> Result<Option<PidRecord>, Error>;
+
+    async fn pid_of(&self, node_id: i64) -> Result<Option<PidRecord>, Error>;
+}
+
+/// Attribute-value-unit metadata and the searches over it.
+#[async_trait]
+pub trait Metadata: Send + Sync {
     /// Errors: `already_exists` (the same triple).
     async fn add_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error>;
+
     /// Replaces every value of `avu.attr` by this one.
     async fn set_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error>;
+
     /// Removes `attr` (only the given value, if any). Errors: `not_found`.
     async fn remove_avu(&self, node_id: i64, attr: &str, value: Option<&str>) -> Result<(), Error>;
+
     async fn list_avus(&self, node_id: i64) -> Result<Vec<Avu>, Error>;
+
     /// Applies `edits` in order in one transaction: all of them or, on the first error
     /// (which names the edit), none.
     async fn edit_avus(&self, node_id: i64, edits: &[MetaEdit]) -> Result<(), Error>;
+
     /// Answers from the (parent/path, attribute/value, attribute/number) indexes.
     async fn find(&self, q: &FindQuery) -> Result<Vec<Node>, Error>;
+
     /// The database's query plan for `find(q)`, as text (for tests and operators).
     async fn explain_find(&self, q: &FindQuery) -> Result<String, Error>;
+}
 
-    // --- access control ---------------------------------------------------------------
+/// Access control lists and the permission check.
+#[async_trait]
+pub trait Access: Send + Sync {
     /// Sets (or with `Permission::None` removes) an ACL entry; with `recursive` on the
     /// whole subtree too.
     async fn set_acl(
@@ -680,7 +764,9 @@ pub trait Catalog: Send + Sync + 'static {
         permission: Permission,
         recursive: bool,
     ) -> Result<(), Error>;
+
     async fn list_acl(&self, node_id: i64) -> Result<Vec<AclEntry>, Error>;
+
     /// The highest permission any of `principal_ids` holds on `path` or a collection above
     /// it; owning a node counts as `own`.
     async fn effective_permission(
@@ -688,30 +774,39 @@ pub trait Catalog: Send + Sync + 'static {
         path: &LogicalPath,
         principal_ids: &[i64],
     ) -> Result<Permission, Error>;
+}
 
-    // --- policy engine ----------------------------------------------------------------
+/// The policy engine's events, rules and tasks, and QoS requirements.
+#[async_trait]
+pub trait Policies: Send + Sync {
     /// `register_object(s)` record a `written` event per object and `add_avu`, `add_avus`,
     /// `set_avu` and `remove_avu` a `meta` event per node and attribute, in their own
     /// transactions. The oldest `limit` events not yet deleted:
     async fn events(&self, limit: u32) -> Result<Vec<NodeEvent>, Error>;
+
     /// Forgets handled events (ids unknown are ignored).
     async fn delete_events(&self, ids: &[i64]) -> Result<(), Error>;
 
     /// Adds the rules `(name, definition)`, replacing those of the same names, in one
     /// transaction (a replaced rule keeps its `last_run`).
     async fn put_policy_rules(&self, rules: &[(String, String)]) -> Result<(), Error>;
+
     /// Ordered by name.
     async fn list_policy_rules(&self) -> Result<Vec<PolicyRuleRecord>, Error>;
+
     /// Removes the rule and its tasks. Errors: `not_found`.
     async fn delete_policy_rule(&self, name: &str) -> Result<(), Error>;
+
     /// Errors: `not_found`.
     async fn set_policy_rule_run(&self, name: &str, at: Millis) -> Result<(), Error>;
 
     /// Queues tasks in state `pending` in one transaction, leaving out those whose (rule,
     /// node, action) is already `pending` or `waiting`. Returns how many were queued.
     async fn add_policy_tasks(&self, tasks: &[NewPolicyTask]) -> Result<u64, Error>;
+
     /// `pending` tasks with `due <= now`, earliest due first.
     async fn due_policy_tasks(&self, now: Millis, limit: u32) -> Result<Vec<PolicyTask>, Error>;
+
     /// Tasks in `state`, oldest first; only `rule`'s unless `None`.
     async fn policy_tasks(
         &self,
@@ -719,28 +814,54 @@ pub trait Catalog: Send + Sync + 'static {
         state: &str,
         limit: u32,
     ) -> Result<Vec<PolicyTask>, Error>;
+
     /// Writes each task's state, transfer id, due, attempts and error (and stamps `updated`),
     /// all in one transaction. Tasks that are gone (their rule was removed meanwhile) are
     /// skipped; returns how many were written.
     async fn update_policy_tasks(&self, tasks: &[PolicyTask]) -> Result<u64, Error>;
+
     /// Tasks per (rule, state), by rule then state.
     async fn policy_task_counts(&self) -> Result<Vec<(String, String, u64)>, Error>;
 
     /// Errors: `already_exists` (the same expression on the same path).
     async fn add_qos(&self, path: &LogicalPath, expression: &str, owner_id: i64) -> Result<QosRecord, Error>;
+
     /// Ordered by path, then id.
     async fn list_qos(&self) -> Result<Vec<QosRecord>, Error>;
+
     /// Errors: `not_found`.
     async fn delete_qos(&self, id: i64) -> Result<QosRecord, Error>;
+
     /// Errors: `not_found`.
     async fn set_qos_status(&self, id: i64, status: &str, reason: &str, at: Millis) -> Result<(), Error>;
 
-    /// Every replica, here and in other zones, of the given data objects (a few queries,
-    /// however many ids), ordered by node id.
-    async fn copy_places(&self, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error>;
     /// The nodes of `ids` that exist, each with its metadata, in id order (two queries per
     /// thousand ids: the policy engine reads an event batch with it).
     async fn nodes_with_avus(&self, ids: &[i64]) -> Result<Vec<(Node, Vec<Avu>)>, Error>;
+}
+
+/// The whole catalog: every area, over one database.
+#[async_trait]
+pub trait Catalog:
+    Principals
+    + Resources
+    + Federation
+    + Staging
+    + Transfers
+    + Namespace
+    + Replicas
+    + Pids
+    + Metadata
+    + Access
+    + Policies
+    + 'static
+{
+    fn dialect(&self) -> Dialect;
+
+    /// Seals again, with the newest key, every secret (peer secrets, resource and staging
+    /// credentials) stored in clear or under an older key; how many were. A zone calls it
+    /// at start, which completes a key rotation.
+    async fn reseal_secrets(&self) -> Result<u64, Error>;
 }
 
 /// Opens (creating if needed) and migrates the catalog at `url`: `sqlite://FILE` or

@@ -5,7 +5,9 @@
 
 use sqlx::Connection;
 use std::time::Duration;
-use weft_catalog::{Catalog, PrincipalKind, SqlCatalog};
+use weft_catalog::Principals;
+use weft_catalog::Transfers;
+use weft_catalog::{PrincipalKind, SqlCatalog};
 use weft_types::PrincipalName;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

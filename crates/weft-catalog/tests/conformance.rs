@@ -3,6 +3,17 @@
 //! same `Catalog` trait.
 
 use std::sync::{Mutex, OnceLock};
+use weft_catalog::Access;
+use weft_catalog::Federation;
+use weft_catalog::Metadata;
+use weft_catalog::Namespace;
+use weft_catalog::Pids;
+use weft_catalog::Policies;
+use weft_catalog::Principals;
+use weft_catalog::Replicas;
+use weft_catalog::Resources;
+use weft_catalog::Staging;
+use weft_catalog::Transfers;
 use weft_catalog::{
     Avu, Catalog, Dialect, FindQuery, MetaEdit, NewObject, NewPolicyTask, NewReplica, NewResource, PeerZone,
     PrincipalKind, Registered, Removed, ReplicaPlace, SqlCatalog, StagingArea, TransferFile,

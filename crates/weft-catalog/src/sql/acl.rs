@@ -2,120 +2,125 @@
 
 use super::rows;
 use super::{db, db_ctx, placeholders, subtree_range, SqlCatalog};
+use crate::Access;
 use crate::AclEntry;
+use async_trait::async_trait;
 use weft_types::{Error, LogicalPath, Permission};
 
-pub(super) async fn set_acl(
-    c: &SqlCatalog,
-    path: &LogicalPath,
-    principal_id: i64,
-    permission: Permission,
-    recursive: bool,
-) -> Result<(), Error> {
-    let mut tx = c.begin_write().await?;
-    // The node and the principal in one round trip.
-    let row = sqlx::query(
-        "SELECT (SELECT id FROM nodes WHERE path = $1), (SELECT id FROM principals WHERE id = $2)",
-    )
-    .bind(path.as_str())
-    .bind(principal_id)
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
-    let Some(node_id) = rows::get::<Option<i64>>(&row, 0)? else {
-        return Err(Error::not_found(path));
-    };
-    if rows::get::<Option<i64>>(&row, 1)?.is_none() {
-        return Err(Error::not_found(format_args!("principal id {principal_id}")));
-    }
-    let (lo, hi) = subtree_range(path);
-    let r = match (permission, recursive) {
-        (Permission::None, false) => {
-            sqlx::query("DELETE FROM acls WHERE node_id = $1 AND principal_id = $2")
-                .bind(node_id)
+#[async_trait]
+impl Access for SqlCatalog {
+    async fn set_acl(
+        &self,
+        path: &LogicalPath,
+        principal_id: i64,
+        permission: Permission,
+        recursive: bool,
+    ) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
+        // The node and the principal in one round trip.
+        let row = sqlx::query(
+            "SELECT (SELECT id FROM nodes WHERE path = $1), (SELECT id FROM principals WHERE id = $2)",
+        )
+        .bind(path.as_str())
+        .bind(principal_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        let Some(node_id) = rows::get::<Option<i64>>(&row, 0)? else {
+            return Err(Error::not_found(path));
+        };
+        if rows::get::<Option<i64>>(&row, 1)?.is_none() {
+            return Err(Error::not_found(format_args!("principal id {principal_id}")));
+        }
+        let (lo, hi) = subtree_range(path);
+        let r = match (permission, recursive) {
+            (Permission::None, false) => {
+                sqlx::query("DELETE FROM acls WHERE node_id = $1 AND principal_id = $2")
+                    .bind(node_id)
+                    .bind(principal_id)
+                    .execute(&mut *tx)
+                    .await
+            }
+            (Permission::None, true) => {
+                sqlx::query(
+                    "DELETE FROM acls WHERE principal_id = $1 AND node_id IN \
+                     (SELECT id FROM nodes WHERE path = $2 OR (path >= $3 AND path < $4))",
+                )
                 .bind(principal_id)
+                .bind(path.as_str())
+                .bind(&lo)
+                .bind(&hi)
                 .execute(&mut *tx)
                 .await
-        }
-        (Permission::None, true) => {
-            sqlx::query(
-                "DELETE FROM acls WHERE principal_id = $1 AND node_id IN \
-                 (SELECT id FROM nodes WHERE path = $2 OR (path >= $3 AND path < $4))",
-            )
-            .bind(principal_id)
-            .bind(path.as_str())
-            .bind(&lo)
-            .bind(&hi)
-            .execute(&mut *tx)
-            .await
-        }
-        (p, false) => {
-            sqlx::query(
-                "INSERT INTO acls (node_id, principal_id, level) VALUES ($1, $2, $3) \
-                 ON CONFLICT (node_id, principal_id) DO UPDATE SET level = excluded.level",
-            )
-            .bind(node_id)
-            .bind(principal_id)
-            .bind(p.level())
-            .execute(&mut *tx)
-            .await
-        }
-        (p, true) => {
-            sqlx::query(
-                "INSERT INTO acls (node_id, principal_id, level) \
-                 SELECT id, $1, $2 FROM nodes WHERE path = $3 OR (path >= $4 AND path < $5) \
-                 ON CONFLICT (node_id, principal_id) DO UPDATE SET level = excluded.level",
-            )
-            .bind(principal_id)
-            .bind(p.level())
-            .bind(path.as_str())
-            .bind(&lo)
-            .bind(&hi)
-            .execute(&mut *tx)
-            .await
-        }
-    };
-    r.map_err(|e| db_ctx(e, format_args!("ACL entry on {path}")))?;
-    tx.commit().await.map_err(db)
-}
+            }
+            (p, false) => {
+                sqlx::query(
+                    "INSERT INTO acls (node_id, principal_id, level) VALUES ($1, $2, $3) \
+                     ON CONFLICT (node_id, principal_id) DO UPDATE SET level = excluded.level",
+                )
+                .bind(node_id)
+                .bind(principal_id)
+                .bind(p.level())
+                .execute(&mut *tx)
+                .await
+            }
+            (p, true) => {
+                sqlx::query(
+                    "INSERT INTO acls (node_id, principal_id, level) \
+                     SELECT id, $1, $2 FROM nodes WHERE path = $3 OR (path >= $4 AND path < $5) \
+                     ON CONFLICT (node_id, principal_id) DO UPDATE SET level = excluded.level",
+                )
+                .bind(principal_id)
+                .bind(p.level())
+                .bind(path.as_str())
+                .bind(&lo)
+                .bind(&hi)
+                .execute(&mut *tx)
+                .await
+            }
+        };
+        r.map_err(|e| db_ctx(e, format_args!("ACL entry on {path}")))?;
+        tx.commit().await.map_err(db)
+    }
 
-pub(super) async fn list_acl(c: &SqlCatalog, node_id: i64) -> Result<Vec<AclEntry>, Error> {
-    sqlx::query(
-        "SELECT p.name, p.kind, a.level FROM acls a JOIN principals p ON p.id = a.principal_id \
-         WHERE a.node_id = $1 ORDER BY p.name",
-    )
-    .bind(node_id)
-    .fetch_all(c.pool())
-    .await
-    .map_err(db)?
-    .iter()
-    .map(|r| {
-        Ok(AclEntry {
-            principal: rows::principal_name(&rows::get::<String>(r, 0)?)?,
-            kind: rows::principal_kind(&rows::get::<String>(r, 1)?)?,
-            permission: Permission::from_level(rows::get(r, 2)?),
+    async fn list_acl(&self, node_id: i64) -> Result<Vec<AclEntry>, Error> {
+        sqlx::query(
+            "SELECT p.name, p.kind, a.level FROM acls a JOIN principals p ON p.id = a.principal_id \
+             WHERE a.node_id = $1 ORDER BY p.name",
+        )
+        .bind(node_id)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| {
+            Ok(AclEntry {
+                principal: rows::principal_name(&rows::get::<String>(r, 0)?)?,
+                kind: rows::principal_kind(&rows::get::<String>(r, 1)?)?,
+                permission: Permission::from_level(rows::get(r, 2)?),
+            })
         })
-    })
-    .collect()
-}
+        .collect()
+    }
 
-pub(super) async fn effective_permission(
-    c: &SqlCatalog,
-    path: &LogicalPath,
-    principal_ids: &[i64],
-) -> Result<Permission, Error> {
-    if principal_ids.is_empty() {
-        return Ok(Permission::None);
+    async fn effective_permission(
+        &self,
+        path: &LogicalPath,
+        principal_ids: &[i64],
+    ) -> Result<Permission, Error> {
+        if principal_ids.is_empty() {
+            return Ok(Permission::None);
+        }
+        let sql = permission_sql(path, principal_ids);
+        let q = bind_permission(sqlx::query(&sql), path, principal_ids);
+        let row = q.fetch_one(self.pool()).await.map_err(db)?;
+        if rows::get_flag(&row, 1)? {
+            return Ok(Permission::Own);
+        }
+        Ok(Permission::from_level(
+            rows::get::<Option<i64>>(&row, 0)?.unwrap_or(0),
+        ))
     }
-    let sql = permission_sql(path, principal_ids);
-    let q = bind_permission(sqlx::query(&sql), path, principal_ids);
-    let row = q.fetch_one(c.pool()).await.map_err(db)?;
-    if rows::get_flag(&row, 1)? {
-        return Ok(Permission::Own);
-    }
-    Ok(Permission::from_level(
-        rows::get::<Option<i64>>(&row, 0)?.unwrap_or(0),
-    ))
 }
 
 /// One query over the path and its ancestors (each an indexed lookup by path): the best ACL

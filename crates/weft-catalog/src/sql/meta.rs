@@ -4,7 +4,8 @@
 use super::policy::record_events;
 use super::rows::{self, NODE_COLS, NODE_FROM};
 use super::{affected, db, db_ctx, explain_sql, plan_text, subtree_range, SqlCatalog};
-use crate::{Avu, Dialect, FindQuery, MetaEdit, Node};
+use crate::{Avu, Dialect, FindQuery, MetaEdit, Metadata, Node};
+use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use weft_types::meta::{parse_number, validate_avu_part};
 use weft_types::{Error, ErrorCode, MetaCondition, MetaOp};
@@ -30,47 +31,86 @@ fn what(node_id: i64, avu: &Avu) -> String {
     format!("metadata {}={} on node {node_id}", avu.attr, avu.value)
 }
 
-pub(super) async fn add_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(), Error> {
-    edit_avus(c, node_id, &[MetaEdit::Add(avu.clone())]).await
-}
+#[async_trait]
+impl Metadata for SqlCatalog {
+    async fn add_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error> {
+        self.edit_avus(node_id, &[MetaEdit::Add(avu.clone())]).await
+    }
 
-pub(super) async fn set_avu(c: &SqlCatalog, node_id: i64, avu: &Avu) -> Result<(), Error> {
-    edit_avus(c, node_id, &[MetaEdit::Set(avu.clone())]).await
-}
+    async fn set_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error> {
+        self.edit_avus(node_id, &[MetaEdit::Set(avu.clone())]).await
+    }
 
-pub(super) async fn remove_avu(
-    c: &SqlCatalog,
-    node_id: i64,
-    attr: &str,
-    value: Option<&str>,
-) -> Result<(), Error> {
-    let edit = MetaEdit::Remove {
-        attr: attr.to_owned(),
-        value: value.map(str::to_owned),
-    };
-    edit_avus(c, node_id, &[edit]).await
-}
+    async fn remove_avu(&self, node_id: i64, attr: &str, value: Option<&str>) -> Result<(), Error> {
+        let edit = MetaEdit::Remove {
+            attr: attr.to_owned(),
+            value: value.map(str::to_owned),
+        };
+        self.edit_avus(node_id, &[edit]).await
+    }
 
-/// The edits in one transaction, each recorded as a `meta` event of its attribute.
-pub(super) async fn edit_avus(c: &SqlCatalog, node_id: i64, edits: &[MetaEdit]) -> Result<(), Error> {
-    for e in edits {
-        if let MetaEdit::Add(avu) | MetaEdit::Set(avu) = e {
-            validate(avu)?;
+    /// The edits in one transaction, each recorded as a `meta` event of its attribute.
+    async fn edit_avus(&self, node_id: i64, edits: &[MetaEdit]) -> Result<(), Error> {
+        for e in edits {
+            if let MetaEdit::Add(avu) | MetaEdit::Set(avu) = e {
+                validate(avu)?;
+            }
         }
+        let mut tx = self.begin_write().await?;
+        for e in edits {
+            apply(&mut tx, node_id, e).await?;
+        }
+        let attrs: Vec<(i64, Option<&str>)> = edits
+            .iter()
+            .map(|e| match e {
+                MetaEdit::Add(a) | MetaEdit::Set(a) => (node_id, Some(a.attr.as_str())),
+                MetaEdit::Remove { attr, .. } => (node_id, Some(attr.as_str())),
+            })
+            .collect();
+        record_events(&mut tx, "meta", &attrs).await?;
+        tx.commit().await.map_err(db)
     }
-    let mut tx = c.begin_write().await?;
-    for e in edits {
-        apply(&mut tx, node_id, e).await?;
+
+    async fn list_avus(&self, node_id: i64) -> Result<Vec<Avu>, Error> {
+        sqlx::query("SELECT attr, value, unit FROM avus WHERE node_id = $1 ORDER BY attr, value, unit")
+            .bind(node_id)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|r| {
+                Ok(Avu {
+                    attr: rows::get(r, 0)?,
+                    value: rows::get(r, 1)?,
+                    unit: rows::get(r, 2)?,
+                })
+            })
+            .collect()
     }
-    let attrs: Vec<(i64, Option<&str>)> = edits
-        .iter()
-        .map(|e| match e {
-            MetaEdit::Add(a) | MetaEdit::Set(a) => (node_id, Some(a.attr.as_str())),
-            MetaEdit::Remove { attr, .. } => (node_id, Some(attr.as_str())),
-        })
-        .collect();
-    record_events(&mut tx, "meta", &attrs).await?;
-    tx.commit().await.map_err(db)
+
+    async fn find(&self, q: &FindQuery) -> Result<Vec<Node>, Error> {
+        let (sql, args) = find_sql(self.dialect, q)?;
+        if q.limit == 0 {
+            return Ok(Vec::new());
+        }
+        bind_all(sqlx::query(&sql), &args)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(rows::node)
+            .collect()
+    }
+
+    async fn explain_find(&self, q: &FindQuery) -> Result<String, Error> {
+        let (sql, args) = find_sql(self.dialect, q)?;
+        let (sql, col) = explain_sql(self.dialect, &sql);
+        let rows = bind_all(sqlx::query(&sql), &args)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?;
+        plan_text(&rows, col)
+    }
 }
 
 /// `sql` with $1..$6 bound to the node, the AVU and its numeric reading.
@@ -199,23 +239,6 @@ pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(),
     let changed: Vec<(i64, Option<&str>)> = changed.into_iter().map(|(n, a)| (n, Some(a))).collect();
     record_events(&mut tx, "meta", &changed).await?;
     tx.commit().await.map_err(db)
-}
-
-pub(super) async fn list_avus(c: &SqlCatalog, node_id: i64) -> Result<Vec<Avu>, Error> {
-    sqlx::query("SELECT attr, value, unit FROM avus WHERE node_id = $1 ORDER BY attr, value, unit")
-        .bind(node_id)
-        .fetch_all(c.pool())
-        .await
-        .map_err(db)?
-        .iter()
-        .map(|r| {
-            Ok(Avu {
-                attr: rows::get(r, 0)?,
-                value: rows::get(r, 1)?,
-                unit: rows::get(r, 2)?,
-            })
-        })
-        .collect()
 }
 
 enum Arg {
@@ -360,30 +383,6 @@ fn bind_all<'q>(
         };
     }
     query
-}
-
-pub(super) async fn find(c: &SqlCatalog, q: &FindQuery) -> Result<Vec<Node>, Error> {
-    let (sql, args) = find_sql(c.dialect, q)?;
-    if q.limit == 0 {
-        return Ok(Vec::new());
-    }
-    bind_all(sqlx::query(&sql), &args)
-        .fetch_all(c.pool())
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::node)
-        .collect()
-}
-
-pub(super) async fn explain_find(c: &SqlCatalog, q: &FindQuery) -> Result<String, Error> {
-    let (sql, args) = find_sql(c.dialect, q)?;
-    let (sql, col) = explain_sql(c.dialect, &sql);
-    let rows = bind_all(sqlx::query(&sql), &args)
-        .fetch_all(c.pool())
-        .await
-        .map_err(db)?;
-    plan_text(&rows, col)
 }
 
 /// The plans of `ADD_AVU` and `CLEAR_ATTR` on `node_id`, one after the other.

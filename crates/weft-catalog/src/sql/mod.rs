@@ -1,9 +1,11 @@
 //! [`SqlCatalog`]: the one [`Catalog`] implementation, over the sqlx `Any` driver, for SQLite
 //! and PostgreSQL. The few dialect-specific bits of SQL are decided by [`Dialect`].
 //!
-//! Layout: this module connects, migrates and holds the shared helpers (row decoding, error
-//! mapping, transactions); `principals`, `resources`, `zones`, `namespace`, `meta` and `acl` hold the
-//! statements of each part of the trait.
+//! Layout: this module connects, migrates, holds the shared helpers (error mapping,
+//! transactions, placeholders) and the catalog-wide [`Catalog`] methods; `rows` decodes rows;
+//! each other module implements one area trait: `principals`, `resources`, `zones`
+//! (`Federation`), `staging`, `transfers`, `namespace`, `replicas`, `pids`, `meta`
+//! (`Metadata`), `acl` (`Access`) and `policy` (`Policies`).
 
 mod acl;
 mod meta;
@@ -18,12 +20,7 @@ mod staging;
 mod transfers;
 mod zones;
 
-use crate::{
-    AclEntry, Avu, Catalog, CopyPlace, Dialect, FindQuery, ListedObject, LocatedNode, MetaEdit, NewObject,
-    NewPolicyTask, NewReplica, NewResource, Node, NodeEvent, PeerZone, PidRecord, PolicyRuleRecord,
-    PolicyTask, Principal, PrincipalKind, QosRecord, Registered, RemoteReplica, Removed, Replica, Resource,
-    StagingArea, TokenRecord, TransferCounts, TransferFile, TransferRecord,
-};
+use crate::{Avu, Catalog, Dialect};
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyQueryResult};
 use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
@@ -31,10 +28,7 @@ use sqlx::{Any, AnyConnection, AnyPool, Executor, Transaction};
 use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
-use weft_types::{
-    Error, ErrorCode, LogicalPath, Millis, Permission, PrincipalName, ReplicaState, ResourceName,
-    StagingName, ZoneName,
-};
+use weft_types::{Error, ErrorCode, LogicalPath, Millis};
 
 /// Connections per pool. SQLite has one writer at a time anyway; readers run in parallel (WAL).
 const POOL_SIZE: u32 = 8;
@@ -573,380 +567,53 @@ impl Catalog for SqlCatalog {
         self.dialect
     }
 
-    async fn create_principal(
-        &self,
-        name: &PrincipalName,
-        kind: PrincipalKind,
-        is_admin: bool,
-    ) -> Result<Principal, Error> {
-        principals::create_principal(self, name, kind, is_admin).await
-    }
-    async fn get_principal(&self, name: &PrincipalName) -> Result<Option<Principal>, Error> {
-        principals::get_principal(self, name).await
-    }
-    async fn list_principals(&self, kind: PrincipalKind) -> Result<Vec<Principal>, Error> {
-        principals::list_principals(self, kind).await
-    }
-    async fn delete_principal(&self, name: &PrincipalName) -> Result<(), Error> {
-        principals::delete_principal(self, name).await
-    }
-    async fn add_member(&self, group: &PrincipalName, user: &PrincipalName) -> Result<(), Error> {
-        principals::add_member(self, group, user).await
-    }
-    async fn remove_member(&self, group: &PrincipalName, user: &PrincipalName) -> Result<(), Error> {
-        principals::remove_member(self, group, user).await
-    }
-    async fn members(&self, group: &PrincipalName) -> Result<Vec<Principal>, Error> {
-        principals::members(self, group).await
-    }
-    async fn group_ids_of(&self, user_id: i64) -> Result<Vec<i64>, Error> {
-        principals::group_ids_of(self, user_id).await
-    }
-
-    async fn create_token(
-        &self,
-        user_id: i64,
-        secret_hash: &str,
-        label: &str,
-        expires: Option<Millis>,
-    ) -> Result<TokenRecord, Error> {
-        principals::create_token(self, user_id, secret_hash, label, expires).await
-    }
-    async fn find_token(&self, secret_hash: &str) -> Result<Option<(TokenRecord, Principal)>, Error> {
-        principals::find_token(self, secret_hash).await
-    }
-    async fn oidc_principal(&self, issuer: &str, subject: &str) -> Result<Option<Principal>, Error> {
-        principals::oidc_principal(self, issuer, subject).await
-    }
-    async fn create_oidc_user(
-        &self,
-        issuer: &str,
-        subject: &str,
-        name: &PrincipalName,
-    ) -> Result<Principal, Error> {
-        principals::create_oidc_user(self, issuer, subject, name).await
-    }
-
-    async fn create_resource(&self, r: &NewResource) -> Result<Resource, Error> {
-        resources::create_resource(self, r).await
-    }
-    async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
-        resources::list_resources(self).await
-    }
-    async fn get_resource(&self, name: &ResourceName) -> Result<Option<Resource>, Error> {
-        resources::get_resource(self, name).await
-    }
-    async fn get_resource_by_id(&self, id: i64) -> Result<Option<Resource>, Error> {
-        resources::get_resource_by_id(self, id).await
-    }
-    async fn delete_resource(&self, name: &ResourceName) -> Result<(), Error> {
-        resources::delete_resource(self, name).await
-    }
-    async fn set_default_resource(&self, name: &ResourceName) -> Result<(), Error> {
-        resources::set_default_resource(self, name).await
-    }
-
-    async fn put_zone(&self, z: &PeerZone, replace: bool) -> Result<(), Error> {
-        zones::put_zone(self, z, replace).await
-    }
-    async fn list_zones(&self) -> Result<Vec<PeerZone>, Error> {
-        zones::list_zones(self).await
-    }
-    async fn get_zone(&self, name: &ZoneName) -> Result<Option<PeerZone>, Error> {
-        zones::get_zone(self, name).await
-    }
-    async fn delete_zone(&self, name: &ZoneName) -> Result<(), Error> {
-        zones::delete_zone(self, name).await
-    }
+    /// Seals again every secret in clear or sealed under an older key; how many.
     async fn reseal_secrets(&self) -> Result<u64, Error> {
-        zones::reseal_secrets(self).await
-    }
-    async fn map_user(
-        &self,
-        zone: &ZoneName,
-        remote_user: &PrincipalName,
-        local_id: i64,
-    ) -> Result<(), Error> {
-        zones::map_user(self, zone, remote_user, local_id).await
-    }
-    async fn unmap_user(&self, zone: &ZoneName, remote_user: &PrincipalName) -> Result<(), Error> {
-        zones::unmap_user(self, zone, remote_user).await
-    }
-    async fn user_maps(&self, zone: &ZoneName) -> Result<Vec<(PrincipalName, Principal)>, Error> {
-        zones::user_maps(self, zone, None).await
-    }
-    async fn mapped_user(
-        &self,
-        zone: &ZoneName,
-        remote_user: &PrincipalName,
-    ) -> Result<Option<Principal>, Error> {
-        Ok(zones::user_maps(self, zone, Some(remote_user))
-            .await?
-            .pop()
-            .map(|(_, p)| p))
-    }
-    async fn add_staging(&self, area: &StagingArea) -> Result<(), Error> {
-        staging::add_staging(self, area).await
-    }
-    async fn list_staging(&self) -> Result<Vec<StagingArea>, Error> {
-        staging::list_staging(self).await
-    }
-    async fn delete_staging(&self, name: &StagingName) -> Result<(), Error> {
-        staging::delete_staging(self, name).await
-    }
-
-    async fn create_transfer(
-        &self,
-        id: &str,
-        owner_id: i64,
-        via_zone: Option<&ZoneName>,
-        spec: &str,
-    ) -> Result<TransferRecord, Error> {
-        transfers::create_transfer(self, id, owner_id, via_zone, spec).await
-    }
-    async fn get_transfer(&self, id: &str) -> Result<Option<TransferRecord>, Error> {
-        transfers::get_transfer(self, id).await
-    }
-    async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error> {
-        transfers::list_transfers(self, owner_id, limit).await
-    }
-    async fn transfers_in_state(&self, states: &[&str]) -> Result<Vec<TransferRecord>, Error> {
-        transfers::transfers_in_state(self, states).await
-    }
-    async fn set_transfer_state(&self, id: &str, state: &str, error: Option<&str>) -> Result<(), Error> {
-        transfers::set_transfer_state(self, id, state, error).await
-    }
-    async fn add_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error> {
-        transfers::add_transfer_files(self, id, files).await
-    }
-    async fn update_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error> {
-        transfers::update_transfer_files(self, id, files).await
-    }
-    async fn transfer_files(
-        &self,
-        id: &str,
-        state: Option<&str>,
-        after_seq: Option<u64>,
-        limit: u32,
-    ) -> Result<Vec<TransferFile>, Error> {
-        transfers::transfer_files(self, id, state, after_seq, limit).await
-    }
-    async fn transfer_counts(&self, id: &str) -> Result<TransferCounts, Error> {
-        transfers::transfer_counts(self, id).await
-    }
-
-    async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error> {
-        namespace::get_node(self, path).await
-    }
-    async fn get_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<Node>, Error> {
-        namespace::get_nodes(self, paths).await
-    }
-    async fn create_collection(
-        &self,
-        path: &LogicalPath,
-        owner_id: i64,
-        parents: bool,
-    ) -> Result<Node, Error> {
-        namespace::create_collection(self, path, owner_id, parents).await
-    }
-    async fn list_children(
-        &self,
-        parent_id: i64,
-        after_name: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<Node>, Error> {
-        namespace::list_children(self, parent_id, after_name, limit).await
-    }
-    async fn objects_below(
-        &self,
-        root: &LogicalPath,
-        after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<ListedObject>, Error> {
-        namespace::objects_below(self, root, after, limit).await
-    }
-    async fn register_object(&self, o: &NewObject) -> Result<Registered, Error> {
-        let mut out = namespace::register_objects(self, std::slice::from_ref(o)).await?;
-        out.pop()
-            .ok_or_else(|| Error::internal("registering one object returned nothing"))
-    }
-    async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error> {
-        namespace::register_objects(self, objects).await
-    }
-    async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error> {
-        namespace::replicas(self, node_id).await
-    }
-    async fn physical_keys_between(
-        &self,
-        resource_id: i64,
-        lo: &str,
-        hi: &str,
-    ) -> Result<Vec<String>, Error> {
-        namespace::physical_keys_between(self, resource_id, lo, hi).await
-    }
-    async fn locate_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<LocatedNode>, Error> {
-        namespace::locate_nodes(self, paths).await
-    }
-    async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Removed, Error> {
-        namespace::delete_node(self, path, recursive).await
-    }
-    async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
-        namespace::move_node(self, from, to).await
-    }
-    async fn touch_replica_verified(&self, replica_id: i64, at: Millis) -> Result<(), Error> {
-        namespace::touch_replica_verified(self, replica_id, at).await
-    }
-
-    async fn add_replica(&self, r: &NewReplica) -> Result<Option<Replica>, Error> {
-        replicas::add_replica(self, r).await
-    }
-    async fn set_replica_state(&self, replica_id: i64, state: ReplicaState) -> Result<(), Error> {
-        replicas::set_replica_state(self, replica_id, state).await
-    }
-    async fn remove_replica(&self, replica_id: i64) -> Result<Replica, Error> {
-        replicas::remove_replica(self, replica_id).await
-    }
-    async fn remote_replicas(&self, node_id: i64) -> Result<Vec<RemoteReplica>, Error> {
-        replicas::remote_replicas(self, node_id).await
-    }
-    async fn set_remote_replica(
-        &self,
-        id: i64,
-        state: ReplicaState,
-        verified: Option<Millis>,
-    ) -> Result<(), Error> {
-        replicas::set_remote_replica(self, id, state, verified).await
-    }
-    async fn remove_remote_replica(&self, id: i64) -> Result<RemoteReplica, Error> {
-        replicas::remove_remote_replica(self, id).await
-    }
-    async fn replicas_to_scrub(&self, before: Millis, limit: u32) -> Result<Vec<Replica>, Error> {
-        replicas::replicas_to_scrub(self, before, limit).await
-    }
-    async fn remote_replicas_to_scrub(
-        &self,
-        before: Millis,
-        limit: u32,
-    ) -> Result<Vec<RemoteReplica>, Error> {
-        replicas::remote_replicas_to_scrub(self, before, limit).await
-    }
-    async fn get_node_by_id(&self, id: i64) -> Result<Option<Node>, Error> {
-        replicas::get_node_by_id(self, id).await
-    }
-
-    async fn mint_pid(&self, node_id: i64, prefix: &str, suffix: &str) -> Result<PidRecord, Error> {
-        pids::mint_pid(self, node_id, prefix, suffix).await
-    }
-    async fn get_pid(&self, prefix: &str, suffix: &str) -> Result<Option<PidRecord>, Error> {
-        pids::get_pid(self, prefix, suffix).await
-    }
-    async fn pid_of(&self, node_id: i64) -> Result<Option<PidRecord>, Error> {
-        pids::pid_of(self, node_id).await
-    }
-
-    async fn add_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error> {
-        meta::add_avu(self, node_id, avu).await
-    }
-    async fn set_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error> {
-        meta::set_avu(self, node_id, avu).await
-    }
-    async fn remove_avu(&self, node_id: i64, attr: &str, value: Option<&str>) -> Result<(), Error> {
-        meta::remove_avu(self, node_id, attr, value).await
-    }
-    async fn edit_avus(&self, node_id: i64, edits: &[MetaEdit]) -> Result<(), Error> {
-        meta::edit_avus(self, node_id, edits).await
-    }
-    async fn list_avus(&self, node_id: i64) -> Result<Vec<Avu>, Error> {
-        meta::list_avus(self, node_id).await
-    }
-    async fn find(&self, q: &FindQuery) -> Result<Vec<Node>, Error> {
-        meta::find(self, q).await
-    }
-    async fn explain_find(&self, q: &FindQuery) -> Result<String, Error> {
-        meta::explain_find(self, q).await
-    }
-
-    async fn set_acl(
-        &self,
-        path: &LogicalPath,
-        principal_id: i64,
-        permission: Permission,
-        recursive: bool,
-    ) -> Result<(), Error> {
-        acl::set_acl(self, path, principal_id, permission, recursive).await
-    }
-    async fn list_acl(&self, node_id: i64) -> Result<Vec<AclEntry>, Error> {
-        acl::list_acl(self, node_id).await
-    }
-    async fn effective_permission(
-        &self,
-        path: &LogicalPath,
-        principal_ids: &[i64],
-    ) -> Result<Permission, Error> {
-        acl::effective_permission(self, path, principal_ids).await
-    }
-
-    async fn events(&self, limit: u32) -> Result<Vec<NodeEvent>, Error> {
-        policy::events(self, limit).await
-    }
-    async fn delete_events(&self, ids: &[i64]) -> Result<(), Error> {
-        policy::delete_events(self, ids).await
-    }
-    async fn put_policy_rules(&self, rules: &[(String, String)]) -> Result<(), Error> {
-        policy::put_rules(self, rules).await
-    }
-    async fn list_policy_rules(&self) -> Result<Vec<PolicyRuleRecord>, Error> {
-        policy::list_rules(self).await
-    }
-    async fn delete_policy_rule(&self, name: &str) -> Result<(), Error> {
-        policy::delete_rule(self, name).await
-    }
-    async fn set_policy_rule_run(&self, name: &str, at: Millis) -> Result<(), Error> {
-        policy::set_rule_run(self, name, at).await
-    }
-    async fn add_policy_tasks(&self, tasks: &[NewPolicyTask]) -> Result<u64, Error> {
-        policy::add_tasks(self, tasks).await
-    }
-    async fn due_policy_tasks(&self, now: Millis, limit: u32) -> Result<Vec<PolicyTask>, Error> {
-        policy::due_tasks(self, now, limit).await
-    }
-    async fn policy_tasks(
-        &self,
-        rule: Option<&str>,
-        state: &str,
-        limit: u32,
-    ) -> Result<Vec<PolicyTask>, Error> {
-        policy::tasks(self, rule, state, limit).await
-    }
-    async fn update_policy_tasks(&self, tasks: &[PolicyTask]) -> Result<u64, Error> {
-        policy::update_tasks(self, tasks).await
-    }
-    async fn policy_task_counts(&self) -> Result<Vec<(String, String, u64)>, Error> {
-        policy::task_counts(self).await
-    }
-    async fn add_qos(&self, path: &LogicalPath, expression: &str, owner_id: i64) -> Result<QosRecord, Error> {
-        policy::add_qos(self, path, expression, owner_id).await
-    }
-    async fn list_qos(&self) -> Result<Vec<QosRecord>, Error> {
-        policy::list_qos(self).await
-    }
-    async fn delete_qos(&self, id: i64) -> Result<QosRecord, Error> {
-        policy::delete_qos(self, id).await
-    }
-    async fn set_qos_status(&self, id: i64, status: &str, reason: &str, at: Millis) -> Result<(), Error> {
-        policy::set_qos_status(self, id, status, reason, at).await
-    }
-    async fn nodes_with_avus(&self, ids: &[i64]) -> Result<Vec<(Node, Vec<Avu>)>, Error> {
-        policy::nodes_with_avus(self, ids).await
-    }
-    async fn copy_places(&self, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error> {
-        policy::copy_places(self, node_ids).await
+        use sqlx::Row;
+        let mut tx = self.begin_write().await?;
+        let mut n = 0;
+        // (table, key column, secret column, whole settings JSON or one secret)
+        for (table, key, column, settings) in [
+            ("zones", "name", "secret", false),
+            ("resources", "name", "config", true),
+            ("staging_areas", "name", "settings", true),
+        ] {
+            let rows = sqlx::query(&format!("SELECT {key}, {column} FROM {table}"))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db)?;
+            for row in rows {
+                let (name, stored): (String, String) =
+                    (row.try_get(0).map_err(db)?, row.try_get(1).map_err(db)?);
+                let fresh = if settings {
+                    if !self.sealer.settings_stale(&stored) {
+                        continue;
+                    }
+                    self.sealer.seal_settings(&self.sealer.open_settings(&stored)?)?
+                } else {
+                    if !self.sealer.is_stale(&stored) {
+                        continue;
+                    }
+                    self.sealer.seal(&self.sealer.open(&stored)?)
+                };
+                sqlx::query(&format!("UPDATE {table} SET {column} = $1 WHERE {key} = $2"))
+                    .bind(fresh)
+                    .bind(name)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                n += 1;
+            }
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(n)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Principals;
 
     #[test]
     fn both_dialects_have_the_same_migrations() {

@@ -1,12 +1,13 @@
 //! Collections, data objects and replicas: one `nodes` table with the full path on every
 //! node, so a path resolves in one indexed lookup and a subtree is one index range.
 
+use super::replicas::replicas_of;
 use super::rows::{self, NODE_COLS, NODE_FROM, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
 use super::{
-    affected, db, db_ctx, dialect_of, now_ms, placeholders, positional, rows_per_statement, subtree_range,
-    SqlCatalog,
+    db, db_ctx, dialect_of, now_ms, placeholders, positional, rows_per_statement, subtree_range, SqlCatalog,
 };
-use crate::{ListedObject, LocatedNode, NewObject, Node, Registered, Removed, Replica};
+use crate::{ListedObject, LocatedNode, Namespace, NewObject, Node, Registered, Removed, Replica};
+use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
 use std::collections::{HashMap, HashSet};
@@ -15,35 +16,479 @@ use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, PrincipalName}
 /// Parameters of one object's row in `register_objects`.
 const OBJECT_PARAMS: usize = 8;
 
-pub(super) async fn get_node(c: &SqlCatalog, path: &LogicalPath) -> Result<Option<Node>, Error> {
-    let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1");
-    sqlx::query(&sql)
-        .bind(path.as_str())
-        .fetch_optional(c.pool())
-        .await
-        .map_err(db)?
-        .as_ref()
-        .map(rows::node)
-        .transpose()
-}
+#[async_trait]
+impl Namespace for SqlCatalog {
+    async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error> {
+        let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1");
+        sqlx::query(&sql)
+            .bind(path.as_str())
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?
+            .as_ref()
+            .map(rows::node)
+            .transpose()
+    }
 
-pub(super) async fn get_nodes(c: &SqlCatalog, paths: &[LogicalPath]) -> Result<Vec<Node>, Error> {
-    let mut out = Vec::with_capacity(paths.len());
-    for chunk in paths.chunks(rows_per_statement(1)) {
+    async fn get_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<Node>, Error> {
+        let mut out = Vec::with_capacity(paths.len());
+        for chunk in paths.chunks(rows_per_statement(1)) {
+            let sql = format!(
+                "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path IN ({})",
+                placeholders(1, chunk.len())
+            );
+            let sql = positional(self.dialect, sql);
+            let mut q = sqlx::query(&sql);
+            for p in chunk {
+                q = q.bind(p.as_str());
+            }
+            for row in q.fetch_all(self.pool()).await.map_err(db)? {
+                out.push(rows::node(&row)?);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn create_collection(
+        &self,
+        path: &LogicalPath,
+        owner_id: i64,
+        parents: bool,
+    ) -> Result<Node, Error> {
+        let now = now_ms();
+        let mut tx = self.begin_write().await?;
+        let owner = owner_name(&mut tx, owner_id).await?;
+
+        // Every existing node among the path and its ancestors, in one query.
+        let chain = path.ancestors_and_self();
         let sql = format!(
-            "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path IN ({})",
-            placeholders(1, chunk.len())
+            "SELECT id, path, kind FROM nodes WHERE path IN ({}){}",
+            placeholders(1, chain.len()),
+            self.lock_parent()
         );
-        let sql = positional(c.dialect, sql);
         let mut q = sqlx::query(&sql);
-        for p in chunk {
+        for p in &chain {
             q = q.bind(p.as_str());
         }
-        for row in q.fetch_all(c.pool()).await.map_err(db)? {
-            out.push(rows::node(&row)?);
+        let mut existing: HashMap<String, (i64, NodeKind)> = HashMap::new();
+        for row in q.fetch_all(&mut *tx).await.map_err(db)? {
+            existing.insert(rows::get(&row, 1)?, (rows::get(&row, 0)?, kind_of(&row, 2)?));
         }
+
+        if let Some((_, kind)) = existing.get(path.as_str()) {
+            if parents && *kind == NodeKind::Collection {
+                let node = node_by_path(&mut tx, path.as_str()).await?;
+                tx.commit().await.map_err(db)?;
+                return node.ok_or_else(|| Error::internal("collection vanished inside a transaction"));
+            }
+            return Err(Error::new(
+                ErrorCode::AlreadyExists,
+                format!("{path} already exists"),
+            ));
+        }
+
+        // Walk down from the zone root: existing ancestors must be collections; missing ones are
+        // created with `parents` (all but the zone root: zones are created by the zone layer).
+        let mut parent_id: Option<i64> = None;
+        for p in &chain[..chain.len() - 1] {
+            match existing.get(p.as_str()) {
+                Some((_, NodeKind::Object)) => return Err(not_a_collection(p.as_str())),
+                Some((id, NodeKind::Collection)) => parent_id = Some(*id),
+                None if parents && !p.is_zone_root() => {
+                    parent_id = Some(insert_collection(&mut tx, parent_id, p, owner_id, now, true).await?);
+                }
+                None if p.is_zone_root() => return Err(Error::not_found(format_args!("zone root {p}"))),
+                None => return Err(Error::not_found(format_args!("collection {p}"))),
+            }
+        }
+        let id = insert_collection(&mut tx, parent_id, path, owner_id, now, parents).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(Node {
+            id,
+            parent_id,
+            path: path.clone(),
+            kind: NodeKind::Collection,
+            size: 0,
+            checksum: None,
+            owner_id,
+            owner,
+            created: now,
+            modified: now,
+        })
     }
-    Ok(out)
+
+    async fn objects_below(
+        &self,
+        root: &LogicalPath,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ListedObject>, Error> {
+        let (lo, hi) = subtree_range(root);
+        sqlx::query(
+            "SELECT path, size, checksum FROM nodes WHERE path > $1 AND path < $2 AND kind = 'object' \
+             ORDER BY path LIMIT $3",
+        )
+        .bind(after.unwrap_or(&lo))
+        .bind(&hi)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|row| {
+            Ok(ListedObject {
+                path: rows::get(row, 0)?,
+                size: rows::get(row, 1)?,
+                checksum: rows::checksum(rows::get(row, 2)?)?,
+            })
+        })
+        .collect()
+    }
+
+    async fn list_children(
+        &self,
+        parent_id: i64,
+        after_name: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Node>, Error> {
+        let rows = match after_name {
+            Some(after) => {
+                let sql = format!(
+                    "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.parent_id = $1 AND n.name > $2 \
+                     ORDER BY n.name LIMIT $3"
+                );
+                sqlx::query(&sql)
+                    .bind(parent_id)
+                    .bind(after)
+                    .bind(i64::from(limit))
+                    .fetch_all(self.pool())
+                    .await
+            }
+            None => {
+                let sql = format!(
+                    "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.parent_id = $1 ORDER BY n.name LIMIT $2"
+                );
+                sqlx::query(&sql)
+                    .bind(parent_id)
+                    .bind(i64::from(limit))
+                    .fetch_all(self.pool())
+                    .await
+            }
+        }
+        .map_err(db)?;
+        rows.iter().map(rows::node).collect()
+    }
+
+    async fn register_object(&self, o: &NewObject) -> Result<Registered, Error> {
+        let mut out = self.register_objects(std::slice::from_ref(o)).await?;
+        out.pop()
+            .ok_or_else(|| Error::internal("registering one object returned nothing"))
+    }
+
+    async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error> {
+        if objects.is_empty() {
+            return Ok(Vec::new());
+        }
+        for o in objects {
+            if o.path.is_zone_root() {
+                return Err(Error::invalid(format!(
+                    "{} is a zone root, not a data object",
+                    o.path
+                )));
+            }
+            if o.size < 0 {
+                return Err(Error::invalid(format!("{}: negative size {}", o.path, o.size)));
+            }
+            if o.physical_key.is_empty() {
+                return Err(Error::invalid(format!("{}: empty physical key", o.path)));
+            }
+        }
+        let now = now_ms();
+        let mut tx = self.begin_write().await?;
+        let resolved = resolve(self, &mut tx, objects).await?;
+
+        let mut out: Vec<Registered> = Vec::with_capacity(objects.len());
+        let mut start = 0;
+        while start < objects.len() {
+            // A chunk never holds the same path twice, so a later duplicate meets the earlier
+            // one as an existing object, exactly as in separate calls.
+            let mut paths = HashSet::new();
+            let mut end = start;
+            while end < objects.len()
+                && end - start < rows_per_statement(OBJECT_PARAMS)
+                && paths.insert(objects[end].path.as_str())
+            {
+                end += 1;
+            }
+            let chunk = &objects[start..end];
+            insert_chunk(&mut tx, &resolved, chunk, now, &mut out).await?;
+            start = end;
+        }
+        let written: Vec<(i64, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
+        super::policy::record_events(&mut tx, "written", &written).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(out)
+    }
+
+    async fn locate_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<LocatedNode>, Error> {
+        let mut out: Vec<LocatedNode> = Vec::with_capacity(paths.len());
+        for chunk in paths.chunks(rows_per_statement(1)) {
+            let sql = format!(
+                "SELECT n.id, n.path, n.kind, n.size, r.resource_id, r.physical_key FROM nodes n \
+                 LEFT JOIN replicas r ON r.node_id = n.id AND r.state = 'good' \
+                 WHERE n.path IN ({}) ORDER BY n.id, r.id",
+                placeholders(1, chunk.len())
+            );
+            let sql = positional(self.dialect, sql);
+            let mut q = sqlx::query(&sql);
+            for p in chunk {
+                q = q.bind(p.as_str());
+            }
+            for row in q.fetch_all(self.pool()).await.map_err(db)? {
+                let id: i64 = rows::get(&row, 0)?;
+                if out.last().is_none_or(|n| n.id != id) {
+                    let path: String = rows::get(&row, 1)?;
+                    let kind: String = rows::get(&row, 2)?;
+                    out.push(LocatedNode {
+                        id,
+                        path: rows::path(&path)?,
+                        kind: rows::node_kind(&kind)?,
+                        size: rows::get(&row, 3)?,
+                        good: Vec::new(),
+                    });
+                }
+                // NULL where the node has no good replica.
+                if let Some(resource) = rows::get::<Option<i64>>(&row, 4)? {
+                    let key = rows::get(&row, 5)?;
+                    out.last_mut().expect("pushed above").good.push((resource, key));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Removed, Error> {
+        if path.is_zone_root() {
+            return Err(Error::invalid(format!(
+                "{path} is a zone root and cannot be deleted"
+            )));
+        }
+        let mut tx = self.begin_write().await?;
+        let sql = format!(
+            "SELECT id, kind FROM nodes WHERE path = $1{}",
+            self.lock_subtree()
+        );
+        let row = sqlx::query(&sql)
+            .bind(path.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found(path))?;
+        let id: i64 = rows::get(&row, 0)?;
+        let kind = kind_of(&row, 1)?;
+        if kind == NodeKind::Collection && !recursive {
+            let child = sqlx::query("SELECT 1 FROM nodes WHERE parent_id = $1 LIMIT 1")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
+            if child.is_some() {
+                return Err(Error::new(
+                    ErrorCode::CollectionNotEmpty,
+                    format!("collection {path} is not empty"),
+                ));
+            }
+        }
+
+        // The node and everything below it (nothing, for an object or an empty collection).
+        let (lo, hi) = subtree_range(path);
+        if !self.lock_subtree().is_empty() {
+            let sql = format!(
+                "SELECT id FROM nodes WHERE path >= $1 AND path < $2{}",
+                self.lock_subtree()
+            );
+            sqlx::query(&sql)
+                .bind(&lo)
+                .bind(&hi)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        const SUBTREE: &str = "(SELECT id FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3))";
+        let sql =
+            format!("SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id IN {SUBTREE} ORDER BY r.id");
+        let local = sqlx::query(&sql)
+            .bind(path.as_str())
+            .bind(&lo)
+            .bind(&hi)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?
+            .iter()
+            .map(rows::replica)
+            .collect::<Result<Vec<_>, _>>()?;
+        let sql = format!(
+            "SELECT {REMOTE_REPLICA_COLS} FROM remote_replicas WHERE node_id IN {SUBTREE} ORDER BY id"
+        );
+        let remote = sqlx::query(&sql)
+            .bind(path.as_str())
+            .bind(&lo)
+            .bind(&hi)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?
+            .iter()
+            .map(rows::remote_replica)
+            .collect::<Result<Vec<_>, _>>()?;
+        sqlx::query(&format!("{}{SUBTREE}", super::pids::TOMBSTONE))
+            .bind(path.as_str())
+            .bind(&lo)
+            .bind(&hi)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        for table in ["avus", "acls", "replicas", "remote_replicas"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE node_id IN {SUBTREE}"))
+                .bind(path.as_str())
+                .bind(&lo)
+                .bind(&hi)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        sqlx::query("DELETE FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3)")
+            .bind(path.as_str())
+            .bind(&lo)
+            .bind(&hi)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(Removed { local, remote })
+    }
+
+    async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
+        if from.is_zone_root() {
+            return Err(Error::invalid(format!(
+                "{from} is a zone root and cannot be moved"
+            )));
+        }
+        if to.is_zone_root() {
+            return Err(Error::invalid(format!(
+                "cannot move {from} onto the zone root {to}"
+            )));
+        }
+        if from.zone() != to.zone() {
+            return Err(Error::invalid(format!(
+                "cannot move {from} to another zone ({to}); copy it instead"
+            )));
+        }
+        if to.starts_with(from) {
+            return Err(Error::invalid(format!("cannot move {from} into itself ({to})")));
+        }
+        let to_parent = to.parent().expect("checked: not a zone root");
+
+        let mut tx = self.begin_write().await?;
+        let sql = format!(
+            "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1{}",
+            if self.lock_subtree().is_empty() {
+                ""
+            } else {
+                " FOR UPDATE OF n"
+            }
+        );
+        let mut node = sqlx::query(&sql)
+            .bind(from.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .as_ref()
+            .map(rows::node)
+            .transpose()?
+            .ok_or_else(|| Error::not_found(from))?;
+
+        // The target's parent and the target itself, in one query.
+        let sql = format!(
+            "SELECT id, path, kind FROM nodes WHERE path IN ($1, $2){}",
+            self.lock_parent()
+        );
+        let found = sqlx::query(&sql)
+            .bind(to_parent.as_str())
+            .bind(to.as_str())
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+        let mut new_parent = None;
+        for row in &found {
+            let p: String = rows::get(row, 1)?;
+            if p == to.as_str() {
+                return Err(Error::new(
+                    ErrorCode::AlreadyExists,
+                    format!("{to} already exists"),
+                ));
+            }
+            new_parent = Some((rows::get::<i64>(row, 0)?, kind_of(row, 2)?));
+        }
+        let new_parent = match new_parent {
+            None => return Err(Error::not_found(format_args!("collection {to_parent}"))),
+            Some((_, NodeKind::Object)) => return Err(not_a_collection(to_parent.as_str())),
+            Some((id, NodeKind::Collection)) => id,
+        };
+
+        let (lo, hi) = subtree_range(from);
+        if node.kind == NodeKind::Collection && !self.lock_subtree().is_empty() {
+            let sql = format!(
+                "SELECT id FROM nodes WHERE path >= $1 AND path < $2{}",
+                self.lock_subtree()
+            );
+            sqlx::query(&sql)
+                .bind(&lo)
+                .bind(&hi)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        sqlx::query("UPDATE nodes SET parent_id = $2, path = $3, name = $4 WHERE id = $1")
+            .bind(node.id)
+            .bind(new_parent)
+            .bind(to.as_str())
+            .bind(to.name())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_ctx(e, to))?;
+        if node.kind == NodeKind::Collection {
+            // Every descendant's path in one statement over the index range of the old prefix.
+            // substr counts characters on both databases.
+            let keep_from = from.as_str().chars().count() as i64 + 1;
+            sqlx::query(
+                "UPDATE nodes SET path = $1 || substr(path, CAST($2 AS INTEGER)) WHERE path >= $3 AND path < $4",
+            )
+            .bind(to.as_str())
+            .bind(keep_from)
+            .bind(&lo)
+            .bind(&hi)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_ctx(e, to))?;
+        }
+        tx.commit().await.map_err(db)?;
+        node.parent_id = Some(new_parent);
+        node.path = to.clone();
+        Ok(node)
+    }
+
+    async fn get_node_by_id(&self, id: i64) -> Result<Option<Node>, Error> {
+        let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.id = $1");
+        sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?
+            .as_ref()
+            .map(rows::node)
+            .transpose()
+    }
 }
 
 async fn node_by_path(conn: &mut AnyConnection, path: &str) -> Result<Option<Node>, Error> {
@@ -77,74 +522,6 @@ fn not_a_collection(path: &str) -> Error {
         ErrorCode::NotACollection,
         format!("{path} is a data object, not a collection"),
     )
-}
-
-pub(super) async fn create_collection(
-    c: &SqlCatalog,
-    path: &LogicalPath,
-    owner_id: i64,
-    parents: bool,
-) -> Result<Node, Error> {
-    let now = now_ms();
-    let mut tx = c.begin_write().await?;
-    let owner = owner_name(&mut tx, owner_id).await?;
-
-    // Every existing node among the path and its ancestors, in one query.
-    let chain = path.ancestors_and_self();
-    let sql = format!(
-        "SELECT id, path, kind FROM nodes WHERE path IN ({}){}",
-        placeholders(1, chain.len()),
-        c.lock_parent()
-    );
-    let mut q = sqlx::query(&sql);
-    for p in &chain {
-        q = q.bind(p.as_str());
-    }
-    let mut existing: HashMap<String, (i64, NodeKind)> = HashMap::new();
-    for row in q.fetch_all(&mut *tx).await.map_err(db)? {
-        existing.insert(rows::get(&row, 1)?, (rows::get(&row, 0)?, kind_of(&row, 2)?));
-    }
-
-    if let Some((_, kind)) = existing.get(path.as_str()) {
-        if parents && *kind == NodeKind::Collection {
-            let node = node_by_path(&mut tx, path.as_str()).await?;
-            tx.commit().await.map_err(db)?;
-            return node.ok_or_else(|| Error::internal("collection vanished inside a transaction"));
-        }
-        return Err(Error::new(
-            ErrorCode::AlreadyExists,
-            format!("{path} already exists"),
-        ));
-    }
-
-    // Walk down from the zone root: existing ancestors must be collections; missing ones are
-    // created with `parents` (all but the zone root: zones are created by the zone layer).
-    let mut parent_id: Option<i64> = None;
-    for p in &chain[..chain.len() - 1] {
-        match existing.get(p.as_str()) {
-            Some((_, NodeKind::Object)) => return Err(not_a_collection(p.as_str())),
-            Some((id, NodeKind::Collection)) => parent_id = Some(*id),
-            None if parents && !p.is_zone_root() => {
-                parent_id = Some(insert_collection(&mut tx, parent_id, p, owner_id, now, true).await?);
-            }
-            None if p.is_zone_root() => return Err(Error::not_found(format_args!("zone root {p}"))),
-            None => return Err(Error::not_found(format_args!("collection {p}"))),
-        }
-    }
-    let id = insert_collection(&mut tx, parent_id, path, owner_id, now, parents).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(Node {
-        id,
-        parent_id,
-        path: path.clone(),
-        kind: NodeKind::Collection,
-        size: 0,
-        checksum: None,
-        owner_id,
-        owner,
-        created: now,
-        modified: now,
-    })
 }
 
 /// Inserts one collection; returns its id. When it exists already (a concurrent `mkdir -p`
@@ -187,68 +564,6 @@ async fn insert_collection(
             format!("{path} already exists"),
         )),
     }
-}
-
-pub(super) async fn objects_below(
-    c: &SqlCatalog,
-    root: &LogicalPath,
-    after: Option<&str>,
-    limit: u32,
-) -> Result<Vec<ListedObject>, Error> {
-    let (lo, hi) = subtree_range(root);
-    sqlx::query(
-        "SELECT path, size, checksum FROM nodes WHERE path > $1 AND path < $2 AND kind = 'object' \
-         ORDER BY path LIMIT $3",
-    )
-    .bind(after.unwrap_or(&lo))
-    .bind(&hi)
-    .bind(i64::from(limit))
-    .fetch_all(c.pool())
-    .await
-    .map_err(db)?
-    .iter()
-    .map(|row| {
-        Ok(ListedObject {
-            path: rows::get(row, 0)?,
-            size: rows::get(row, 1)?,
-            checksum: rows::checksum(rows::get(row, 2)?)?,
-        })
-    })
-    .collect()
-}
-
-pub(super) async fn list_children(
-    c: &SqlCatalog,
-    parent_id: i64,
-    after_name: Option<&str>,
-    limit: u32,
-) -> Result<Vec<Node>, Error> {
-    let rows = match after_name {
-        Some(after) => {
-            let sql = format!(
-                "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.parent_id = $1 AND n.name > $2 \
-                 ORDER BY n.name LIMIT $3"
-            );
-            sqlx::query(&sql)
-                .bind(parent_id)
-                .bind(after)
-                .bind(i64::from(limit))
-                .fetch_all(c.pool())
-                .await
-        }
-        None => {
-            let sql = format!(
-                "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.parent_id = $1 ORDER BY n.name LIMIT $2"
-            );
-            sqlx::query(&sql)
-                .bind(parent_id)
-                .bind(i64::from(limit))
-                .fetch_all(c.pool())
-                .await
-        }
-    }
-    .map_err(db)?;
-    rows.iter().map(rows::node).collect()
 }
 
 /// What `register_objects` needs to know about the rows the objects refer to.
@@ -342,54 +657,6 @@ async fn resolve(c: &SqlCatalog, conn: &mut AnyConnection, objects: &[NewObject]
 fn parent_of(o: &NewObject) -> &str {
     let path = o.path.as_str();
     &path[..path.len() - o.path.name().len() - 1]
-}
-
-pub(super) async fn register_objects(
-    c: &SqlCatalog,
-    objects: &[NewObject],
-) -> Result<Vec<Registered>, Error> {
-    if objects.is_empty() {
-        return Ok(Vec::new());
-    }
-    for o in objects {
-        if o.path.is_zone_root() {
-            return Err(Error::invalid(format!(
-                "{} is a zone root, not a data object",
-                o.path
-            )));
-        }
-        if o.size < 0 {
-            return Err(Error::invalid(format!("{}: negative size {}", o.path, o.size)));
-        }
-        if o.physical_key.is_empty() {
-            return Err(Error::invalid(format!("{}: empty physical key", o.path)));
-        }
-    }
-    let now = now_ms();
-    let mut tx = c.begin_write().await?;
-    let resolved = resolve(c, &mut tx, objects).await?;
-
-    let mut out: Vec<Registered> = Vec::with_capacity(objects.len());
-    let mut start = 0;
-    while start < objects.len() {
-        // A chunk never holds the same path twice, so a later duplicate meets the earlier
-        // one as an existing object, exactly as in separate calls.
-        let mut paths = HashSet::new();
-        let mut end = start;
-        while end < objects.len()
-            && end - start < rows_per_statement(OBJECT_PARAMS)
-            && paths.insert(objects[end].path.as_str())
-        {
-            end += 1;
-        }
-        let chunk = &objects[start..end];
-        insert_chunk(&mut tx, &resolved, chunk, now, &mut out).await?;
-        start = end;
-    }
-    let written: Vec<(i64, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
-    super::policy::record_events(&mut tx, "written", &written).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(out)
 }
 
 async fn insert_chunk(
@@ -568,299 +835,4 @@ async fn overwrite(
         .filter(|r| r.physical_key != o.physical_key)
         .collect();
     Ok(Registered { node, replaced })
-}
-
-async fn replicas_of(conn: &mut AnyConnection, node_id: i64) -> Result<Vec<Replica>, Error> {
-    let sql = format!("SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id = $1 ORDER BY r.id");
-    sqlx::query(&sql)
-        .bind(node_id)
-        .fetch_all(conn)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::replica)
-        .collect()
-}
-
-pub(super) async fn replicas(c: &SqlCatalog, node_id: i64) -> Result<Vec<Replica>, Error> {
-    let mut conn = c.pool().acquire().await.map_err(db)?;
-    replicas_of(&mut conn, node_id).await
-}
-
-pub(super) async fn physical_keys_between(
-    c: &SqlCatalog,
-    resource_id: i64,
-    lo: &str,
-    hi: &str,
-) -> Result<Vec<String>, Error> {
-    let found = sqlx::query(
-        "SELECT physical_key FROM replicas WHERE resource_id = $1 AND physical_key >= $2 AND physical_key < $3",
-    )
-    .bind(resource_id)
-    .bind(lo)
-    .bind(hi)
-    .fetch_all(c.pool())
-    .await
-    .map_err(db)?;
-    found.iter().map(|r| rows::get(r, 0)).collect()
-}
-
-pub(super) async fn locate_nodes(c: &SqlCatalog, paths: &[LogicalPath]) -> Result<Vec<LocatedNode>, Error> {
-    let mut out: Vec<LocatedNode> = Vec::with_capacity(paths.len());
-    for chunk in paths.chunks(rows_per_statement(1)) {
-        let sql = format!(
-            "SELECT n.id, n.path, n.kind, n.size, r.resource_id, r.physical_key FROM nodes n \
-             LEFT JOIN replicas r ON r.node_id = n.id AND r.state = 'good' \
-             WHERE n.path IN ({}) ORDER BY n.id, r.id",
-            placeholders(1, chunk.len())
-        );
-        let sql = positional(c.dialect, sql);
-        let mut q = sqlx::query(&sql);
-        for p in chunk {
-            q = q.bind(p.as_str());
-        }
-        for row in q.fetch_all(c.pool()).await.map_err(db)? {
-            let id: i64 = rows::get(&row, 0)?;
-            if out.last().is_none_or(|n| n.id != id) {
-                let path: String = rows::get(&row, 1)?;
-                let kind: String = rows::get(&row, 2)?;
-                out.push(LocatedNode {
-                    id,
-                    path: rows::path(&path)?,
-                    kind: rows::node_kind(&kind)?,
-                    size: rows::get(&row, 3)?,
-                    good: Vec::new(),
-                });
-            }
-            // NULL where the node has no good replica.
-            if let Some(resource) = rows::get::<Option<i64>>(&row, 4)? {
-                let key = rows::get(&row, 5)?;
-                out.last_mut().expect("pushed above").good.push((resource, key));
-            }
-        }
-    }
-    Ok(out)
-}
-
-pub(super) async fn delete_node(
-    c: &SqlCatalog,
-    path: &LogicalPath,
-    recursive: bool,
-) -> Result<Removed, Error> {
-    if path.is_zone_root() {
-        return Err(Error::invalid(format!(
-            "{path} is a zone root and cannot be deleted"
-        )));
-    }
-    let mut tx = c.begin_write().await?;
-    let sql = format!("SELECT id, kind FROM nodes WHERE path = $1{}", c.lock_subtree());
-    let row = sqlx::query(&sql)
-        .bind(path.as_str())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?
-        .ok_or_else(|| Error::not_found(path))?;
-    let id: i64 = rows::get(&row, 0)?;
-    let kind = kind_of(&row, 1)?;
-    if kind == NodeKind::Collection && !recursive {
-        let child = sqlx::query("SELECT 1 FROM nodes WHERE parent_id = $1 LIMIT 1")
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?;
-        if child.is_some() {
-            return Err(Error::new(
-                ErrorCode::CollectionNotEmpty,
-                format!("collection {path} is not empty"),
-            ));
-        }
-    }
-
-    // The node and everything below it (nothing, for an object or an empty collection).
-    let (lo, hi) = subtree_range(path);
-    if !c.lock_subtree().is_empty() {
-        let sql = format!(
-            "SELECT id FROM nodes WHERE path >= $1 AND path < $2{}",
-            c.lock_subtree()
-        );
-        sqlx::query(&sql)
-            .bind(&lo)
-            .bind(&hi)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-    }
-    const SUBTREE: &str = "(SELECT id FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3))";
-    let sql = format!("SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id IN {SUBTREE} ORDER BY r.id");
-    let local = sqlx::query(&sql)
-        .bind(path.as_str())
-        .bind(&lo)
-        .bind(&hi)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::replica)
-        .collect::<Result<Vec<_>, _>>()?;
-    let sql =
-        format!("SELECT {REMOTE_REPLICA_COLS} FROM remote_replicas WHERE node_id IN {SUBTREE} ORDER BY id");
-    let remote = sqlx::query(&sql)
-        .bind(path.as_str())
-        .bind(&lo)
-        .bind(&hi)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::remote_replica)
-        .collect::<Result<Vec<_>, _>>()?;
-    sqlx::query(&format!("{}{SUBTREE}", super::pids::TOMBSTONE))
-        .bind(path.as_str())
-        .bind(&lo)
-        .bind(&hi)
-        .bind(now_ms())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    for table in ["avus", "acls", "replicas", "remote_replicas"] {
-        sqlx::query(&format!("DELETE FROM {table} WHERE node_id IN {SUBTREE}"))
-            .bind(path.as_str())
-            .bind(&lo)
-            .bind(&hi)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-    }
-    sqlx::query("DELETE FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3)")
-        .bind(path.as_str())
-        .bind(&lo)
-        .bind(&hi)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    tx.commit().await.map_err(db)?;
-    Ok(Removed { local, remote })
-}
-
-pub(super) async fn move_node(c: &SqlCatalog, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
-    if from.is_zone_root() {
-        return Err(Error::invalid(format!(
-            "{from} is a zone root and cannot be moved"
-        )));
-    }
-    if to.is_zone_root() {
-        return Err(Error::invalid(format!(
-            "cannot move {from} onto the zone root {to}"
-        )));
-    }
-    if from.zone() != to.zone() {
-        return Err(Error::invalid(format!(
-            "cannot move {from} to another zone ({to}); copy it instead"
-        )));
-    }
-    if to.starts_with(from) {
-        return Err(Error::invalid(format!("cannot move {from} into itself ({to})")));
-    }
-    let to_parent = to.parent().expect("checked: not a zone root");
-
-    let mut tx = c.begin_write().await?;
-    let sql = format!(
-        "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1{}",
-        if c.lock_subtree().is_empty() {
-            ""
-        } else {
-            " FOR UPDATE OF n"
-        }
-    );
-    let mut node = sqlx::query(&sql)
-        .bind(from.as_str())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?
-        .as_ref()
-        .map(rows::node)
-        .transpose()?
-        .ok_or_else(|| Error::not_found(from))?;
-
-    // The target's parent and the target itself, in one query.
-    let sql = format!(
-        "SELECT id, path, kind FROM nodes WHERE path IN ($1, $2){}",
-        c.lock_parent()
-    );
-    let found = sqlx::query(&sql)
-        .bind(to_parent.as_str())
-        .bind(to.as_str())
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-    let mut new_parent = None;
-    for row in &found {
-        let p: String = rows::get(row, 1)?;
-        if p == to.as_str() {
-            return Err(Error::new(
-                ErrorCode::AlreadyExists,
-                format!("{to} already exists"),
-            ));
-        }
-        new_parent = Some((rows::get::<i64>(row, 0)?, kind_of(row, 2)?));
-    }
-    let new_parent = match new_parent {
-        None => return Err(Error::not_found(format_args!("collection {to_parent}"))),
-        Some((_, NodeKind::Object)) => return Err(not_a_collection(to_parent.as_str())),
-        Some((id, NodeKind::Collection)) => id,
-    };
-
-    let (lo, hi) = subtree_range(from);
-    if node.kind == NodeKind::Collection && !c.lock_subtree().is_empty() {
-        let sql = format!(
-            "SELECT id FROM nodes WHERE path >= $1 AND path < $2{}",
-            c.lock_subtree()
-        );
-        sqlx::query(&sql)
-            .bind(&lo)
-            .bind(&hi)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-    }
-    sqlx::query("UPDATE nodes SET parent_id = $2, path = $3, name = $4 WHERE id = $1")
-        .bind(node.id)
-        .bind(new_parent)
-        .bind(to.as_str())
-        .bind(to.name())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db_ctx(e, to))?;
-    if node.kind == NodeKind::Collection {
-        // Every descendant's path in one statement over the index range of the old prefix.
-        // substr counts characters on both databases.
-        let keep_from = from.as_str().chars().count() as i64 + 1;
-        sqlx::query(
-            "UPDATE nodes SET path = $1 || substr(path, CAST($2 AS INTEGER)) WHERE path >= $3 AND path < $4",
-        )
-        .bind(to.as_str())
-        .bind(keep_from)
-        .bind(&lo)
-        .bind(&hi)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db_ctx(e, to))?;
-    }
-    tx.commit().await.map_err(db)?;
-    node.parent_id = Some(new_parent);
-    node.path = to.clone();
-    Ok(node)
-}
-
-pub(super) async fn touch_replica_verified(c: &SqlCatalog, replica_id: i64, at: Millis) -> Result<(), Error> {
-    let r = sqlx::query("UPDATE replicas SET verified = $2 WHERE id = $1")
-        .bind(replica_id)
-        .bind(at)
-        .execute(c.writer())
-        .await
-        .map_err(db)?;
-    if affected(r) == 0 {
-        return Err(Error::not_found(format_args!("replica {replica_id}")));
-    }
-    Ok(())
 }

@@ -3,6 +3,8 @@
 use super::rows::{self, get};
 use super::{db, db_ctx, now_ms, SqlCatalog};
 use crate::PidRecord;
+use crate::Pids;
+use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use weft_types::Error;
 
@@ -23,67 +25,65 @@ fn pid(row: &AnyRow) -> Result<PidRecord, Error> {
     })
 }
 
-pub(super) async fn pid_of(c: &SqlCatalog, node_id: i64) -> Result<Option<PidRecord>, Error> {
-    sqlx::query(&format!("{PID_SELECT} WHERE p.node_id = $1"))
-        .bind(node_id)
-        .fetch_optional(c.pool())
-        .await
-        .map_err(db)?
-        .as_ref()
-        .map(pid)
-        .transpose()
-}
-
-pub(super) async fn get_pid(c: &SqlCatalog, prefix: &str, suffix: &str) -> Result<Option<PidRecord>, Error> {
-    sqlx::query(&format!("{PID_SELECT} WHERE p.prefix = $1 AND p.suffix = $2"))
-        .bind(prefix)
-        .bind(suffix)
-        .fetch_optional(c.pool())
-        .await
-        .map_err(db)?
-        .as_ref()
-        .map(pid)
-        .transpose()
-}
-
-pub(super) async fn mint_pid(
-    c: &SqlCatalog,
-    node_id: i64,
-    prefix: &str,
-    suffix: &str,
-) -> Result<PidRecord, Error> {
-    let mut tx = c.begin_write().await?;
-    let path: String = sqlx::query_scalar("SELECT path FROM nodes WHERE id = $1")
-        .bind(node_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?
-        .ok_or_else(|| Error::not_found(format_args!("node {node_id}")))?;
-    let had = sqlx::query(&format!("{PID_SELECT} WHERE p.node_id = $1"))
-        .bind(node_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-    if let Some(row) = had {
-        return pid(&row);
+#[async_trait]
+impl Pids for SqlCatalog {
+    async fn pid_of(&self, node_id: i64) -> Result<Option<PidRecord>, Error> {
+        sqlx::query(&format!("{PID_SELECT} WHERE p.node_id = $1"))
+            .bind(node_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?
+            .as_ref()
+            .map(pid)
+            .transpose()
     }
-    sqlx::query("INSERT INTO pids (prefix, suffix, node_id, path, created) VALUES ($1, $2, $3, $4, $5)")
-        .bind(prefix)
-        .bind(suffix)
-        .bind(node_id)
-        .bind(path.as_str())
-        .bind(now_ms())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db_ctx(e, format!("PID {prefix}/{suffix}")))?;
-    let row = sqlx::query(&format!("{PID_SELECT} WHERE p.node_id = $1"))
-        .bind(node_id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db)?;
-    let out = pid(&row)?;
-    tx.commit().await.map_err(db)?;
-    Ok(out)
+
+    async fn get_pid(&self, prefix: &str, suffix: &str) -> Result<Option<PidRecord>, Error> {
+        sqlx::query(&format!("{PID_SELECT} WHERE p.prefix = $1 AND p.suffix = $2"))
+            .bind(prefix)
+            .bind(suffix)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?
+            .as_ref()
+            .map(pid)
+            .transpose()
+    }
+
+    async fn mint_pid(&self, node_id: i64, prefix: &str, suffix: &str) -> Result<PidRecord, Error> {
+        let mut tx = self.begin_write().await?;
+        let path: String = sqlx::query_scalar("SELECT path FROM nodes WHERE id = $1")
+            .bind(node_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found(format_args!("node {node_id}")))?;
+        let had = sqlx::query(&format!("{PID_SELECT} WHERE p.node_id = $1"))
+            .bind(node_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        if let Some(row) = had {
+            return pid(&row);
+        }
+        sqlx::query("INSERT INTO pids (prefix, suffix, node_id, path, created) VALUES ($1, $2, $3, $4, $5)")
+            .bind(prefix)
+            .bind(suffix)
+            .bind(node_id)
+            .bind(path.as_str())
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_ctx(e, format!("PID {prefix}/{suffix}")))?;
+        let row = sqlx::query(&format!("{PID_SELECT} WHERE p.node_id = $1"))
+            .bind(node_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        let out = pid(&row)?;
+        tx.commit().await.map_err(db)?;
+        Ok(out)
+    }
 }
 
 /// Turns the PIDs of the nodes selected by the SQL appended (parameters `$1`-`$3`) into

@@ -3,10 +3,11 @@
 
 use super::rows::{self, get, path, NODE_COLS, NODE_FROM};
 use super::{affected, db, db_ctx, now_ms, placeholders, SqlCatalog};
-use crate::{Avu, CopyPlace, NewPolicyTask, Node, NodeEvent, PolicyRuleRecord, PolicyTask, QosRecord};
+use crate::{Avu, NewPolicyTask, Node, NodeEvent, Policies, PolicyRuleRecord, PolicyTask, QosRecord};
+use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
-use weft_types::{Error, ErrorCode, LogicalPath, Millis, ReplicaState, ResourceName, ZoneName};
+use weft_types::{Error, LogicalPath, Millis};
 
 /// Parameters of one task's row in a multi-row INSERT.
 const TASK_PARAMS: usize = 7;
@@ -14,13 +15,6 @@ const TASK_PARAMS: usize = 7;
 const TASK_COLS: &str =
     "id, rule, node_id, path, action, state, transfer_id, due, attempts, error, created, updated";
 const QOS_COLS: &str = "id, path, expression, owner_id, status, reason, evaluated, created";
-
-fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::new(
-        ErrorCode::CatalogError,
-        format!("catalog holds a bad {what}: {e}"),
-    )
-}
 
 fn task(row: &AnyRow) -> Result<PolicyTask, Error> {
     let p: String = get(row, 3)?;
@@ -81,372 +75,335 @@ pub(super) async fn record_events(
     Ok(())
 }
 
-pub(super) async fn events(c: &SqlCatalog, limit: u32) -> Result<Vec<NodeEvent>, Error> {
-    sqlx::query("SELECT id, node_id, kind, attr, at FROM node_events ORDER BY id LIMIT $1")
-        .bind(i64::from(limit))
-        .fetch_all(c.pool())
-        .await
-        .map_err(db)?
-        .iter()
-        .map(|r| {
-            Ok(NodeEvent {
-                id: get(r, 0)?,
-                node_id: get(r, 1)?,
-                kind: get(r, 2)?,
-                attr: get(r, 3)?,
-                at: get(r, 4)?,
+#[async_trait]
+impl Policies for SqlCatalog {
+    async fn events(&self, limit: u32) -> Result<Vec<NodeEvent>, Error> {
+        sqlx::query("SELECT id, node_id, kind, attr, at FROM node_events ORDER BY id LIMIT $1")
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|r| {
+                Ok(NodeEvent {
+                    id: get(r, 0)?,
+                    node_id: get(r, 1)?,
+                    kind: get(r, 2)?,
+                    attr: get(r, 3)?,
+                    at: get(r, 4)?,
+                })
             })
-        })
-        .collect()
-}
-
-pub(super) async fn delete_events(c: &SqlCatalog, ids: &[i64]) -> Result<(), Error> {
-    if ids.is_empty() {
-        return Ok(());
+            .collect()
     }
-    let mut tx = c.begin_write().await?;
-    for chunk in ids.chunks(super::rows_per_statement(1)) {
-        let sql = format!(
-            "DELETE FROM node_events WHERE id IN ({})",
-            placeholders(1, chunk.len())
-        );
-        let mut q = sqlx::query(&sql);
-        for id in chunk {
-            q = q.bind(*id);
+
+    async fn delete_events(&self, ids: &[i64]) -> Result<(), Error> {
+        if ids.is_empty() {
+            return Ok(());
         }
-        q.execute(&mut *tx).await.map_err(db)?;
-    }
-    tx.commit().await.map_err(db)
-}
-
-// --- rules ----------------------------------------------------------------------------
-
-pub(super) async fn put_rules(c: &SqlCatalog, rules: &[(String, String)]) -> Result<(), Error> {
-    let mut tx = c.begin_write().await?;
-    let now = now_ms();
-    for (name, definition) in rules {
-        sqlx::query(
-            "INSERT INTO policy_rules (name, definition, updated) VALUES ($1, $2, $3) \
-             ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, updated = excluded.updated",
-        )
-        .bind(name.as_str())
-        .bind(definition.as_str())
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db_ctx(e, format!("policy rule {name}")))?;
-    }
-    tx.commit().await.map_err(db)
-}
-
-pub(super) async fn list_rules(c: &SqlCatalog) -> Result<Vec<PolicyRuleRecord>, Error> {
-    sqlx::query("SELECT name, definition, updated, last_run FROM policy_rules ORDER BY name")
-        .fetch_all(c.pool())
-        .await
-        .map_err(db)?
-        .iter()
-        .map(|r| {
-            Ok(PolicyRuleRecord {
-                name: get(r, 0)?,
-                definition: get(r, 1)?,
-                updated: get(r, 2)?,
-                last_run: get(r, 3)?,
-            })
-        })
-        .collect()
-}
-
-pub(super) async fn delete_rule(c: &SqlCatalog, name: &str) -> Result<(), Error> {
-    let mut tx = c.begin_write().await?;
-    let gone = sqlx::query("DELETE FROM policy_rules WHERE name = $1")
-        .bind(name)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    if affected(gone) == 0 {
-        return Err(Error::not_found(format_args!("policy rule {name:?}")));
-    }
-    sqlx::query("DELETE FROM policy_tasks WHERE rule = $1")
-        .bind(name)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    tx.commit().await.map_err(db)
-}
-
-pub(super) async fn set_rule_run(c: &SqlCatalog, name: &str, at: Millis) -> Result<(), Error> {
-    let r = sqlx::query("UPDATE policy_rules SET last_run = $1 WHERE name = $2")
-        .bind(at)
-        .bind(name)
-        .execute(c.writer())
-        .await
-        .map_err(db)?;
-    if affected(r) == 0 {
-        return Err(Error::not_found(format_args!("policy rule {name:?}")));
-    }
-    Ok(())
-}
-
-// --- tasks ----------------------------------------------------------------------------
-
-pub(super) async fn add_tasks(c: &SqlCatalog, tasks: &[NewPolicyTask]) -> Result<u64, Error> {
-    if tasks.is_empty() {
-        return Ok(0);
-    }
-    let now = now_ms();
-    let mut tx = c.begin_write().await?;
-    let mut added = 0;
-    for chunk in tasks.chunks(super::rows_per_statement(TASK_PARAMS)) {
-        let mut sql = String::from(
-            "INSERT INTO policy_tasks (rule, node_id, path, action, due, created, updated, state) VALUES ",
-        );
-        for i in 0..chunk.len() {
-            if i > 0 {
-                sql.push_str(", ");
+        let mut tx = self.begin_write().await?;
+        for chunk in ids.chunks(super::rows_per_statement(1)) {
+            let sql = format!(
+                "DELETE FROM node_events WHERE id IN ({})",
+                placeholders(1, chunk.len())
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(*id);
             }
-            let b = 7 * i;
-            sql.push_str(&format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, ${}, 'pending')",
-                b + 1,
-                b + 2,
-                b + 3,
-                b + 4,
-                b + 5,
-                b + 6,
-                b + 7
-            ));
+            q.execute(&mut *tx).await.map_err(db)?;
         }
-        // The partial unique index keeps one open task per (rule, node, action).
-        sql.push_str(" ON CONFLICT DO NOTHING");
-        let mut q = sqlx::query(&sql);
-        for t in chunk {
-            q = q
-                .bind(t.rule.as_str())
-                .bind(t.node_id)
-                .bind(t.path.as_str())
-                .bind(t.action.as_str())
-                .bind(t.due)
-                .bind(now)
-                .bind(now);
-        }
-        added += affected(q.execute(&mut *tx).await.map_err(db)?);
+        tx.commit().await.map_err(db)
     }
-    tx.commit().await.map_err(db)?;
-    Ok(added)
-}
 
-pub(super) async fn due_tasks(c: &SqlCatalog, now: Millis, limit: u32) -> Result<Vec<PolicyTask>, Error> {
-    sqlx::query(&format!(
-        "SELECT {TASK_COLS} FROM policy_tasks WHERE state = 'pending' AND due <= $1 ORDER BY due, id LIMIT $2"
-    ))
-    .bind(now)
-    .bind(i64::from(limit))
-    .fetch_all(c.pool())
-    .await
-    .map_err(db)?
-    .iter()
-    .map(task)
-    .collect()
-}
-
-pub(super) async fn tasks(
-    c: &SqlCatalog,
-    rule: Option<&str>,
-    state: &str,
-    limit: u32,
-) -> Result<Vec<PolicyTask>, Error> {
-    let rows = match rule {
-        Some(rule) => {
-            sqlx::query(&format!(
-                "SELECT {TASK_COLS} FROM policy_tasks WHERE rule = $1 AND state = $2 ORDER BY id LIMIT $3"
-            ))
-            .bind(rule)
-            .bind(state)
-            .bind(i64::from(limit))
-            .fetch_all(c.pool())
+    async fn put_policy_rules(&self, rules: &[(String, String)]) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
+        let now = now_ms();
+        for (name, definition) in rules {
+            sqlx::query(
+                "INSERT INTO policy_rules (name, definition, updated) VALUES ($1, $2, $3) \
+                 ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, updated = excluded.updated",
+            )
+            .bind(name.as_str())
+            .bind(definition.as_str())
+            .bind(now)
+            .execute(&mut *tx)
             .await
+            .map_err(|e| db_ctx(e, format!("policy rule {name}")))?;
         }
-        None => {
-            sqlx::query(&format!(
-                "SELECT {TASK_COLS} FROM policy_tasks WHERE state = $1 ORDER BY id LIMIT $2"
-            ))
-            .bind(state)
-            .bind(i64::from(limit))
-            .fetch_all(c.pool())
-            .await
-        }
-    };
-    rows.map_err(db)?.iter().map(task).collect()
-}
-
-pub(super) async fn update_tasks(c: &SqlCatalog, tasks: &[PolicyTask]) -> Result<u64, Error> {
-    if tasks.is_empty() {
-        return Ok(0);
+        tx.commit().await.map_err(db)
     }
-    let now = now_ms();
-    let mut written = 0;
-    let mut tx = c.begin_write().await?;
-    for t in tasks {
-        let r = sqlx::query(
-            "UPDATE policy_tasks SET state = $1, transfer_id = $2, due = $3, attempts = $4, error = $5, \
-             updated = $6 WHERE id = $7",
-        )
-        .bind(t.state.as_str())
-        .bind(t.transfer_id.as_deref())
-        .bind(t.due)
-        .bind(i64::from(t.attempts))
-        .bind(t.error.as_deref())
+
+    async fn list_policy_rules(&self) -> Result<Vec<PolicyRuleRecord>, Error> {
+        sqlx::query("SELECT name, definition, updated, last_run FROM policy_rules ORDER BY name")
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|r| {
+                Ok(PolicyRuleRecord {
+                    name: get(r, 0)?,
+                    definition: get(r, 1)?,
+                    updated: get(r, 2)?,
+                    last_run: get(r, 3)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn delete_policy_rule(&self, name: &str) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
+        let gone = sqlx::query("DELETE FROM policy_rules WHERE name = $1")
+            .bind(name)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if affected(gone) == 0 {
+            return Err(Error::not_found(format_args!("policy rule {name:?}")));
+        }
+        sqlx::query("DELETE FROM policy_tasks WHERE rule = $1")
+            .bind(name)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn set_policy_rule_run(&self, name: &str, at: Millis) -> Result<(), Error> {
+        let r = sqlx::query("UPDATE policy_rules SET last_run = $1 WHERE name = $2")
+            .bind(at)
+            .bind(name)
+            .execute(self.writer())
+            .await
+            .map_err(db)?;
+        if affected(r) == 0 {
+            return Err(Error::not_found(format_args!("policy rule {name:?}")));
+        }
+        Ok(())
+    }
+
+    async fn add_policy_tasks(&self, tasks: &[NewPolicyTask]) -> Result<u64, Error> {
+        if tasks.is_empty() {
+            return Ok(0);
+        }
+        let now = now_ms();
+        let mut tx = self.begin_write().await?;
+        let mut added = 0;
+        for chunk in tasks.chunks(super::rows_per_statement(TASK_PARAMS)) {
+            let mut sql = String::from(
+                "INSERT INTO policy_tasks (rule, node_id, path, action, due, created, updated, state) VALUES ",
+            );
+            for i in 0..chunk.len() {
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                let b = 7 * i;
+                sql.push_str(&format!(
+                    "(${}, ${}, ${}, ${}, ${}, ${}, ${}, 'pending')",
+                    b + 1,
+                    b + 2,
+                    b + 3,
+                    b + 4,
+                    b + 5,
+                    b + 6,
+                    b + 7
+                ));
+            }
+            // The partial unique index keeps one open task per (rule, node, action).
+            sql.push_str(" ON CONFLICT DO NOTHING");
+            let mut q = sqlx::query(&sql);
+            for t in chunk {
+                q = q
+                    .bind(t.rule.as_str())
+                    .bind(t.node_id)
+                    .bind(t.path.as_str())
+                    .bind(t.action.as_str())
+                    .bind(t.due)
+                    .bind(now)
+                    .bind(now);
+            }
+            added += affected(q.execute(&mut *tx).await.map_err(db)?);
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(added)
+    }
+
+    async fn due_policy_tasks(&self, now: Millis, limit: u32) -> Result<Vec<PolicyTask>, Error> {
+        sqlx::query(&format!(
+            "SELECT {TASK_COLS} FROM policy_tasks WHERE state = 'pending' AND due <= $1 ORDER BY due, id LIMIT $2"
+        ))
         .bind(now)
-        .bind(t.id)
-        .execute(&mut *tx)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
         .await
-        .map_err(|e| db_ctx(e, format!("policy task {}", t.id)))?;
-        written += affected(r);
+        .map_err(db)?
+        .iter()
+        .map(task)
+        .collect()
     }
-    tx.commit().await.map_err(db)?;
-    Ok(written)
-}
 
-pub(super) async fn task_counts(c: &SqlCatalog) -> Result<Vec<(String, String, u64)>, Error> {
-    sqlx::query("SELECT rule, state, count(*) FROM policy_tasks GROUP BY rule, state ORDER BY rule, state")
-        .fetch_all(c.pool())
+    async fn policy_tasks(
+        &self,
+        rule: Option<&str>,
+        state: &str,
+        limit: u32,
+    ) -> Result<Vec<PolicyTask>, Error> {
+        let rows = match rule {
+            Some(rule) => {
+                sqlx::query(&format!(
+                    "SELECT {TASK_COLS} FROM policy_tasks WHERE rule = $1 AND state = $2 ORDER BY id LIMIT $3"
+                ))
+                .bind(rule)
+                .bind(state)
+                .bind(i64::from(limit))
+                .fetch_all(self.pool())
+                .await
+            }
+            None => {
+                sqlx::query(&format!(
+                    "SELECT {TASK_COLS} FROM policy_tasks WHERE state = $1 ORDER BY id LIMIT $2"
+                ))
+                .bind(state)
+                .bind(i64::from(limit))
+                .fetch_all(self.pool())
+                .await
+            }
+        };
+        rows.map_err(db)?.iter().map(task).collect()
+    }
+
+    async fn update_policy_tasks(&self, tasks: &[PolicyTask]) -> Result<u64, Error> {
+        if tasks.is_empty() {
+            return Ok(0);
+        }
+        let now = now_ms();
+        let mut written = 0;
+        let mut tx = self.begin_write().await?;
+        for t in tasks {
+            let r = sqlx::query(
+                "UPDATE policy_tasks SET state = $1, transfer_id = $2, due = $3, attempts = $4, error = $5, \
+                 updated = $6 WHERE id = $7",
+            )
+            .bind(t.state.as_str())
+            .bind(t.transfer_id.as_deref())
+            .bind(t.due)
+            .bind(i64::from(t.attempts))
+            .bind(t.error.as_deref())
+            .bind(now)
+            .bind(t.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_ctx(e, format!("policy task {}", t.id)))?;
+            written += affected(r);
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(written)
+    }
+
+    async fn policy_task_counts(&self) -> Result<Vec<(String, String, u64)>, Error> {
+        sqlx::query(
+            "SELECT rule, state, count(*) FROM policy_tasks GROUP BY rule, state ORDER BY rule, state",
+        )
+        .fetch_all(self.pool())
         .await
         .map_err(db)?
         .iter()
         .map(|r| Ok((get(r, 0)?, get(r, 1)?, get::<i64>(r, 2)? as u64)))
         .collect()
+    }
+
+    async fn add_qos(&self, p: &LogicalPath, expression: &str, owner_id: i64) -> Result<QosRecord, Error> {
+        let row = sqlx::query(&format!(
+            "INSERT INTO qos (path, expression, owner_id, status, created) VALUES ($1, $2, $3, 'pending', $4) \
+             RETURNING {QOS_COLS}"
+        ))
+        .bind(p.as_str())
+        .bind(expression)
+        .bind(owner_id)
+        .bind(now_ms())
+        .fetch_one(self.pool())
+        .await
+        .map_err(|e| db_ctx(e, format!("QoS requirement `{expression}` on {p}")))?;
+        qos(&row)
+    }
+
+    async fn list_qos(&self) -> Result<Vec<QosRecord>, Error> {
+        sqlx::query(&format!("SELECT {QOS_COLS} FROM qos ORDER BY path, id"))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(qos)
+            .collect()
+    }
+
+    async fn delete_qos(&self, id: i64) -> Result<QosRecord, Error> {
+        let row = sqlx::query(&format!("DELETE FROM qos WHERE id = $1 RETURNING {QOS_COLS}"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found(format_args!("QoS requirement {id}")))?;
+        qos(&row)
+    }
+
+    async fn set_qos_status(&self, id: i64, status: &str, reason: &str, at: Millis) -> Result<(), Error> {
+        let r = sqlx::query("UPDATE qos SET status = $1, reason = $2, evaluated = $3 WHERE id = $4")
+            .bind(status)
+            .bind(reason)
+            .bind(at)
+            .bind(id)
+            .execute(self.writer())
+            .await
+            .map_err(|e| db_ctx(e, format!("QoS requirement {id}")))?;
+        if affected(r) == 0 {
+            return Err(Error::not_found(format_args!("QoS requirement {id}")));
+        }
+        Ok(())
+    }
+
+    async fn nodes_with_avus(&self, ids: &[i64]) -> Result<Vec<(Node, Vec<Avu>)>, Error> {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut out: Vec<(Node, Vec<Avu>)> = Vec::new();
+        for chunk in ids.chunks(super::rows_per_statement(1)) {
+            let marks = placeholders(1, chunk.len());
+            let nodes = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.id IN ({marks}) ORDER BY n.id");
+            let avus = format!(
+                "SELECT node_id, attr, value, unit FROM avus WHERE node_id IN ({marks}) \
+                 ORDER BY node_id, attr, value, unit"
+            );
+            let (mut qn, mut qa) = (sqlx::query(&nodes), sqlx::query(&avus));
+            for id in chunk {
+                qn = qn.bind(*id);
+                qa = qa.bind(*id);
+            }
+            let first = out.len();
+            for row in qn.fetch_all(self.pool()).await.map_err(db)? {
+                out.push((rows::node(&row)?, Vec::new()));
+            }
+            for row in qa.fetch_all(self.pool()).await.map_err(db)? {
+                let node_id: i64 = get(&row, 0)?;
+                let avu = Avu {
+                    attr: get(&row, 1)?,
+                    value: get(&row, 2)?,
+                    unit: get(&row, 3)?,
+                };
+                if let Ok(i) = out[first..].binary_search_by_key(&node_id, |(n, _)| n.id) {
+                    out[first + i].1.push(avu);
+                }
+            }
+        }
+        Ok(out)
+    }
 }
+
+// --- rules ----------------------------------------------------------------------------
+
+// --- tasks ----------------------------------------------------------------------------
 
 // --- QoS ------------------------------------------------------------------------------
 
-pub(super) async fn add_qos(
-    c: &SqlCatalog,
-    p: &LogicalPath,
-    expression: &str,
-    owner_id: i64,
-) -> Result<QosRecord, Error> {
-    let row = sqlx::query(&format!(
-        "INSERT INTO qos (path, expression, owner_id, status, created) VALUES ($1, $2, $3, 'pending', $4) \
-         RETURNING {QOS_COLS}"
-    ))
-    .bind(p.as_str())
-    .bind(expression)
-    .bind(owner_id)
-    .bind(now_ms())
-    .fetch_one(c.pool())
-    .await
-    .map_err(|e| db_ctx(e, format!("QoS requirement `{expression}` on {p}")))?;
-    qos(&row)
-}
-
-pub(super) async fn list_qos(c: &SqlCatalog) -> Result<Vec<QosRecord>, Error> {
-    sqlx::query(&format!("SELECT {QOS_COLS} FROM qos ORDER BY path, id"))
-        .fetch_all(c.pool())
-        .await
-        .map_err(db)?
-        .iter()
-        .map(qos)
-        .collect()
-}
-
-pub(super) async fn delete_qos(c: &SqlCatalog, id: i64) -> Result<QosRecord, Error> {
-    let row = sqlx::query(&format!("DELETE FROM qos WHERE id = $1 RETURNING {QOS_COLS}"))
-        .bind(id)
-        .fetch_optional(c.pool())
-        .await
-        .map_err(db)?
-        .ok_or_else(|| Error::not_found(format_args!("QoS requirement {id}")))?;
-    qos(&row)
-}
-
-pub(super) async fn set_qos_status(
-    c: &SqlCatalog,
-    id: i64,
-    status: &str,
-    reason: &str,
-    at: Millis,
-) -> Result<(), Error> {
-    let r = sqlx::query("UPDATE qos SET status = $1, reason = $2, evaluated = $3 WHERE id = $4")
-        .bind(status)
-        .bind(reason)
-        .bind(at)
-        .bind(id)
-        .execute(c.writer())
-        .await
-        .map_err(|e| db_ctx(e, format!("QoS requirement {id}")))?;
-    if affected(r) == 0 {
-        return Err(Error::not_found(format_args!("QoS requirement {id}")));
-    }
-    Ok(())
-}
-
 // --- what an event batch is about ------------------------------------------------------
 
-pub(super) async fn nodes_with_avus(c: &SqlCatalog, ids: &[i64]) -> Result<Vec<(Node, Vec<Avu>)>, Error> {
-    let mut ids = ids.to_vec();
-    ids.sort_unstable();
-    ids.dedup();
-    let mut out: Vec<(Node, Vec<Avu>)> = Vec::new();
-    for chunk in ids.chunks(super::rows_per_statement(1)) {
-        let marks = placeholders(1, chunk.len());
-        let nodes = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.id IN ({marks}) ORDER BY n.id");
-        let avus = format!(
-            "SELECT node_id, attr, value, unit FROM avus WHERE node_id IN ({marks}) \
-             ORDER BY node_id, attr, value, unit"
-        );
-        let (mut qn, mut qa) = (sqlx::query(&nodes), sqlx::query(&avus));
-        for id in chunk {
-            qn = qn.bind(*id);
-            qa = qa.bind(*id);
-        }
-        let first = out.len();
-        for row in qn.fetch_all(c.pool()).await.map_err(db)? {
-            out.push((rows::node(&row)?, Vec::new()));
-        }
-        for row in qa.fetch_all(c.pool()).await.map_err(db)? {
-            let node_id: i64 = get(&row, 0)?;
-            let avu = Avu {
-                attr: get(&row, 1)?,
-                value: get(&row, 2)?,
-                unit: get(&row, 3)?,
-            };
-            if let Ok(i) = out[first..].binary_search_by_key(&node_id, |(n, _)| n.id) {
-                out[first + i].1.push(avu);
-            }
-        }
-    }
-    Ok(out)
-}
-
 // --- where copies are -----------------------------------------------------------------
-
-pub(super) async fn copy_places(c: &SqlCatalog, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error> {
-    let mut out = Vec::new();
-    for chunk in node_ids.chunks(super::rows_per_statement(1)) {
-        let ids = placeholders(1, chunk.len());
-        let sql = format!(
-            "SELECT r.node_id, NULL, s.name, r.state FROM replicas r JOIN resources s ON s.id = r.resource_id \
-             WHERE r.node_id IN ({ids}) \
-             UNION ALL SELECT node_id, zone, resource, state FROM remote_replicas WHERE node_id IN ({ids})"
-        );
-        let mut q = sqlx::query(&sql);
-        for id in chunk {
-            q = q.bind(*id);
-        }
-        for row in q.fetch_all(c.pool()).await.map_err(db)? {
-            let zone: Option<String> = get(&row, 1)?;
-            let resource: String = get(&row, 2)?;
-            let state: String = get(&row, 3)?;
-            out.push(CopyPlace {
-                node_id: get(&row, 0)?,
-                zone: zone
-                    .map(|z| ZoneName::parse(&z).map_err(|e| corrupt("zone name", e.message)))
-                    .transpose()?,
-                resource: ResourceName::parse(&resource).map_err(|e| corrupt("resource name", e.message))?,
-                state: ReplicaState::parse(&state).map_err(|e| corrupt("replica state", e.message))?,
-            });
-        }
-    }
-    out.sort_by_key(|p| p.node_id);
-    Ok(out)
-}

@@ -2,17 +2,230 @@
 
 use super::rows::{self, PRINCIPAL_COLS, TOKEN_COLS};
 use super::{affected, db, db_ctx, now_ms, SqlCatalog};
-use crate::{Principal, PrincipalKind, TokenRecord};
+use crate::{Principal, PrincipalKind, Principals, TokenRecord};
+use async_trait::async_trait;
 use weft_types::{Error, ErrorCode, Millis, PrincipalName};
 
-pub(super) async fn create_principal(
-    c: &SqlCatalog,
-    name: &PrincipalName,
-    kind: PrincipalKind,
-    is_admin: bool,
-) -> Result<Principal, Error> {
-    let mut conn = c.writer().acquire().await.map_err(db)?;
-    insert_principal(&mut conn, name, kind, is_admin).await
+#[async_trait]
+impl Principals for SqlCatalog {
+    async fn create_principal(
+        &self,
+        name: &PrincipalName,
+        kind: PrincipalKind,
+        is_admin: bool,
+    ) -> Result<Principal, Error> {
+        let mut conn = self.writer().acquire().await.map_err(db)?;
+        insert_principal(&mut conn, name, kind, is_admin).await
+    }
+
+    async fn get_principal(&self, name: &PrincipalName) -> Result<Option<Principal>, Error> {
+        let sql = format!("SELECT {PRINCIPAL_COLS} FROM principals p WHERE p.name = $1");
+        sqlx::query(&sql)
+            .bind(name.as_str())
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?
+            .map(|r| rows::principal(&r, 0))
+            .transpose()
+    }
+
+    async fn list_principals(&self, kind: PrincipalKind) -> Result<Vec<Principal>, Error> {
+        let sql = format!("SELECT {PRINCIPAL_COLS} FROM principals p WHERE p.kind = $1 ORDER BY p.name");
+        sqlx::query(&sql)
+            .bind(kind.as_str())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|r| rows::principal(r, 0))
+            .collect()
+    }
+
+    async fn delete_principal(&self, name: &PrincipalName) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
+        let id: i64 = match sqlx::query("SELECT id FROM principals WHERE name = $1")
+            .bind(name.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+        {
+            Some(row) => rows::get(&row, 0)?,
+            None => return Err(Error::not_found(format_args!("principal {name}"))),
+        };
+        let owns = sqlx::query("SELECT 1 FROM nodes WHERE owner_id = $1 LIMIT 1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        if owns.is_some() {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!("principal {name} still owns collections or data objects; delete them or change their owner first"),
+            ));
+        }
+        // Tokens, memberships and ACL entries go with it (ON DELETE CASCADE).
+        sqlx::query("DELETE FROM principals WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn add_member(&self, group: &PrincipalName, user: &PrincipalName) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
+        let (gid, uid) = group_and_user(&mut tx, group, user).await?;
+        sqlx::query("INSERT INTO group_members (group_id, user_id) VALUES ($1, $2)")
+            .bind(gid)
+            .bind(uid)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_ctx(e, format_args!("membership of {user} in {group}")))?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn remove_member(&self, group: &PrincipalName, user: &PrincipalName) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
+        let (gid, uid) = group_and_user(&mut tx, group, user).await?;
+        let n = sqlx::query("DELETE FROM group_members WHERE group_id = $1 AND user_id = $2")
+            .bind(gid)
+            .bind(uid)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if affected(n) == 0 {
+            return Err(Error::new(
+                ErrorCode::NotFound,
+                format!("{user} is not a member of {group}"),
+            ));
+        }
+        tx.commit().await.map_err(db)
+    }
+
+    async fn members(&self, group: &PrincipalName) -> Result<Vec<Principal>, Error> {
+        // The group itself comes first (with a NULL member when it has none), so one query both
+        // checks that the group exists and lists its members.
+        let sql = format!(
+            "SELECT g.kind, {PRINCIPAL_COLS} FROM principals g \
+             LEFT JOIN group_members m ON m.group_id = g.id \
+             LEFT JOIN principals p ON p.id = m.user_id \
+             WHERE g.name = $1 ORDER BY p.name"
+        );
+        let found = sqlx::query(&sql)
+            .bind(group.as_str())
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?;
+        let Some(first) = found.first() else {
+            return Err(Error::not_found(format_args!("group {group}")));
+        };
+        if rows::principal_kind(&rows::get::<String>(first, 0)?)? != PrincipalKind::Group {
+            return Err(Error::invalid(format!(
+                "principal {group} is a user, not a group"
+            )));
+        }
+        found
+            .iter()
+            .filter(|r| matches!(rows::get::<Option<i64>>(r, 1), Ok(Some(_))))
+            .map(|r| rows::principal(r, 1))
+            .collect()
+    }
+
+    async fn group_ids_of(&self, user_id: i64) -> Result<Vec<i64>, Error> {
+        sqlx::query("SELECT group_id FROM group_members WHERE user_id = $1 ORDER BY group_id")
+            .bind(user_id)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|r| rows::get(r, 0))
+            .collect()
+    }
+
+    async fn create_token(
+        &self,
+        user_id: i64,
+        secret_hash: &str,
+        label: &str,
+        expires: Option<Millis>,
+    ) -> Result<TokenRecord, Error> {
+        let created = now_ms();
+        let row = sqlx::query(
+            "INSERT INTO tokens (user_id, secret_hash, label, created, expires) \
+             SELECT id, $2, $3, $4, $5 FROM principals WHERE id = $1 AND kind = 'user' RETURNING id",
+        )
+        .bind(user_id)
+        .bind(secret_hash)
+        .bind(label)
+        .bind(created)
+        .bind(expires)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(|e| db_ctx(e, "token"))?;
+        let Some(row) = row else {
+            return Err(Error::not_found(format_args!("user id {user_id}")));
+        };
+        Ok(TokenRecord {
+            id: rows::get(&row, 0)?,
+            user_id,
+            label: label.to_owned(),
+            created,
+            expires,
+        })
+    }
+
+    async fn find_token(&self, secret_hash: &str) -> Result<Option<(TokenRecord, Principal)>, Error> {
+        let sql = format!(
+            "SELECT {TOKEN_COLS}, {PRINCIPAL_COLS} FROM tokens t JOIN principals p ON p.id = t.user_id \
+             WHERE t.secret_hash = $1"
+        );
+        let Some(row) = sqlx::query(&sql)
+            .bind(secret_hash)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?
+        else {
+            return Ok(None);
+        };
+        Ok(Some((rows::token(&row, 0)?, rows::principal(&row, 5)?)))
+    }
+
+    async fn oidc_principal(&self, issuer: &str, subject: &str) -> Result<Option<Principal>, Error> {
+        let sql = format!(
+            "SELECT {PRINCIPAL_COLS} FROM oidc_identities o JOIN principals p ON p.id = o.principal_id \
+             WHERE o.issuer = $1 AND o.subject = $2"
+        );
+        sqlx::query(&sql)
+            .bind(issuer)
+            .bind(subject)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?
+            .map(|r| rows::principal(&r, 0))
+            .transpose()
+    }
+
+    async fn create_oidc_user(
+        &self,
+        issuer: &str,
+        subject: &str,
+        name: &PrincipalName,
+    ) -> Result<Principal, Error> {
+        let mut tx = self.begin_write().await?;
+        let user = insert_principal(&mut tx, name, PrincipalKind::User, false).await?;
+        sqlx::query(
+            "INSERT INTO oidc_identities (issuer, subject, principal_id, created) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(issuer)
+        .bind(subject)
+        .bind(user.id)
+        .bind(user.created)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db_ctx(e, format_args!("OIDC identity {subject:?} of {issuer}")))?;
+        tx.commit().await.map_err(db)?;
+        Ok(user)
+    }
 }
 
 async fn insert_principal(
@@ -39,60 +252,6 @@ async fn insert_principal(
         is_admin,
         created,
     })
-}
-
-pub(super) async fn get_principal(c: &SqlCatalog, name: &PrincipalName) -> Result<Option<Principal>, Error> {
-    let sql = format!("SELECT {PRINCIPAL_COLS} FROM principals p WHERE p.name = $1");
-    sqlx::query(&sql)
-        .bind(name.as_str())
-        .fetch_optional(c.pool())
-        .await
-        .map_err(db)?
-        .map(|r| rows::principal(&r, 0))
-        .transpose()
-}
-
-pub(super) async fn list_principals(c: &SqlCatalog, kind: PrincipalKind) -> Result<Vec<Principal>, Error> {
-    let sql = format!("SELECT {PRINCIPAL_COLS} FROM principals p WHERE p.kind = $1 ORDER BY p.name");
-    sqlx::query(&sql)
-        .bind(kind.as_str())
-        .fetch_all(c.pool())
-        .await
-        .map_err(db)?
-        .iter()
-        .map(|r| rows::principal(r, 0))
-        .collect()
-}
-
-pub(super) async fn delete_principal(c: &SqlCatalog, name: &PrincipalName) -> Result<(), Error> {
-    let mut tx = c.begin_write().await?;
-    let id: i64 = match sqlx::query("SELECT id FROM principals WHERE name = $1")
-        .bind(name.as_str())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?
-    {
-        Some(row) => rows::get(&row, 0)?,
-        None => return Err(Error::not_found(format_args!("principal {name}"))),
-    };
-    let owns = sqlx::query("SELECT 1 FROM nodes WHERE owner_id = $1 LIMIT 1")
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-    if owns.is_some() {
-        return Err(Error::new(
-            ErrorCode::Conflict,
-            format!("principal {name} still owns collections or data objects; delete them or change their owner first"),
-        ));
-    }
-    // Tokens, memberships and ACL entries go with it (ON DELETE CASCADE).
-    sqlx::query("DELETE FROM principals WHERE id = $1")
-        .bind(id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    tx.commit().await.map_err(db)
 }
 
 /// Ids and kinds of a group and a user, in one query. Errors: `not_found` (either),
@@ -132,174 +291,4 @@ async fn group_and_user(
     let gid = gid.ok_or_else(|| Error::not_found(format_args!("group {group}")))?;
     let uid = uid.ok_or_else(|| Error::not_found(format_args!("user {user}")))?;
     Ok((gid, uid))
-}
-
-pub(super) async fn add_member(
-    c: &SqlCatalog,
-    group: &PrincipalName,
-    user: &PrincipalName,
-) -> Result<(), Error> {
-    let mut tx = c.begin_write().await?;
-    let (gid, uid) = group_and_user(&mut tx, group, user).await?;
-    sqlx::query("INSERT INTO group_members (group_id, user_id) VALUES ($1, $2)")
-        .bind(gid)
-        .bind(uid)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| db_ctx(e, format_args!("membership of {user} in {group}")))?;
-    tx.commit().await.map_err(db)
-}
-
-pub(super) async fn remove_member(
-    c: &SqlCatalog,
-    group: &PrincipalName,
-    user: &PrincipalName,
-) -> Result<(), Error> {
-    let mut tx = c.begin_write().await?;
-    let (gid, uid) = group_and_user(&mut tx, group, user).await?;
-    let n = sqlx::query("DELETE FROM group_members WHERE group_id = $1 AND user_id = $2")
-        .bind(gid)
-        .bind(uid)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    if affected(n) == 0 {
-        return Err(Error::new(
-            ErrorCode::NotFound,
-            format!("{user} is not a member of {group}"),
-        ));
-    }
-    tx.commit().await.map_err(db)
-}
-
-pub(super) async fn members(c: &SqlCatalog, group: &PrincipalName) -> Result<Vec<Principal>, Error> {
-    // The group itself comes first (with a NULL member when it has none), so one query both
-    // checks that the group exists and lists its members.
-    let sql = format!(
-        "SELECT g.kind, {PRINCIPAL_COLS} FROM principals g \
-         LEFT JOIN group_members m ON m.group_id = g.id \
-         LEFT JOIN principals p ON p.id = m.user_id \
-         WHERE g.name = $1 ORDER BY p.name"
-    );
-    let found = sqlx::query(&sql)
-        .bind(group.as_str())
-        .fetch_all(c.pool())
-        .await
-        .map_err(db)?;
-    let Some(first) = found.first() else {
-        return Err(Error::not_found(format_args!("group {group}")));
-    };
-    if rows::principal_kind(&rows::get::<String>(first, 0)?)? != PrincipalKind::Group {
-        return Err(Error::invalid(format!(
-            "principal {group} is a user, not a group"
-        )));
-    }
-    found
-        .iter()
-        .filter(|r| matches!(rows::get::<Option<i64>>(r, 1), Ok(Some(_))))
-        .map(|r| rows::principal(r, 1))
-        .collect()
-}
-
-pub(super) async fn group_ids_of(c: &SqlCatalog, user_id: i64) -> Result<Vec<i64>, Error> {
-    sqlx::query("SELECT group_id FROM group_members WHERE user_id = $1 ORDER BY group_id")
-        .bind(user_id)
-        .fetch_all(c.pool())
-        .await
-        .map_err(db)?
-        .iter()
-        .map(|r| rows::get(r, 0))
-        .collect()
-}
-
-pub(super) async fn create_token(
-    c: &SqlCatalog,
-    user_id: i64,
-    secret_hash: &str,
-    label: &str,
-    expires: Option<Millis>,
-) -> Result<TokenRecord, Error> {
-    let created = now_ms();
-    let row = sqlx::query(
-        "INSERT INTO tokens (user_id, secret_hash, label, created, expires) \
-         SELECT id, $2, $3, $4, $5 FROM principals WHERE id = $1 AND kind = 'user' RETURNING id",
-    )
-    .bind(user_id)
-    .bind(secret_hash)
-    .bind(label)
-    .bind(created)
-    .bind(expires)
-    .fetch_optional(c.pool())
-    .await
-    .map_err(|e| db_ctx(e, "token"))?;
-    let Some(row) = row else {
-        return Err(Error::not_found(format_args!("user id {user_id}")));
-    };
-    Ok(TokenRecord {
-        id: rows::get(&row, 0)?,
-        user_id,
-        label: label.to_owned(),
-        created,
-        expires,
-    })
-}
-
-pub(super) async fn find_token(
-    c: &SqlCatalog,
-    secret_hash: &str,
-) -> Result<Option<(TokenRecord, Principal)>, Error> {
-    let sql = format!(
-        "SELECT {TOKEN_COLS}, {PRINCIPAL_COLS} FROM tokens t JOIN principals p ON p.id = t.user_id \
-         WHERE t.secret_hash = $1"
-    );
-    let Some(row) = sqlx::query(&sql)
-        .bind(secret_hash)
-        .fetch_optional(c.pool())
-        .await
-        .map_err(db)?
-    else {
-        return Ok(None);
-    };
-    Ok(Some((rows::token(&row, 0)?, rows::principal(&row, 5)?)))
-}
-
-pub(super) async fn oidc_principal(
-    c: &SqlCatalog,
-    issuer: &str,
-    subject: &str,
-) -> Result<Option<Principal>, Error> {
-    let sql = format!(
-        "SELECT {PRINCIPAL_COLS} FROM oidc_identities o JOIN principals p ON p.id = o.principal_id \
-         WHERE o.issuer = $1 AND o.subject = $2"
-    );
-    sqlx::query(&sql)
-        .bind(issuer)
-        .bind(subject)
-        .fetch_optional(c.pool())
-        .await
-        .map_err(db)?
-        .map(|r| rows::principal(&r, 0))
-        .transpose()
-}
-
-pub(super) async fn create_oidc_user(
-    c: &SqlCatalog,
-    issuer: &str,
-    subject: &str,
-    name: &PrincipalName,
-) -> Result<Principal, Error> {
-    let mut tx = c.begin_write().await?;
-    let user = insert_principal(&mut tx, name, PrincipalKind::User, false).await?;
-    sqlx::query(
-        "INSERT INTO oidc_identities (issuer, subject, principal_id, created) VALUES ($1, $2, $3, $4)",
-    )
-    .bind(issuer)
-    .bind(subject)
-    .bind(user.id)
-    .bind(user.created)
-    .execute(&mut *tx)
-    .await
-    .map_err(|e| db_ctx(e, format_args!("OIDC identity {subject:?} of {issuer}")))?;
-    tx.commit().await.map_err(db)?;
-    Ok(user)
 }

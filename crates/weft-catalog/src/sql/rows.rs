@@ -37,7 +37,7 @@ pub(crate) const REPLICA_FROM: &str = "replicas r JOIN resources s ON s.id = r.r
 pub(crate) const REMOTE_REPLICA_COLS: &str =
     "id, node_id, zone, resource, location, size, checksum, state, created, verified";
 
-fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
+pub(super) fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(
         ErrorCode::CatalogError,
         format!("catalog holds a bad {what}: {e}"),

@@ -2,49 +2,54 @@
 
 use super::rows::{self, STAGING_COLS};
 use super::{affected, db, db_ctx, now_ms, SqlCatalog};
+use crate::Staging;
 use crate::StagingArea;
+use async_trait::async_trait;
 use weft_types::{Error, StagingName};
 
-pub(super) async fn add_staging(c: &SqlCatalog, a: &StagingArea) -> Result<(), Error> {
-    let allow: Vec<&str> = a.allow.iter().map(|p| p.as_str()).collect();
-    let allow = serde_json::to_string(&allow).map_err(|e| Error::internal(e.to_string()))?;
-    sqlx::query(&format!(
-        "INSERT INTO staging_areas ({STAGING_COLS}) VALUES ($1, $2, $3, $4, $5, $6)"
-    ))
-    .bind(a.name.as_str())
-    .bind(a.kind.as_str())
-    .bind(&a.url)
-    .bind(c.sealer.seal_settings(&a.settings)?)
-    .bind(allow)
-    .bind(now_ms())
-    .execute(c.writer())
-    .await
-    .map_err(|e| db_ctx(e, format_args!("staging area {}", a.name)))?;
-    Ok(())
-}
-
-pub(super) async fn list_staging(c: &SqlCatalog) -> Result<Vec<StagingArea>, Error> {
-    sqlx::query(&format!("SELECT {STAGING_COLS} FROM staging_areas ORDER BY name"))
-        .fetch_all(c.pool())
+#[async_trait]
+impl Staging for SqlCatalog {
+    async fn add_staging(&self, a: &StagingArea) -> Result<(), Error> {
+        let allow: Vec<&str> = a.allow.iter().map(|p| p.as_str()).collect();
+        let allow = serde_json::to_string(&allow).map_err(|e| Error::internal(e.to_string()))?;
+        sqlx::query(&format!(
+            "INSERT INTO staging_areas ({STAGING_COLS}) VALUES ($1, $2, $3, $4, $5, $6)"
+        ))
+        .bind(a.name.as_str())
+        .bind(a.kind.as_str())
+        .bind(&a.url)
+        .bind(self.sealer.seal_settings(&a.settings)?)
+        .bind(allow)
+        .bind(now_ms())
+        .execute(self.writer())
         .await
-        .map_err(db)?
-        .iter()
-        .map(|row| {
-            let mut a = rows::staging(row)?;
-            a.settings = c.sealer.open_settings(&a.settings)?;
-            Ok(a)
-        })
-        .collect()
-}
-
-pub(super) async fn delete_staging(c: &SqlCatalog, name: &StagingName) -> Result<(), Error> {
-    let done = sqlx::query("DELETE FROM staging_areas WHERE name = $1")
-        .bind(name.as_str())
-        .execute(c.writer())
-        .await
-        .map_err(db)?;
-    if affected(done) == 0 {
-        return Err(Error::not_found(format_args!("staging area {name}")));
+        .map_err(|e| db_ctx(e, format_args!("staging area {}", a.name)))?;
+        Ok(())
     }
-    Ok(())
+
+    async fn list_staging(&self) -> Result<Vec<StagingArea>, Error> {
+        sqlx::query(&format!("SELECT {STAGING_COLS} FROM staging_areas ORDER BY name"))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|row| {
+                let mut a = rows::staging(row)?;
+                a.settings = self.sealer.open_settings(&a.settings)?;
+                Ok(a)
+            })
+            .collect()
+    }
+
+    async fn delete_staging(&self, name: &StagingName) -> Result<(), Error> {
+        let done = sqlx::query("DELETE FROM staging_areas WHERE name = $1")
+            .bind(name.as_str())
+            .execute(self.writer())
+            .await
+            .map_err(db)?;
+        if affected(done) == 0 {
+            return Err(Error::not_found(format_args!("staging area {name}")));
+        }
+        Ok(())
+    }
 }

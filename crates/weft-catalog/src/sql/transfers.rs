@@ -2,204 +2,237 @@
 
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
 use super::{affected, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, SqlCatalog};
-use crate::{Dialect, TransferCounts, TransferFile, TransferRecord};
+use crate::{Dialect, TransferCounts, TransferFile, TransferRecord, Transfers};
+use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use std::collections::HashSet;
 use weft_types::{Error, ZoneName};
 
-pub(super) async fn create_transfer(
-    c: &SqlCatalog,
-    id: &str,
-    owner_id: i64,
-    via_zone: Option<&ZoneName>,
-    spec: &str,
-) -> Result<TransferRecord, Error> {
-    sqlx::query(
-        "INSERT INTO transfers (id, owner_id, via_zone, spec, state, created) VALUES ($1, $2, $3, $4, 'queued', $5)",
-    )
-    .bind(id)
-    .bind(owner_id)
-    .bind(via_zone.map(|z| z.as_str().to_owned()))
-    .bind(spec)
-    .bind(now_ms())
-    .execute(c.writer())
-    .await
-    .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
-    get_transfer(c, id)
-        .await?
-        .ok_or_else(|| Error::internal(format!("transfer {id} vanished after insert")))
-}
-
-pub(super) async fn get_transfer(c: &SqlCatalog, id: &str) -> Result<Option<TransferRecord>, Error> {
-    sqlx::query(&format!(
-        "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} WHERE t.id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(c.pool())
-    .await
-    .map_err(db)?
-    .as_ref()
-    .map(rows::transfer)
-    .transpose()
-}
-
-pub(super) async fn list_transfers(
-    c: &SqlCatalog,
-    owner_id: Option<i64>,
-    limit: u32,
-) -> Result<Vec<TransferRecord>, Error> {
-    let filter = if owner_id.is_some() {
-        "WHERE t.owner_id = $2"
-    } else {
-        ""
-    };
-    let sql = format!(
-        "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} {filter} ORDER BY t.created DESC, t.id LIMIT $1"
-    );
-    let mut q = sqlx::query(&sql).bind(i64::from(limit));
-    if let Some(o) = owner_id {
-        q = q.bind(o);
+#[async_trait]
+impl Transfers for SqlCatalog {
+    async fn create_transfer(
+        &self,
+        id: &str,
+        owner_id: i64,
+        via_zone: Option<&ZoneName>,
+        spec: &str,
+    ) -> Result<TransferRecord, Error> {
+        sqlx::query(
+            "INSERT INTO transfers (id, owner_id, via_zone, spec, state, created) VALUES ($1, $2, $3, $4, 'queued', $5)",
+        )
+        .bind(id)
+        .bind(owner_id)
+        .bind(via_zone.map(|z| z.as_str().to_owned()))
+        .bind(spec)
+        .bind(now_ms())
+        .execute(self.writer())
+        .await
+        .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
+        self.get_transfer(id)
+            .await?
+            .ok_or_else(|| Error::internal(format!("transfer {id} vanished after insert")))
     }
-    q.fetch_all(c.pool())
+
+    async fn get_transfer(&self, id: &str) -> Result<Option<TransferRecord>, Error> {
+        sqlx::query(&format!(
+            "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} WHERE t.id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.pool())
         .await
         .map_err(db)?
-        .iter()
+        .as_ref()
         .map(rows::transfer)
-        .collect()
-}
-
-pub(super) async fn transfers_in_state(
-    c: &SqlCatalog,
-    states: &[&str],
-) -> Result<Vec<TransferRecord>, Error> {
-    let marks: Vec<String> = (1..=states.len()).map(|i| format!("${i}")).collect();
-    let sql = format!(
-        "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} WHERE t.state IN ({}) ORDER BY t.created, t.id",
-        marks.join(", ")
-    );
-    let mut q = sqlx::query(&sql);
-    for s in states {
-        q = q.bind(*s);
+        .transpose()
     }
-    q.fetch_all(c.pool())
+
+    async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error> {
+        let filter = if owner_id.is_some() {
+            "WHERE t.owner_id = $2"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} {filter} ORDER BY t.created DESC, t.id LIMIT $1"
+        );
+        let mut q = sqlx::query(&sql).bind(i64::from(limit));
+        if let Some(o) = owner_id {
+            q = q.bind(o);
+        }
+        q.fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(rows::transfer)
+            .collect()
+    }
+
+    async fn transfers_in_state(&self, states: &[&str]) -> Result<Vec<TransferRecord>, Error> {
+        let marks: Vec<String> = (1..=states.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} WHERE t.state IN ({}) ORDER BY t.created, t.id",
+            marks.join(", ")
+        );
+        let mut q = sqlx::query(&sql);
+        for s in states {
+            q = q.bind(*s);
+        }
+        q.fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(rows::transfer)
+            .collect()
+    }
+
+    async fn set_transfer_state(&self, id: &str, state: &str, error: Option<&str>) -> Result<(), Error> {
+        let now = now_ms();
+        let stamps = match state {
+            "active" => ", started = COALESCE(started, $4), finished = NULL",
+            "succeeded" | "failed" | "cancelled" => ", finished = $4",
+            _ => ", finished = NULL",
+        };
+        let done = sqlx::query(&format!(
+            "UPDATE transfers SET state = $1, error = $2{stamps} WHERE id = $3"
+        ))
+        .bind(state)
+        .bind(error)
+        .bind(id)
+        .bind(now)
+        .execute(self.writer())
         .await
-        .map_err(db)?
-        .iter()
-        .map(rows::transfer)
-        .collect()
-}
-
-pub(super) async fn set_transfer_state(
-    c: &SqlCatalog,
-    id: &str,
-    state: &str,
-    error: Option<&str>,
-) -> Result<(), Error> {
-    let now = now_ms();
-    let stamps = match state {
-        "active" => ", started = COALESCE(started, $4), finished = NULL",
-        "succeeded" | "failed" | "cancelled" => ", finished = $4",
-        _ => ", finished = NULL",
-    };
-    let done = sqlx::query(&format!(
-        "UPDATE transfers SET state = $1, error = $2{stamps} WHERE id = $3"
-    ))
-    .bind(state)
-    .bind(error)
-    .bind(id)
-    .bind(now)
-    .execute(c.writer())
-    .await
-    .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
-    if affected(done) == 0 {
-        return Err(Error::not_found(format_args!("transfer {id}")));
-    }
-    Ok(())
-}
-
-pub(super) async fn add_transfer_files(
-    c: &SqlCatalog,
-    id: &str,
-    files: &[TransferFile],
-) -> Result<(), Error> {
-    let mut tx = c.begin_write().await?;
-    for chunk in files.chunks(rows_per_statement(11)) {
-        let rows: Vec<String> = (0..chunk.len())
-            .map(|i| format!("({})", placeholders(1 + i * 11, 11)))
-            .collect();
-        let sql = format!(
-            "INSERT INTO transfer_files (transfer_id, {TRANSFER_FILE_COLS}) VALUES {}",
-            rows.join(", ")
-        );
-        let sql = positional(c.dialect, sql);
-        let mut q = sqlx::query(&sql);
-        for f in chunk {
-            let what = q
-                .bind(id)
-                .bind(f.seq as i64)
-                .bind(&f.source)
-                .bind(&f.destination)
-                .bind(f.size as i64);
-            q = bind_progress(what, f);
+        .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
+        if affected(done) == 0 {
+            return Err(Error::not_found(format_args!("transfer {id}")));
         }
-        q.execute(&mut *tx).await.map_err(|e| {
-            let (first, last) = (chunk[0].seq, chunk[chunk.len() - 1].seq);
-            db_ctx(e, format_args!("files {first}-{last} of transfer {id}"))
-        })?;
-        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), Count::In).await?;
+        Ok(())
     }
-    let bytes: i64 = files.iter().map(|f| f.size as i64).sum();
-    let done = sqlx::query(
-        "UPDATE transfers SET files_total = files_total + $1, bytes_total = bytes_total + $2 WHERE id = $3",
-    )
-    .bind(files.len() as i64)
-    .bind(bytes)
-    .bind(id)
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
-    if affected(done) == 0 {
-        return Err(Error::not_found(format_args!("transfer {id}")));
-    }
-    tx.commit().await.map_err(db)
-}
 
-/// Files that are not (or no longer) in the transfer are left alone. Both databases name the
-/// columns of a bare `VALUES` list `column1`, `column2`, ...
-pub(super) async fn update_transfer_files(
-    c: &SqlCatalog,
-    id: &str,
-    files: &[TransferFile],
-) -> Result<(), Error> {
-    // A file named twice takes its last state: one row each keeps the counts exact.
-    let mut seen = HashSet::new();
-    let mut files: Vec<&TransferFile> = files.iter().rev().filter(|f| seen.insert(f.seq)).collect();
-    files.reverse();
-    let mut tx = c.begin_write().await?;
-    for chunk in files.chunks(rows_per_statement(7)) {
-        // The counts move from the files' old states to their new ones inside the database:
-        // reading each file's old state out instead cost a row through sqlx per file.
-        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), Count::Out).await?;
-        let rows: Vec<String> = (0..chunk.len())
-            .map(|i| format!("({})", placeholders(1 + i * 7, 7)))
-            .collect();
-        // The transfer's id last, so that the parameters are numbered in order.
-        let sql = format!(
-            "UPDATE transfer_files SET state = v.column2, bytes_done = v.column3, attempts = v.column4, \
-             error = v.column5, checksum = v.column6, resume = v.column7 \
-             FROM (VALUES {}) AS v WHERE transfer_files.transfer_id = ${} AND transfer_files.seq = v.column1",
-            rows.join(", "),
-            1 + chunk.len() * 7
-        );
-        let sql = positional(c.dialect, sql);
-        let mut q = sqlx::query(&sql);
-        for f in chunk {
-            q = bind_progress(q.bind(f.seq as i64), f);
+    async fn add_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
+        for chunk in files.chunks(rows_per_statement(11)) {
+            let rows: Vec<String> = (0..chunk.len())
+                .map(|i| format!("({})", placeholders(1 + i * 11, 11)))
+                .collect();
+            let sql = format!(
+                "INSERT INTO transfer_files (transfer_id, {TRANSFER_FILE_COLS}) VALUES {}",
+                rows.join(", ")
+            );
+            let sql = positional(self.dialect, sql);
+            let mut q = sqlx::query(&sql);
+            for f in chunk {
+                let what = q
+                    .bind(id)
+                    .bind(f.seq as i64)
+                    .bind(&f.source)
+                    .bind(&f.destination)
+                    .bind(f.size as i64);
+                q = bind_progress(what, f);
+            }
+            q.execute(&mut *tx).await.map_err(|e| {
+                let (first, last) = (chunk[0].seq, chunk[chunk.len() - 1].seq);
+                db_ctx(e, format_args!("files {first}-{last} of transfer {id}"))
+            })?;
+            count_states(&mut tx, self.dialect, id, chunk.iter().map(|f| f.seq), Count::In).await?;
         }
-        q.bind(id).execute(&mut *tx).await.map_err(db)?;
-        count_states(&mut tx, c.dialect, id, chunk.iter().map(|f| f.seq), Count::In).await?;
+        let bytes: i64 = files.iter().map(|f| f.size as i64).sum();
+        let done = sqlx::query(
+            "UPDATE transfers SET files_total = files_total + $1, bytes_total = bytes_total + $2 WHERE id = $3",
+        )
+        .bind(files.len() as i64)
+        .bind(bytes)
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        if affected(done) == 0 {
+            return Err(Error::not_found(format_args!("transfer {id}")));
+        }
+        tx.commit().await.map_err(db)
     }
-    tx.commit().await.map_err(db)
+
+    /// Files that are not (or no longer) in the transfer are left alone. Both databases name the
+    /// columns of a bare `VALUES` list `column1`, `column2`, ...
+    async fn update_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error> {
+        // A file named twice takes its last state: one row each keeps the counts exact.
+        let mut seen = HashSet::new();
+        let mut files: Vec<&TransferFile> = files.iter().rev().filter(|f| seen.insert(f.seq)).collect();
+        files.reverse();
+        let mut tx = self.begin_write().await?;
+        for chunk in files.chunks(rows_per_statement(7)) {
+            // The counts move from the files' old states to their new ones inside the database:
+            // reading each file's old state out instead cost a row through sqlx per file.
+            count_states(&mut tx, self.dialect, id, chunk.iter().map(|f| f.seq), Count::Out).await?;
+            let rows: Vec<String> = (0..chunk.len())
+                .map(|i| format!("({})", placeholders(1 + i * 7, 7)))
+                .collect();
+            // The transfer's id last, so that the parameters are numbered in order.
+            let sql = format!(
+                "UPDATE transfer_files SET state = v.column2, bytes_done = v.column3, attempts = v.column4, \
+                 error = v.column5, checksum = v.column6, resume = v.column7 \
+                 FROM (VALUES {}) AS v WHERE transfer_files.transfer_id = ${} AND transfer_files.seq = v.column1",
+                rows.join(", "),
+                1 + chunk.len() * 7
+            );
+            let sql = positional(self.dialect, sql);
+            let mut q = sqlx::query(&sql);
+            for f in chunk {
+                q = bind_progress(q.bind(f.seq as i64), f);
+            }
+            q.bind(id).execute(&mut *tx).await.map_err(db)?;
+            count_states(&mut tx, self.dialect, id, chunk.iter().map(|f| f.seq), Count::In).await?;
+        }
+        tx.commit().await.map_err(db)
+    }
+
+    async fn transfer_files(
+        &self,
+        id: &str,
+        state: Option<&str>,
+        after_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<TransferFile>, Error> {
+        let state_filter = if state.is_some() { " AND state = $4" } else { "" };
+        let sql = format!(
+            "SELECT {TRANSFER_FILE_COLS} FROM transfer_files WHERE transfer_id = $1 AND seq > $2{state_filter} \
+             ORDER BY seq LIMIT $3"
+        );
+        let mut q = sqlx::query(&sql)
+            .bind(id)
+            .bind(after_seq.map_or(-1, |s| s as i64))
+            .bind(i64::from(limit));
+        if let Some(s) = state {
+            q = q.bind(s);
+        }
+        q.fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(rows::transfer_file)
+            .collect()
+    }
+
+    async fn transfer_counts(&self, id: &str) -> Result<TransferCounts, Error> {
+        let rows = sqlx::query(
+            "SELECT state, files, bytes_done, attempts FROM transfer_states \
+             WHERE transfer_id = $1 AND files > 0 ORDER BY state",
+        )
+        .bind(id)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db)?;
+        let mut counts = TransferCounts::default();
+        for r in &rows {
+            let state: String = rows::get(r, 0)?;
+            let n: i64 = rows::get(r, 1)?;
+            let bytes: i64 = rows::get(r, 2)?;
+            let attempts: i64 = rows::get(r, 3)?;
+            counts.files_by_state.push((state, n as u64));
+            counts.bytes_done += bytes as u64;
+            counts.attempts += attempts as u64;
+        }
+        Ok(counts)
+    }
 }
 
 /// Which way [`count_states`] moves files.
@@ -255,52 +288,3 @@ fn bind_progress<'q>(q: AnyQuery<'q>, f: &'q TransferFile) -> AnyQuery<'q> {
 }
 
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
-
-pub(super) async fn transfer_files(
-    c: &SqlCatalog,
-    id: &str,
-    state: Option<&str>,
-    after_seq: Option<u64>,
-    limit: u32,
-) -> Result<Vec<TransferFile>, Error> {
-    let state_filter = if state.is_some() { " AND state = $4" } else { "" };
-    let sql = format!(
-        "SELECT {TRANSFER_FILE_COLS} FROM transfer_files WHERE transfer_id = $1 AND seq > $2{state_filter} \
-         ORDER BY seq LIMIT $3"
-    );
-    let mut q = sqlx::query(&sql)
-        .bind(id)
-        .bind(after_seq.map_or(-1, |s| s as i64))
-        .bind(i64::from(limit));
-    if let Some(s) = state {
-        q = q.bind(s);
-    }
-    q.fetch_all(c.pool())
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::transfer_file)
-        .collect()
-}
-
-pub(super) async fn transfer_counts(c: &SqlCatalog, id: &str) -> Result<TransferCounts, Error> {
-    let rows = sqlx::query(
-        "SELECT state, files, bytes_done, attempts FROM transfer_states \
-         WHERE transfer_id = $1 AND files > 0 ORDER BY state",
-    )
-    .bind(id)
-    .fetch_all(c.pool())
-    .await
-    .map_err(db)?;
-    let mut counts = TransferCounts::default();
-    for r in &rows {
-        let state: String = rows::get(r, 0)?;
-        let n: i64 = rows::get(r, 1)?;
-        let bytes: i64 = rows::get(r, 2)?;
-        let attempts: i64 = rows::get(r, 3)?;
-        counts.files_by_state.push((state, n as u64));
-        counts.bytes_done += bytes as u64;
-        counts.attempts += attempts as u64;
-    }
-    Ok(counts)
-}
