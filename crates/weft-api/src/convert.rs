@@ -1,6 +1,7 @@
 //! Domain values to wire values.
 
 use weft_types::wire::{AclWire, AvuWire, NodeStat, PrincipalWire, ReplicaWire, ResourceWire};
+use weft_types::{FileState, TransferState};
 use weft_zone::{Avu, Node, NodeInfo, Principal, ReplicaInfo, ResourceInfo};
 
 pub fn node(n: &Node) -> NodeStat {
@@ -96,24 +97,24 @@ pub fn peer_zone(p: &weft_zone::PeerInfo) -> weft_types::wire::PeerZoneWire {
 pub fn transfer_file(f: &weft_zone::TransferFile) -> weft_types::wire::TransferFileWire {
     weft_types::wire::TransferFileWire {
         seq: f.seq,
-        source: f.source.clone(),
-        destination: f.destination.clone(),
+        source: f.source.to_string(),
+        destination: f.destination.to_string(),
         size: f.size,
-        state: f.state.clone(),
+        state: f.state.to_string(),
         bytes_done: f.bytes_done,
         attempts: f.attempts,
         error: f.error.clone(),
-        checksum: f.checksum.clone(),
+        checksum: f.checksum.as_ref().map(ToString::to_string),
     }
 }
 
 pub fn transfer(t: &weft_zone::TransferInfo) -> weft_types::wire::TransferWire {
     let r = &t.record;
-    let count = |state: &str| {
+    let count = |state: FileState| {
         t.counts
             .files_by_state
             .iter()
-            .find(|(s, _)| s == state)
+            .find(|(s, _)| *s == state)
             .map_or(0, |(_, n)| *n)
     };
     let now = std::time::SystemTime::now()
@@ -124,21 +125,21 @@ pub fn transfer(t: &weft_zone::TransferInfo) -> weft_types::wire::TransferWire {
         .map(|s| (r.finished.unwrap_or(now) - s).max(1) as f64 / 1e3);
     let rate = elapsed_s.map(|e| t.counts.bytes_done as f64 / e);
     let left = r.bytes_total.saturating_sub(t.counts.bytes_done);
-    let eta = match (r.state.as_str(), rate) {
-        ("active", Some(rate)) if rate > 0.0 => Some(left as f64 / rate),
+    let eta = match (r.state, rate) {
+        (TransferState::Active, Some(rate)) if rate > 0.0 => Some(left as f64 / rate),
         _ => None,
     };
     weft_types::wire::TransferWire {
-        id: r.id.clone(),
+        id: r.id.to_string(),
         owner: r.owner.to_string(),
-        state: r.state.clone(),
+        state: r.state.to_string(),
         error: r.error.clone(),
         sources: t.spec.sources.clone(),
         destination: t.spec.destination.clone(),
         files_total: r.files_total,
-        files_done: count("done"),
-        files_skipped: count("skipped"),
-        files_failed: count("failed"),
+        files_done: count(FileState::Done),
+        files_skipped: count(FileState::Skipped),
+        files_failed: count(FileState::Failed),
         bytes_total: r.bytes_total,
         bytes_done: t.counts.bytes_done,
         attempts: t.counts.attempts,

@@ -3,9 +3,9 @@
 //!
 //! A bundle of small files arrives as a few MiB; gathering it into one buffer first (what
 //! `axum::body::to_bytes` does) copied every byte once more and faulted in a fresh buffer
-//! of that size per bundle: an eighth of the destination zone's CPU in a transfer of
-//! 10,000 x 64 KiB. Now only a piece that straddles two frames is copied, into a buffer of
-//! its own size.
+//! of that size per bundle, a large share of the destination zone's CPU on trees of small
+//! files (measured: docs/PERFORMANCE.md, "Measurements behind the design"). Only a piece
+//! that straddles two frames is copied, into a buffer of its own size.
 
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;

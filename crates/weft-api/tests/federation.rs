@@ -499,14 +499,19 @@ async fn a_visitor_gets_no_token_staging_or_relay_and_zone_rm_ends_its_credentia
     let lrz_name = weft_types::ZoneName::parse("lrz").unwrap();
     // The request as stored, from the transfer just run, sent to the staging area.
     let stored = catalog
-        .get_transfer(t["id"].as_str().unwrap())
+        .get_transfer(&weft_types::TransferId::new(t["id"].as_str().unwrap()))
         .await
         .unwrap()
         .unwrap();
     let mut spec: Value = serde_json::from_str(&stored.spec).unwrap();
     spec["destination"] = json!(out);
     catalog
-        .create_transfer("later", al.id, Some(&lrz_name), &spec.to_string())
+        .create_transfer(
+            &weft_types::TransferId::new("later"),
+            al.id,
+            Some(&lrz_name),
+            &spec.to_string(),
+        )
         .await
         .unwrap();
     let t = common::wait_transfer(&it4i, &admin, "later").await;

@@ -107,6 +107,19 @@ async fn trees_move_between_zones_and_sync_moves_only_differences() {
             .all(|f| f["state"] == "done" && f["checksum"].is_string()),
         "{files}"
     );
+    let id = t["id"].as_str().unwrap();
+    let done: Value = lrz
+        .get_json(&format!("transfers/{id}/files?state=done"), &alice)
+        .await;
+    assert_eq!(done, files, "every file is done");
+    let r = lrz
+        .get(&format!("transfers/{id}/files?state=finished"), &alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400, "an unknown state is refused, not an empty list");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "invalid_argument", "{body}");
 
     // Sync: nothing differs, nothing moves; after a change, exactly that file does.
     let sync = json!({"sources": ["/lrz/home/alice/run"], "destination": "/it4i/shared", "recursive": true, "sync": true});
@@ -341,11 +354,20 @@ async fn a_transfer_left_without_files_by_a_crash_is_planned_again() {
     spec["streams"] = json!(4);
     spec["concurrency"] = json!(8);
     catalog
-        .create_transfer("crashed", owner.id, None, &spec.to_string())
+        .create_transfer(
+            &weft_types::TransferId::new("crashed"),
+            owner.id,
+            None,
+            &spec.to_string(),
+        )
         .await
         .unwrap();
     catalog
-        .set_transfer_state("crashed", "active", None)
+        .set_transfer_state(
+            &weft_types::TransferId::new("crashed"),
+            weft_types::TransferState::Active,
+            None,
+        )
         .await
         .unwrap();
     // The worker looks for unfinished transfers every few seconds.

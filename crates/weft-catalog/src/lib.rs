@@ -11,8 +11,9 @@
 use async_trait::async_trait;
 use std::sync::Arc;
 use weft_types::{
-    Checksum, Error, LogicalPath, MetaCondition, Millis, NodeKind, Permission, PrincipalName, ReplicaState,
-    ResourceKind, ResourceName, StagingName, ZoneName,
+    Checksum, Endpoint, Error, FileState, LogicalPath, MetaCondition, Millis, NodeKind, Permission,
+    PrincipalName, QosStatus, ReplicaState, ResourceKind, ResourceName, StagingName, TaskState, TransferId,
+    TransferState, ZoneName,
 };
 
 mod seal;
@@ -130,12 +131,11 @@ impl std::fmt::Debug for StagingArea {
 /// A managed transfer as stored: the request (`spec`, JSON) and where it stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransferRecord {
-    pub id: String,
+    pub id: TransferId,
     pub owner_id: i64,
     pub owner: PrincipalName,
     pub spec: String,
-    /// `queued`, `active`, `succeeded`, `failed` or `cancelled`.
-    pub state: String,
+    pub state: TransferState,
     pub error: Option<String>,
     pub files_total: u64,
     pub bytes_total: u64,
@@ -152,15 +152,14 @@ pub struct TransferRecord {
 pub struct TransferFile {
     /// Position in the transfer, from 0.
     pub seq: u64,
-    pub source: String,
-    pub destination: String,
+    pub source: Endpoint,
+    pub destination: Endpoint,
     pub size: u64,
-    /// `pending`, `active`, `done`, `skipped`, `failed` or `cancelled`.
-    pub state: String,
+    pub state: FileState,
     pub bytes_done: u64,
     pub attempts: u32,
     pub error: Option<String>,
-    pub checksum: Option<String>,
+    pub checksum: Option<Checksum>,
     /// Engine-private resume point of a large file (JSON).
     pub resume: Option<String>,
 }
@@ -168,7 +167,8 @@ pub struct TransferFile {
 /// Files per state and bytes done of one transfer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TransferCounts {
-    pub files_by_state: Vec<(String, u64)>,
+    /// In the order of [`FileState`]'s variants.
+    pub files_by_state: Vec<(FileState, u64)>,
     pub bytes_done: u64,
     pub attempts: u64,
 }
@@ -381,9 +381,9 @@ pub struct PolicyTask {
     pub path: LogicalPath,
     /// The JSON of `weft_policy::Action`.
     pub action: String,
-    /// `pending` (to run at `due`), `waiting` (for `transfer_id`), `done` or `failed`.
-    pub state: String,
-    pub transfer_id: Option<String>,
+    pub state: TaskState,
+    /// The transfers a `waiting` task waits for (stored comma-separated).
+    pub transfers: Vec<TransferId>,
     pub due: Millis,
     pub attempts: u32,
     pub error: Option<String>,
@@ -408,8 +408,7 @@ pub struct QosRecord {
     /// The requirement as written (`replicas=2 & zone != origin`).
     pub expression: String,
     pub owner_id: i64,
-    /// `pending` until first evaluated, then `fulfilled`, `pending` or `impossible`.
-    pub status: String,
+    pub status: QosStatus,
     /// Why it is not fulfilled (empty when it is).
     pub reason: String,
     pub evaluated: Option<Millis>,
@@ -560,42 +559,47 @@ pub trait Transfers: Send + Sync {
     /// federated zone `via_zone`, if any). Errors: `already_exists` (id).
     async fn create_transfer(
         &self,
-        id: &str,
+        id: &TransferId,
         owner_id: i64,
         via_zone: Option<&ZoneName>,
         spec: &str,
     ) -> Result<TransferRecord, Error>;
 
-    async fn get_transfer(&self, id: &str) -> Result<Option<TransferRecord>, Error>;
+    async fn get_transfer(&self, id: &TransferId) -> Result<Option<TransferRecord>, Error>;
 
     /// Newest first; only `owner_id`'s unless `None`.
     async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error>;
 
     /// Transfers in any of `states` (the worker's queue), oldest first.
-    async fn transfers_in_state(&self, states: &[&str]) -> Result<Vec<TransferRecord>, Error>;
+    async fn transfers_in_state(&self, states: &[TransferState]) -> Result<Vec<TransferRecord>, Error>;
 
     /// Sets the state (and error); `active` stamps `started`, final states stamp `finished`.
     /// Errors: `not_found`.
-    async fn set_transfer_state(&self, id: &str, state: &str, error: Option<&str>) -> Result<(), Error>;
+    async fn set_transfer_state(
+        &self,
+        id: &TransferId,
+        state: TransferState,
+        error: Option<&str>,
+    ) -> Result<(), Error>;
 
     /// Appends planned files (their `seq` must continue the transfer's) and adds them to
     /// the totals, in one transaction.
-    async fn add_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error>;
+    async fn add_transfer_files(&self, id: &TransferId, files: &[TransferFile]) -> Result<(), Error>;
 
     /// Writes state, progress, attempts, error, checksum and resume point of many files in
     /// one transaction (the engine's grouped progress writes).
-    async fn update_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error>;
+    async fn update_transfer_files(&self, id: &TransferId, files: &[TransferFile]) -> Result<(), Error>;
 
     /// Files of a transfer by `seq` after `after_seq`, optionally only those in `state`.
     async fn transfer_files(
         &self,
-        id: &str,
-        state: Option<&str>,
+        id: &TransferId,
+        state: Option<FileState>,
         after_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<TransferFile>, Error>;
 
-    async fn transfer_counts(&self, id: &str) -> Result<TransferCounts, Error>;
+    async fn transfer_counts(&self, id: &TransferId) -> Result<TransferCounts, Error>;
 }
 
 /// Collections and data objects: the tree of logical paths.
@@ -811,7 +815,7 @@ pub trait Policies: Send + Sync {
     async fn policy_tasks(
         &self,
         rule: Option<&str>,
-        state: &str,
+        state: TaskState,
         limit: u32,
     ) -> Result<Vec<PolicyTask>, Error>;
 
@@ -821,7 +825,7 @@ pub trait Policies: Send + Sync {
     async fn update_policy_tasks(&self, tasks: &[PolicyTask]) -> Result<u64, Error>;
 
     /// Tasks per (rule, state), by rule then state.
-    async fn policy_task_counts(&self) -> Result<Vec<(String, String, u64)>, Error>;
+    async fn policy_task_counts(&self) -> Result<Vec<(String, TaskState, u64)>, Error>;
 
     /// Errors: `already_exists` (the same expression on the same path).
     async fn add_qos(&self, path: &LogicalPath, expression: &str, owner_id: i64) -> Result<QosRecord, Error>;
@@ -833,7 +837,8 @@ pub trait Policies: Send + Sync {
     async fn delete_qos(&self, id: i64) -> Result<QosRecord, Error>;
 
     /// Errors: `not_found`.
-    async fn set_qos_status(&self, id: i64, status: &str, reason: &str, at: Millis) -> Result<(), Error>;
+    async fn set_qos_status(&self, id: i64, status: QosStatus, reason: &str, at: Millis)
+        -> Result<(), Error>;
 
     /// The nodes of `ids` that exist, each with its metadata, in id order (two queries per
     /// thousand ids: the policy engine reads an event batch with it).

@@ -8,7 +8,7 @@ use std::time::Duration;
 use weft_catalog::Principals;
 use weft_catalog::Transfers;
 use weft_catalog::{PrincipalKind, SqlCatalog};
-use weft_types::PrincipalName;
+use weft_types::{Endpoint, FileState, PrincipalName, TransferId};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_dropped_while_waiting_for_the_lock_leave_no_transaction_behind() {
@@ -58,14 +58,16 @@ async fn writes_dropped_at_any_point_leave_no_transaction_behind() {
         )
         .await
         .unwrap();
-    cat.create_transfer("t1", owner.id, None, "{}").await.unwrap();
+    cat.create_transfer(&TransferId::new("t1"), owner.id, None, "{}")
+        .await
+        .unwrap();
     let files: Vec<weft_catalog::TransferFile> = (0..2000)
         .map(|seq| weft_catalog::TransferFile {
             seq,
-            source: format!("/a/f{seq}"),
-            destination: format!("/b/f{seq}"),
+            source: Endpoint::parse(&format!("/a/f{seq}")).unwrap(),
+            destination: Endpoint::parse(&format!("/b/f{seq}")).unwrap(),
             size: 1,
-            state: "pending".into(),
+            state: FileState::Pending,
             bytes_done: 0,
             attempts: 0,
             error: None,
@@ -73,14 +75,17 @@ async fn writes_dropped_at_any_point_leave_no_transaction_behind() {
             resume: None,
         })
         .collect();
-    cat.add_transfer_files("t1", &files).await.unwrap();
+    cat.add_transfer_files(&TransferId::new("t1"), &files)
+        .await
+        .unwrap();
     // Long transactions (2,000 updates each) cut off at every point of their life.
     for round in 0..1500u64 {
         let cut = Duration::from_micros(5 * (round % 300));
-        let _ = tokio::time::timeout(cut, cat.update_transfer_files("t1", &files)).await;
+        let _ = tokio::time::timeout(cut, cat.update_transfer_files(&TransferId::new("t1"), &files)).await;
     }
+    let t1 = TransferId::new("t1");
     for _ in 0..10 {
-        let write = cat.update_transfer_files("t1", &files[..10]);
+        let write = cat.update_transfer_files(&t1, &files[..10]);
         let done = tokio::time::timeout(Duration::from_secs(5), write).await;
         done.expect("write still blocked: a dropped transaction kept the lock")
             .unwrap();

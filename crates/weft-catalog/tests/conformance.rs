@@ -22,6 +22,7 @@ use weft_types::{
     Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
     ResourceKind, ResourceName, StagingName, ZoneName,
 };
+use weft_types::{Endpoint, FileState, QosStatus, TaskState, TransferId, TransferState};
 
 // --- harness ----------------------------------------------------------------------------
 
@@ -621,13 +622,13 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
     let file = |seq: u64| TransferFile {
         seq,
-        source: format!("/z/src/f{seq}"),
-        destination: format!("/z/dst/f{seq}"),
+        source: Endpoint::parse(&format!("/z/src/f{seq}")).unwrap(),
+        destination: Endpoint::parse(&format!("/z/dst/f{seq}")).unwrap(),
         size: 100 + seq,
         state: if seq.is_multiple_of(7) {
-            "skipped".into()
+            FileState::Skipped
         } else {
-            "pending".into()
+            FileState::Pending
         },
         bytes_done: 0,
         attempts: 0,
@@ -636,22 +637,22 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
         resume: None,
     };
     for t in ["big", "other"] {
-        c.create_transfer(t, admin, None, "{}").await.unwrap();
+        c.create_transfer(&tid(t), admin, None, "{}").await.unwrap();
         let files: Vec<TransferFile> = (0..500).map(file).collect();
-        c.add_transfer_files(t, &files).await.unwrap();
+        c.add_transfer_files(&tid(t), &files).await.unwrap();
     }
     let totals = |files: &[TransferFile]| {
-        let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+        let mut by: std::collections::BTreeMap<FileState, u64> = Default::default();
         for f in files {
-            *by.entry(f.state.clone()).or_default() += 1;
+            *by.entry(f.state).or_default() += 1;
         }
         let bytes = files.iter().map(|f| f.bytes_done).sum::<u64>();
         let attempts = files.iter().map(|f| u64::from(f.attempts)).sum::<u64>();
         (by.into_iter().collect::<Vec<_>>(), bytes, attempts)
     };
     let check = |what: &'static str| async move {
-        let files = c.transfer_files("big", None, None, 1000).await.unwrap();
-        let counts = c.transfer_counts("big").await.unwrap();
+        let files = c.transfer_files(&tid("big"), None, None, 1000).await.unwrap();
+        let counts = c.transfer_counts(&tid("big")).await.unwrap();
         assert_eq!(
             (counts.files_by_state, counts.bytes_done, counts.attempts),
             totals(&files),
@@ -659,53 +660,64 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
         );
     };
     check("as planned").await;
-    let states = ["active", "done", "failed", "active", "done"];
+    let states = [
+        FileState::Active,
+        FileState::Done,
+        FileState::Failed,
+        FileState::Active,
+        FileState::Done,
+    ];
     for (round, state) in states.iter().enumerate() {
         let mut batch: Vec<TransferFile> = (0..500)
             .filter(|seq| !(seq + round as u64).is_multiple_of(3))
             .map(|seq| {
                 let mut f = file(seq);
-                f.state = (*state).into();
+                f.state = *state;
                 f.attempts = round as u32 + 1;
-                f.bytes_done = if *state == "done" { f.size } else { seq % 50 };
+                f.bytes_done = if *state == FileState::Done {
+                    f.size
+                } else {
+                    seq % 50
+                };
                 f
             })
             .collect();
         // Named twice in one statement's rows: the last one is stored, and counted.
         let mut again = batch[5].clone();
-        again.state = "cancelled".into();
+        again.state = FileState::Cancelled;
         let named_twice = again.seq;
         batch.insert(6, again);
         batch.push(file(9_999)); // not in the transfer: left alone
-        c.update_transfer_files("big", &batch).await.unwrap();
+        c.update_transfer_files(&tid("big"), &batch).await.unwrap();
         let stored = c
-            .transfer_files("big", None, Some(named_twice - 1), 1)
+            .transfer_files(&tid("big"), None, Some(named_twice - 1), 1)
             .await
             .unwrap();
         assert_eq!(
-            stored[0].state, "cancelled",
+            stored[0].state,
+            FileState::Cancelled,
             "the last of a file named twice is stored"
         );
-        check(state).await;
+        check(state.as_str()).await;
     }
-    let other = c.transfer_counts("other").await.unwrap();
+    let other = c.transfer_counts(&tid("other")).await.unwrap();
     assert_eq!(
         other.files_by_state,
-        vec![("pending".into(), 428), ("skipped".into(), 72)]
+        vec![(FileState::Pending, 428), (FileState::Skipped, 72)]
     );
     assert_eq!((other.bytes_done, other.attempts), (0, 0));
 }
 
 async fn transfer_files_in_many_rows(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
-    c.create_transfer("big", admin, None, "{}").await.unwrap();
+    c.create_transfer(&tid("big"), admin, None, "{}").await.unwrap();
     let files: Vec<TransferFile> = (0..250u64)
         .map(|seq| TransferFile {
             seq,
-            source: format!("/z/src/f{seq}"),
-            destination: format!("/z/dst/f{seq}"),
+            source: Endpoint::parse(&format!("/z/src/f{seq}")).unwrap(),
+            destination: Endpoint::parse(&format!("/z/dst/f{seq}")).unwrap(),
             size: seq * 3,
-            state: "pending".into(),
+            state: FileState::Pending,
             bytes_done: 0,
             attempts: 0,
             error: None,
@@ -713,31 +725,35 @@ async fn transfer_files_in_many_rows(c: &SqlCatalog) {
             resume: (seq % 7 == 0).then(|| format!("{{\"upload\":\"u{seq}\"}}")),
         })
         .collect();
-    c.add_transfer_files("big", &files).await.unwrap();
+    c.add_transfer_files(&tid("big"), &files).await.unwrap();
     let mut changed: Vec<TransferFile> = files.iter().filter(|f| f.seq % 2 == 1).cloned().collect();
     for f in &mut changed {
-        f.state = if f.seq % 3 == 0 { "failed" } else { "done" }.into();
+        f.state = if f.seq % 3 == 0 {
+            FileState::Failed
+        } else {
+            FileState::Done
+        };
         f.bytes_done = f.size;
         f.attempts = 2;
         f.error = (f.seq % 3 == 0).then(|| format!("storage_error: f{}", f.seq));
-        f.checksum = Some(format!("blake3:{:064x}", f.seq));
+        f.checksum = Some(Checksum::parse(&format!("blake3:{:064x}", f.seq)).unwrap());
         f.resume = None;
     }
-    c.update_transfer_files("big", &changed).await.unwrap();
-    let got = c.transfer_files("big", None, None, 1000).await.unwrap();
+    c.update_transfer_files(&tid("big"), &changed).await.unwrap();
+    let got = c.transfer_files(&tid("big"), None, None, 1000).await.unwrap();
     let mut want = files.clone();
     for f in &changed {
         want[f.seq as usize] = f.clone();
     }
     assert_eq!(got, want);
-    let t = c.get_transfer("big").await.unwrap().unwrap();
+    let t = c.get_transfer(&tid("big")).await.unwrap().unwrap();
     assert_eq!(t.files_total, 250);
 }
 
 async fn transfers_and_their_files(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
     let t = c
-        .create_transfer("t1", admin, None, "{\"spec\":1}")
+        .create_transfer(&tid("t1"), admin, None, "{\"spec\":1}")
         .await
         .unwrap();
     assert_eq!(
@@ -746,97 +762,111 @@ async fn transfers_and_their_files(c: &SqlCatalog) {
     );
     assert_eq!(t.started, None);
     assert_eq!(
-        code(c.create_transfer("t1", admin, None, "{}").await),
+        code(c.create_transfer(&tid("t1"), admin, None, "{}").await),
         ErrorCode::AlreadyExists
     );
     let file = |seq: u64, size: u64| TransferFile {
         seq,
-        source: format!("/z/src/f{seq}"),
-        destination: format!("/z/dst/f{seq}"),
+        source: Endpoint::parse(&format!("/z/src/f{seq}")).unwrap(),
+        destination: Endpoint::parse(&format!("/z/dst/f{seq}")).unwrap(),
         size,
-        state: "pending".into(),
+        state: FileState::Pending,
         bytes_done: 0,
         attempts: 0,
         error: None,
         checksum: None,
         resume: None,
     };
-    c.add_transfer_files("t1", &[file(0, 10), file(1, 20), file(2, 30)])
+    c.add_transfer_files(&tid("t1"), &[file(0, 10), file(1, 20), file(2, 30)])
         .await
         .unwrap();
     assert_eq!(
-        code(c.add_transfer_files("t1", &[file(2, 1)]).await),
+        code(c.add_transfer_files(&tid("t1"), &[file(2, 1)]).await),
         ErrorCode::AlreadyExists,
         "a seq is planned once"
     );
     assert_eq!(
-        code(c.add_transfer_files("nope", &[file(0, 1)]).await),
+        code(c.add_transfer_files(&tid("nope"), &[file(0, 1)]).await),
         ErrorCode::NotFound
     );
-    let t = c.get_transfer("t1").await.unwrap().unwrap();
+    let t = c.get_transfer(&tid("t1")).await.unwrap().unwrap();
     assert_eq!(
         (t.files_total, t.bytes_total),
         (3, 60),
         "failed batches added nothing"
     );
 
-    c.set_transfer_state("t1", "active", None).await.unwrap();
+    c.set_transfer_state(&tid("t1"), TransferState::Active, None)
+        .await
+        .unwrap();
     let mut done = file(1, 20);
-    done.state = "done".into();
+    done.state = FileState::Done;
     done.bytes_done = 20;
     done.attempts = 2;
-    done.checksum = Some("blake3:00".into());
+    done.checksum = Some(Checksum::parse(&format!("blake3:{:064x}", 1)).unwrap());
     let mut failed = file(2, 30);
-    failed.state = "failed".into();
+    failed.state = FileState::Failed;
     failed.attempts = 1;
     failed.error = Some("not_found: gone".into());
     failed.resume = Some("{\"upload\":\"x\"}".into());
-    c.update_transfer_files("t1", &[done.clone(), failed.clone()])
+    c.update_transfer_files(&tid("t1"), &[done.clone(), failed.clone()])
         .await
         .unwrap();
     assert_eq!(
-        c.transfer_files("t1", None, None, 10).await.unwrap(),
+        c.transfer_files(&tid("t1"), None, None, 10).await.unwrap(),
         vec![file(0, 10), done.clone(), failed.clone()]
     );
     assert_eq!(
-        c.transfer_files("t1", Some("failed"), None, 10).await.unwrap(),
+        c.transfer_files(&tid("t1"), Some(FileState::Failed), None, 10)
+            .await
+            .unwrap(),
         vec![failed]
     );
     assert_eq!(
-        c.transfer_files("t1", None, Some(0), 1).await.unwrap(),
+        c.transfer_files(&tid("t1"), None, Some(0), 1).await.unwrap(),
         vec![done]
     );
-    let counts = c.transfer_counts("t1").await.unwrap();
+    let counts = c.transfer_counts(&tid("t1")).await.unwrap();
     assert_eq!(
         counts.files_by_state,
-        vec![("done".into(), 1), ("failed".into(), 1), ("pending".into(), 1)]
+        vec![
+            (FileState::Pending, 1),
+            (FileState::Done, 1),
+            (FileState::Failed, 1)
+        ]
     );
     assert_eq!((counts.bytes_done, counts.attempts), (20, 3));
 
-    let active = c.transfers_in_state(&["queued", "active"]).await.unwrap();
-    assert_eq!(active.len(), 1);
-    assert!(active[0].started.is_some());
-    c.set_transfer_state("t1", "failed", Some("1 file failed"))
+    let active = c
+        .transfers_in_state(&[TransferState::Queued, TransferState::Active])
         .await
         .unwrap();
-    let t = c.get_transfer("t1").await.unwrap().unwrap();
+    assert_eq!(active.len(), 1);
+    assert!(active[0].started.is_some());
+    c.set_transfer_state(&tid("t1"), TransferState::Failed, Some("1 file failed"))
+        .await
+        .unwrap();
+    let t = c.get_transfer(&tid("t1")).await.unwrap().unwrap();
     assert_eq!(
         (t.state.as_str(), t.error.as_deref()),
         ("failed", Some("1 file failed"))
     );
     assert!(t.finished.is_some());
     assert!(c
-        .transfers_in_state(&["queued", "active"])
+        .transfers_in_state(&[TransferState::Queued, TransferState::Active])
         .await
         .unwrap()
         .is_empty());
     assert_eq!(
-        code(c.set_transfer_state("nope", "active", None).await),
+        code(
+            c.set_transfer_state(&tid("nope"), TransferState::Active, None)
+                .await
+        ),
         ErrorCode::NotFound
     );
 
-    c.create_transfer("t2", admin, None, "{}").await.unwrap();
-    let ids: Vec<String> = c
+    c.create_transfer(&tid("t2"), admin, None, "{}").await.unwrap();
+    let ids: Vec<TransferId> = c
         .list_transfers(Some(admin), 10)
         .await
         .unwrap()
@@ -2598,27 +2628,31 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
         ("pending", 0, "/z/n1")
     );
     // Waiting for a transfer: still open, not due.
-    t.state = "waiting".into();
-    t.transfer_id = Some("t1,t2".into());
+    t.state = TaskState::Waiting;
+    t.transfers = vec![tid("t1"), tid("t2")];
     assert_eq!(c.update_policy_tasks(&[t.clone()]).await.unwrap(), 1);
     assert_eq!(
         c.add_policy_tasks(&[new_task("r", 1, "mint", 1)]).await.unwrap(),
         0
     );
     assert_eq!(c.due_policy_tasks(100, 10).await.unwrap().len(), 3);
-    let waiting = c.policy_tasks(None, "waiting", 10).await.unwrap();
+    let waiting = c.policy_tasks(None, TaskState::Waiting, 10).await.unwrap();
     assert_eq!(waiting.len(), 1);
-    assert_eq!(waiting[0].transfer_id.as_deref(), Some("t1,t2"));
+    assert_eq!(waiting[0].transfers, [tid("t1"), tid("t2")]);
     assert!(waiting[0].updated >= waiting[0].created);
     // Failed: closed, so the same task may be queued again.
-    t.state = "failed".into();
+    t.state = TaskState::Failed;
     t.attempts = 3;
     t.error = Some("storage_error: disk full".into());
     assert_eq!(c.update_policy_tasks(&[t.clone()]).await.unwrap(), 1);
-    let failed = c.policy_tasks(Some("r"), "failed", 10).await.unwrap();
+    let failed = c.policy_tasks(Some("r"), TaskState::Failed, 10).await.unwrap();
     assert_eq!((failed.len(), failed[0].attempts), (1, 3));
     assert_eq!(failed[0].error.as_deref(), Some("storage_error: disk full"));
-    assert!(c.policy_tasks(Some("s"), "failed", 10).await.unwrap().is_empty());
+    assert!(c
+        .policy_tasks(Some("s"), TaskState::Failed, 10)
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(
         c.add_policy_tasks(&[new_task("r", 1, "mint", 1)]).await.unwrap(),
         1
@@ -2628,21 +2662,21 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
     // A task that is gone is skipped; the others in the batch are written.
     t.error = Some("storage_error: disk still full".into());
     assert_eq!(c.update_policy_tasks(&[gone, t.clone()]).await.unwrap(), 1);
-    let failed = c.policy_tasks(Some("r"), "failed", 10).await.unwrap();
+    let failed = c.policy_tasks(Some("r"), TaskState::Failed, 10).await.unwrap();
     assert_eq!(failed[0].error.as_deref(), Some("storage_error: disk still full"));
     assert_eq!(
         c.policy_task_counts().await.unwrap(),
         [
-            ("r".to_owned(), "failed".to_owned(), 1),
-            ("r".to_owned(), "pending".to_owned(), 4),
-            ("s".to_owned(), "pending".to_owned(), 1),
+            ("r".to_owned(), TaskState::Failed, 1),
+            ("r".to_owned(), TaskState::Pending, 4),
+            ("s".to_owned(), TaskState::Pending, 1),
         ]
     );
     // Removing a rule removes its tasks.
     c.delete_policy_rule("r").await.unwrap();
     assert_eq!(
         c.policy_task_counts().await.unwrap(),
-        [("s".to_owned(), "pending".to_owned(), 1)]
+        [("s".to_owned(), TaskState::Pending, 1)]
     );
 
     // A batch of several INSERTs: a duplicate in a later one meets the row of an earlier one.
@@ -2661,14 +2695,17 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
             .unwrap(),
         1
     );
-    let kept = c.policy_tasks(Some("bulk"), "pending", 2_000).await.unwrap();
+    let kept = c
+        .policy_tasks(Some("bulk"), TaskState::Pending, 2_000)
+        .await
+        .unwrap();
     assert_eq!(kept.len(), 1_102);
     assert!(kept.iter().any(|t| t.action == long));
     assert_eq!(
         c.policy_task_counts().await.unwrap(),
         [
-            ("bulk".to_owned(), "pending".to_owned(), 1_102),
-            ("s".to_owned(), "pending".to_owned(), 1),
+            ("bulk".to_owned(), TaskState::Pending, 1_102),
+            ("s".to_owned(), TaskState::Pending, 1),
         ]
     );
 }
@@ -2703,15 +2740,11 @@ async fn qos_requirements(c: &SqlCatalog) {
             ("/z/b", "replicas = 2")
         ]
     );
-    c.set_qos_status(q2.id, "impossible", "no tape", 77)
+    c.set_qos_status(q2.id, QosStatus::Impossible, "no tape", 77)
         .await
         .unwrap();
     assert_eq!(
-        code(c.set_qos_status(q2.id, "sideways", "", 1).await),
-        ErrorCode::CatalogError
-    );
-    assert_eq!(
-        code(c.set_qos_status(q2.id + 999, "fulfilled", "", 1).await),
+        code(c.set_qos_status(q2.id + 999, QosStatus::Fulfilled, "", 1).await),
         ErrorCode::NotFound
     );
     let gone = c.delete_qos(q2.id).await.unwrap();
@@ -2840,4 +2873,8 @@ async fn copy_places_of_many_objects(c: &SqlCatalog) {
     let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
     c.delete_events(&ids).await.unwrap();
     assert!(c.events(10).await.unwrap().is_empty());
+}
+
+fn tid(id: &str) -> TransferId {
+    TransferId::new(id)
 }

@@ -10,11 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use weft_catalog::{Catalog, TransferFile};
-use weft_types::{Checksum, ChunkedBlake3, Endpoint, Error, ErrorCode, PieceDigest, PieceHasher, PieceSize};
+use weft_types::{
+    Checksum, ChunkedBlake3, Endpoint, Error, ErrorCode, FileState, PieceDigest, PieceHasher, PieceSize,
+    TransferId, TransferState,
+};
 
 /// How often progress is written back to the catalog (one transaction per flush), and after
 /// how many changed files at the latest: the last flush is on the way to the transfer's
-/// end, and 300 ms of a tree of small files (~3,000 files) took a tenth of it.
+/// end, so a longer interval shows as a tail on trees of small files (measured:
+/// docs/PERFORMANCE.md, "Measurements behind the design").
 const FLUSH_EVERY: Duration = Duration::from_millis(300);
 const FLUSH_FILES: usize = 512;
 /// Files listed per catalog page while running.
@@ -165,10 +169,11 @@ impl Engine {
                 }
             }
             for f in &mut files {
-                let at = Endpoint::parse(&f.destination)?;
-                let there = match listed.remove(&f.destination) {
+                let at = &f.destination;
+                let key = at.to_string();
+                let there = match listed.remove(&key) {
                     Some(e) => Some(e),
-                    None if singles.contains(&f.destination) => dst.stat(&at).await?,
+                    None if singles.contains(&key) => dst.stat(at).await?,
                     None => None,
                 };
                 let Some(there) = there else {
@@ -179,18 +184,15 @@ impl Engine {
                 }
                 // Files of staging areas carry no checksum: equal sizes are hashed to decide.
                 let here = match &f.checksum {
-                    Some(sum) => Checksum::parse(sum)?,
-                    None => {
-                        let src_at = Endpoint::parse(&f.source)?;
-                        self.sides.side(owner, &src_at).await?.verify(&src_at).await?
-                    }
+                    Some(sum) => sum.clone(),
+                    None => self.sides.side(owner, &f.source).await?.verify(&f.source).await?,
                 };
                 let there = match there.checksum {
                     Some(sum) => sum,
-                    None => dst.verify(&at).await?,
+                    None => dst.verify(at).await?,
                 };
                 if here == there {
-                    f.state = "skipped".into();
+                    f.state = FileState::Skipped;
                 }
             }
         }
@@ -206,7 +208,7 @@ impl Engine {
     /// that; a crash before it leaves the transfer without files, planned again on restart.
     pub async fn run(
         &self,
-        id: &str,
+        id: &TransferId,
         owner: &str,
         spec: &TransferSpec,
         cancel: &AtomicBool,
@@ -217,7 +219,7 @@ impl Engine {
             .get_transfer(id)
             .await?
             .ok_or_else(|| Error::not_found(format_args!("transfer {id}")))?;
-        if !matches!(record.state.as_str(), "queued" | "active") {
+        if !record.state.is_open() {
             // Cancelled while queued: it ends as it is.
             return Ok(());
         }
@@ -230,11 +232,16 @@ impl Engine {
                 Ok(files) => self.catalog.add_transfer_files(id, &files).await?,
                 Err(e) => {
                     let why = format!("planning failed: {e}");
-                    return self.catalog.set_transfer_state(id, "failed", Some(&why)).await;
+                    return self
+                        .catalog
+                        .set_transfer_state(id, TransferState::Failed, Some(&why))
+                        .await;
                 }
             }
         }
-        self.catalog.set_transfer_state(id, "active", None).await?;
+        self.catalog
+            .set_transfer_state(id, TransferState::Active, None)
+            .await?;
 
         let progress = Progress::default();
         let made = Mutex::new(HashSet::new());
@@ -286,7 +293,7 @@ impl Engine {
                     Unit::Bundle(b) => self.run_bundle(owner, spec, b, &progress, &made, cancel).await,
                     Unit::File(f) => {
                         let _slot = large.acquire().await.expect("never closed");
-                        self.run_file(owner, spec, f, &progress, &made, cancel).await
+                        self.run_file(owner, spec, *f, &progress, &made, cancel).await
                     }
                 }
                 Ok(())
@@ -303,24 +310,30 @@ impl Engine {
         let failed = counts
             .files_by_state
             .iter()
-            .find(|(s, _)| s == "failed")
+            .find(|(s, _)| *s == FileState::Failed)
             .map_or(0, |(_, n)| *n);
         if cancel.load(Ordering::SeqCst) {
-            self.catalog.set_transfer_state(id, "cancelled", None).await
+            self.catalog
+                .set_transfer_state(id, TransferState::Cancelled, None)
+                .await
         } else if failed > 0 {
             let total: u64 = counts.files_by_state.iter().map(|(_, n)| n).sum();
             let why = format!("{failed} of {total} files failed; `weft transfer show {id}` names each cause");
-            self.catalog.set_transfer_state(id, "failed", Some(&why)).await
+            self.catalog
+                .set_transfer_state(id, TransferState::Failed, Some(&why))
+                .await
         } else {
-            self.catalog.set_transfer_state(id, "succeeded", None).await
+            self.catalog
+                .set_transfer_state(id, TransferState::Succeeded, None)
+                .await
         }
     }
 
     /// The files of transfer `id` not done, as units of work: those left active by an
     /// earlier run first, then the pending ones; small files in bundles. Listed a page at a
     /// time, as they are consumed.
-    fn units<'a>(&'a self, id: &'a str) -> impl futures::Stream<Item = Result<Unit, Error>> + 'a {
-        futures::stream::iter(["active", "pending"]).flat_map(move |state| {
+    fn units<'a>(&'a self, id: &'a TransferId) -> impl futures::Stream<Item = Result<Unit, Error>> + 'a {
+        futures::stream::iter([FileState::Active, FileState::Pending]).flat_map(move |state| {
             futures::stream::try_unfold(None, move |after| async move {
                 let page = self.catalog.transfer_files(id, Some(state), after, PAGE).await?;
                 let Some(last) = page.last().map(|f| f.seq) else {
@@ -344,11 +357,11 @@ impl Engine {
         made: &Mutex<HashSet<String>>,
         cancel: &AtomicBool,
     ) {
-        f.state = "active".into();
+        f.state = FileState::Active;
         progress.update(&f);
         loop {
             if cancel.load(Ordering::SeqCst) {
-                f.state = "cancelled".into();
+                f.state = FileState::Cancelled;
                 break;
             }
             f.attempts += 1;
@@ -377,13 +390,13 @@ impl Engine {
         // flush in between wrote half the files of a tree twice. A crash leaves them
         // pending, and they are sent again.
         for f in &mut files {
-            f.state = "active".into();
+            f.state = FileState::Active;
         }
         let mut todo: Vec<usize> = (0..files.len()).collect();
         while !todo.is_empty() {
             if cancel.load(Ordering::SeqCst) {
                 for &i in &todo {
-                    files[i].state = "cancelled".into();
+                    files[i].state = FileState::Cancelled;
                     progress.update(&files[i]);
                 }
                 return;
@@ -410,9 +423,9 @@ impl Engine {
     fn settle(&self, f: &mut TransferFile, outcome: Result<Checksum, Error>) -> bool {
         match outcome {
             Ok(sum) => {
-                f.state = "done".into();
+                f.state = FileState::Done;
                 f.bytes_done = f.size;
-                f.checksum = Some(sum.to_string());
+                f.checksum = Some(sum);
                 // `error` stays: the last error of a retried file, as the API documents.
                 f.resume = None;
                 false
@@ -423,7 +436,7 @@ impl Engine {
                     && f.attempts < self.retry.attempts;
                 tracing::warn!(file = %f.source, attempt = f.attempts, error = %e, retry = again, "transfer file failed");
                 if !again {
-                    f.state = "failed".into();
+                    f.state = FileState::Failed;
                 }
                 again
             }
@@ -480,14 +493,10 @@ impl Engine {
     /// Whether the destination of `f` checks what it is given against the checksum sent
     /// along ([`Side::verifies_writes`]).
     async fn destination_verifies(&self, owner: &str, f: &TransferFile) -> bool {
-        match Endpoint::parse(&f.destination) {
-            Ok(at) => self
-                .sides
-                .side(owner, &at)
-                .await
-                .is_ok_and(|d| d.verifies_writes()),
-            Err(_) => false,
-        }
+        self.sides
+            .side(owner, &f.destination)
+            .await
+            .is_ok_and(|d| d.verifies_writes())
     }
 
     /// Reads the files `todo` of a bundle: where each goes, its bytes and their checksum
@@ -500,14 +509,9 @@ impl Engine {
         todo: &[usize],
         trust: bool,
     ) -> Vec<Result<(Endpoint, Bytes, Checksum), Error>> {
-        let ends: Result<Vec<(Endpoint, Endpoint)>, Error> = todo
+        let ends: Vec<(Endpoint, Endpoint)> = todo
             .iter()
-            .map(|&i| {
-                Ok((
-                    Endpoint::parse(&files[i].source)?,
-                    Endpoint::parse(&files[i].destination)?,
-                ))
-            })
+            .map(|&i| (files[i].source.clone(), files[i].destination.clone()))
             .collect();
         let one_zone = |ends: &[(Endpoint, Endpoint)]| match ends.first() {
             Some((Endpoint::Logical(first), _)) => ends
@@ -516,17 +520,14 @@ impl Engine {
             _ => false,
         };
         let ends = match ends {
-            Ok(ends) if one_zone(&ends) => ends,
+            ends if one_zone(&ends) => ends,
             _ => {
                 let reads = todo.iter().map(|&i| async move {
-                    let (src_at, dst_at) = (
-                        Endpoint::parse(&files[i].source)?,
-                        Endpoint::parse(&files[i].destination)?,
-                    );
-                    let src = self.sides.side(owner, &src_at).await?;
-                    let data = src.read(&src_at, 0..files[i].size).await?;
-                    let (data, sum) = hashed(&src_at, &files[i], data, trust && files[i].attempts <= 1)?;
-                    Ok((dst_at, data, sum))
+                    let (src_at, dst_at) = (&files[i].source, &files[i].destination);
+                    let src = self.sides.side(owner, src_at).await?;
+                    let data = src.read(src_at, 0..files[i].size).await?;
+                    let (data, sum) = hashed(src_at, &files[i], data, trust && files[i].attempts <= 1)?;
+                    Ok((dst_at.clone(), data, sum))
                 });
                 return futures::future::join_all(reads).await;
             }
@@ -594,7 +595,7 @@ impl Engine {
         made: &Mutex<HashSet<String>>,
         cancel: &AtomicBool,
     ) -> Result<Checksum, Error> {
-        let (src_at, dst_at) = (Endpoint::parse(&f.source)?, Endpoint::parse(&f.destination)?);
+        let (src_at, dst_at) = (f.source.clone(), f.destination.clone());
         let src = self.sides.side(owner, &src_at).await?;
         let dst = self.sides.side(owner, &dst_at).await?;
         self.make_parent(dst.as_ref(), &dst_at, made).await?;
@@ -616,8 +617,7 @@ impl Engine {
                     cancel,
                 )
                 .await?;
-            let expected = f.checksum.as_deref().map(Checksum::parse).transpose()?;
-            check_source(&src_at, expected.as_ref(), &sum)?;
+            check_source(&src_at, f.checksum.as_ref(), &sum)?;
             sum
         };
         if spec.verify == Verify::Strong {
@@ -647,7 +647,7 @@ impl Engine {
         resume.piece = self.piece.get();
         // The checksum `complete` is given: the source's record when the destination
         // verifies it (the pieces are then not hashed here), else what the pieces hash to.
-        let known = f.checksum.as_deref().map(Checksum::parse).transpose()?;
+        let known = f.checksum.clone();
         let trusted = known.filter(|_| dst.verifies_writes());
         let hash = trusted.is_none();
         let upload = match &resume.upload {
@@ -806,12 +806,11 @@ impl Engine {
 /// so a retry after a mismatch tells a damaged source from damage on the way.
 fn hashed(at: &Endpoint, f: &TransferFile, data: Bytes, trust: bool) -> Result<(Bytes, Checksum), Error> {
     check_len(at, f.size, data.len() as u64)?;
-    let expected = f.checksum.as_deref().map(Checksum::parse).transpose()?;
-    if let (true, Some(known)) = (trust, &expected) {
+    if let (true, Some(known)) = (trust, &f.checksum) {
         return Ok((data, known.clone()));
     }
     let sum = Checksum::blake3(&blake3::hash(&data));
-    check_source(at, expected.as_ref(), &sum)?;
+    check_source(at, f.checksum.as_ref(), &sum)?;
     Ok((data, sum))
 }
 
@@ -846,14 +845,18 @@ async fn verify_strong(dst: &dyn Side, at: &Endpoint, sum: &Checksum) -> Result<
 /// What the engine runs at once: a bundle of small files, or one larger file.
 enum Unit {
     Bundle(Vec<TransferFile>),
-    File(TransferFile),
+    File(Box<TransferFile>),
 }
 
 /// The pending files of a fresh plan as units of work, in the order [`Engine::units`]
 /// would list them.
 fn planned_units(files: &[TransferFile]) -> impl futures::Stream<Item = Result<Unit, Error>> + '_ {
     let pages = files.chunks(PAGE as usize).map(|page| {
-        let pending = page.iter().filter(|f| f.state == "pending").cloned().collect();
+        let pending = page
+            .iter()
+            .filter(|f| f.state == FileState::Pending)
+            .cloned()
+            .collect();
         futures::stream::iter(page_units(pending).map(Ok))
     });
     futures::stream::iter(pages).flatten()
@@ -867,7 +870,7 @@ fn page_units(page: Vec<TransferFile>) -> impl Iterator<Item = Unit> {
     bundles(small)
         .into_iter()
         .map(Unit::Bundle)
-        .chain(large.into_iter().map(Unit::File))
+        .chain(large.into_iter().map(|f| Unit::File(Box::new(f))))
 }
 
 /// Small files grouped into bundles of at most BUNDLE_FILES files and BUNDLE_BYTES bytes.
@@ -891,14 +894,14 @@ fn bundles(files: Vec<TransferFile>) -> Vec<Vec<TransferFile>> {
 fn planned(source: Endpoint, destination: Endpoint, e: &Entry) -> TransferFile {
     TransferFile {
         seq: 0,
-        source: source.to_string(),
-        destination: destination.to_string(),
+        source,
+        destination,
         size: e.size,
-        state: "pending".into(),
+        state: FileState::Pending,
         bytes_done: 0,
         attempts: 0,
         error: None,
-        checksum: e.checksum.as_ref().map(|c| c.to_string()),
+        checksum: e.checksum.clone(),
         resume: None,
     }
 }
@@ -957,7 +960,7 @@ impl Progress {
         }
     }
 
-    async fn flush(&self, catalog: &dyn Catalog, id: &str) {
+    async fn flush(&self, catalog: &dyn Catalog, id: &TransferId) {
         let batch: Vec<TransferFile> = {
             let mut changed = self.changed.lock().expect("not poisoned");
             changed.drain().map(|(_, f)| f).collect()
@@ -966,7 +969,7 @@ impl Progress {
             return;
         }
         if let Err(e) = catalog.update_transfer_files(id, &batch).await {
-            tracing::warn!(transfer = id, error = %e, "cannot record transfer progress; will retry");
+            tracing::warn!(transfer = %id, error = %e, "cannot record transfer progress; will retry");
             let mut changed = self.changed.lock().expect("not poisoned");
             for f in batch {
                 changed.entry(f.seq).or_insert(f);

@@ -15,7 +15,10 @@ pub use checksum::{Checksum, ChecksumAlgo, ChunkedBlake3, PieceDigest, PieceHash
 pub use endpoint::Endpoint;
 pub use error::{Error, ErrorCode, Result};
 pub use meta::{MetaCondition, MetaOp};
-pub use model::{NodeKind, Permission, ReplicaState, ResourceKind};
+pub use model::{
+    FileState, NodeKind, Permission, QosStatus, ReplicaState, ResourceKind, TaskState, TransferId,
+    TransferState,
+};
 pub use names::{PrincipalName, ResourceName, StagingName, ZoneName};
 pub use path::LogicalPath;
 

@@ -53,6 +53,60 @@ string_enum!(
     /// What a logical path names.
     NodeKind { Collection => "collection", Object => "object" }
 );
+string_enum!(
+    /// Where a managed transfer stands: `queued` until a worker takes it, `active` while it
+    /// runs (again after a restart), then one of the final three.
+    TransferState {
+        Queued => "queued", Active => "active", Succeeded => "succeeded", Failed => "failed",
+        Cancelled => "cancelled",
+    }
+);
+string_enum!(
+    /// Where one file of a transfer stands.
+    FileState {
+        Pending => "pending", Active => "active", Done => "done", Skipped => "skipped",
+        Failed => "failed", Cancelled => "cancelled",
+    }
+);
+string_enum!(
+    /// Where a policy task stands: `pending` (to run when due), `waiting` (for its
+    /// transfer), `done` or `failed`.
+    TaskState { Pending => "pending", Waiting => "waiting", Done => "done", Failed => "failed" }
+);
+string_enum!(
+    /// Whether a QoS requirement holds: `pending` until first evaluated or while the
+    /// replicas it asks for are being made, `fulfilled`, or `impossible` as things are.
+    QosStatus { Pending => "pending", Fulfilled => "fulfilled", Impossible => "impossible" }
+);
+
+/// A managed transfer's id, as the zone made it (a random UUID's 32 hex digits) and the API
+/// shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TransferId(String);
+
+impl TransferId {
+    pub fn new(id: impl Into<String>) -> TransferId {
+        TransferId(id.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TransferId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TransferState {
+    /// Whether a worker still has to run it.
+    pub fn is_open(self) -> bool {
+        matches!(self, TransferState::Queued | TransferState::Active)
+    }
+}
 
 impl Permission {
     pub fn level(self) -> i64 {
@@ -85,6 +139,12 @@ mod tests {
         }
         assert!(Permission::Own > Permission::Write && Permission::Read > Permission::None);
         assert_eq!(ReplicaState::parse("good").unwrap(), ReplicaState::Good);
+        // The stored strings the catalog has always held.
+        assert_eq!(TransferState::Cancelled.as_str(), "cancelled");
+        assert_eq!(FileState::parse("skipped").unwrap(), FileState::Skipped);
+        assert_eq!(TaskState::Waiting.to_string(), "waiting");
+        assert_eq!(QosStatus::parse("impossible").unwrap(), QosStatus::Impossible);
+        assert!(TransferState::Active.is_open() && !TransferState::Failed.is_open());
         assert_eq!(
             ResourceKind::parse("tape").unwrap_err().code,
             ErrorCode::InvalidArgument

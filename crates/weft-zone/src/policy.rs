@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use weft_catalog::{Avu, CopyPlace, Node, PolicyRuleRecord, PolicyTask};
 use weft_policy::{Action, ObjectFacts, Place, PolicySet, Rule, TargetExpr, Trigger};
-use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, ReplicaState, ZoneName};
+use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, ReplicaState, TaskState, ZoneName};
 
 /// How long a peer's list of resources is trusted before it is asked again.
 const PEER_PLACES_TTL: Duration = Duration::from_secs(30);
@@ -57,7 +57,7 @@ pub struct PolicyRuleInfo {
 pub struct RuleStatus {
     pub rule: String,
     pub last_run: Option<Millis>,
-    pub counts: Vec<(String, u64)>,
+    pub counts: Vec<(TaskState, u64)>,
     pub failures: Vec<PolicyTask>,
 }
 
@@ -241,11 +241,11 @@ impl Zone {
                 counts: counts
                     .iter()
                     .filter(|(rule, _, _)| *rule == name)
-                    .map(|(_, state, n)| (state.clone(), *n))
+                    .map(|(_, state, n)| (*state, *n))
                     .collect(),
                 failures: self
                     .catalog
-                    .policy_tasks(Some(&name), "failed", FAILURES_SHOWN)
+                    .policy_tasks(Some(&name), TaskState::Failed, FAILURES_SHOWN)
                     .await?,
                 last_run: r.last_run,
                 rule: name,

@@ -22,7 +22,10 @@ use std::time::Duration;
 use weft_catalog::{CopyPlace, NewPolicyTask, Node, PolicyTask};
 use weft_policy::{Action, Event, Place, Rule, Trigger};
 use weft_transfer::{TransferSpec, Verify};
-use weft_types::{Endpoint, Error, ErrorCode, NodeKind, ResourceName, ZoneName};
+use weft_types::{
+    Endpoint, Error, ErrorCode, FileState, NodeKind, ResourceName, TaskState, TransferId, TransferState,
+    ZoneName,
+};
 
 /// How often the engine looks for work when nobody wakes it.
 const TICK: Duration = Duration::from_secs(1);
@@ -217,7 +220,7 @@ impl Zone {
             }
         }
         // A task copying to several places waits for several transfers.
-        let mut started: BTreeMap<i64, (PolicyTask, Result<Vec<String>, Error>)> = BTreeMap::new();
+        let mut started: BTreeMap<i64, (PolicyTask, Result<Vec<TransferId>, Error>)> = BTreeMap::new();
         for (place, items) in copies {
             for (task, outcome) in self.start_copies(&service, &place, items).await? {
                 let entry = started.entry(task.id).or_insert((task, Ok(Vec::new())));
@@ -231,8 +234,8 @@ impl Zone {
         for (_, (mut task, outcome)) in started {
             settled.push(match outcome {
                 Ok(ids) => {
-                    task.transfer_id = Some(ids.join(","));
-                    task.state = "waiting".into();
+                    task.transfers = ids;
+                    task.state = TaskState::Waiting;
                     task
                 }
                 Err(e) => settle(task, Err(e)),
@@ -305,7 +308,7 @@ impl Zone {
         service: &Caller,
         place: &Place,
         items: Vec<(PolicyTask, Node)>,
-    ) -> Result<Vec<(PolicyTask, Result<String, Error>)>, Error> {
+    ) -> Result<Vec<(PolicyTask, Result<TransferId, Error>)>, Error> {
         let dest = Endpoint::Replica {
             zone: ZoneName::parse(&place.zone)?,
             resource: Some(ResourceName::parse(&place.resource)?),
@@ -347,21 +350,13 @@ impl Zone {
     }
 
     async fn follow_waiting_tasks(self: &Arc<Self>) -> Result<u64, Error> {
-        let waiting = self.catalog.policy_tasks(None, "waiting", BATCH).await?;
-        let mut ended: HashMap<String, Option<TransferEnd>> = HashMap::new();
+        let waiting = self.catalog.policy_tasks(None, TaskState::Waiting, BATCH).await?;
+        let mut ended: HashMap<TransferId, Option<TransferEnd>> = HashMap::new();
         let mut over = Vec::new();
         for task in waiting {
-            let ids: Vec<String> = task
-                .transfer_id
-                .clone()
-                .unwrap_or_default()
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect();
             let mut failure = None;
             let mut running = false;
-            for id in &ids {
+            for id in &task.transfers {
                 if !ended.contains_key(id) {
                     ended.insert(id.clone(), self.transfer_end(id).await?);
                 }
@@ -431,26 +426,26 @@ impl Zone {
     }
 
     /// How a transfer ended, or `None` while it runs.
-    async fn transfer_end(&self, id: &str) -> Result<Option<TransferEnd>, Error> {
+    async fn transfer_end(&self, id: &TransferId) -> Result<Option<TransferEnd>, Error> {
         let Some(t) = self.catalog.get_transfer(id).await? else {
             return Ok(Some(TransferEnd::Gone));
         };
-        Ok(match t.state.as_str() {
-            "queued" | "active" => None,
-            "succeeded" => Some(TransferEnd::Succeeded),
-            "cancelled" => Some(TransferEnd::Cancelled),
-            _ => {
+        Ok(match t.state {
+            TransferState::Queued | TransferState::Active => None,
+            TransferState::Succeeded => Some(TransferEnd::Succeeded),
+            TransferState::Cancelled => Some(TransferEnd::Cancelled),
+            TransferState::Failed => {
                 let mut failed = HashMap::new();
                 let mut after = None;
                 loop {
                     let page = self
                         .catalog
-                        .transfer_files(id, Some("failed"), after, BATCH)
+                        .transfer_files(id, Some(FileState::Failed), after, BATCH)
                         .await?;
                     let Some(last) = page.last() else { break };
                     after = Some(last.seq);
                     for f in page {
-                        failed.insert(f.source, f.error.unwrap_or_else(|| "failed".into()));
+                        failed.insert(f.source.to_string(), f.error.unwrap_or_else(|| "failed".into()));
                     }
                 }
                 Some(TransferEnd::Failed {
@@ -501,15 +496,15 @@ fn settle(mut task: PolicyTask, outcome: Result<(), Error>) -> PolicyTask {
     task.attempts += 1;
     match outcome {
         Ok(()) => {
-            task.state = "done".into();
+            task.state = TaskState::Done;
             task.error = None;
         }
         Err(e) => {
             if e.code.is_temporary() && task.attempts < TASK_ATTEMPTS {
-                task.state = "pending".into();
+                task.state = TaskState::Pending;
                 task.due = now_ms() + (1000i64 << task.attempts.min(20)).min(TASK_BACKOFF_MAX_MS);
             } else {
-                task.state = "failed".into();
+                task.state = TaskState::Failed;
                 tracing::warn!(rule = %task.rule, path = %task.path, error = %e, "policy action failed");
             }
             task.error = Some(e.to_string());

@@ -9,7 +9,7 @@ use crate::{now_ms, Caller, Zone};
 use std::collections::HashMap;
 use weft_catalog::{CopyPlace, NewPolicyTask, QosRecord};
 use weft_policy::{Action, Place, QosExpr, TargetExpr};
-use weft_types::{Error, ErrorCode, LogicalPath, Permission, ReplicaState};
+use weft_types::{Error, ErrorCode, LogicalPath, Permission, QosStatus, ReplicaState, TaskState};
 
 /// A requirement with what its last evaluation found.
 #[derive(Debug, Clone)]
@@ -89,12 +89,12 @@ impl Zone {
             let (status, reason) = match self.evaluate_one(&service, &q, &places).await {
                 Ok(found) => found,
                 Err(e) if e.code == ErrorCode::NotFound => {
-                    ("impossible".into(), format!("{} does not exist", q.path))
+                    (QosStatus::Impossible, format!("{} does not exist", q.path))
                 }
                 Err(e) => return Err(e),
             };
             self.catalog
-                .set_qos_status(q.id, &status, &reason, now_ms())
+                .set_qos_status(q.id, status, &reason, now_ms())
                 .await?;
         }
         Ok(())
@@ -105,14 +105,14 @@ impl Zone {
         service: &Caller,
         q: &QosRecord,
         places: &[Place],
-    ) -> Result<(String, String), Error> {
+    ) -> Result<(QosStatus, String), Error> {
         let expr = QosExpr::parse(&q.expression)?;
         let origin = self.name.as_str();
         let matching: Vec<&Place> = places.iter().filter(|p| expr.matches(p, origin)).collect();
         if (matching.len() as u32) < expr.replicas {
             let names: Vec<String> = matching.iter().map(|p| crate::policy::place_name(p)).collect();
             return Ok((
-                "impossible".into(),
+                QosStatus::Impossible,
                 format!(
                     "{} copies need {} places matching the requirement; {} match{}",
                     expr.replicas,
@@ -175,9 +175,12 @@ impl Zone {
         }
         self.catalog.add_policy_tasks(&tasks).await?;
         if short == 0 {
-            return Ok(("fulfilled".into(), String::new()));
+            return Ok((QosStatus::Fulfilled, String::new()));
         }
-        let failed = self.catalog.policy_tasks(Some(&rule), "failed", 1).await?;
+        let failed = self
+            .catalog
+            .policy_tasks(Some(&rule), TaskState::Failed, 1)
+            .await?;
         let mut reason = format!(
             "{short} of {} object(s) have fewer than {} good copies at matching places; copies are queued",
             objects.len(),
@@ -190,6 +193,6 @@ impl Zone {
                 f.error.as_deref().unwrap_or("?")
             ));
         }
-        Ok(("pending".into(), reason))
+        Ok((QosStatus::Pending, reason))
     }
 }

@@ -19,7 +19,8 @@ use weft_catalog::{StagingArea, TransferCounts, TransferFile, TransferRecord};
 use weft_client::ClientError;
 use weft_transfer::{Engine, Entry, Fresh, RetryPolicy, Side, Sides, TransferSpec};
 use weft_types::{
-    Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, PieceSize, ResourceName, ZoneName,
+    Checksum, Endpoint, Error, ErrorCode, FileState, LogicalPath, NodeKind, PieceSize, ResourceName,
+    TransferId, TransferState, ZoneName,
 };
 
 /// Pieces of large files moved between zones: small enough to retry cheaply, large enough
@@ -37,7 +38,7 @@ pub struct TransferInfo {
 /// Transfers running in this process, by id, with their cancel flags.
 #[derive(Default)]
 pub(crate) struct Running {
-    flags: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    flags: Mutex<HashMap<TransferId, Arc<AtomicBool>>>,
     wake: tokio::sync::Notify,
 }
 
@@ -74,7 +75,7 @@ impl Zone {
         spec: TransferSpec,
     ) -> Result<TransferRecord, Error> {
         let files = self.plan_transfer(caller, &spec).await?;
-        let id = uuid::Uuid::new_v4().simple().to_string();
+        let id = TransferId::new(uuid::Uuid::new_v4().simple().to_string());
         let json = serde_json::to_string(&spec).map_err(|e| Error::internal(e.to_string()))?;
         // Claimed before it exists, so that the worker, finding it queued, leaves it to us.
         let flag = self.running.claim(&id).expect("a new id");
@@ -108,7 +109,7 @@ impl Zone {
     }
 
     /// The transfer with its counts. Errors: `not_found`, `forbidden` (another user's).
-    pub async fn transfer(&self, caller: &Caller, id: &str) -> Result<TransferInfo, Error> {
+    pub async fn transfer(&self, caller: &Caller, id: &TransferId) -> Result<TransferInfo, Error> {
         let record = self.own_transfer(caller, id).await?;
         self.transfer_info(record).await
     }
@@ -120,7 +121,7 @@ impl Zone {
         Ok(TransferInfo { record, spec, counts })
     }
 
-    async fn own_transfer(&self, caller: &Caller, id: &str) -> Result<TransferRecord, Error> {
+    async fn own_transfer(&self, caller: &Caller, id: &TransferId) -> Result<TransferRecord, Error> {
         let record = self
             .catalog
             .get_transfer(id)
@@ -148,8 +149,8 @@ impl Zone {
     pub async fn transfer_files(
         &self,
         caller: &Caller,
-        id: &str,
-        state: Option<&str>,
+        id: &TransferId,
+        state: Option<FileState>,
         after_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<TransferFile>, Error> {
@@ -159,9 +160,9 @@ impl Zone {
 
     /// Stops a transfer: files in flight finish or stop at their next piece, the rest are
     /// not started. Errors: `conflict` once it has ended.
-    pub async fn cancel_transfer(&self, caller: &Caller, id: &str) -> Result<(), Error> {
+    pub async fn cancel_transfer(&self, caller: &Caller, id: &TransferId) -> Result<(), Error> {
         let record = self.own_transfer(caller, id).await?;
-        if !matches!(record.state.as_str(), "queued" | "active") {
+        if !record.state.is_open() {
             return Err(Error::new(
                 ErrorCode::Conflict,
                 format!("transfer {id} has already ended ({})", record.state),
@@ -171,14 +172,16 @@ impl Zone {
     }
 
     /// Cancels the unfinished transfer `id`: stops its run here, or marks it cancelled.
-    async fn stop_transfer(&self, id: &str) -> Result<(), Error> {
+    async fn stop_transfer(&self, id: &TransferId) -> Result<(), Error> {
         let flag = || self.running.flags.lock().expect("not poisoned").get(id).cloned();
         if let Some(f) = flag() {
             f.store(true, std::sync::atomic::Ordering::SeqCst);
             return Ok(());
         }
         // Not running here: queued, or run by another server of the zone.
-        self.catalog.set_transfer_state(id, "cancelled", None).await?;
+        self.catalog
+            .set_transfer_state(id, TransferState::Cancelled, None)
+            .await?;
         // A run launched meanwhile may have read the state before that write and marked
         // the transfer active over it; its flag is registered before it reads, so it is
         // seen here and stopped.
@@ -196,7 +199,11 @@ pub(crate) fn start_worker(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>)
     tokio::spawn(async move {
         loop {
             let Some(zone) = weak.upgrade() else { return };
-            match zone.catalog.transfers_in_state(&["queued", "active"]).await {
+            match zone
+                .catalog
+                .transfers_in_state(&[TransferState::Queued, TransferState::Active])
+                .await
+            {
                 Ok(list) => {
                     let mut started = 0;
                     for record in list {
@@ -276,7 +283,11 @@ impl Zone {
     /// its visitors (`zone rm`).
     pub(crate) async fn cancel_transfers_via(&self, zone: &ZoneName) -> Result<(), Error> {
         let suffix = format!("#{zone}");
-        for record in self.catalog.transfers_in_state(&["queued", "active"]).await? {
+        for record in self
+            .catalog
+            .transfers_in_state(&[TransferState::Queued, TransferState::Active])
+            .await?
+        {
             if record.via_zone.as_ref() == Some(zone) || record.owner.as_str().ends_with(&suffix) {
                 self.stop_transfer(&record.id).await?;
             }
@@ -287,17 +298,17 @@ impl Zone {
 
 impl Running {
     /// The cancel flag of transfer `id`, now marked as running here; `None` if it already is.
-    fn claim(&self, id: &str) -> Option<Arc<AtomicBool>> {
+    fn claim(&self, id: &TransferId) -> Option<Arc<AtomicBool>> {
         let mut flags = self.flags.lock().expect("not poisoned");
         if flags.contains_key(id) {
             return None;
         }
         let flag = Arc::new(AtomicBool::new(false));
-        flags.insert(id.to_owned(), flag.clone());
+        flags.insert(id.clone(), flag.clone());
         Some(flag)
     }
 
-    fn release(&self, id: &str) {
+    fn release(&self, id: &TransferId) {
         self.flags.lock().expect("not poisoned").remove(id);
     }
 }

@@ -12,7 +12,7 @@ use weft_types::wire::{
     ActionTestWire, PlannedTransferWire, PolicyFailureWire, PolicyRequest, PolicyRuleWire, PolicyStatusWire,
     QosRequest, QosWire, RuleTestWire,
 };
-use weft_types::{ErrorCode, LogicalPath};
+use weft_types::{ErrorCode, LogicalPath, TaskState};
 use weft_zone::{describe, describe_trigger, PolicyRuleInfo, QosInfo, RuleStatus, RuleTest};
 
 fn rule(r: &PolicyRuleInfo) -> PolicyRuleWire {
@@ -27,14 +27,19 @@ fn rule(r: &PolicyRuleInfo) -> PolicyRuleWire {
 }
 
 fn status(s: &RuleStatus) -> PolicyStatusWire {
-    let count = |state: &str| s.counts.iter().find(|(st, _)| st == state).map_or(0, |(_, n)| *n);
+    let count = |state: TaskState| {
+        s.counts
+            .iter()
+            .find(|(st, _)| *st == state)
+            .map_or(0, |(_, n)| *n)
+    };
     PolicyStatusWire {
         rule: s.rule.clone(),
         last_run: s.last_run,
-        pending: count("pending"),
-        waiting: count("waiting"),
-        done: count("done"),
-        failed: count("failed"),
+        pending: count(TaskState::Pending),
+        waiting: count(TaskState::Waiting),
+        done: count(TaskState::Done),
+        failed: count(TaskState::Failed),
         failures: s
             .failures
             .iter()
@@ -85,7 +90,7 @@ fn qos(q: &QosInfo) -> QosWire {
         path: q.record.path.to_string(),
         expression: q.record.expression.clone(),
         replicas: q.expression.replicas,
-        status: q.record.status.clone(),
+        status: q.record.status.to_string(),
         reason: q.record.reason.clone(),
         evaluated: q.record.evaluated,
         created: q.record.created,

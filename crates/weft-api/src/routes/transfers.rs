@@ -12,7 +12,7 @@ use std::sync::Arc;
 use weft_types::wire::{
     ReplicaWire, ReplicateRequest, TransferFileWire, TransferPlanWire, TransferRequest, TransferWire,
 };
-use weft_types::{ErrorCode, LogicalPath};
+use weft_types::{ErrorCode, FileState, LogicalPath, TransferId};
 use weft_zone::{TransferSpec, Verify};
 
 fn spec(r: TransferRequest) -> Result<TransferSpec, ApiError> {
@@ -57,7 +57,7 @@ pub async fn plan(
     WireJson(r): WireJson<TransferRequest>,
 ) -> ApiResult<Json<TransferPlanWire>> {
     let files = s.zone.plan_transfer(&c, &spec(r)?).await?;
-    let moving: Vec<_> = files.iter().filter(|f| f.state != "skipped").collect();
+    let moving: Vec<_> = files.iter().filter(|f| f.state != FileState::Skipped).collect();
     Ok(Json(TransferPlanWire {
         files_to_move: moving.len() as u64,
         bytes_to_move: moving.iter().map(|f| f.size).sum(),
@@ -85,7 +85,9 @@ pub async fn show(
     Authed(c): Authed,
     WirePath(id): WirePath<String>,
 ) -> ApiResult<Json<TransferWire>> {
-    Ok(Json(convert::transfer(&s.zone.transfer(&c, &id).await?)))
+    Ok(Json(convert::transfer(
+        &s.zone.transfer(&c, &TransferId::new(id)).await?,
+    )))
 }
 
 #[utoipa::path(get, path = "/api/v1/transfers/{id}/files", tag = "transfers",
@@ -98,9 +100,10 @@ pub async fn files(
     q: QueryPairs,
 ) -> ApiResult<Json<Vec<TransferFileWire>>> {
     let limit = q.number::<u32>("limit")?.unwrap_or(1000).min(10_000);
+    let state = q.get("state").map(FileState::parse).transpose()?;
     let files = s
         .zone
-        .transfer_files(&c, &id, q.get("state"), q.number::<u64>("cursor")?, limit)
+        .transfer_files(&c, &TransferId::new(id), state, q.number::<u64>("cursor")?, limit)
         .await?;
     Ok(Json(files.iter().map(convert::transfer_file).collect()))
 }
@@ -112,7 +115,7 @@ pub async fn cancel(
     Authed(c): Authed,
     WirePath(id): WirePath<String>,
 ) -> ApiResult<StatusCode> {
-    s.zone.cancel_transfer(&c, &id).await?;
+    s.zone.cancel_transfer(&c, &TransferId::new(id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

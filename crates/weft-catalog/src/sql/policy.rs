@@ -7,7 +7,7 @@ use crate::{Avu, NewPolicyTask, Node, NodeEvent, Policies, PolicyRuleRecord, Pol
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
-use weft_types::{Error, LogicalPath, Millis};
+use weft_types::{Error, LogicalPath, Millis, QosStatus, TaskState, TransferId};
 
 /// Parameters of one task's row in a multi-row INSERT.
 const TASK_PARAMS: usize = 7;
@@ -24,14 +24,24 @@ fn task(row: &AnyRow) -> Result<PolicyTask, Error> {
         node_id: get(row, 2)?,
         path: path(&p)?,
         action: get(row, 4)?,
-        state: get(row, 5)?,
-        transfer_id: get(row, 6)?,
+        state: rows::parsed(row, 5, "policy task state")?,
+        transfers: get::<Option<String>>(row, 6)?
+            .unwrap_or_default()
+            .split(',')
+            .filter(|id| !id.is_empty())
+            .map(TransferId::new)
+            .collect(),
         due: get(row, 7)?,
         attempts: get::<i64>(row, 8)? as u32,
         error: get(row, 9)?,
         created: get(row, 10)?,
         updated: get(row, 11)?,
     })
+}
+
+/// The ids as the `transfer_id` column keeps them: comma-separated, `NULL` for none.
+fn joined(ids: &[TransferId]) -> Option<String> {
+    (!ids.is_empty()).then(|| ids.iter().map(TransferId::as_str).collect::<Vec<_>>().join(","))
 }
 
 fn qos(row: &AnyRow) -> Result<QosRecord, Error> {
@@ -41,7 +51,7 @@ fn qos(row: &AnyRow) -> Result<QosRecord, Error> {
         path: path(&p)?,
         expression: get(row, 2)?,
         owner_id: get(row, 3)?,
-        status: get(row, 4)?,
+        status: rows::parsed(row, 4, "QoS status")?,
         reason: get(row, 5)?,
         evaluated: get(row, 6)?,
         created: get(row, 7)?,
@@ -244,7 +254,7 @@ impl Policies for SqlCatalog {
     async fn policy_tasks(
         &self,
         rule: Option<&str>,
-        state: &str,
+        state: TaskState,
         limit: u32,
     ) -> Result<Vec<PolicyTask>, Error> {
         let rows = match rule {
@@ -253,7 +263,7 @@ impl Policies for SqlCatalog {
                     "SELECT {TASK_COLS} FROM policy_tasks WHERE rule = $1 AND state = $2 ORDER BY id LIMIT $3"
                 ))
                 .bind(rule)
-                .bind(state)
+                .bind(state.as_str())
                 .bind(i64::from(limit))
                 .fetch_all(self.pool())
                 .await
@@ -262,7 +272,7 @@ impl Policies for SqlCatalog {
                 sqlx::query(&format!(
                     "SELECT {TASK_COLS} FROM policy_tasks WHERE state = $1 ORDER BY id LIMIT $2"
                 ))
-                .bind(state)
+                .bind(state.as_str())
                 .bind(i64::from(limit))
                 .fetch_all(self.pool())
                 .await
@@ -284,7 +294,7 @@ impl Policies for SqlCatalog {
                  updated = $6 WHERE id = $7",
             )
             .bind(t.state.as_str())
-            .bind(t.transfer_id.as_deref())
+            .bind(joined(&t.transfers))
             .bind(t.due)
             .bind(i64::from(t.attempts))
             .bind(t.error.as_deref())
@@ -299,7 +309,7 @@ impl Policies for SqlCatalog {
         Ok(written)
     }
 
-    async fn policy_task_counts(&self) -> Result<Vec<(String, String, u64)>, Error> {
+    async fn policy_task_counts(&self) -> Result<Vec<(String, TaskState, u64)>, Error> {
         sqlx::query(
             "SELECT rule, state, count(*) FROM policy_tasks GROUP BY rule, state ORDER BY rule, state",
         )
@@ -307,7 +317,13 @@ impl Policies for SqlCatalog {
         .await
         .map_err(db)?
         .iter()
-        .map(|r| Ok((get(r, 0)?, get(r, 1)?, get::<i64>(r, 2)? as u64)))
+        .map(|r| {
+            Ok((
+                get(r, 0)?,
+                rows::parsed(r, 1, "policy task state")?,
+                get::<i64>(r, 2)? as u64,
+            ))
+        })
         .collect()
     }
 
@@ -346,9 +362,15 @@ impl Policies for SqlCatalog {
         qos(&row)
     }
 
-    async fn set_qos_status(&self, id: i64, status: &str, reason: &str, at: Millis) -> Result<(), Error> {
+    async fn set_qos_status(
+        &self,
+        id: i64,
+        status: QosStatus,
+        reason: &str,
+        at: Millis,
+    ) -> Result<(), Error> {
         let r = sqlx::query("UPDATE qos SET status = $1, reason = $2, evaluated = $3 WHERE id = $4")
-            .bind(status)
+            .bind(status.as_str())
             .bind(reason)
             .bind(at)
             .bind(id)

@@ -8,8 +8,8 @@ use crate::{
 use sqlx::any::AnyRow;
 use sqlx::{Decode, Row, Type};
 use weft_types::{
-    Checksum, Error, ErrorCode, LogicalPath, NodeKind, PrincipalName, ReplicaState, ResourceKind,
-    ResourceName, StagingName, ZoneName,
+    Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, PrincipalName, ReplicaState, ResourceKind,
+    ResourceName, StagingName, TransferId, ZoneName,
 };
 
 pub(crate) const NODE_COLS: &str =
@@ -175,14 +175,29 @@ pub(crate) fn staging(row: &AnyRow) -> Result<StagingArea, Error> {
     })
 }
 
+/// A column holding one of the domain's string forms (a state, a status), parsed.
+pub(crate) fn parsed<T: std::str::FromStr<Err = Error>>(
+    row: &AnyRow,
+    i: usize,
+    what: &str,
+) -> Result<T, Error> {
+    get::<String>(row, i)?
+        .parse()
+        .map_err(|e: Error| corrupt(what, e.message))
+}
+
+fn endpoint(s: &str) -> Result<Endpoint, Error> {
+    Endpoint::parse(s).map_err(|e| corrupt("transfer endpoint", e.message))
+}
+
 pub(crate) fn transfer(row: &AnyRow) -> Result<TransferRecord, Error> {
     let owner: String = get(row, 2)?;
     Ok(TransferRecord {
-        id: get(row, 0)?,
+        id: TransferId::new(get::<String>(row, 0)?),
         owner_id: get(row, 1)?,
         owner: PrincipalName::parse(&owner).map_err(|e| corrupt("principal name", e.message))?,
         spec: get(row, 3)?,
-        state: get(row, 4)?,
+        state: parsed(row, 4, "transfer state")?,
         error: get(row, 5)?,
         files_total: get::<i64>(row, 6)? as u64,
         bytes_total: get::<i64>(row, 7)? as u64,
@@ -198,14 +213,16 @@ pub(crate) fn transfer(row: &AnyRow) -> Result<TransferRecord, Error> {
 pub(crate) fn transfer_file(row: &AnyRow) -> Result<TransferFile, Error> {
     Ok(TransferFile {
         seq: get::<i64>(row, 0)? as u64,
-        source: get(row, 1)?,
-        destination: get(row, 2)?,
+        source: endpoint(&get::<String>(row, 1)?)?,
+        destination: endpoint(&get::<String>(row, 2)?)?,
         size: get::<i64>(row, 3)? as u64,
-        state: get(row, 4)?,
+        state: parsed(row, 4, "transfer file state")?,
         bytes_done: get::<i64>(row, 5)? as u64,
         attempts: get::<i64>(row, 6)? as u32,
         error: get(row, 7)?,
-        checksum: get(row, 8)?,
+        checksum: get::<Option<String>>(row, 8)?
+            .map(|c| Checksum::parse(&c).map_err(|e| corrupt("checksum", e.message)))
+            .transpose()?,
         resume: get(row, 9)?,
     })
 }

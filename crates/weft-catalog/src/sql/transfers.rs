@@ -6,13 +6,13 @@ use crate::{Dialect, TransferCounts, TransferFile, TransferRecord, Transfers};
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use std::collections::HashSet;
-use weft_types::{Error, ZoneName};
+use weft_types::{Checksum, Error, FileState, TransferId, TransferState, ZoneName};
 
 #[async_trait]
 impl Transfers for SqlCatalog {
     async fn create_transfer(
         &self,
-        id: &str,
+        id: &TransferId,
         owner_id: i64,
         via_zone: Option<&ZoneName>,
         spec: &str,
@@ -20,7 +20,7 @@ impl Transfers for SqlCatalog {
         sqlx::query(
             "INSERT INTO transfers (id, owner_id, via_zone, spec, state, created) VALUES ($1, $2, $3, $4, 'queued', $5)",
         )
-        .bind(id)
+        .bind(id.as_str())
         .bind(owner_id)
         .bind(via_zone.map(|z| z.as_str().to_owned()))
         .bind(spec)
@@ -33,11 +33,11 @@ impl Transfers for SqlCatalog {
             .ok_or_else(|| Error::internal(format!("transfer {id} vanished after insert")))
     }
 
-    async fn get_transfer(&self, id: &str) -> Result<Option<TransferRecord>, Error> {
+    async fn get_transfer(&self, id: &TransferId) -> Result<Option<TransferRecord>, Error> {
         sqlx::query(&format!(
             "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} WHERE t.id = $1"
         ))
-        .bind(id)
+        .bind(id.as_str())
         .fetch_optional(self.pool())
         .await
         .map_err(db)?
@@ -67,7 +67,7 @@ impl Transfers for SqlCatalog {
             .collect()
     }
 
-    async fn transfers_in_state(&self, states: &[&str]) -> Result<Vec<TransferRecord>, Error> {
+    async fn transfers_in_state(&self, states: &[TransferState]) -> Result<Vec<TransferRecord>, Error> {
         let marks: Vec<String> = (1..=states.len()).map(|i| format!("${i}")).collect();
         let sql = format!(
             "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} WHERE t.state IN ({}) ORDER BY t.created, t.id",
@@ -75,7 +75,7 @@ impl Transfers for SqlCatalog {
         );
         let mut q = sqlx::query(&sql);
         for s in states {
-            q = q.bind(*s);
+            q = q.bind(s.as_str());
         }
         q.fetch_all(self.pool())
             .await
@@ -85,19 +85,24 @@ impl Transfers for SqlCatalog {
             .collect()
     }
 
-    async fn set_transfer_state(&self, id: &str, state: &str, error: Option<&str>) -> Result<(), Error> {
+    async fn set_transfer_state(
+        &self,
+        id: &TransferId,
+        state: TransferState,
+        error: Option<&str>,
+    ) -> Result<(), Error> {
         let now = now_ms();
         let stamps = match state {
-            "active" => ", started = COALESCE(started, $4), finished = NULL",
-            "succeeded" | "failed" | "cancelled" => ", finished = $4",
-            _ => ", finished = NULL",
+            TransferState::Active => ", started = COALESCE(started, $4), finished = NULL",
+            TransferState::Queued => ", finished = NULL",
+            TransferState::Succeeded | TransferState::Failed | TransferState::Cancelled => ", finished = $4",
         };
         let done = sqlx::query(&format!(
             "UPDATE transfers SET state = $1, error = $2{stamps} WHERE id = $3"
         ))
-        .bind(state)
+        .bind(state.as_str())
         .bind(error)
-        .bind(id)
+        .bind(id.as_str())
         .bind(now)
         .execute(self.writer())
         .await
@@ -108,7 +113,7 @@ impl Transfers for SqlCatalog {
         Ok(())
     }
 
-    async fn add_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error> {
+    async fn add_transfer_files(&self, id: &TransferId, files: &[TransferFile]) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
         for chunk in files.chunks(rows_per_statement(11)) {
             let rows: Vec<String> = (0..chunk.len())
@@ -122,10 +127,10 @@ impl Transfers for SqlCatalog {
             let mut q = sqlx::query(&sql);
             for f in chunk {
                 let what = q
-                    .bind(id)
+                    .bind(id.as_str())
                     .bind(f.seq as i64)
-                    .bind(&f.source)
-                    .bind(&f.destination)
+                    .bind(f.source.to_string())
+                    .bind(f.destination.to_string())
                     .bind(f.size as i64);
                 q = bind_progress(what, f);
             }
@@ -141,7 +146,7 @@ impl Transfers for SqlCatalog {
         )
         .bind(files.len() as i64)
         .bind(bytes)
-        .bind(id)
+        .bind(id.as_str())
         .execute(&mut *tx)
         .await
         .map_err(db)?;
@@ -153,7 +158,7 @@ impl Transfers for SqlCatalog {
 
     /// Files that are not (or no longer) in the transfer are left alone. Both databases name the
     /// columns of a bare `VALUES` list `column1`, `column2`, ...
-    async fn update_transfer_files(&self, id: &str, files: &[TransferFile]) -> Result<(), Error> {
+    async fn update_transfer_files(&self, id: &TransferId, files: &[TransferFile]) -> Result<(), Error> {
         // A file named twice takes its last state: one row each keeps the counts exact.
         let mut seen = HashSet::new();
         let mut files: Vec<&TransferFile> = files.iter().rev().filter(|f| seen.insert(f.seq)).collect();
@@ -179,7 +184,7 @@ impl Transfers for SqlCatalog {
             for f in chunk {
                 q = bind_progress(q.bind(f.seq as i64), f);
             }
-            q.bind(id).execute(&mut *tx).await.map_err(db)?;
+            q.bind(id.as_str()).execute(&mut *tx).await.map_err(db)?;
             count_states(&mut tx, self.dialect, id, chunk.iter().map(|f| f.seq), Count::In).await?;
         }
         tx.commit().await.map_err(db)
@@ -187,8 +192,8 @@ impl Transfers for SqlCatalog {
 
     async fn transfer_files(
         &self,
-        id: &str,
-        state: Option<&str>,
+        id: &TransferId,
+        state: Option<FileState>,
         after_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<TransferFile>, Error> {
@@ -198,11 +203,11 @@ impl Transfers for SqlCatalog {
              ORDER BY seq LIMIT $3"
         );
         let mut q = sqlx::query(&sql)
-            .bind(id)
+            .bind(id.as_str())
             .bind(after_seq.map_or(-1, |s| s as i64))
             .bind(i64::from(limit));
         if let Some(s) = state {
-            q = q.bind(s);
+            q = q.bind(s.as_str());
         }
         q.fetch_all(self.pool())
             .await
@@ -212,18 +217,18 @@ impl Transfers for SqlCatalog {
             .collect()
     }
 
-    async fn transfer_counts(&self, id: &str) -> Result<TransferCounts, Error> {
+    async fn transfer_counts(&self, id: &TransferId) -> Result<TransferCounts, Error> {
         let rows = sqlx::query(
             "SELECT state, files, bytes_done, attempts FROM transfer_states \
              WHERE transfer_id = $1 AND files > 0 ORDER BY state",
         )
-        .bind(id)
+        .bind(id.as_str())
         .fetch_all(self.pool())
         .await
         .map_err(db)?;
         let mut counts = TransferCounts::default();
         for r in &rows {
-            let state: String = rows::get(r, 0)?;
+            let state = rows::parsed(r, 0, "transfer file state")?;
             let n: i64 = rows::get(r, 1)?;
             let bytes: i64 = rows::get(r, 2)?;
             let attempts: i64 = rows::get(r, 3)?;
@@ -231,6 +236,7 @@ impl Transfers for SqlCatalog {
             counts.bytes_done += bytes as u64;
             counts.attempts += attempts as u64;
         }
+        counts.files_by_state.sort();
         Ok(counts)
     }
 }
@@ -246,7 +252,7 @@ enum Count {
 async fn count_states(
     tx: &mut Transaction<'_, Any>,
     dialect: Dialect,
-    id: &str,
+    id: &TransferId,
     seqs: impl ExactSizeIterator<Item = u64>,
     way: Count,
 ) -> Result<(), Error> {
@@ -268,7 +274,7 @@ async fn count_states(
         placeholders(2, seqs.len())
     );
     let sql = positional(dialect, sql);
-    let mut q = sqlx::query(&sql).bind(id);
+    let mut q = sqlx::query(&sql).bind(id.as_str());
     for seq in seqs {
         q = q.bind(seq as i64);
     }
@@ -279,11 +285,11 @@ async fn count_states(
 /// Binds where `f` stands: state, bytes_done, attempts, error, checksum, resume (the
 /// order of [`TRANSFER_FILE_COLS`] after its first four).
 fn bind_progress<'q>(q: AnyQuery<'q>, f: &'q TransferFile) -> AnyQuery<'q> {
-    q.bind(&f.state)
+    q.bind(f.state.as_str())
         .bind(f.bytes_done as i64)
         .bind(i64::from(f.attempts))
         .bind(f.error.as_deref())
-        .bind(f.checksum.as_deref())
+        .bind(f.checksum.as_ref().map(Checksum::to_string))
         .bind(f.resume.as_deref())
 }
 
