@@ -1,9 +1,10 @@
 //! Blocks read from files into buffers that are used again.
 //!
 //! A fresh buffer per block costs twice on the data path: zeroing it (`vec![0; n]`), and
-//! the kernel zeroing the pages it maps on first touch. Profiles of a 1 GiB get showed the
-//! two at ~20 % of the zone's CPU. A block here is read into a buffer from the pool, and
-//! goes back to it when the last `Bytes` of it is dropped (after the socket took it).
+//! the kernel zeroing the pages it maps on first touch; on a large get the two were a fifth
+//! of the zone's CPU (measured: docs/PERFORMANCE.md, "Measurements behind the design"). A
+//! block here is read into a buffer from the pool, and goes back to it when the last
+//! `Bytes` of it is dropped (after the socket took it).
 
 use bytes::Bytes;
 use std::fs::File;
@@ -81,8 +82,8 @@ impl BlockPool {
 /// Reads exactly `len` bytes at `pos` of `file` into a buffer of that size, not zeroed
 /// first. For small whole objects, many in flight at once: a pool's block each would
 /// outnumber the pool (a fresh block-sized buffer, zeroed, per object), and zeroing the
-/// buffer it is read into was 4 % of a source zone's CPU in a transfer of 10,000 x 64 KiB.
-/// A file that ends first is an `UnexpectedEof` error.
+/// buffer it is read into shows in a source zone's profile (measured: docs/PERFORMANCE.md,
+/// "Measurements behind the design"). A file that ends first is an `UnexpectedEof` error.
 pub fn read_exact_new(file: &File, pos: u64, len: usize) -> std::io::Result<Bytes> {
     let mut buf: Vec<u8> = Vec::with_capacity(len);
     while buf.len() < len {

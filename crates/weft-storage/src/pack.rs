@@ -38,11 +38,9 @@ const SEAL_AT: u64 = 256 << 20;
 /// one frees its blocks and no neighbour's.
 const ALIGN: u64 = 4096;
 /// Objects up to this size go into packs; larger ones are files of their own, for which the
-/// file's creation costs little beside the copy of their bytes. Packs were limited to
-/// 256 KiB while they were written through the page cache (copying 16 MiB of 1 MiB objects
-/// into fresh page-cache pages was three times slower on this VM than sixteen files); written
-/// direct, a tree of 1,000 x 1 MiB moves at 1,092 files/s packed against 458 as files, the
-/// destination's CPU 0.85 s against 3.04.
+/// file's creation costs little beside the copy of their bytes. Packs are written direct
+/// (not through the page cache), which makes them the faster home up to 1 MiB (measured:
+/// docs/PERFORMANCE.md, "Measurements behind the design").
 pub const MAX_OBJECT: u64 = 1 << 20;
 static ZEROS: [u8; ALIGN as usize] = [0; ALIGN as usize];
 

@@ -2,19 +2,15 @@
 //!
 //! A zone moving small files allocates and frees a buffer per file, many at a time. glibc
 //! gives a heap's free top back to the system once it exceeds 128 KiB, so the next buffers
-//! are fresh pages, each faulted in and zeroed by the kernel: 17 % of a source zone's CPU in
-//! a transfer of 10,000 x 64 KiB (`perf`, `do_anonymous_page` under the `pread` of each
-//! file). Keeping up to [`KEEP_FREE`] per heap, and serving buffers up to [`FROM_HEAP`] from
-//! the heaps rather than from mappings of their own, reuses those pages. What the process
-//! holds is then its peak use, which is bounded by design (pieces, bundles, concurrency),
-//! not what it uses at the moment. Fewer heaps than glibc's default (8 per core) keep that
-//! peak nearer the untuned one: buffers are allocated on the blocking threads that read them
-//! and freed on the threads that sent them, and each heap keeps its own.
-//!
-//! `scripts/ab-transfers.py`, zone to zone: 10,000 x 64 KiB, the source's CPU 0.91 -> 0.79 s
-//! (10,324 -> 10,772 files/s); 1,000 x 1 MiB, 0.69 -> 0.52 s (807 -> 858 files/s), peak RSS
-//! 397 -> 473 MiB at the source, 217 -> 262 at the destination. Two heaps per core kept the
-//! peak RSS at the untuned level but only half the gain on small files.
+//! are fresh pages, each faulted in and zeroed by the kernel (`perf`: `do_anonymous_page`
+//! under the `pread` of each file). Keeping up to [`KEEP_FREE`] per heap, and serving
+//! buffers up to [`FROM_HEAP`] from the heaps rather than from mappings of their own, reuses
+//! those pages. What the process holds is then its peak use, which is bounded by design
+//! (pieces, bundles, concurrency), not what it uses at the moment. Fewer heaps than glibc's
+//! default (8 per core) keep that peak nearer the untuned one: buffers are allocated on the
+//! blocking threads that read them and freed on the threads that sent them, and each heap
+//! keeps its own. The A/B behind these numbers (CPU, rate and peak RSS, and the two heaps
+//! per core that were tried) is in docs/PERFORMANCE.md, "Measurements behind the design".
 
 /// Freed memory a heap keeps before returning its top to the system.
 const KEEP_FREE: i32 = 64 << 20;
