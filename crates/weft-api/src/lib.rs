@@ -115,6 +115,7 @@ pub async fn zone_status(
         .into_iter()
         .map(|w| weft_types::wire::WorkerWire {
             name: w.name.to_owned(),
+            state: w.phase.as_str().to_owned(),
             runs: w.runs,
             items: w.items,
             last_run: w.last_run,

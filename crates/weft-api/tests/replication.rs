@@ -334,4 +334,25 @@ async fn scrubber_marks_damaged_replicas_bad_and_repairs_them() {
         .unwrap_or_else(|| panic!("{workers}"))
         .clone();
     assert!(scrubber["items"].as_u64().unwrap() >= 3, "{scrubber}");
+    // Every worker of a running zone is alive: waiting for work or in a pass.
+    let names: Vec<&str> = workers["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            assert!(w["state"] == "idle" || w["state"] == "busy", "{w}");
+            w["name"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "orphans",
+            "committer",
+            "upload-sweeper",
+            "transfers",
+            "scrubber",
+            "policies"
+        ]
+    );
 }

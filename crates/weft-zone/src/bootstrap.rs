@@ -102,11 +102,11 @@ impl Zone {
             );
         }
         let committer = Committer::start(catalog.clone());
-        let sweeper = crate::worker::Worker::new("upload-sweeper");
-        let transfer_worker = crate::worker::Worker::new("transfers");
-        let scrubber = crate::worker::Worker::new("scrubber");
-        let policies = crate::worker::Worker::new("policies");
-        let orphans = crate::worker::Worker::new("orphans");
+        let sweeper = crate::worker::WorkerState::new("upload-sweeper");
+        let transfer_worker = crate::worker::WorkerState::new("transfers");
+        let scrubber = crate::worker::WorkerState::new("scrubber");
+        let policies = crate::worker::WorkerState::new("policies");
+        let orphans = crate::worker::WorkerState::new("orphans");
         let workers = vec![
             orphans.clone(),
             committer.worker.clone(),

@@ -3,7 +3,8 @@
 //! the group in one catalog transaction. This is what keeps the per-file cost low
 //! (DESIGN.md §4.6) without ever registering bytes that are not on disk.
 
-use crate::worker::Worker;
+use crate::worker::{self, Worker, WorkerState};
+use async_trait::async_trait;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use weft_catalog::{Catalog, NewObject, Registered};
@@ -21,14 +22,19 @@ struct Job {
 
 pub(crate) struct Committer {
     tx: mpsc::Sender<Job>,
-    pub(crate) worker: Arc<Worker>,
+    pub(crate) worker: Arc<WorkerState>,
 }
 
 impl Committer {
     pub(crate) fn start(catalog: Arc<dyn Catalog>) -> Committer {
         let (tx, rx) = mpsc::channel(4 * MAX_GROUP);
-        let worker = Worker::new("committer");
-        tokio::spawn(run(catalog, rx, worker.clone()));
+        let worker = WorkerState::new("committer");
+        let groups = Groups {
+            catalog,
+            rx,
+            first: None,
+        };
+        worker::spawn(worker.clone(), groups);
         Committer { tx, worker }
     }
 
@@ -53,50 +59,65 @@ impl Committer {
     }
 }
 
-async fn run(catalog: Arc<dyn Catalog>, mut rx: mpsc::Receiver<Job>, worker: Arc<Worker>) {
-    while let Some(first) = rx.recv().await {
-        let mut group = vec![first];
+/// The registrations waiting, taken a group at a time.
+struct Groups {
+    catalog: Arc<dyn Catalog>,
+    rx: mpsc::Receiver<Job>,
+    /// The job that ended the wait: the first of the next group.
+    first: Option<Job>,
+}
+
+#[async_trait]
+impl Worker for Groups {
+    /// Registers the waiting jobs as one group; how many.
+    async fn work(&mut self) -> Result<u64, Error> {
+        let mut group: Vec<Job> = self.first.take().into_iter().collect();
         while group.len() < MAX_GROUP {
-            match rx.try_recv() {
+            match self.rx.try_recv() {
                 Ok(job) => group.push(job),
                 Err(_) => break,
             }
         }
         let n = group.len() as u64;
         if let Err(e) = sync_resources(&group).await {
-            worker.record(0, Some(e.to_string()));
             for job in group {
                 let _ = job.reply.send(Err(e.clone()));
             }
-            continue;
+            return Err(e);
         }
         let objects: Vec<NewObject> = group.iter().map(|j| j.object.clone()).collect();
-        match catalog.register_objects(&objects).await {
+        match self.catalog.register_objects(&objects).await {
             Ok(done) => {
-                worker.record(n, None);
                 for (job, r) in group.into_iter().zip(done) {
                     let _ = job.reply.send(Ok(r));
                 }
+                Ok(n)
             }
             // One bad registration (a name taken meanwhile, say) must not fail its
             // neighbours: fall back to one transaction each.
             Err(e) if group.len() > 1 => {
-                worker.record(
-                    0,
-                    Some(format!("group of {n} failed, registering one by one: {e}")),
-                );
                 for job in group {
-                    let r = catalog.register_object(&job.object).await;
+                    let r = self.catalog.register_object(&job.object).await;
                     let _ = job.reply.send(r);
                 }
+                Err(Error::new(
+                    e.code,
+                    format!("group of {n} failed, registered one by one: {}", e.message),
+                ))
             }
             Err(e) => {
-                worker.record(0, Some(e.to_string()));
                 for job in group {
                     let _ = job.reply.send(Err(e.clone()));
                 }
+                Err(e)
             }
         }
+    }
+
+    /// Until a job arrives; `false` once every sender is gone (the zone closed).
+    async fn wait_for_work(&mut self) -> bool {
+        self.first = self.rx.recv().await;
+        self.first.is_some()
     }
 }
 

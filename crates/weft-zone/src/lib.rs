@@ -63,7 +63,7 @@ pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, Prin
 pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, TransferRecord};
 pub use weft_policy::{Action, QosExpr, Rule, Trigger};
 pub use weft_transfer::{TransferSpec, Verify};
-pub use worker::WorkerStatus;
+pub use worker::{Phase, WorkerStatus};
 
 /// One zone: its catalog, its opened resources and the work in flight.
 pub struct Zone {
@@ -73,7 +73,7 @@ pub struct Zone {
     stores: RwLock<HashMap<i64, (Resource, Store)>>,
     uploads: upload::Uploads,
     committer: committer::Committer,
-    workers: Vec<Arc<worker::Worker>>,
+    workers: Vec<Arc<worker::WorkerState>>,
     auth_cache: access::AuthCache,
     peers: federation::Peers,
     running: transfers::Running,

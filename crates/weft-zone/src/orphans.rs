@@ -7,9 +7,11 @@
 //! of this or another server of the zone, published and about to be registered, is never
 //! taken for an orphan.
 
+use crate::worker::{self, Worker, WorkerState};
 use crate::Zone;
+use async_trait::async_trait;
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 use weft_types::Error;
 
@@ -19,20 +21,35 @@ const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 /// The first sweep, once the zone has started and has work of its own done.
 const FIRST_SWEEP_AFTER: Duration = Duration::from_secs(2);
 
-pub(crate) fn start(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>, grace: Duration) {
-    let weak = Arc::downgrade(zone);
-    tokio::spawn(async move {
-        let mut wait = FIRST_SWEEP_AFTER;
-        loop {
-            tokio::time::sleep(wait).await;
-            wait = SWEEP_EVERY;
-            let Some(zone) = weak.upgrade() else { return };
-            match zone.sweep_orphans(grace).await {
-                Ok(n) => worker.record(n, None),
-                Err(e) => worker.record(0, Some(e.to_string())),
-            }
+pub(crate) fn start(zone: &Arc<Zone>, state: Arc<WorkerState>, grace: Duration) {
+    let sweep = OrphanSweep {
+        zone: Arc::downgrade(zone),
+        grace,
+        wait: FIRST_SWEEP_AFTER,
+    };
+    worker::spawn(state, sweep);
+}
+
+struct OrphanSweep {
+    zone: Weak<Zone>,
+    grace: Duration,
+    wait: Duration,
+}
+
+#[async_trait]
+impl Worker for OrphanSweep {
+    async fn work(&mut self) -> Result<u64, Error> {
+        match self.zone.upgrade() {
+            Some(zone) => zone.sweep_orphans(self.grace).await,
+            None => Ok(0),
         }
-    });
+    }
+
+    async fn wait_for_work(&mut self) -> bool {
+        tokio::time::sleep(self.wait).await;
+        self.wait = SWEEP_EVERY;
+        self.zone.strong_count() > 0
+    }
 }
 
 impl Zone {

@@ -13,11 +13,12 @@
 //! (a webhook may be called twice: at least once, not exactly once).
 
 use crate::policy::{json, place_name, Step};
-use crate::worker::Worker;
+use crate::worker::{self, Worker, WorkerState};
 use crate::{now_ms, Caller, Zone};
+use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use weft_catalog::{CopyPlace, NewPolicyTask, Node, PolicyTask};
 use weft_policy::{Action, Event, Place, Rule, Trigger};
@@ -55,30 +56,47 @@ impl Zone {
     }
 }
 
-pub(crate) fn start(zone: &Arc<Zone>, worker: Arc<Worker>) {
-    let weak = Arc::downgrade(zone);
-    tokio::spawn(async move {
-        let mut last_qos = tokio::time::Instant::now();
-        loop {
-            let Some(zone) = weak.upgrade() else { return };
-            let qos_due = last_qos.elapsed() >= QOS_EVERY;
-            if qos_due {
-                zone.engine_state.qos_dirty.store(true, Ordering::Relaxed);
-                last_qos = tokio::time::Instant::now();
-            }
-            match zone.policy_pass().await {
-                Ok(n) => worker.record(n, None),
-                Err(e) => worker.record(0, Some(e.to_string())),
-            }
-            let wait = async {
-                tokio::select! {
-                    _ = zone.engine_state.wake.notified() => {}
-                    _ = tokio::time::sleep(TICK) => {}
-                }
-            };
-            wait.await;
+pub(crate) fn start(zone: &Arc<Zone>, state: Arc<WorkerState>) {
+    let engine = PolicyEngine {
+        zone: Arc::downgrade(zone),
+        last_qos: tokio::time::Instant::now(),
+        first: true,
+    };
+    worker::spawn(state, engine);
+}
+
+/// Passes run at once when woken (a change, a transfer that ended), else every [`TICK`].
+struct PolicyEngine {
+    zone: Weak<Zone>,
+    last_qos: tokio::time::Instant,
+    first: bool,
+}
+
+#[async_trait]
+impl Worker for PolicyEngine {
+    async fn work(&mut self) -> Result<u64, Error> {
+        let Some(zone) = self.zone.upgrade() else {
+            return Ok(0);
+        };
+        if self.last_qos.elapsed() >= QOS_EVERY {
+            zone.engine_state.qos_dirty.store(true, Ordering::Relaxed);
+            self.last_qos = tokio::time::Instant::now();
         }
-    });
+        zone.policy_pass().await
+    }
+
+    async fn wait_for_work(&mut self) -> bool {
+        let Some(zone) = self.zone.upgrade() else {
+            return false;
+        };
+        if !std::mem::take(&mut self.first) {
+            tokio::select! {
+                _ = zone.engine_state.wake.notified() => {}
+                _ = tokio::time::sleep(TICK) => {}
+            }
+        }
+        true
+    }
 }
 
 impl Zone {

@@ -4,9 +4,11 @@
 //! the zone administrator (persisted and retried like any transfer, and listed with them).
 //! Copies in other zones are re-read by the zone holding them.
 
+use crate::worker::{self, Worker, WorkerState};
 use crate::{now_ms, Zone};
+use async_trait::async_trait;
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use weft_catalog::{RemoteReplica, Replica};
 use weft_types::{Checksum, Error, ErrorCode, ReplicaState};
@@ -18,19 +20,34 @@ const BATCH: u32 = 500;
 
 /// Runs a pass every tenth of the interval (at most every minute, at least every second),
 /// so each replica is checked within about an interval of its last check.
-pub(crate) fn start(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>, interval: Duration) {
-    let weak = Arc::downgrade(zone);
-    let tick = (interval / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(tick).await;
-            let Some(zone) = weak.upgrade() else { return };
-            match zone.scrub(interval).await {
-                Ok(n) => worker.record(n, None),
-                Err(e) => worker.record(0, Some(e.to_string())),
-            }
+pub(crate) fn start(zone: &Arc<Zone>, state: Arc<WorkerState>, interval: Duration) {
+    let scrubber = Scrubber {
+        zone: Arc::downgrade(zone),
+        interval,
+        tick: (interval / 10).clamp(Duration::from_secs(1), Duration::from_secs(60)),
+    };
+    worker::spawn(state, scrubber);
+}
+
+struct Scrubber {
+    zone: Weak<Zone>,
+    interval: Duration,
+    tick: Duration,
+}
+
+#[async_trait]
+impl Worker for Scrubber {
+    async fn work(&mut self) -> Result<u64, Error> {
+        match self.zone.upgrade() {
+            Some(zone) => zone.scrub(self.interval).await,
+            None => Ok(0),
         }
-    });
+    }
+
+    async fn wait_for_work(&mut self) -> bool {
+        tokio::time::sleep(self.tick).await;
+        self.zone.strong_count() > 0
+    }
 }
 
 /// A replica due for a check: in this zone, or held by a peer.

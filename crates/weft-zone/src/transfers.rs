@@ -7,6 +7,7 @@
 //! request, acting for the transfer's owner so that each zone applies its own ACLs.
 
 use crate::staging::StagingSide;
+use crate::worker::{self, Worker, WorkerState};
 use crate::{Caller, Zone};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -39,7 +40,6 @@ pub struct TransferInfo {
 #[derive(Default)]
 pub(crate) struct Running {
     flags: Mutex<HashMap<TransferId, Arc<AtomicBool>>>,
-    wake: tokio::sync::Notify,
 }
 
 impl Zone {
@@ -192,33 +192,47 @@ impl Zone {
     }
 }
 
-/// Runs queued and unfinished transfers: at start (resuming what a restart interrupted),
-/// whenever one is submitted, and every few seconds.
-pub(crate) fn start_worker(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>) {
-    let weak = Arc::downgrade(zone);
-    tokio::spawn(async move {
-        loop {
-            let Some(zone) = weak.upgrade() else { return };
-            match zone
-                .catalog
-                .transfers_in_state(&[TransferState::Queued, TransferState::Active])
-                .await
-            {
-                Ok(list) => {
-                    let mut started = 0;
-                    for record in list {
-                        if zone.launch(record) {
-                            started += 1;
-                        }
-                    }
-                    worker.record(started, None);
-                }
-                Err(e) => worker.record(0, Some(e.to_string())),
-            }
-            let wake = async { zone.running.wake.notified().await };
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), wake).await;
+/// Runs queued and unfinished transfers: at start (resuming what a restart interrupted)
+/// and every few seconds after (those submitted here start at once, without it).
+pub(crate) fn start_worker(zone: &Arc<Zone>, state: Arc<WorkerState>) {
+    let queue = TransferQueue {
+        zone: Arc::downgrade(zone),
+        first: true,
+    };
+    worker::spawn(state, queue);
+}
+
+/// How often the queue is looked at.
+const QUEUE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+struct TransferQueue {
+    zone: Weak<Zone>,
+    first: bool,
+}
+
+#[async_trait]
+impl Worker for TransferQueue {
+    /// How many transfers it started.
+    async fn work(&mut self) -> Result<u64, Error> {
+        let Some(zone) = self.zone.upgrade() else {
+            return Ok(0);
+        };
+        let open = zone
+            .catalog
+            .transfers_in_state(&[TransferState::Queued, TransferState::Active])
+            .await?;
+        Ok(open
+            .into_iter()
+            .filter(|record| zone.launch(record.clone()))
+            .count() as u64)
+    }
+
+    async fn wait_for_work(&mut self) -> bool {
+        if !std::mem::take(&mut self.first) {
+            tokio::time::sleep(QUEUE_EVERY).await;
         }
-    });
+        self.zone.strong_count() > 0
+    }
 }
 
 impl Zone {

@@ -7,6 +7,7 @@
 //! engine's job.
 
 use crate::data::PutTarget;
+use crate::worker::{self, Worker, WorkerState};
 use crate::{Caller, PutOutcome, Zone};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -375,17 +376,32 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Aborts sessions idle past [`UPLOAD_IDLE_LIMIT`], once a minute.
-pub(crate) fn start_sweeper(zone: &Arc<Zone>, worker: Arc<crate::worker::Worker>) {
-    let zone = Arc::downgrade(zone);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
-        loop {
-            tick.tick().await;
-            let Some(zone) = zone.upgrade() else { return };
-            let n = zone.sweep_uploads(UPLOAD_IDLE_LIMIT).await;
-            worker.record(n, None);
-        }
-    });
+pub(crate) fn start_sweeper(zone: &Arc<Zone>, state: Arc<WorkerState>) {
+    let sweeper = UploadSweeper {
+        zone: Arc::downgrade(zone),
+        tick: tokio::time::interval(std::time::Duration::from_secs(60)),
+    };
+    worker::spawn(state, sweeper);
+}
+
+struct UploadSweeper {
+    zone: std::sync::Weak<Zone>,
+    tick: tokio::time::Interval,
+}
+
+#[async_trait::async_trait]
+impl Worker for UploadSweeper {
+    async fn work(&mut self) -> Result<u64, Error> {
+        Ok(match self.zone.upgrade() {
+            Some(zone) => zone.sweep_uploads(UPLOAD_IDLE_LIMIT).await,
+            None => 0,
+        })
+    }
+
+    async fn wait_for_work(&mut self) -> bool {
+        self.tick.tick().await;
+        self.zone.strong_count() > 0
+    }
 }
 
 impl Zone {

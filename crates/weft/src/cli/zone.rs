@@ -87,8 +87,8 @@ pub async fn zone(ctx: &Ctx, a: ZoneArgs) -> Result {
                     .map(|e| format!("  last error: {e}"))
                     .unwrap_or_default();
                 println!(
-                    "  {:w$}  runs {}  items {}  last run {last}{error}",
-                    worker.name, worker.runs, worker.items
+                    "  {:w$}  {:5}  runs {}  items {}  last run {last}{error}",
+                    worker.name, worker.state, worker.runs, worker.items
                 );
             }
             Ok(())
