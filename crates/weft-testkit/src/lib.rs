@@ -1,4 +1,6 @@
-//! Dev-only helpers that start real components for tests (DESIGN.md §7).
+//! Dev-only helpers that start real components for tests (DESIGN.md §7): PostgreSQL,
+//! MinIO, Keycloak, toxiproxy, and zones (`weft serve`, [`zone::ZoneProcess`]) with the
+//! `weft` commands run against them ([`cli`]) and the test data they move ([`data`]).
 //!
 //! Every component listens on 127.0.0.1 with ephemeral ports and lives in its own temp
 //! dir, so tests can run in parallel. A missing tool is an error that says to run
@@ -14,10 +16,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+pub mod cli;
+pub mod data;
 pub mod keycloak;
 pub mod minio;
 pub mod postgres;
 pub mod toxiproxy;
+pub mod zone;
 
 /// Where `.ci/install-tools.sh` puts the tools: `${WEFT_CACHE:-~/.cache/weft}/tools`.
 pub fn tools_dir() -> PathBuf {
@@ -151,8 +156,25 @@ fn wait_ready(
 
 /// True when a log says the listen port was taken between `free_port()` and the bind.
 pub fn port_clash(log: &Path) -> bool {
-    let text = std::fs::read_to_string(log).unwrap_or_default().to_lowercase();
+    says_port_clash(&std::fs::read_to_string(log).unwrap_or_default())
+}
+
+/// True when `log` (what a start printed) says its listen port was taken.
+fn says_port_clash(log: &str) -> bool {
+    let text = log.to_lowercase();
     text.contains("address already in use") || text.contains("bind: address")
+}
+
+/// Runs `f`, which blocks (waits for a process). Called from a plain `#[test]` or a
+/// `#[tokio::test]`'s own body (which `block_on` drives on the test's thread), it simply
+/// runs; called from a task on a worker of a multi-threaded runtime, the worker's other
+/// tasks move to another thread meanwhile (`block_in_place`), so nothing else stalls.
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }
 
 #[cfg(test)]
@@ -173,5 +195,13 @@ mod tests {
     #[test]
     fn free_ports_are_nonzero() {
         assert_ne!(free_port(), 0);
+    }
+
+    #[test]
+    fn a_taken_port_is_recognised_in_a_log() {
+        assert!(says_port_clash(
+            "Error: cannot listen on 127.0.0.1:4000\n\nCaused by:\n    Address already in use (os error 98)"
+        ));
+        assert!(!says_port_clash("zone ready"));
     }
 }

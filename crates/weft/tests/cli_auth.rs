@@ -1,15 +1,15 @@
 //! Identity and access through the CLI against a real zone: login, tokens, users, groups,
 //! ACLs, and the exit codes and messages of 401 and 403.
 
-#[path = "cli_support.rs"]
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
-use support::{run, Zone};
+use weft_testkit::cli::run;
+use weft_testkit::zone::ZoneProcess;
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 #[test]
 fn unauthenticated_and_forbidden() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let r = z
         .weft_as("weft_not-a-real-token", &["ls"])
         .fails(4, "unauthenticated");
@@ -27,7 +27,7 @@ fn unauthenticated_and_forbidden() {
 
     // No token at all: the zone is known but says who are you.
     let mut cmd = z.command();
-    let r = run(cmd.env("WEFT_URL", &z.url).arg("whoami")).fails(4, "unauthenticated");
+    let r = run(cmd.env("WEFT_URL", z.url()).arg("whoami")).fails(4, "unauthenticated");
     assert!(r.stderr.contains("weft login"), "{}", r.stderr);
 
     let bob = z.user_with_token("bob");
@@ -46,7 +46,7 @@ fn unauthenticated_and_forbidden() {
 
 #[test]
 fn users_groups_and_tokens() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     z.weft(&["user", "add", "alice"]).ok();
     z.weft(&["user", "add", "--admin", "carol"]).ok();
     z.weft(&["user", "add", "alice"]).fails(6, "already_exists");
@@ -99,7 +99,7 @@ fn users_groups_and_tokens() {
 
 #[test]
 fn acls_grant_and_revoke() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let bob = z.user_with_token("bob");
     z.weft(&["mkdir", "shared"]).ok();
     std::fs::write(z.work().join("doc.txt"), b"for bob").unwrap();
@@ -136,17 +136,17 @@ fn acls_grant_and_revoke() {
 
 #[test]
 fn login_checks_the_token_and_saves_it_privately() {
-    let z = Zone::start();
-    let config = z.dir.path().join("config").join("weft").join("config.toml");
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let config = z.config_home().join("weft").join("config.toml");
 
-    let r = run(z.command().args(["login", &z.url, "--token", "weft_wrong"])).fails(4, "unauthenticated");
+    let r = run(z.command().args(["login", z.url(), "--token", "weft_wrong"])).fails(4, "unauthenticated");
     assert!(
         !config.exists(),
         "a rejected token must not be saved: {}",
         r.stderr
     );
 
-    run(z.command().args(["login", &z.url, "--token", &z.admin_token])).ok();
+    run(z.command().args(["login", z.url(), "--token", z.admin_token()])).ok();
     let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     // Later commands need neither WEFT_URL nor WEFT_TOKEN.
@@ -159,6 +159,6 @@ fn login_checks_the_token_and_saves_it_privately() {
         .json();
     assert_eq!(me["user"], "bob");
     // The saved token is not sent to another zone named by WEFT_URL.
-    let other = Zone::start();
-    run(z.command().env("WEFT_URL", &other.url).arg("whoami")).fails(4, "unauthenticated");
+    let other = ZoneProcess::start(WEFT, "testz").unwrap();
+    run(z.command().env("WEFT_URL", other.url()).arg("whoami")).fails(4, "unauthenticated");
 }

@@ -3,11 +3,11 @@
 //! and against an existing zone, where it leaves nothing behind and refuses a collection it
 //! did not create.
 
-#[path = "cli_support.rs"]
-mod cli_support;
-
-use cli_support::Zone;
 use serde_json::Value;
+use weft_testkit::cli::{clean_command, run};
+use weft_testkit::zone::ZoneProcess;
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 fn finite(v: &Value) -> f64 {
     let x = v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
@@ -20,14 +20,14 @@ fn quick_profile_writes_a_complete_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report");
     let config = dir.path().join("config");
-    let mut cmd = cli_support::clean_command(dir.path(), &config);
+    let mut cmd = clean_command(WEFT, dir.path(), &config);
     // The peers as the test command installs them (rclone, MinIO; iperf3 from the system).
     let path = std::env::join_paths(std::iter::once(weft_testkit::tools_dir().join("bin")).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))
     .unwrap();
     cmd.env("PATH", path);
-    let run = cli_support::run(cmd.args(["bench", "--quick", "--json", "--out"]).arg(&out)).ok();
+    let run = run(cmd.args(["bench", "--quick", "--json", "--out"]).arg(&out)).ok();
     let report = run.json();
     let on_disk: Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report, on_disk);
@@ -196,7 +196,7 @@ fn quick_profile_writes_a_complete_report() {
 
 #[test]
 fn an_existing_zone_keeps_nothing_and_foreign_collections_are_refused() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let before = z.weft(&["ls", "--json", "/testz/home/admin"]).ok().stdout;
     let out = z.work().join("report");
     z.weft(&[
@@ -204,7 +204,7 @@ fn an_existing_zone_keeps_nothing_and_foreign_collections_are_refused() {
         "--quick",
         "--quiet",
         "--zone",
-        &z.url,
+        z.url(),
         "--out",
         out.to_str().unwrap(),
         "sizes",
@@ -231,7 +231,7 @@ fn an_existing_zone_keeps_nothing_and_foreign_collections_are_refused() {
             "bench",
             "--quick",
             "--zone",
-            &z.url,
+            z.url(),
             "--scratch",
             "/testz/home/admin/mine",
             "sizes",
@@ -241,7 +241,7 @@ fn an_existing_zone_keeps_nothing_and_foreign_collections_are_refused() {
     let listing = z.weft(&["ls", "/testz/home/admin/mine"]).ok().stdout;
     assert_eq!(listing.trim(), "keep.txt");
 
-    z.weft(&["bench", "--quick", "--zone", &z.url, "no-such-scenario"])
+    z.weft(&["bench", "--quick", "--zone", z.url(), "no-such-scenario"])
         .fails(2, "usage");
     // The staging route removes what it wrote, so it needs the area's directory here.
     let run = z
@@ -249,7 +249,7 @@ fn an_existing_zone_keeps_nothing_and_foreign_collections_are_refused() {
             "bench",
             "--quick",
             "--zone",
-            &z.url,
+            z.url(),
             "--staging",
             "s3://bucket/area",
             "model",
@@ -278,11 +278,11 @@ fn two_hundred_clients_for_a_minute_break_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config");
     let usage = |args: &[&str]| {
-        cli_support::run(cli_support::clean_command(dir.path(), &config).args(args)).fails(2, "usage");
+        run(clean_command(WEFT, dir.path(), &config).args(args)).fails(2, "usage");
     };
     usage(&["bench", "load", "sizes"]);
     usage(&["bench", "load", "--pid", "1"]);
-    let both = cli_support::run(cli_support::clean_command(dir.path(), &config).args([
+    let both = run(clean_command(WEFT, dir.path(), &config).args([
         "bench",
         "load",
         "--seconds",
@@ -296,7 +296,7 @@ fn two_hundred_clients_for_a_minute_break_nothing() {
     );
 
     let out = dir.path().join("load");
-    let mut cmd = cli_support::clean_command(dir.path(), &config);
+    let mut cmd = clean_command(WEFT, dir.path(), &config);
     cmd.args([
         "bench",
         "load",
@@ -310,7 +310,7 @@ fn two_hundred_clients_for_a_minute_break_nothing() {
         "--out",
     ])
     .arg(&out);
-    let report = cli_support::run(&mut cmd).ok().json();
+    let report = run(&mut cmd).ok().json();
     let on_disk: Value = serde_json::from_slice(&std::fs::read(out.join("load.json")).unwrap()).unwrap();
     assert_eq!(report, on_disk);
     assert_eq!(report["problems"], serde_json::json!([]), "{report:#}");

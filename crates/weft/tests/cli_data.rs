@@ -1,14 +1,14 @@
 //! put and get against a real zone: small files, trees, and a 100 MiB file on parallel
 //! streams, each compared byte for byte and with the BLAKE3 of the original.
 
-#[path = "cli_support.rs"]
-mod support;
+use weft_testkit::data::{assert_same_tree, b3, pseudo_random};
+use weft_testkit::zone::ZoneProcess;
 
-use support::{assert_same_tree, b3, pseudo_random, Zone};
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 #[test]
 fn small_files_round_trip() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let w = z.work();
     let sizes = [0usize, 1, 1023, 1024, 1025, 65_536, 1_000_003];
     for (i, size) in sizes.iter().enumerate() {
@@ -58,7 +58,7 @@ fn small_files_round_trip() {
 
 #[test]
 fn trees_round_trip() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let w = z.work();
     let tree = w.join("tree");
     for d in ["a/b/c", "a/empty", "d"] {
@@ -101,7 +101,7 @@ fn trees_round_trip() {
 /// succeeds or fails on its own, with the zone's reason, and lands where it was asked to.
 #[test]
 fn small_files_go_in_bundles_and_fail_one_by_one() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let w = z.work();
     let tree = w.join("tree");
     std::fs::create_dir(&tree).unwrap();
@@ -116,7 +116,7 @@ fn small_files_go_in_bundles_and_fail_one_by_one() {
     z.weft(&["put", "-r", "tree", "up"]).ok();
     z.weft(&["get", "-r", "up", "down"]).ok();
     assert_same_tree(&tree, &w.join("down"));
-    let packs = z.dir.path().join("data/resources/default/packs");
+    let packs = z.data_dir().join("resources/default/packs");
     assert!(
         std::fs::read_dir(&packs).is_ok_and(|mut d| d.next().is_some()),
         "the small files were not packed: nothing in {}",
@@ -132,7 +132,7 @@ fn small_files_go_in_bundles_and_fail_one_by_one() {
     assert_eq!(z.weft(&["stat", "--json", "up/new.dat"]).ok().json()["size"], 3);
     z.weft(&["put", "--force", "tree/f002", "tree/f003", "up/"]).ok();
 
-    let root = z.dir.path().join("fast-disk");
+    let root = z.dir().join("fast-disk");
     std::fs::create_dir_all(&root).unwrap();
     z.weft(&[
         "resource",
@@ -155,7 +155,7 @@ fn small_files_go_in_bundles_and_fail_one_by_one() {
 
 #[test]
 fn large_file_on_parallel_streams() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let w = z.work();
     let big = pseudo_random(100 << 20, 42);
     std::fs::write(w.join("big.bin"), &big).unwrap();
@@ -193,7 +193,7 @@ fn large_file_on_parallel_streams() {
 
 #[test]
 fn a_trailing_slash_promises_a_container() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     std::fs::write(z.work().join("f"), b"x").unwrap();
     z.weft(&["put", "f", "newcoll/"]).fails(3, "not_found");
     z.weft(&["stat", "newcoll"]).fails(3, "not_found");

@@ -1,18 +1,17 @@
 //! `weft demo` as the README shows it: two zones come up, the transfer succeeds, and the
 //! commands it suggests work against the running zones.
 
-#[path = "cli_support.rs"]
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use support::*;
+use weft_testkit::cli::{clean_command, run};
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 #[test]
 fn demo_transfers_between_two_zones_and_its_suggestions_work() {
     let dir = tempfile::tempdir().unwrap();
     let demo_dir = dir.path().join("demo");
-    let mut demo = Command::new(BIN)
+    let mut demo = Command::new(WEFT)
         .args(["demo", "--quiet", "--dir"])
         .arg(&demo_dir)
         .stdout(Stdio::piped())
@@ -50,7 +49,7 @@ fn demo_transfers_between_two_zones_and_its_suggestions_work() {
         .to_owned();
 
     let weft = |args: &[&str]| {
-        let mut cmd = clean_command(dir.path(), &dir.path().join("config"));
+        let mut cmd = clean_command(WEFT, dir.path(), &dir.path().join("config"));
         cmd.env("WEFT_URL", url).env("WEFT_TOKEN", &token).args(args);
         run(&mut cmd)
     };
@@ -96,7 +95,7 @@ fn demo_transfers_between_two_zones_and_its_suggestions_work() {
     assert!(status.success(), "{status}");
 
     // A second demo in the same place is refused rather than mixing zones.
-    let again = Command::new(BIN)
+    let again = Command::new(WEFT)
         .args(["demo", "--exit", "--dir"])
         .arg(&demo_dir)
         .output()

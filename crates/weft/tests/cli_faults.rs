@@ -2,12 +2,13 @@
 //! (the download must fail with exit 7 and keep nothing), and connections cut mid-piece by
 //! toxiproxy (pieces must be sent or fetched again and the result be byte-identical).
 
-#[path = "cli_support.rs"]
-mod support;
-
 use std::path::{Path, PathBuf};
-use support::{b3, pseudo_random, Zone};
+use weft_testkit::cli::run;
+use weft_testkit::data::{b3, pseudo_random};
 use weft_testkit::toxiproxy::Toxiproxy;
+use weft_testkit::zone::ZoneProcess;
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 /// The file of the default resource holding exactly `content`.
 fn replica_file(data_dir: &Path, content: &[u8]) -> PathBuf {
@@ -44,9 +45,9 @@ fn flip_byte(path: &Path, at: u64) {
 
 #[test]
 fn rotten_replicas_fail_the_download_and_leave_nothing() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let w = z.work();
-    let data = z.dir.path().join("data");
+    let data = z.data_dir();
     // One small object (one GET) and one large (ranged GETs on parallel streams).
     for (name, size, at) in [
         ("small.bin", 5000usize, 4321u64),
@@ -55,7 +56,7 @@ fn rotten_replicas_fail_the_download_and_leave_nothing() {
         let bytes = pseudo_random(size, size as u64);
         std::fs::write(w.join(name), &bytes).unwrap();
         z.weft(&["put", name, name]).ok();
-        flip_byte(&replica_file(&data, &bytes), at);
+        flip_byte(&replica_file(data, &bytes), at);
 
         let out = format!("{name}.out");
         let r = z.weft(&["get", name, &out]).fails(7, "checksum_mismatch");
@@ -85,17 +86,17 @@ fn rotten_replicas_fail_the_download_and_leave_nothing() {
 
 #[test]
 fn cut_connections_are_retried_piece_by_piece() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let w = z.work();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
-    let upstream = z.url.trim_start_matches("http://").to_owned();
+    let upstream = z.url().trim_start_matches("http://").to_owned();
     let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
     let via_proxy = |args: &[&str]| {
         let mut cmd = z.command();
         cmd.env("WEFT_URL", format!("http://{listen}"))
-            .env("WEFT_TOKEN", &z.admin_token);
-        support::run(cmd.args(args))
+            .env("WEFT_TOKEN", z.admin_token());
+        run(cmd.args(args))
     };
 
     // Seven pieces of 32 MiB (the last shorter) on two streams.

@@ -1,14 +1,14 @@
 //! The namespace commands against a real zone: mkdir, ls, stat, rm, mv, cp, checksum, meta,
 //! find, with their exit codes.
 
-#[path = "cli_support.rs"]
-mod support;
+use weft_testkit::data::b3;
+use weft_testkit::zone::ZoneProcess;
 
-use support::{b3, Zone};
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 #[test]
 fn mkdir_ls_stat_mv_cp_rm() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let home = "/testz/home/admin";
 
     z.weft(&["mkdir", "-p", "proj/run1", "proj/run2"]).ok();
@@ -78,7 +78,7 @@ fn mkdir_ls_stat_mv_cp_rm() {
 
 #[test]
 fn checksum_meta_and_find() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     z.weft(&["mkdir", "-p", "data/sub"]).ok();
     for (name, body) in [("x.nc", "xx"), ("y.nc", "yyy"), ("z.txt", "z")] {
         std::fs::write(z.work().join(name), body).unwrap();
@@ -157,8 +157,8 @@ fn checksum_meta_and_find() {
 
 #[test]
 fn resources_can_be_added_used_and_removed() {
-    let z = Zone::start();
-    let root = z.dir.path().join("fast-disk");
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let root = z.dir().join("fast-disk");
     std::fs::create_dir_all(&root).unwrap();
     let root = root.to_str().unwrap();
 
@@ -203,7 +203,7 @@ fn resources_can_be_added_used_and_removed() {
 
 #[test]
 fn zone_status_shows_workers() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let s = z.weft(&["zone", "status", "--json"]).ok().json();
     assert_eq!(s["zone"], "testz");
     assert!(!s["workers"].as_array().unwrap().is_empty(), "{s}");

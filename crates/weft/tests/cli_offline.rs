@@ -1,14 +1,14 @@
 //! What the CLI does without a reachable zone: usage errors, no configuration, a zone that
 //! is not there, and the documented exit codes.
 
-#[path = "cli_support.rs"]
-mod support;
+use weft_testkit::cli::{clean_command, run};
+use weft_testkit::free_port;
 
-use support::{clean_command, free_port, run};
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 fn scratch() -> (tempfile::TempDir, std::process::Command) {
     let dir = tempfile::tempdir().unwrap();
-    let cmd = clean_command(dir.path(), &dir.path().join("config"));
+    let cmd = clean_command(WEFT, dir.path(), &dir.path().join("config"));
     (dir, cmd)
 }
 

@@ -1,13 +1,12 @@
 //! `weft pid mint|show`: the PID alone on stdout, resolvable, following a move.
 
-#[path = "cli_support.rs"]
-mod support;
+use weft_testkit::zone::ZoneProcess;
 
-use support::*;
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 #[test]
 fn pids_are_minted_and_shown_from_the_cli() {
-    let z = Zone::start_named("lrz");
+    let z = ZoneProcess::start(WEFT, "lrz").unwrap();
     let alice = z.user_with_token("alice");
     std::fs::write(z.work().join("f.nc"), b"data\n").unwrap();
     z.weft_as(&alice, &["put", "f.nc", "."]).ok();

@@ -1,9 +1,8 @@
 //! `weft policy apply|ls|test|status|rm` and `weft qos add|ls|rm` from the command line.
 
-#[path = "cli_support.rs"]
-mod support;
+use weft_testkit::zone::ZoneProcess;
 
-use support::*;
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 const POLICY: &str = r#"
 [[rule]]
@@ -20,7 +19,7 @@ mint_pid = true
 
 #[test]
 fn policies_and_qos_from_the_cli() {
-    let z = Zone::start_named("lrz");
+    let z = ZoneProcess::start(WEFT, "lrz").unwrap();
     std::fs::write(z.work().join("policy.toml"), POLICY).unwrap();
     std::fs::write(z.work().join("f.nc"), b"data\n").unwrap();
     z.weft(&["mkdir", "-p", "runs"]).ok();

@@ -2,21 +2,21 @@
 //! resource of the zone and in a federated zone, shown by `weft stat`, read back after the
 //! origin's copies are trimmed, and the last good copy kept whatever is asked.
 
-#[path = "cli_support.rs"]
-mod support;
+use weft_testkit::data::pseudo_random;
+use weft_testkit::zone::ZoneProcess;
 
-use support::*;
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 #[test]
 fn replicas_are_made_listed_read_and_trimmed_from_the_cli() {
-    let lrz = Zone::start_named("lrz");
-    let it4i = Zone::start_named("it4i");
+    let lrz = ZoneProcess::start(WEFT, "lrz").unwrap();
+    let it4i = ZoneProcess::start(WEFT, "it4i").unwrap();
     let secret = lrz.work().join("shared.secret");
     std::fs::write(&secret, "9c1e5f0c2a9e7d4b1c3e8a6f0d2b4c6e8a0f1d3b5c7e9a1f3d5b7\n").unwrap();
     let secret = secret.to_str().unwrap();
-    lrz.weft(&["zone", "add", "it4i", &it4i.url, "--secret-file", secret])
+    lrz.weft(&["zone", "add", "it4i", it4i.url(), "--secret-file", secret])
         .ok();
-    it4i.weft(&["zone", "add", "lrz", &lrz.url, "--secret-file", secret])
+    it4i.weft(&["zone", "add", "lrz", lrz.url(), "--secret-file", secret])
         .ok();
     let tape = lrz.work().join("tape");
     lrz.weft(&[

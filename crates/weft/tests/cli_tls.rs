@@ -4,15 +4,15 @@
 //! https, plain HTTP to the TLS port answered with nothing, `zone add` of a plain-HTTP URL
 //! off loopback refused, and OIDC tokens from a Keycloak served over TLS.
 
-#[path = "cli_support.rs"]
-mod support;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
-use support::*;
+use weft_testkit::cli::{clean_command, run};
+use weft_testkit::data::{b3, pseudo_random};
+use weft_testkit::zone::ZoneProcess;
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 const SECRET: &str = "5f0c2a9e7d4b1c3e8a6f0d2b4c6e8a0f1d3b5c7e9a1f3d5b7c9e1a3f5d7b9c1e\n";
 
@@ -69,13 +69,13 @@ impl Pki {
 
 /// A zone serving HTTPS with the test certificate, trusting the test CA in its peers' and
 /// issuers' certificates too (`--tls-ca`); commands trust it through WEFT_CA_FILE.
-fn tls_zone(name: &str, pki: &Pki) -> Zone {
+fn tls_zone(name: &str, pki: &Pki) -> ZoneProcess {
     let ca = pki.ca();
     tls_zone_with(name, pki, &["--tls-ca", ca.to_str().unwrap()])
 }
 
 /// A zone serving HTTPS with the test certificate and `extra` flags.
-fn tls_zone_with(name: &str, pki: &Pki, extra: &[&str]) -> Zone {
+fn tls_zone_with(name: &str, pki: &Pki, extra: &[&str]) -> ZoneProcess {
     let (cert, key) = (pki.path("server.pem"), pki.path("server.key"));
     let mut args = vec![
         "--tls-cert",
@@ -84,7 +84,11 @@ fn tls_zone_with(name: &str, pki: &Pki, extra: &[&str]) -> Zone {
         key.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let z = Zone::start_with(name, &args, Some(&pki.ca()));
+    let z = ZoneProcess::options(WEFT, name)
+        .args(&args)
+        .tls(pki.ca())
+        .start()
+        .unwrap();
     assert!(
         z.log().contains("url=https://"),
         "the start line names https: {}",
@@ -134,7 +138,7 @@ fn the_cli_speaks_https_to_a_zone_it_trusts_and_only_to_it() {
 
     // Without the CA file the zone's certificate chains to nothing this client trusts.
     let mut cmd = z.command();
-    cmd.env("WEFT_URL", &z.url).env("WEFT_TOKEN", &z.admin_token);
+    cmd.env("WEFT_URL", z.url()).env("WEFT_TOKEN", z.admin_token());
     let refused = run(cmd.args(["ls", "/tlsz/home/admin"])).fails(9, "tls");
     assert!(refused.stderr.contains("certificate"), "{}", refused.stderr);
     assert!(
@@ -145,8 +149,8 @@ fn the_cli_speaks_https_to_a_zone_it_trusts_and_only_to_it() {
     assert!(refused.stdout.is_empty(), "{}", refused.stdout);
     // A CA file that does not exist is named.
     let mut cmd = z.command();
-    cmd.env("WEFT_URL", &z.url)
-        .env("WEFT_TOKEN", &z.admin_token)
+    cmd.env("WEFT_URL", z.url())
+        .env("WEFT_TOKEN", z.admin_token())
         .env("WEFT_CA_FILE", z.work().join("none.pem"));
     let missing = run(cmd.args(["ls"])).fails(2, "usage");
     assert!(missing.stderr.contains("none.pem"), "{}", missing.stderr);
@@ -154,18 +158,18 @@ fn the_cli_speaks_https_to_a_zone_it_trusts_and_only_to_it() {
     // `weft login --ca-file` saves the CA file with URL and token; later commands use it.
     let mut cmd = z.command();
     run(cmd
-        .args(["login", &z.url, "--token", &z.admin_token, "--ca-file"])
+        .args(["login", z.url(), "--token", z.admin_token(), "--ca-file"])
         .arg(pki.ca()))
     .ok();
-    let saved = std::fs::read_to_string(z.dir.path().join("config/weft/config.toml")).unwrap();
+    let saved = std::fs::read_to_string(z.config_home().join("weft/config.toml")).unwrap();
     assert!(saved.contains("ca_file"), "{saved}");
     assert!(saved.contains("https://127.0.0.1"), "{saved}");
     let me = run(z.command().args(["whoami", "--json"])).ok().json();
     assert_eq!(me["user"], "admin");
     // Login fails the same way without the CA, and saves nothing.
-    let other_config = z.dir.path().join("config2");
-    let mut cmd = clean_command(&z.work(), &other_config);
-    run(cmd.args(["login", &z.url, "--token", &z.admin_token])).fails(9, "tls");
+    let other_config = z.dir().join("config2");
+    let mut cmd = clean_command(WEFT, &z.work(), &other_config);
+    run(cmd.args(["login", z.url(), "--token", z.admin_token()])).fails(9, "tls");
     assert!(!other_config.join("weft/config.toml").exists());
 }
 
@@ -175,11 +179,11 @@ fn plain_http_to_the_tls_port_gets_no_answer() {
     let z = tls_zone("tlsz", &pki);
     // A client speaking plain HTTP, token and all: the zone answers no HTTP, so nothing it
     // holds comes back in clear (at most a TLS alert before it closes).
-    let mut s = TcpStream::connect(("127.0.0.1", z.port)).unwrap();
+    let mut s = TcpStream::connect(("127.0.0.1", z.port())).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     let request = format!(
         "GET /api/v1/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
-        z.admin_token
+        z.admin_token()
     );
     s.write_all(request.as_bytes()).unwrap();
     let mut answer = Vec::new();
@@ -194,8 +198,8 @@ fn plain_http_to_the_tls_port_gets_no_answer() {
 
     // The CLI pointed at http:// of the same port fails and prints nothing.
     let mut cmd = z.command();
-    cmd.env("WEFT_URL", format!("http://127.0.0.1:{}", z.port))
-        .env("WEFT_TOKEN", &z.admin_token);
+    cmd.env("WEFT_URL", format!("http://127.0.0.1:{}", z.port()))
+        .env("WEFT_TOKEN", z.admin_token());
     let r = run(cmd.args(["whoami"]));
     assert_ne!(r.code, 0, "{r:?}");
     assert!(r.stdout.is_empty(), "{r:?}");
@@ -214,19 +218,19 @@ fn zones_federate_and_transfer_over_https() {
             "zone",
             "add",
             "it4i",
-            &it4i.url,
+            it4i.url(),
             "--secret-file",
             &secret,
             "--json",
         ])
         .ok()
         .json();
-    assert_eq!(added["url"], it4i.url.as_str());
+    assert_eq!(added["url"], it4i.url());
     assert_eq!(
         added["reachable"], true,
         "lrz checks it4i's certificate with --tls-ca: {added}"
     );
-    it4i.weft(&["zone", "add", "lrz", &lrz.url, "--secret-file", &secret])
+    it4i.weft(&["zone", "add", "lrz", lrz.url(), "--secret-file", &secret])
         .ok();
     let zones = lrz.weft(&["zone", "ls", "--json"]).ok().json();
     assert_eq!(zones[0]["reachable"], true, "{zones}");
@@ -275,7 +279,15 @@ fn zones_federate_and_transfer_over_https() {
     // A zone that was not given the CA does not trust its peer's certificate.
     let untrusting = tls_zone_with("vsb", &pki, &[]);
     let added = untrusting
-        .weft(&["zone", "add", "lrz", &lrz.url, "--secret-file", &secret, "--json"])
+        .weft(&[
+            "zone",
+            "add",
+            "lrz",
+            lrz.url(),
+            "--secret-file",
+            &secret,
+            "--json",
+        ])
         .ok()
         .json();
     assert_eq!(added["reachable"], false, "{added}");
@@ -285,7 +297,7 @@ fn zones_federate_and_transfer_over_https() {
 
 #[test]
 fn zone_add_refuses_plain_http_off_loopback_unless_insecure() {
-    let z = Zone::start();
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let secret = secret_file(&z.work());
     let add = |name: &str, url: &str, flags: &[&str]| {
         let mut args = vec!["zone", "add", name, url, "--secret-file", &secret];
@@ -319,17 +331,12 @@ fn a_bad_certificate_or_key_stops_the_start_and_is_named() {
     let pki = Pki::new();
     let dir = tempfile::tempdir().unwrap();
     let serve = |args: &[&str]| {
-        let mut cmd = Command::new(BIN);
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        let r = run(clean_command(WEFT, dir.path(), &dir.path().join("config"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path().join("data"))
-            .args(args)
-            .stdin(Stdio::null());
-        for v in ENV_TO_CLEAR {
-            cmd.env_remove(v);
-        }
-        let out = cmd.output().unwrap();
-        assert!(!out.status.success(), "weft serve {args:?} started");
-        String::from_utf8_lossy(&out.stderr).into_owned()
+            .args(args));
+        assert_ne!(r.code, 0, "weft serve {args:?} started");
+        r.stderr
     };
     let cert = pki.path("server.pem");
     let key = pki.path("server.key");

@@ -2,13 +2,13 @@
 //! a tree moved between them by the zones, watched, synced, cancelled, and refused when it
 //! cannot work.
 
-#[path = "cli_support.rs"]
-mod support;
+use weft_testkit::data::{assert_same_tree, b3, pseudo_random};
+use weft_testkit::zone::ZoneProcess;
 
-use support::*;
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 /// Federates `a` and `b` with the CLI, on both sides, as the README says to.
-fn federate(a: &Zone, a_name: &str, b: &Zone, b_name: &str) {
+fn federate(a: &ZoneProcess, a_name: &str, b: &ZoneProcess, b_name: &str) {
     let secret = a.work().join("shared.secret");
     std::fs::write(
         &secret,
@@ -16,16 +16,16 @@ fn federate(a: &Zone, a_name: &str, b: &Zone, b_name: &str) {
     )
     .unwrap();
     let secret = secret.to_str().unwrap();
-    a.weft(&["zone", "add", b_name, &b.url, "--secret-file", secret])
+    a.weft(&["zone", "add", b_name, b.url(), "--secret-file", secret])
         .ok();
-    b.weft(&["zone", "add", a_name, &a.url, "--secret-file", secret])
+    b.weft(&["zone", "add", a_name, a.url(), "--secret-file", secret])
         .ok();
 }
 
 #[test]
 fn transfers_are_started_watched_synced_and_cancelled_from_the_cli() {
-    let lrz = Zone::start_named("lrz");
-    let it4i = Zone::start_named("it4i");
+    let lrz = ZoneProcess::start(WEFT, "lrz").unwrap();
+    let it4i = ZoneProcess::start(WEFT, "it4i").unwrap();
     federate(&lrz, "lrz", &it4i, "it4i");
     let alice = lrz.user_with_token("alice");
     it4i.weft(&["mkdir", "/it4i/shared"]).ok();
@@ -187,8 +187,8 @@ fn transfers_are_started_watched_synced_and_cancelled_from_the_cli() {
 
 #[test]
 fn transfers_that_cannot_work_are_refused_with_a_clear_error() {
-    let lrz = Zone::start_named("lrz");
-    let it4i = Zone::start_named("it4i");
+    let lrz = ZoneProcess::start(WEFT, "lrz").unwrap();
+    let it4i = ZoneProcess::start(WEFT, "it4i").unwrap();
     federate(&lrz, "lrz", &it4i, "it4i");
     let alice = lrz.user_with_token("alice");
     it4i.weft(&["mkdir", "/it4i/private"]).ok();

@@ -3,174 +3,50 @@
 //! no good replica, and the next server start removes the temporary data.
 
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+use weft_testkit::cli::run;
+use weft_testkit::data::files_below;
 use weft_testkit::toxiproxy::Toxiproxy;
+use weft_testkit::zone::ZoneProcess;
 
-/// A `weft serve` process that can be killed and started again on the same port and data.
-struct Server {
-    child: Option<Child>,
-    /// Environment of the next start (`FAILPOINTS` for a crash point).
-    env: Vec<(&'static str, String)>,
-    port: u16,
-    data_dir: PathBuf,
-    _dir: tempfile::TempDir,
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+
+/// The zone `z`, which the tests kill with SIGKILL and start again on the same port and
+/// data.
+fn start() -> ZoneProcess {
+    ZoneProcess::start(WEFT, "z").unwrap()
 }
 
-impl Server {
-    async fn start() -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = Server {
-            child: None,
-            env: Vec::new(),
-            port: weft_testkit::free_port(),
-            data_dir: dir.path().join("data"),
-            _dir: dir,
-        };
-        // Free when picked, the port may be taken before the first start binds it: that
-        // start goes to another.
-        for attempt in 1.. {
-            match s.serve().await {
-                Ok(()) => break,
-                Err(()) if attempt < 5 && weft_testkit::port_clash(&s.log_path()) => {
-                    s.port = weft_testkit::free_port();
-                }
-                Err(()) => panic!("weft serve exited:\n{}", s.log()),
-            }
-        }
-        s
-    }
-
-    async fn restart(&mut self) {
-        if self.serve().await.is_err() {
-            panic!("weft serve exited:\n{}", self.log());
-        }
-    }
-
-    fn log_path(&self) -> PathBuf {
-        self.data_dir.with_extension("log")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.log_path()).unwrap_or_default()
-    }
-
-    /// Starts `weft serve` on the port and data directory and waits until it is healthy;
-    /// `Err` if it exits first (its log says why).
-    async fn serve(&mut self) -> Result<(), ()> {
-        let log = std::fs::File::create(self.log_path()).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_weft"))
-            .args([
-                "serve",
-                "--zone",
-                "z",
-                "--listen",
-                &format!("127.0.0.1:{}", self.port),
-            ])
-            .arg("--data-dir")
-            .arg(&self.data_dir)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        // Bounded: a port taken by another process may accept and never answer.
-        let health = reqwest::Client::builder()
-            .timeout(Duration::from_secs(1))
-            .build()
-            .unwrap();
-        while health
-            .get(format!("{}/api/v1/health", self.url()))
-            .send()
-            .await
-            .map(|r| r.status() != 200)
-            .unwrap_or(true)
-        {
-            if self.child.as_mut().unwrap().try_wait().unwrap().is_some() {
-                self.child = None;
-                return Err(());
-            }
-            assert!(Instant::now() < deadline, "weft serve did not become ready");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Ok(())
-    }
-
-    fn kill9(&mut self) {
-        let mut c = self.child.take().expect("running");
-        c.kill().unwrap(); // SIGKILL
-        c.wait().unwrap();
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn token(&self) -> String {
-        std::fs::read_to_string(self.data_dir.join("admin.token"))
-            .unwrap()
-            .trim()
-            .to_owned()
-    }
-
-    fn resource_dir(&self) -> PathBuf {
-        self.data_dir.join("resources/default")
-    }
-
-    async fn stat_status(&self, path: &str) -> u16 {
-        reqwest::Client::new()
-            .get(format!("{}/api/v1/stat{path}", self.url()))
-            .bearer_auth(self.token())
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
-    }
-
-    /// A restart removes temporary data only, never committed objects.
-    async fn restart_keeps(&mut self, path: &str) {
-        self.kill9();
-        self.restart().await;
-        assert_eq!(self.stat_status(path).await, 200);
-    }
+fn resource_dir(s: &ZoneProcess) -> PathBuf {
+    s.data_dir().join("resources/default")
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+async fn stat_status(s: &ZoneProcess, path: &str) -> u16 {
+    reqwest::Client::new()
+        .get(format!("{}/api/v1/stat{path}", s.url()))
+        .bearer_auth(s.admin_token())
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
 }
 
-/// Files below `dir` with their sizes.
-fn files(dir: &Path) -> Vec<(PathBuf, u64)> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push((p.clone(), e.metadata().map(|m| m.len()).unwrap_or(0)));
-        }
-    }
-    out
+/// A restart removes temporary data only, never committed objects.
+async fn restart_keeps(s: &mut ZoneProcess, path: &str) {
+    s.kill9();
+    s.restart().unwrap();
+    assert_eq!(stat_status(s, path).await, 200);
 }
 
 /// Sizes of the files the server is writing and nobody can see yet: unnamed `O_TMPFILE`
 /// inodes in the resource (which /proc shows as `… (deleted)`), or named files in its
 /// `.weft-tmp` on file systems without `O_TMPFILE`.
-fn temporary_files(s: &Server) -> Vec<u64> {
-    let pid = s.child.as_ref().expect("running").id();
-    let root = s.resource_dir();
+fn temporary_files(s: &ZoneProcess) -> Vec<u64> {
+    let pid = s.pid().expect("running");
+    let root = resource_dir(s);
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return Vec::new();
     };
@@ -186,7 +62,7 @@ fn temporary_files(s: &Server) -> Vec<u64> {
 }
 
 /// Waits until the server holds a temporary file of at least `bytes` (an upload is under way).
-async fn wait_for_temporary(s: &Server, bytes: u64) {
+async fn wait_for_temporary(s: &ZoneProcess, bytes: u64) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !temporary_files(s).iter().any(|n| *n >= bytes) {
         assert!(
@@ -197,10 +73,10 @@ async fn wait_for_temporary(s: &Server, bytes: u64) {
     }
 }
 
-fn assert_clean(s: &Server) {
-    let tmp = files(&s.resource_dir().join(".weft-tmp"));
+fn assert_clean(s: &ZoneProcess) {
+    let tmp = files_below(&resource_dir(s).join(".weft-tmp"));
     assert!(tmp.is_empty(), "temporary data left: {tmp:?}");
-    let data = files(&s.resource_dir().join("data"));
+    let data = files_below(&resource_dir(s).join("data"));
     assert!(
         data.is_empty(),
         "replica bytes of an object that does not exist: {data:?}"
@@ -232,9 +108,9 @@ fn slow_put(
     })
 }
 
-async fn slow_proxy(tp: &Toxiproxy, name: &str, s: &Server) -> String {
+async fn slow_proxy(tp: &Toxiproxy, name: &str, s: &ZoneProcess) -> String {
     let addr = tp
-        .create_proxy(name, &format!("127.0.0.1:{}", s.port))
+        .create_proxy(name, &format!("127.0.0.1:{}", s.port()))
         .await
         .unwrap();
     // ~2 MB/s from client to server.
@@ -247,8 +123,8 @@ async fn slow_proxy(tp: &Toxiproxy, name: &str, s: &Server) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_killed_mid_upload() {
     let tp = Toxiproxy::start().unwrap();
-    let mut s = Server::start().await;
-    let token = s.token();
+    let mut s = start();
+    let token = s.admin_token().to_owned();
     let proxy = slow_proxy(&tp, "kill-server", &s).await;
     let put = slow_put(&proxy, &token, "/z/home/admin/whole.bin", 32 << 20);
 
@@ -277,16 +153,16 @@ async fn server_killed_mid_upload() {
     wait_for_temporary(&s, 1 << 20).await;
     assert_eq!(temporary_files(&s).len(), 2, "both uploads are under way");
     assert!(
-        files(&s.resource_dir().join("data")).is_empty(),
+        files_below(&resource_dir(&s).join("data")).is_empty(),
         "nothing is visible mid-upload"
     );
     s.kill9();
     let outcome = put.await.unwrap();
     assert!(outcome.is_err(), "the upload cannot have succeeded: {outcome:?}");
 
-    s.restart().await;
-    assert_eq!(s.stat_status("/z/home/admin/whole.bin").await, 404);
-    assert_eq!(s.stat_status("/z/home/admin/pieces.bin").await, 404);
+    s.restart().unwrap();
+    assert_eq!(stat_status(&s, "/z/home/admin/whole.bin").await, 404);
+    assert_eq!(stat_status(&s, "/z/home/admin/pieces.bin").await, 404);
     assert_clean(&s);
     // The session died with the server: completing it is refused, nothing appears.
     let r = http
@@ -297,14 +173,14 @@ async fn server_killed_mid_upload() {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
-    assert_eq!(s.stat_status("/z/home/admin/pieces.bin").await, 404);
+    assert_eq!(stat_status(&s, "/z/home/admin/pieces.bin").await, 404);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_cut_mid_upload() {
     let tp = Toxiproxy::start().unwrap();
-    let mut s = Server::start().await;
-    let token = s.token();
+    let mut s = start();
+    let token = s.admin_token().to_owned();
     let proxy = slow_proxy(&tp, "cut", &s).await;
     let put = slow_put(&proxy, &token, "/z/home/admin/cut.bin", 32 << 20);
     wait_for_temporary(&s, 1 << 20).await;
@@ -324,7 +200,7 @@ async fn connection_cut_mid_upload() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(s.stat_status("/z/home/admin/cut.bin").await, 404);
+    assert_eq!(stat_status(&s, "/z/home/admin/cut.bin").await, 404);
     assert_clean(&s);
 
     // The path works again once the network does.
@@ -334,24 +210,20 @@ async fn connection_cut_mid_upload() {
         .await
         .unwrap();
     assert_eq!(r, Ok(201));
-    s.restart_keeps("/z/home/admin/cut.bin").await;
+    restart_keeps(&mut s, "/z/home/admin/cut.bin").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_killed_mid_put() {
     let tp = Toxiproxy::start().unwrap();
-    let mut s = Server::start().await;
+    let mut s = start();
     let proxy = slow_proxy(&tp, "kill-client", &s).await;
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("big.bin");
-    std::fs::write(&file, vec![3u8; 64 << 20]).unwrap();
-    let mut client = Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(["put", "--quiet"])
-        .arg(&file)
-        .arg("/z/home/admin/big.bin")
+    std::fs::write(s.work().join("big.bin"), vec![3u8; 64 << 20]).unwrap();
+    let mut client = s
+        .command()
+        .args(["put", "--quiet", "big.bin", "/z/home/admin/big.bin"])
         .env("WEFT_URL", format!("http://{proxy}"))
-        .env("WEFT_TOKEN", s.token())
-        .env("XDG_CONFIG_HOME", dir.path())
+        .env("WEFT_TOKEN", s.admin_token())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -361,11 +233,11 @@ async fn client_killed_mid_put() {
     client.kill().unwrap(); // SIGKILL
     let status = client.wait().unwrap();
     assert!(!status.success());
-    assert_eq!(s.stat_status("/z/home/admin/big.bin").await, 404);
+    assert_eq!(stat_status(&s, "/z/home/admin/big.bin").await, 404);
 
     s.kill9();
-    s.restart().await;
-    assert_eq!(s.stat_status("/z/home/admin/big.bin").await, 404);
+    s.restart().unwrap();
+    assert_eq!(stat_status(&s, "/z/home/admin/big.bin").await, 404);
     assert_clean(&s);
 }
 
@@ -377,64 +249,65 @@ async fn client_killed_mid_put() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_between_bytes_and_catalog_leaves_nothing_unreferenced() {
     use std::os::unix::process::ExitStatusExt;
-    let mut s = Server::start().await;
+    let mut s = start();
     let http = reqwest::Client::new();
-    // The port and the admin token stay the same across restarts.
-    let (url, token) = (s.url(), s.token());
-    let put = |path: &str, body: Vec<u8>| {
-        http.put(format!("{url}/api/v1/data{path}"))
-            .bearer_auth(&token)
+    let put = |s: &ZoneProcess, path: &str, body: Vec<u8>| {
+        http.put(format!("{}/api/v1/data{path}", s.url()))
+            .bearer_auth(s.admin_token())
             .body(body)
             .send()
     };
     for name in ["a", "b"] {
-        let r = put(&format!("/z/home/admin/{name}"), name.repeat(5000).into_bytes())
-            .await
-            .unwrap();
+        let r = put(
+            &s,
+            &format!("/z/home/admin/{name}"),
+            name.repeat(5000).into_bytes(),
+        )
+        .await
+        .unwrap();
         assert_eq!(r.status(), 201);
     }
-    let crash_at = |s: &mut Server, point: &str| {
+    let crash_at = |s: &mut ZoneProcess, point: &str| {
         s.kill9();
-        s.env = vec![("FAILPOINTS", format!("{point}=return"))];
+        s.set_env(&[("FAILPOINTS", &format!("{point}=return"))]);
     };
-    let died_by_sigkill = |s: &mut Server| {
-        let mut c = s.child.take().expect("started");
-        let status = c.wait().unwrap();
+    let died_by_sigkill = |s: &mut ZoneProcess| {
+        let status = s.wait();
         assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}\n{}", s.log());
     };
 
     // The bytes of `c` are in place when the zone dies, the catalog knows nothing of them.
     crash_at(&mut s, "replica-visible");
-    s.restart().await;
-    let r = put("/z/home/admin/c", b"never registered".repeat(300)).await;
+    s.restart().unwrap();
+    let r = put(&s, "/z/home/admin/c", b"never registered".repeat(300)).await;
     assert!(r.is_err(), "the zone answered a put it died in: {r:?}");
     died_by_sigkill(&mut s);
     // `b` is gone from the catalog when the zone dies, its bytes are not.
-    s.env.clear();
-    s.restart().await;
+    s.set_env(&[]);
+    s.restart().unwrap();
     crash_at(&mut s, "removed-from-catalog");
-    s.restart().await;
+    s.restart().unwrap();
     let r = http
         .delete(format!("{}/api/v1/nodes/z/home/admin/b", s.url()))
-        .bearer_auth(s.token())
+        .bearer_auth(s.admin_token())
         .send()
         .await;
     assert!(r.is_err(), "the zone answered a removal it died in: {r:?}");
     died_by_sigkill(&mut s);
     assert_eq!(
-        files(&s.resource_dir().join("data")).len(),
+        files_below(&resource_dir(&s).join("data")).len(),
         3,
         "a, b and c are on disk"
     );
 
     // Restarted with no grace: the first sweep removes both leftovers, nothing else.
-    s.env = vec![("WEFT_ORPHAN_GRACE", "0".into())];
-    s.restart().await;
+    s.set_env(&[("WEFT_ORPHAN_GRACE", "0")]);
+    s.restart().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let status: Value = http
             .get(format!("{}/api/v1/zone", s.url()))
-            .bearer_auth(s.token())
+            .bearer_auth(s.admin_token())
             .send()
             .await
             .unwrap()
@@ -458,16 +331,16 @@ async fn a_crash_between_bytes_and_catalog_leaves_nothing_unreferenced() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let on_disk: Vec<String> = files(&s.resource_dir().join("data"))
+    let on_disk: Vec<String> = files_below(&resource_dir(&s).join("data"))
         .iter()
-        .map(|(p, _)| {
-            p.strip_prefix(s.resource_dir())
+        .map(|p| {
+            p.strip_prefix(resource_dir(&s))
                 .unwrap()
                 .to_string_lossy()
                 .into_owned()
         })
         .collect();
-    let catalog = weft_catalog::connect(&format!("sqlite://{}", s.data_dir.join("catalog.db").display()))
+    let catalog = weft_catalog::connect(&format!("sqlite://{}", s.data_dir().join("catalog.db").display()))
         .await
         .unwrap();
     let default = catalog
@@ -487,13 +360,13 @@ async fn a_crash_between_bytes_and_catalog_leaves_nothing_unreferenced() {
         "the resource holds exactly what the catalog references"
     );
     assert_eq!(referenced.len(), 1, "only a is left");
-    assert_eq!(s.stat_status("/z/home/admin/a").await, 200);
+    assert_eq!(stat_status(&s, "/z/home/admin/a").await, 200);
     for gone in ["/z/home/admin/b", "/z/home/admin/c"] {
-        assert_eq!(s.stat_status(gone).await, 404, "{gone}");
+        assert_eq!(stat_status(&s, gone).await, 404, "{gone}");
     }
     let a = http
         .get(format!("{}/api/v1/data/z/home/admin/a", s.url()))
-        .bearer_auth(s.token())
+        .bearer_auth(s.admin_token())
         .send()
         .await
         .unwrap()
@@ -508,18 +381,18 @@ async fn a_crash_between_bytes_and_catalog_leaves_nothing_unreferenced() {
 /// whose key file is lost refuses to start and names the key it needs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
-    let mut s = Server::start().await;
+    let mut s = start();
     let http = reqwest::Client::new();
     let secret = "0123456789abcdef0123456789abcdef-peer";
     let r = http
         .post(format!("{}/api/v1/zones", s.url()))
-        .bearer_auth(s.token())
+        .bearer_auth(s.admin_token())
         .json(&json!({"name": "peer", "url": "http://127.0.0.1:9", "secret": secret}))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    let catalog_url = format!("sqlite://{}", s.data_dir.join("catalog.db").display());
+    let catalog_url = format!("sqlite://{}", s.data_dir().join("catalog.db").display());
     let stored = || async {
         // Without the key file a catalog shows what it stores.
         let catalog = weft_catalog::connect(&catalog_url).await.unwrap();
@@ -533,15 +406,14 @@ async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
     );
 
     s.kill9();
-    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
+    let said = run(s
+        .command()
         .args(["key", "rotate", "--data-dir"])
-        .arg(&s.data_dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        .arg(s.data_dir()))
+    .ok()
+    .stdout;
     let new_id = said.split_whitespace().nth(2).unwrap().to_owned();
-    s.restart().await;
+    s.restart().unwrap();
     let resealed = stored().await;
     assert!(
         resealed.starts_with(&format!("sealed:v1:{new_id}:")),
@@ -549,12 +421,12 @@ async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
     );
     // The old key may go now; the peer's secret still opens (zone tokens are signed with it).
     s.kill9();
-    let keys = std::fs::read_to_string(s.data_dir.join("secret.key")).unwrap();
-    std::fs::write(s.data_dir.join("secret.key"), keys.lines().next().unwrap()).unwrap();
-    s.restart().await;
+    let keys = std::fs::read_to_string(s.data_dir().join("secret.key")).unwrap();
+    std::fs::write(s.data_dir().join("secret.key"), keys.lines().next().unwrap()).unwrap();
+    s.restart().unwrap();
     let zones: Value = http
         .get(format!("{}/api/v1/zones", s.url()))
-        .bearer_auth(s.token())
+        .bearer_auth(s.admin_token())
         .send()
         .await
         .unwrap()
@@ -565,9 +437,9 @@ async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
 
     // A lost key file: a new one is made, and the start stops at the first sealed secret.
     s.kill9();
-    std::fs::remove_file(s.data_dir.join("secret.key")).unwrap();
+    std::fs::remove_file(s.data_dir().join("secret.key")).unwrap();
     assert!(
-        s.serve().await.is_err(),
+        s.restart().is_err(),
         "a zone started without the key of its secrets"
     );
     assert!(

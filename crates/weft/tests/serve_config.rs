@@ -1,35 +1,20 @@
 //! `weft serve` settings: flags, `WEFT_*` variables and the TOML file, in that order; the
 //! first start's admin token; a bad file is refused with a message naming it.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use weft_testkit::zone::{Settings, ZoneProcess};
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 fn weft() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-}
-
-fn wait_ready(url: &str, child: &mut std::process::Child) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(out) = Command::new("curl")
-            .args(["-sf", &format!("{url}/api/v1/health")])
-            .output()
-        {
-            if out.status.success() {
-                return serde_json::from_slice(&out.stdout).unwrap();
-            }
-        }
-        assert!(child.try_wait().unwrap().is_none(), "weft serve exited early");
-        assert!(Instant::now() < deadline, "weft serve did not become ready");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    Command::new(WEFT)
 }
 
 #[test]
 fn config_file_environment_and_flags() {
     let dir = tempfile::tempdir().unwrap();
     let fast = dir.path().join("fast");
-    let port = weft_testkit::free_port();
+    let data = dir.path().join("data");
     let config = dir.path().join("weft.toml");
     std::fs::write(
         &config,
@@ -51,33 +36,37 @@ name = "scratch"
 url = "file://{scratch}"
 allow = ["admin"]
 "#,
-            data = dir.path().join("data").display(),
+            data = data.display(),
             fast = fast.display(),
             scratch = dir.path().display()
         ),
     )
     .unwrap();
-    let log = dir.path().join("serve.log");
-    let mut child = weft()
-        .args(["serve", "--config"])
+    // WEFT_LISTEN and WEFT_ZONE, the data directory from the file.
+    let mut z = ZoneProcess::options(WEFT, "fromenv")
+        .settings(Settings::Environment)
+        .data_dir(&data)
+        .arg("--config")
         .arg(&config)
-        .env("WEFT_LISTEN", format!("127.0.0.1:{port}"))
-        .env("WEFT_ZONE", "fromenv")
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
+        .start()
         .unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    let health = wait_ready(&url, &mut child);
+    let health = Command::new("curl")
+        .args(["-sf", &format!("{}/api/v1/health", z.url())])
+        .output()
+        .unwrap();
+    assert!(health.status.success(), "{health:?}");
+    let health: serde_json::Value = serde_json::from_slice(&health.stdout).unwrap();
     assert_eq!(health["zone"], "fromenv", "the variable wins over the file");
 
-    let token_file = dir.path().join("data/admin.token");
+    let token_file = data.join("admin.token");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(
         std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
         0o600
     );
     let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
-    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(token, z.admin_token());
+    let text = z.log();
     assert!(
         text.contains("admin.token") && text.contains("first start"),
         "the log says where the token is: {text}"
@@ -86,63 +75,32 @@ allow = ["admin"]
     // The file's resource exists and is the default: a put lands under its root.
     let src = dir.path().join("x.txt");
     std::fs::write(&src, b"x").unwrap();
-    let put = weft()
-        .args(["put", "--quiet"])
-        .arg(&src)
-        .arg("/fromenv/home/admin/x.txt")
-        .env("WEFT_URL", &url)
-        .env("WEFT_TOKEN", &token)
-        .env("XDG_CONFIG_HOME", dir.path())
-        .status()
-        .unwrap();
-    assert!(put.success());
-    let stat = weft()
-        .args(["stat", "--json", "/fromenv/home/admin/x.txt"])
-        .env("WEFT_URL", &url)
-        .env("WEFT_TOKEN", &token)
-        .env("XDG_CONFIG_HOME", dir.path())
-        .output()
-        .unwrap();
-    let stat: serde_json::Value = serde_json::from_slice(&stat.stdout).unwrap();
+    let src = src.to_str().unwrap();
+    z.weft(&["put", "--quiet", src, "/fromenv/home/admin/x.txt"]).ok();
+    let stat = z.weft(&["stat", "--json", "/fromenv/home/admin/x.txt"]).json();
     assert_eq!(stat["replicas"][0]["resource"], "fast");
     assert!(fast.join("data").exists());
 
     // The file's staging area is declared: the admin stages x.txt in from it.
-    let areas = weft()
-        .args(["staging", "ls", "--json"])
-        .env("WEFT_URL", &url)
-        .env("WEFT_TOKEN", &token)
-        .env("XDG_CONFIG_HOME", dir.path())
-        .output()
-        .unwrap();
-    let areas: serde_json::Value = serde_json::from_slice(&areas.stdout).unwrap();
+    let areas = z.weft(&["staging", "ls", "--json"]).json();
     assert_eq!(areas[0]["name"], "scratch", "{areas}");
     assert_eq!(areas[0]["allow"], serde_json::json!(["admin"]));
-    let staged = weft()
-        .args(["transfer", "start", "--wait", "--quiet"])
-        .arg(format!("file://{}", src.display()))
-        .arg("/fromenv/home/admin/staged.txt")
-        .env("WEFT_URL", &url)
-        .env("WEFT_TOKEN", &token)
-        .env("XDG_CONFIG_HOME", dir.path())
-        .status()
-        .unwrap();
-    assert!(staged.success());
-    child.kill().unwrap();
-    child.wait().unwrap();
+    z.weft(&[
+        "transfer",
+        "start",
+        "--wait",
+        "--quiet",
+        &format!("file://{src}"),
+        "/fromenv/home/admin/staged.txt",
+    ])
+    .ok();
+    z.kill9();
 
-    // A second start is not a first start: no new token, the old one still works.
-    let mut child = weft()
-        .args(["serve", "--config"])
-        .arg(&config)
-        .args(["--listen", &format!("127.0.0.1:{port}"), "--zone", "fromenv"])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_ready(&url, &mut child);
+    // A second start is not a first start: no new token, the old one still works. The
+    // flags --listen and --zone win over the file.
+    z.set_settings(Settings::Flags);
+    z.restart().unwrap();
     assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 #[test]

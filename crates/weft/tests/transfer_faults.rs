@@ -4,148 +4,47 @@
 //! runs. Each ends in a retry, a resume or a clear failure naming the file and the cause,
 //! never in a silent partial copy (DESIGN.md §9).
 
-#[path = "cli_support.rs"]
-mod support;
-
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{b3, clean_command, pseudo_random, ENV_TO_CLEAR};
+use weft_testkit::data::{b3, files_below, pseudo_random};
 use weft_testkit::toxiproxy::Toxiproxy;
+use weft_testkit::zone::ZoneProcess;
 use weft_zone::TRANSFER_PIECE;
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 /// The secret both zones sign zone tokens with (at least 32 bytes).
 const SECRET: &str = "transfer-faults-shared-secret-0123456789abcdef";
 
-/// A named zone: `weft serve` as a child process that can be SIGKILLed and started again
-/// on the same port and data directory; killed on drop.
+/// A named zone (a [`ZoneProcess`], which the tests kill with SIGKILL and start again on
+/// the same port and data) and a client of its API.
 struct Zone {
-    name: &'static str,
-    child: Option<Child>,
-    port: u16,
-    dir: tempfile::TempDir,
+    process: ZoneProcess,
     http: reqwest::Client,
-    admin: String,
+}
+
+impl Deref for Zone {
+    type Target = ZoneProcess;
+    fn deref(&self) -> &ZoneProcess {
+        &self.process
+    }
+}
+
+impl DerefMut for Zone {
+    fn deref_mut(&mut self) -> &mut ZoneProcess {
+        &mut self.process
+    }
 }
 
 impl Zone {
-    async fn start(name: &'static str) -> Zone {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("work")).unwrap();
-        std::fs::create_dir_all(dir.path().join("config")).unwrap();
-        let mut z = Zone {
-            name,
-            child: None,
-            port: weft_testkit::free_port(),
-            dir,
+    fn start(name: &str) -> Zone {
+        Zone {
+            process: ZoneProcess::start(WEFT, name).unwrap(),
             http: reqwest::Client::new(),
-            admin: String::new(),
-        };
-        // Free when picked, the port may be taken before the first start binds it: that
-        // start goes to another.
-        for attempt in 1.. {
-            match z.serve().await {
-                Ok(()) => break,
-                Err(()) if attempt < 5 && weft_testkit::port_clash(&z.log_path()) => {
-                    z.port = weft_testkit::free_port();
-                }
-                Err(()) => panic!("{}: weft serve exited:\n{}", z.name, z.log()),
-            }
         }
-        z.admin = std::fs::read_to_string(z.data_dir().join("admin.token"))
-            .expect("admin.token written on first start")
-            .trim()
-            .to_owned();
-        z
-    }
-
-    /// Starts `weft serve` again on the same port and data directory; waits until healthy.
-    async fn restart(&mut self) {
-        if self.serve().await.is_err() {
-            panic!("{}: weft serve exited:\n{}", self.name, self.log());
-        }
-    }
-
-    /// Starts `weft serve` and waits until it is healthy; `Err` if it exits first (its log
-    /// says why).
-    async fn serve(&mut self) -> Result<(), ()> {
-        assert!(self.child.is_none(), "{} is still running", self.name);
-        // Appended, so a failure shows what every run of the zone said.
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.log_path())
-            .unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_weft"));
-        cmd.args([
-            "serve",
-            "--zone",
-            self.name,
-            "--listen",
-            &format!("127.0.0.1:{}", self.port),
-            "--data-dir",
-        ])
-        .arg(self.data_dir())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log);
-        for v in ENV_TO_CLEAR {
-            cmd.env_remove(v);
-        }
-        self.child = Some(cmd.spawn().expect("start weft serve"));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if self.child.as_mut().unwrap().try_wait().unwrap().is_some() {
-                self.child = None;
-                return Err(());
-            }
-            let healthy = self
-                .http
-                .get(format!("{}/api/v1/health", self.url()))
-                // Bounded: a port taken by another process may accept and never answer.
-                .timeout(Duration::from_secs(1))
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == 200);
-            if healthy {
-                return Ok(());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{}: weft serve did not become healthy in 30 s:\n{}",
-                self.name,
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    fn kill9(&mut self) {
-        let mut c = self.child.take().expect("running");
-        c.kill().unwrap(); // SIGKILL
-        c.wait().unwrap();
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn work(&self) -> PathBuf {
-        self.dir.path().join("work")
-    }
-
-    fn log_path(&self) -> PathBuf {
-        self.dir.path().join("serve.log")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
     fn api(&self, rest: &str) -> String {
@@ -168,7 +67,7 @@ impl Zone {
     /// `GET` that must answer 200.
     async fn get_ok(&self, rest: &str, token: &str) -> Value {
         let (status, body) = self.get(rest, token).await;
-        assert_eq!(status, 200, "{}: GET {rest}: {body}", self.name);
+        assert_eq!(status, 200, "{}: GET {rest}: {body}", self.name());
         body
     }
 
@@ -188,29 +87,15 @@ impl Zone {
 
     /// A user of this zone and an API token for it.
     async fn user(&self, name: &str) -> String {
-        let (status, body) = self.post("users", &self.admin, json!({ "name": name })).await;
+        let (status, body) = self
+            .post("users", self.admin_token(), json!({ "name": name }))
+            .await;
         assert_eq!(status, 201, "{body}");
-        let (status, body) = self.post("tokens", &self.admin, json!({ "user": name })).await;
+        let (status, body) = self
+            .post("tokens", self.admin_token(), json!({ "user": name }))
+            .await;
         assert_eq!(status, 201, "{body}");
         body["token"].as_str().unwrap().to_owned()
-    }
-
-    /// Runs the real `weft ARGS` client against this zone with `token`, in the work dir.
-    async fn weft(&self, token: &str, args: &[&str]) -> Run {
-        let mut cmd = clean_command(&self.work(), &self.dir.path().join("config"));
-        cmd.env("WEFT_URL", self.url())
-            .env("WEFT_TOKEN", token)
-            .args(args);
-        let out = tokio::process::Command::from(cmd)
-            .output()
-            .await
-            .expect("run weft");
-        Run {
-            args: args.join(" "),
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
     }
 
     /// What the zone holds on its default resource.
@@ -224,35 +109,6 @@ impl Zone {
                 .map(|p| data_blocks(p))
                 .sum(),
         }
-    }
-}
-
-impl Drop for Zone {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// What a `weft` run printed and how it exited.
-struct Run {
-    args: String,
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    #[track_caller]
-    fn ok(self) -> Run {
-        assert_eq!(
-            self.code, 0,
-            "weft {} failed:\nstdout: {}\nstderr: {}",
-            self.args, self.stdout, self.stderr
-        );
-        self
     }
 }
 
@@ -299,42 +155,28 @@ fn data_blocks(path: &Path) -> u64 {
     }
 }
 
-fn files_below(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files_below(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 /// Federates `lrz` and `it4i` both ways; lrz reaches it4i at `it4i_url` (the zone itself,
 /// or a proxy in front of it). alice of lrz may write below /it4i/shared; her token.
 async fn federate(lrz: &Zone, it4i: &Zone, it4i_url: &str) -> String {
-    for (zone, peer, url) in [(lrz, "it4i", it4i_url.to_owned()), (it4i, "lrz", lrz.url())] {
+    for (zone, peer, url) in [(lrz, "it4i", it4i_url), (it4i, "lrz", lrz.url())] {
         let (status, body) = zone
             .post(
                 "zones",
-                &zone.admin,
+                zone.admin_token(),
                 json!({"name": peer, "url": url, "secret": SECRET}),
             )
             .await;
-        assert_eq!(status, 201, "{}: zone add {peer}: {body}", zone.name);
+        assert_eq!(status, 201, "{}: zone add {peer}: {body}", zone.name());
     }
     let alice = lrz.user("alice").await;
-    let (status, body) = it4i.post("mkdir/it4i/shared", &it4i.admin, json!({})).await;
+    let (status, body) = it4i
+        .post("mkdir/it4i/shared", it4i.admin_token(), json!({}))
+        .await;
     assert_eq!(status, 201, "{body}");
     let (status, body) = it4i
         .post(
             "acl/it4i/shared",
-            &it4i.admin,
+            it4i.admin_token(),
             json!({"principal": "alice#lrz", "permission": "write", "recursive": true}),
         )
         .await;
@@ -346,7 +188,7 @@ async fn federate(lrz: &Zone, it4i: &Zone, it4i_url: &str) -> String {
 /// connection from client to zone; its `http://` address.
 async fn throttled(tp: &Toxiproxy, name: &str, zone: &Zone, rate: u64) -> String {
     let via = tp
-        .create_proxy(name, &format!("127.0.0.1:{}", zone.port))
+        .create_proxy(name, &format!("127.0.0.1:{}", zone.port()))
         .await
         .unwrap();
     tp.add_toxic_on(name, "bandwidth", "upstream", json!({ "rate": rate }))
@@ -448,7 +290,7 @@ async fn names(zone: &Zone, path: &str) -> Vec<String> {
         let mut req = zone
             .http
             .get(zone.api(&format!("list{path}")))
-            .bearer_auth(&zone.admin);
+            .bearer_auth(zone.admin_token());
         if let Some(c) = &cursor {
             req = req.query(&[("cursor", c)]);
         }
@@ -499,10 +341,12 @@ async fn assert_same_objects(zone: &Zone, dest: &str, sums: &BTreeMap<String, St
         got.sort();
         let mut want = want.clone();
         want.sort();
-        assert_eq!(got, want, "{}: the names in {path}", zone.name);
+        assert_eq!(got, want, "{}: the names in {path}", zone.name());
     }
     for (rel, sum) in sums {
-        let stat = zone.get_ok(&format!("stat{dest}/{rel}"), &zone.admin).await;
+        let stat = zone
+            .get_ok(&format!("stat{dest}/{rel}"), zone.admin_token())
+            .await;
         assert_eq!(
             stat["checksum"].as_str(),
             Some(sum.as_str()),
@@ -520,9 +364,9 @@ async fn assert_same_objects(zone: &Zone, dest: &str, sums: &BTreeMap<String, St
 
 /// A tree of one large file and many small ones at lrz (`/lrz/home/alice/tree`); the local
 /// copy's checksums by relative path.
-async fn put_tree(lrz: &Zone, alice: &str, files: &[(String, Vec<u8>)]) -> BTreeMap<String, String> {
+fn put_tree(lrz: &Zone, alice: &str, files: &[(String, Vec<u8>)]) -> BTreeMap<String, String> {
     let sums = write_tree(&lrz.work().join("tree"), files);
-    lrz.weft(alice, &["put", "--quiet", "-r", "tree", "."]).await.ok();
+    lrz.weft_as(alice, &["put", "--quiet", "-r", "tree", "."]).ok();
     sums
 }
 
@@ -534,8 +378,8 @@ async fn put_tree(lrz: &Zone, alice: &str, files: &[(String, Vec<u8>)]) -> BTree
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn destination_killed_mid_transfer_then_restarted_completes() {
     let tp = Toxiproxy::start().unwrap();
-    let lrz = Zone::start("lrz").await;
-    let mut it4i = Zone::start("it4i").await;
+    let lrz = Zone::start("lrz");
+    let mut it4i = Zone::start("it4i");
     // ~20 MB/s per stream from lrz to it4i: a round of four 16 MiB pieces takes most of a
     // second, so that the kill surely meets the file mid-way (loopback alone is too fast to
     // aim at). The proxy stays up while it4i is down and dials it again once it is back.
@@ -545,7 +389,7 @@ async fn destination_killed_mid_transfer_then_restarted_completes() {
     const BIG: usize = 200 << 20;
     let mut files = vec![("big.bin".to_owned(), pseudo_random(BIG, 11))];
     files.extend(small_files(20, 100));
-    let sums = put_tree(&lrz, &alice, &files).await;
+    let sums = put_tree(&lrz, &alice, &files);
     let sizes: Vec<usize> = files.iter().map(|(_, d)| d.len()).collect();
     drop(files);
 
@@ -575,7 +419,7 @@ async fn destination_killed_mid_transfer_then_restarted_completes() {
         t["state"], "active",
         "an unreachable peer is a temporary fault: {t}"
     );
-    it4i.restart().await;
+    it4i.restart().unwrap();
 
     let t = wait_end(&lrz, &alice, &id, Duration::from_secs(120)).await;
     assert_eq!(t["state"], "succeeded", "{t}\n{}", lrz.log());
@@ -629,8 +473,8 @@ async fn destination_killed_mid_transfer_then_restarted_completes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resets_and_latency_between_zones_are_retried() {
     let tp = Toxiproxy::start().unwrap();
-    let lrz = Zone::start("lrz").await;
-    let it4i = Zone::start("it4i").await;
+    let lrz = Zone::start("lrz");
+    let it4i = Zone::start("it4i");
     const PROXY: &str = "lrz-to-it4i";
     // ~20 MB/s per connection from lrz to it4i: a piece takes most of a second.
     let via = throttled(&tp, PROXY, &it4i, 20_000).await;
@@ -641,7 +485,7 @@ async fn resets_and_latency_between_zones_are_retried() {
     const SMALL: usize = 60;
     let mut files = vec![("big.bin".to_owned(), pseudo_random(BIG, 21))];
     files.extend(small_files(SMALL, 200));
-    let sums = put_tree(&lrz, &alice, &files).await;
+    let sums = put_tree(&lrz, &alice, &files);
     let sizes: Vec<usize> = files.iter().map(|(_, d)| d.len()).collect();
     drop(files);
     let total = (SMALL + 1) as u64;
@@ -711,7 +555,7 @@ async fn resets_and_latency_between_zones_are_retried() {
         assert_eq!(f["checksum"].as_str(), Some(sums[rel].as_str()), "{f}");
     }
     // `weft transfer show` reports the same attempts, in total and per file.
-    let show = lrz.weft(&alice, &["transfer", "show", &id]).await.ok().stdout;
+    let show = lrz.weft_as(&alice, &["transfer", "show", &id]).ok().stdout;
     assert!(show.contains("state        succeeded"), "{show}");
     assert!(
         show.lines().any(|l| l == format!("attempts     {attempts}")),
@@ -749,8 +593,8 @@ async fn resets_and_latency_between_zones_are_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn source_deleted_mid_transfer_fails_that_file_only() {
     let tp = Toxiproxy::start().unwrap();
-    let lrz = Zone::start("lrz").await;
-    let it4i = Zone::start("it4i").await;
+    let lrz = Zone::start("lrz");
+    let it4i = Zone::start("it4i");
     // ~10 MB/s per stream: the 100 MiB file takes a few seconds on four streams.
     let via = throttled(&tp, "lrz-to-it4i", &it4i, 10_000).await;
     let alice = federate(&lrz, &it4i, &via).await;
@@ -762,22 +606,19 @@ async fn source_deleted_mid_transfer_fails_that_file_only() {
     const LATER: usize = 8 << 20;
     let tree = lrz.work().join("tree");
     let mut sums = write_tree(&tree, &[("big.bin".to_owned(), pseudo_random(BIG, 31))]);
-    lrz.weft(&alice, &["mkdir", "tree"]).await.ok();
-    lrz.weft(&alice, &["put", "--quiet", "tree/big.bin", "tree/big.bin"])
-        .await
+    lrz.weft_as(&alice, &["mkdir", "tree"]).ok();
+    lrz.weft_as(&alice, &["put", "--quiet", "tree/big.bin", "tree/big.bin"])
         .ok();
     let small = small_files(30, 300);
     sums.extend(write_tree(&tree, &small));
-    lrz.weft(&alice, &["put", "--quiet", "-r", "tree/small", "tree"])
-        .await
+    lrz.weft_as(&alice, &["put", "--quiet", "-r", "tree/small", "tree"])
         .ok();
     drop(small);
     sums.extend(write_tree(
         &tree,
         &[("later.bin".to_owned(), pseudo_random(LATER, 32))],
     ));
-    lrz.weft(&alice, &["put", "--quiet", "tree/later.bin", "tree/later.bin"])
-        .await
+    lrz.weft_as(&alice, &["put", "--quiet", "tree/later.bin", "tree/later.bin"])
         .ok();
 
     let id = submit(
@@ -862,12 +703,12 @@ async fn source_deleted_mid_transfer_fails_that_file_only() {
     // At it4i: every other file with its checksum, the removed one nowhere.
     assert_same_objects(&it4i, "/it4i/shared/tree", &arrived).await;
     let (status, _) = it4i
-        .get(&format!("stat/it4i/shared/tree/{victim_rel}"), &it4i.admin)
+        .get(&format!("stat/it4i/shared/tree/{victim_rel}"), it4i.admin_token())
         .await;
     assert_eq!(status, 404);
 
     // `weft transfer wait` exits 1 with the stable code and names the failed file.
-    let waited = lrz.weft(&alice, &["transfer", "wait", &id]).await;
+    let waited = lrz.weft_as(&alice, &["transfer", "wait", &id]);
     assert_eq!(waited.code, 1, "{}", waited.stderr);
     let line = waited
         .stderr
@@ -890,11 +731,11 @@ async fn source_deleted_mid_transfer_fails_that_file_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answer_to_complete_lost_is_not_a_failure() {
     let tp = Toxiproxy::start().unwrap();
-    let lrz = Zone::start("lrz").await;
-    let it4i = Zone::start("it4i").await;
+    let lrz = Zone::start("lrz");
+    let it4i = Zone::start("it4i");
     const PROXY: &str = "lossy";
     let via = tp
-        .create_proxy(PROXY, &format!("127.0.0.1:{}", it4i.port))
+        .create_proxy(PROXY, &format!("127.0.0.1:{}", it4i.port()))
         .await
         .unwrap();
     let alice = federate(&lrz, &it4i, &format!("http://{via}")).await;
@@ -903,8 +744,7 @@ async fn answer_to_complete_lost_is_not_a_failure() {
         &lrz,
         &alice,
         &[("big.bin".to_owned(), pseudo_random(BIG as usize, 41))],
-    )
-    .await;
+    );
     // ~16 MB/s from lrz to it4i: a piece takes about a second.
     tp.add_toxic_on(PROXY, "bandwidth", "upstream", json!({"rate": 16_000}))
         .await
@@ -943,7 +783,7 @@ async fn answer_to_complete_lost_is_not_a_failure() {
 
     let t = wait_end(&lrz, &alice, &id, Duration::from_secs(60)).await;
     // The file did arrive whole, once, and nothing else did.
-    let stat = it4i.get_ok("stat/it4i/shared/big.bin", &it4i.admin).await;
+    let stat = it4i.get_ok("stat/it4i/shared/big.bin", it4i.admin_token()).await;
     assert_eq!(
         stat["checksum"].as_str(),
         Some(sums["big.bin"].as_str()),
@@ -969,8 +809,8 @@ async fn answer_to_complete_lost_is_not_a_failure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn source_of_a_large_file_deleted_fails_at_once() {
     let tp = Toxiproxy::start().unwrap();
-    let lrz = Zone::start("lrz").await;
-    let it4i = Zone::start("it4i").await;
+    let lrz = Zone::start("lrz");
+    let it4i = Zone::start("it4i");
     let via = throttled(&tp, "lrz-to-it4i", &it4i, 10_000).await;
     let alice = federate(&lrz, &it4i, &via).await;
 
@@ -987,9 +827,9 @@ async fn source_of_a_large_file_deleted_fails_at_once() {
             ),
         ],
     );
-    lrz.weft(&alice, &["mkdir", "tree"]).await.ok();
+    lrz.weft_as(&alice, &["mkdir", "tree"]).ok();
     for name in ["tree/first.bin", "tree/victim.bin"] {
-        lrz.weft(&alice, &["put", "--quiet", name, name]).await.ok();
+        lrz.weft_as(&alice, &["put", "--quiet", name, name]).ok();
     }
     let id = submit(
         &lrz,
@@ -1042,8 +882,12 @@ async fn source_of_a_large_file_deleted_fails_at_once() {
         (Some(1), Some(1)),
         "{t}"
     );
-    let stat = it4i.get_ok("stat/it4i/shared/tree/first.bin", &it4i.admin).await;
+    let stat = it4i
+        .get_ok("stat/it4i/shared/tree/first.bin", it4i.admin_token())
+        .await;
     assert_eq!(stat["checksum"].as_str(), Some(sums["first.bin"].as_str()));
-    let (status, _) = it4i.get("stat/it4i/shared/tree/victim.bin", &it4i.admin).await;
+    let (status, _) = it4i
+        .get("stat/it4i/shared/tree/victim.bin", it4i.admin_token())
+        .await;
     assert_eq!(status, 404);
 }

@@ -275,19 +275,10 @@ pub fn b3(bytes: &[u8]) -> String {
     format!("blake3:{}", blake3::hash(bytes).to_hex())
 }
 
-/// Deterministic bytes that do not repeat at piece boundaries.
-pub fn pseudo_random(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
+/// Deterministic bytes that do not repeat at piece boundaries (shared with the tests that
+/// start zones as processes). Not every test file uses it.
+#[allow(unused_imports)]
+pub use weft_testkit::data::pseudo_random;
 
 /// `zone:resource state` of every replica of `path`, sorted.
 pub async fn replicas(zone: &TestZone, token: &str, path: &str) -> Vec<String> {
