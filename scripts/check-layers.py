@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Checks the dependency rules of ARCHITECTURE.md on the crates' manifests and sources.
 
-Layers depend only downward; only weft-storage imports OpenDAL; only weft-catalog imports
-sqlx; the client commands of the binary never reach past weft-client.
+The crate edges are exactly those of the table below (all downward: a new edge is a
+decision, recorded here and in ARCHITECTURE.md; an edge no longer used is taken out);
+only weft-storage imports OpenDAL; only weft-catalog imports sqlx; the client commands of
+the binary never reach past weft-client; the modules of weft-zone import each other
+without a cycle.
 """
 import pathlib
 import re
@@ -10,7 +13,7 @@ import sys
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-# What each crate may depend on among the weft crates (normal dependencies).
+# What each crate depends on among the weft crates (normal dependencies), exactly.
 ALLOWED = {
     "weft-types": set(),
     # File durability (writeback, flushes behind the writer): std and libc only, shared by
@@ -19,7 +22,9 @@ ALLOWED = {
     "weft-catalog": {"weft-types"},
     "weft-storage": {"weft-types", "weft-fileio"},
     "weft-policy": {"weft-types"},
-    "weft-transfer": {"weft-types", "weft-catalog", "weft-storage", "weft-policy"},
+    # The engine keeps its plan and progress in a Journal the zone implements over its
+    # catalog: it can run wherever a journal can be kept.
+    "weft-transfer": {"weft-types"},
     # Zones speak to their peers through the typed client (which depends on types only).
     "weft-zone": {"weft-types", "weft-catalog", "weft-storage", "weft-policy", "weft-transfer", "weft-client"},
     "weft-api": {"weft-types", "weft-zone", "weft-client"},
@@ -41,6 +46,8 @@ for manifest in sorted(ROOT.glob("crates/*/Cargo.toml")):
     for dep in deps:
         if dep.startswith("weft") and dep not in ALLOWED[crate]:
             errors.append(f"{crate} depends on {dep}, which is not below it")
+    for dep in sorted(ALLOWED[crate] - set(deps)):
+        errors.append(f"{crate} no longer depends on {dep}: take the edge out of the table (and ARCHITECTURE.md)")
         if dep in ONLY and ONLY[dep] != crate:
             errors.append(f"{crate} depends on {dep}; only {ONLY[dep]} may")
 
@@ -49,6 +56,78 @@ for src in sorted((ROOT / "crates/weft/src/cli").rglob("*.rs")):
     for n, line in enumerate(src.read_text().splitlines(), 1):
         if re.search(r"\bweft_(zone|api|catalog|storage)\b", line):
             errors.append(f"{src.relative_to(ROOT)}:{n}: client commands must go through weft-client: {line.strip()}")
+
+
+def code_only(text):
+    """`text` with comments, strings and char literals blanked (same length): what is
+    left are the paths the code really names."""
+    out, i, n = list(text), 0, len(text)
+
+    def blank(a, b):
+        for k in range(a, b):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            blank(i, j)
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i) + 2
+            blank(i, j)
+            i = j
+        elif (m := re.match(r'b?r(#*)"', text[i:])) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            end = text.find('"' + m.group(1), i + len(m.group(0)))
+            blank(i + len(m.group(0)), end)
+            i = end + 1 + len(m.group(1))
+        elif text[i] == '"':
+            j = i + 1
+            while text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            blank(i + 1, j)
+            i = j + 1
+        elif text[i] == "'" and (m := re.match(r"'(\\.|\\u\{[0-9a-fA-F]+\}|[^\\'])'", text[i:])):
+            blank(i + 1, i + len(m.group(0)) - 1)
+            i += len(m.group(0))
+        else:
+            i += 1
+    return "".join(out)
+
+
+def module_cycles(src):
+    """Cycles among the top-level modules of a crate's `src` (a directory is one module),
+    from the `crate::module` paths their code names."""
+    mods = {f.stem: [f] for f in src.glob("*.rs") if f.name not in ("lib.rs", "main.rs")}
+    mods.update({d.name: sorted(d.rglob("*.rs")) for d in src.iterdir() if d.is_dir()})
+    edges = {m: set() for m in mods}
+    for m, files in mods.items():
+        for f in files:
+            code = code_only(f.read_text())
+            named = re.findall(r"\bcrate::(\w+)", code)
+            for group in re.findall(r"\bcrate::\{([^}]*)\}", code):
+                named += re.findall(r"(?:^|,)\s*(\w+)", group)
+            edges[m].update(x for x in named if x in mods and x != m)
+    cycles, state = [], {}
+
+    def visit(m, path):
+        state[m] = "open"
+        for n in sorted(edges[m]):
+            if state.get(n) == "open":
+                cycles.append(path[path.index(n):] + [n])
+            elif n not in state:
+                visit(n, path + [n])
+        state[m] = "done"
+
+    for m in sorted(mods):
+        if m not in state:
+            visit(m, [m])
+    return cycles
+
+
+for cycle in module_cycles(ROOT / "crates/weft-zone/src"):
+    errors.append("weft-zone: modules import each other in a cycle: " + " -> ".join(cycle))
 
 if errors:
     print("layering violations:", *errors, sep="\n  ", file=sys.stderr)

@@ -11,9 +11,9 @@
 use async_trait::async_trait;
 use std::sync::Arc;
 use weft_types::{
-    Checksum, Endpoint, Error, FileState, LogicalPath, MetaCondition, Millis, NodeKind, Permission,
-    PrincipalName, QosStatus, ReplicaState, ResourceKind, ResourceName, StagingName, TaskState, TransferId,
-    TransferState, ZoneName,
+    Checksum, Error, FileState, LogicalPath, MetaCondition, Millis, NodeKind, Permission, PrincipalName,
+    QosStatus, ReplicaState, ResourceKind, ResourceName, StagingName, TaskState, TransferId, TransferState,
+    ZoneName,
 };
 
 mod seal;
@@ -21,6 +21,7 @@ mod sql;
 
 pub use seal::{SealKey, Sealer};
 pub use sql::SqlCatalog;
+pub use weft_types::{TransferCounts, TransferFile};
 
 /// Which SQL dialect a catalog speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,32 +146,6 @@ pub struct TransferRecord {
     /// The federated zone that vouched for the owner when it submitted the transfer (a
     /// zone token): the run acts as that visitor, never as the plain local user.
     pub via_zone: Option<ZoneName>,
-}
-
-/// One file of a transfer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TransferFile {
-    /// Position in the transfer, from 0.
-    pub seq: u64,
-    pub source: Endpoint,
-    pub destination: Endpoint,
-    pub size: u64,
-    pub state: FileState,
-    pub bytes_done: u64,
-    pub attempts: u32,
-    pub error: Option<String>,
-    pub checksum: Option<Checksum>,
-    /// Engine-private resume point of a large file (JSON).
-    pub resume: Option<String>,
-}
-
-/// Files per state and bytes done of one transfer.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TransferCounts {
-    /// In the order of [`FileState`]'s variants.
-    pub files_by_state: Vec<(FileState, u64)>,
-    pub bytes_done: u64,
-    pub attempts: u64,
 }
 
 /// A collection or data object.

@@ -38,6 +38,25 @@ pub use tree::KeyInfo;
 /// A stream of a replica's bytes.
 pub type ByteStream = BoxStream<'static, Result<Bytes, Error>>;
 
+/// The whole of `stream` in one buffer (for the small reads that are sent on at once).
+pub async fn collect(stream: ByteStream) -> Result<Bytes, Error> {
+    use futures::TryStreamExt;
+    let parts: Vec<Bytes> = stream.try_collect().await?;
+    Ok(concat(parts))
+}
+
+/// `parts` as one buffer; a single part is passed on without a copy.
+pub fn concat(parts: Vec<Bytes>) -> Bytes {
+    if parts.len() == 1 {
+        return parts.into_iter().next().expect("one part");
+    }
+    let mut all = bytes::BytesMut::with_capacity(parts.iter().map(Bytes::len).sum());
+    for p in parts {
+        all.extend_from_slice(&p);
+    }
+    all.freeze()
+}
+
 /// Size of the buffers that reads produce and writes coalesce to: big enough to amortise a
 /// system call or an S3 request, small enough that memory stays bounded per stream.
 pub const IO_BUFFER: usize = 1 << 20;

@@ -1,5 +1,6 @@
 //! Planning and running transfers.
 
+use crate::journal::Journal;
 use crate::side::{Entry, Side, Sides};
 use crate::spec::{TransferSpec, Verify};
 use bytes::Bytes;
@@ -9,19 +10,18 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use weft_catalog::{Catalog, TransferFile};
 use weft_types::{
     Checksum, ChunkedBlake3, Endpoint, Error, ErrorCode, FileState, PieceDigest, PieceHasher, PieceSize,
-    TransferId, TransferState,
+    TransferFile, TransferId, TransferState,
 };
 
-/// How often progress is written back to the catalog (one transaction per flush), and after
+/// How often progress is written back to the journal (one transaction per flush), and after
 /// how many changed files at the latest: the last flush is on the way to the transfer's
 /// end, so a longer interval shows as a tail on trees of small files (measured:
 /// docs/PERFORMANCE.md, "Measurements behind the design").
 const FLUSH_EVERY: Duration = Duration::from_millis(300);
 const FLUSH_FILES: usize = 512;
-/// Files listed per catalog page while running.
+/// Files listed per journal page while running.
 const PAGE: u32 = 1000;
 /// Files up to this size move in bundles: many per request to the destination, so that a
 /// tree of small files pays a round trip per bundle, not per file (DESIGN.md §4.6).
@@ -31,11 +31,12 @@ const BUNDLE_FILES: usize = 64;
 const BUNDLE_BYTES: u64 = 8 << 20;
 /// Bundles in flight per unit of `--concurrency` (large files: one). A bundle waits on
 /// each zone's disk and catalog in turn, and twice as many in flight keep both zones busy
-/// (10,000 x 64 KiB: +13 %); at half the bytes of a bundle, as much memory as before.
+/// (docs/PERFORMANCE.md, "Measurements behind the design"); at half the bytes of a bundle,
+/// as much memory as one in flight of twice the size.
 const BUNDLES_PER_SLOT: usize = 2;
 
 /// A plan just made, handed to [`Engine::run`] in memory with a way to say when its files
-/// are recorded in the catalog.
+/// are recorded in the journal.
 pub struct Fresh {
     pub files: Vec<TransferFile>,
     pub recorded: tokio::sync::oneshot::Sender<Result<(), Error>>,
@@ -70,7 +71,7 @@ impl RetryPolicy {
 }
 
 pub struct Engine {
-    catalog: Arc<dyn Catalog>,
+    journal: Arc<dyn Journal>,
     sides: Arc<dyn Sides>,
     retry: RetryPolicy,
     /// Files above this size move as pieces over parallel streams; a piece is held in
@@ -89,13 +90,13 @@ struct Resume {
 
 impl Engine {
     pub fn new(
-        catalog: Arc<dyn Catalog>,
+        journal: Arc<dyn Journal>,
         sides: Arc<dyn Sides>,
         retry: RetryPolicy,
         piece: PieceSize,
     ) -> Engine {
         Engine {
-            catalog,
+            journal,
             sides,
             retry,
             piece,
@@ -215,8 +216,8 @@ impl Engine {
         fresh: Option<Fresh>,
     ) -> Result<(), Error> {
         let record = self
-            .catalog
-            .get_transfer(id)
+            .journal
+            .entry(id)
             .await?
             .ok_or_else(|| Error::not_found(format_args!("transfer {id}")))?;
         if !record.state.is_open() {
@@ -229,19 +230,17 @@ impl Engine {
         };
         if planned.is_none() && record.files_total == 0 {
             match self.plan(owner, spec).await {
-                Ok(files) => self.catalog.add_transfer_files(id, &files).await?,
+                Ok(files) => self.journal.add_files(id, &files).await?,
                 Err(e) => {
                     let why = format!("planning failed: {e}");
                     return self
-                        .catalog
-                        .set_transfer_state(id, TransferState::Failed, Some(&why))
+                        .journal
+                        .set_state(id, TransferState::Failed, Some(&why))
                         .await;
                 }
             }
         }
-        self.catalog
-            .set_transfer_state(id, TransferState::Active, None)
-            .await?;
+        self.journal.set_state(id, TransferState::Active, None).await?;
 
         let progress = Progress::default();
         let made = Mutex::new(HashSet::new());
@@ -251,7 +250,7 @@ impl Engine {
             let (Some(files), Some(recorded)) = (&planned, recorded) else {
                 return Ok(());
             };
-            let outcome = self.catalog.add_transfer_files(id, files).await;
+            let outcome = self.journal.add_files(id, files).await;
             if outcome.is_err() {
                 unrecorded.store(true, Ordering::SeqCst);
             }
@@ -270,7 +269,7 @@ impl Engine {
                     _ = progress.full.notified() => false,
                     _ = finished.notified() => true,
                 };
-                progress.flush(self.catalog.as_ref(), id).await;
+                progress.flush(self.journal.as_ref(), id).await;
                 if stop {
                     return Ok(());
                 }
@@ -306,26 +305,22 @@ impl Engine {
         let (outcome, flushed): (Result<(), Error>, Result<(), Error>) = futures::join!(work, flusher);
         flushed?;
         outcome?;
-        let counts = self.catalog.transfer_counts(id).await?;
+        let counts = self.journal.counts(id).await?;
         let failed = counts
             .files_by_state
             .iter()
             .find(|(s, _)| *s == FileState::Failed)
             .map_or(0, |(_, n)| *n);
         if cancel.load(Ordering::SeqCst) {
-            self.catalog
-                .set_transfer_state(id, TransferState::Cancelled, None)
-                .await
+            self.journal.set_state(id, TransferState::Cancelled, None).await
         } else if failed > 0 {
             let total: u64 = counts.files_by_state.iter().map(|(_, n)| n).sum();
             let why = format!("{failed} of {total} files failed; `weft transfer show {id}` names each cause");
-            self.catalog
-                .set_transfer_state(id, TransferState::Failed, Some(&why))
+            self.journal
+                .set_state(id, TransferState::Failed, Some(&why))
                 .await
         } else {
-            self.catalog
-                .set_transfer_state(id, TransferState::Succeeded, None)
-                .await
+            self.journal.set_state(id, TransferState::Succeeded, None).await
         }
     }
 
@@ -335,7 +330,7 @@ impl Engine {
     fn units<'a>(&'a self, id: &'a TransferId) -> impl futures::Stream<Item = Result<Unit, Error>> + 'a {
         futures::stream::iter([FileState::Active, FileState::Pending]).flat_map(move |state| {
             futures::stream::try_unfold(None, move |after| async move {
-                let page = self.catalog.transfer_files(id, Some(state), after, PAGE).await?;
+                let page = self.journal.files(id, Some(state), after, PAGE).await?;
                 let Some(last) = page.last().map(|f| f.seq) else {
                     return Ok(None);
                 };
@@ -960,7 +955,7 @@ impl Progress {
         }
     }
 
-    async fn flush(&self, catalog: &dyn Catalog, id: &TransferId) {
+    async fn flush(&self, journal: &dyn Journal, id: &TransferId) {
         let batch: Vec<TransferFile> = {
             let mut changed = self.changed.lock().expect("not poisoned");
             changed.drain().map(|(_, f)| f).collect()
@@ -968,7 +963,7 @@ impl Progress {
         if batch.is_empty() {
             return;
         }
-        if let Err(e) = catalog.update_transfer_files(id, &batch).await {
+        if let Err(e) = journal.update_files(id, &batch).await {
             tracing::warn!(transfer = %id, error = %e, "cannot record transfer progress; will retry");
             let mut changed = self.changed.lock().expect("not poisoned");
             for f in batch {

@@ -2,8 +2,9 @@
 //! behalf, and the one place that retries (DESIGN.md §3).
 //!
 //! A transfer is planned into files (sources listed, destinations named as `cp -r` would,
-//! `--sync` skipping what already matches by size and checksum), persisted in the catalog,
-//! then run: several files at a time, a large file as pieces over parallel streams. Every
+//! `--sync` skipping what already matches by size and checksum), kept in a [`Journal`] (the
+//! zone's catalog), then run: several files at a time, a large file as pieces over
+//! parallel streams. Every
 //! piece is hashed as it passes and the whole-file BLAKE3 compared with the source's and
 //! checked again by the destination when it completes. Temporary errors are retried with
 //! backoff; permanent ones fail that file with its cause while the rest go on. Progress is
@@ -13,9 +14,11 @@
 //! namespace, its federated peers and staging locations.
 
 mod engine;
+mod journal;
 mod side;
 mod spec;
 
 pub use engine::{Engine, Fresh, RetryPolicy};
+pub use journal::{Journal, JournalEntry};
 pub use side::{Entry, Side, Sides};
 pub use spec::{TransferSpec, Verify};

@@ -9,6 +9,7 @@ pub mod meta;
 pub mod model;
 pub mod names;
 pub mod path;
+mod transfer;
 pub mod wire;
 
 pub use checksum::{Checksum, ChecksumAlgo, ChunkedBlake3, PieceDigest, PieceHasher, PieceSize};
@@ -21,6 +22,7 @@ pub use model::{
 };
 pub use names::{PrincipalName, ResourceName, StagingName, ZoneName};
 pub use path::LogicalPath;
+pub use transfer::{TransferCounts, TransferFile};
 
 /// Milliseconds since the Unix epoch; the one time representation stored in the catalog.
 pub type Millis = i64;

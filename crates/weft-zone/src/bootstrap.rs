@@ -1,7 +1,7 @@
 //! Opening a zone: catalog, first-start setup (admin, home collections, default resource,
 //! admin token), resources and the removal of what interrupted writes left behind.
 
-use crate::{committer::Committer, scratch_dir, upload::Uploads, Zone};
+use crate::{committer::Committer, scratch_dir, upload::Uploads, Zone, ADMIN};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -59,8 +59,6 @@ pub struct Bootstrap {
     pub admin_token_file: Option<PathBuf>,
     pub temporary_removed: u64,
 }
-
-pub const ADMIN: &str = "admin";
 
 /// Creates the data directory readable by the zone alone (0700), or makes it so: it holds
 /// the admin token, the key file, the catalog and the replicas.

@@ -397,7 +397,7 @@ impl Zone {
                 let node = &nodes[path];
                 let read = self.read_good_replica(node.id, path, 0..node.size as u64).await;
                 *o = Some(match read {
-                    Ok(stream) => crate::transfers::collect(stream).await,
+                    Ok(stream) => weft_storage::collect(stream).await,
                     Err(e) => Err(e),
                 });
             });
@@ -468,7 +468,7 @@ impl Zone {
         }
         for r in self.catalog.remote_replicas(node.id).await? {
             let sum = self.verify_remote(&r).await?;
-            let mut info = crate::replication::remote_info(&r);
+            let mut info = crate::ReplicaInfo::remote(&r);
             if r.checksum.as_ref() == Some(&sum) {
                 let now = crate::now_ms();
                 self.catalog.set_remote_replica(r.id, r.state, Some(now)).await?;

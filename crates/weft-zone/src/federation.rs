@@ -143,7 +143,7 @@ impl Zone {
     ) -> Result<(), Error> {
         caller.require_admin("mapping users of another zone")?;
         self.peer(zone.as_str()).await?;
-        if remote_user.as_str() == crate::bootstrap::ADMIN {
+        if remote_user.as_str() == crate::ADMIN {
             return Err(Error::invalid(format!(
                 "{remote_user} of zone {zone} is how that zone acts for itself (the replicas it keeps here); it cannot be mapped"
             )));

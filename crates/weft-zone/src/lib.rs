@@ -23,6 +23,7 @@ mod qos;
 mod replication;
 mod resources;
 mod scrubber;
+mod sides;
 mod staging;
 mod transfers;
 mod upload;
@@ -64,6 +65,9 @@ pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, Tran
 pub use weft_policy::{Action, QosExpr, Rule, Trigger};
 pub use weft_transfer::{TransferSpec, Verify};
 pub use worker::{Phase, WorkerStatus};
+
+/// The zone's administrator, created on its first start.
+pub const ADMIN: &str = "admin";
 
 /// One zone: its catalog, its opened resources and the work in flight.
 pub struct Zone {

@@ -3,7 +3,7 @@
 use crate::{Caller, Zone};
 use base64::Engine;
 use std::collections::HashMap;
-use weft_catalog::{Node, Replica};
+use weft_catalog::{Node, RemoteReplica, Replica};
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, Millis, NodeKind, Permission, ReplicaState};
 
 /// A node as the interfaces show it.
@@ -25,6 +25,21 @@ pub struct ReplicaInfo {
     pub checksum: Option<Checksum>,
     pub created: Millis,
     pub verified: Option<Millis>,
+}
+
+impl ReplicaInfo {
+    /// A copy held by a federated zone, as a replica of the object.
+    pub(crate) fn remote(r: &RemoteReplica) -> ReplicaInfo {
+        ReplicaInfo {
+            zone: r.zone.to_string(),
+            resource: r.resource.to_string(),
+            state: r.state,
+            size: r.size,
+            checksum: r.checksum.clone(),
+            created: r.created,
+            verified: r.verified,
+        }
+    }
 }
 
 pub struct Listing {
@@ -87,7 +102,7 @@ impl Zone {
         Ok(here
             .iter()
             .map(|r| self.replica_info(r))
-            .chain(there.iter().map(crate::replication::remote_info))
+            .chain(there.iter().map(ReplicaInfo::remote))
             .collect())
     }
 

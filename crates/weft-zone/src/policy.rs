@@ -379,7 +379,7 @@ impl Zone {
             client
                 .resources()
                 .await
-                .map_err(|e| crate::transfers::from_client(zone.as_str(), e))
+                .map_err(|e| crate::sides::from_client(zone.as_str(), e))
         };
         match asked.await {
             Ok(list) => {

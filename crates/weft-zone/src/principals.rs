@@ -114,7 +114,7 @@ impl Zone {
         if p.kind != kind {
             return Err(Error::not_found(format!("{} {name}", kind.as_str())));
         }
-        if p.name.as_str() == crate::bootstrap::ADMIN {
+        if p.name.as_str() == crate::ADMIN {
             return Err(Error::invalid("the zone's first administrator cannot be removed"));
         }
         if kind == PrincipalKind::User {

@@ -6,23 +6,16 @@
 //! namespace in process, a federated zone's through its API with zone tokens minted per
 //! request, acting for the transfer's owner so that each zone applies its own ACLs.
 
-use crate::staging::StagingSide;
+use crate::sides::ZoneSides;
 use crate::worker::{self, Worker, WorkerState};
 use crate::{Caller, Zone};
 use async_trait::async_trait;
-use bytes::Bytes;
-use futures::TryStreamExt;
 use std::collections::HashMap;
-use std::ops::Range;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
-use weft_catalog::{StagingArea, TransferCounts, TransferFile, TransferRecord};
-use weft_client::ClientError;
-use weft_transfer::{Engine, Entry, Fresh, RetryPolicy, Side, Sides, TransferSpec};
-use weft_types::{
-    Checksum, Endpoint, Error, ErrorCode, FileState, LogicalPath, NodeKind, PieceSize, ResourceName,
-    TransferId, TransferState, ZoneName,
-};
+use weft_catalog::{Catalog, TransferCounts, TransferFile, TransferRecord};
+use weft_transfer::{Engine, Fresh, Journal, JournalEntry, RetryPolicy, TransferSpec};
+use weft_types::{Error, ErrorCode, FileState, PieceSize, TransferId, TransferState, ZoneName};
 
 /// Pieces of large files moved between zones: small enough to retry cheaply, large enough
 /// that per-request costs vanish.
@@ -52,7 +45,8 @@ impl Zone {
             staging: Mutex::default(),
         });
         let piece = PieceSize::new(TRANSFER_PIECE).expect("a power of two");
-        Engine::new(self.catalog.clone(), sides, RetryPolicy::default(), piece)
+        let journal = Arc::new(CatalogJournal(self.catalog.clone()));
+        Engine::new(journal, sides, RetryPolicy::default(), piece)
     }
 
     /// Checks the request and plans it (what would move, how many bytes) without moving
@@ -327,403 +321,46 @@ impl Running {
     }
 }
 
-/// Endpoints as the transfer's owner reaches them from this zone. Lives for one plan or
-/// run, so the owner is resolved once, not once per file.
-struct ZoneSides {
-    zone: Weak<Zone>,
-    /// Who the plan or run acts as, everywhere.
-    caller: Caller,
-    /// The staging areas, read once per plan or run.
-    areas: tokio::sync::OnceCell<Vec<StagingArea>>,
-    /// Staging sides by owner and area URL: they hold the open uploads of the run.
-    staging: Mutex<HashMap<(String, String), Arc<StagingSide>>>,
-}
+/// The engine's journal of a zone: the transfers and transfer files of its catalog.
+struct CatalogJournal(Arc<dyn Catalog>);
 
 #[async_trait]
-impl Sides for ZoneSides {
-    async fn side(&self, owner: &str, at: &Endpoint) -> Result<Arc<dyn Side>, Error> {
-        let zone = self
-            .zone
-            .upgrade()
-            .ok_or_else(|| Error::new(ErrorCode::StorageUnavailable, "the zone is shutting down"))?;
-        if owner != self.caller.name.as_str() {
-            return Err(Error::internal(format!(
-                "a side for {owner} asked of a run acting as {}",
-                self.caller.name
-            )));
-        }
-        let caller = self.caller.clone();
-        match at {
-            Endpoint::Logical(p) if p.zone() == zone.name.as_str() => {
-                Ok(Arc::new(LocalSide { zone, caller }))
-            }
-            Endpoint::Logical(p) => {
-                zone.peer(p.zone()).await?;
-                Ok(Arc::new(PeerSide {
-                    zone,
-                    caller,
-                    peer: p.zone().to_owned(),
-                    resource: None,
-                }))
-            }
-            Endpoint::Replica {
-                zone: at_zone,
-                resource,
-                ..
-            } => Ok(Arc::new(
-                zone.replica_side(caller, at_zone, resource.as_ref()).await?,
-            )),
-            Endpoint::File(_) | Endpoint::S3 { .. } => {
-                let areas = self.areas.get_or_try_init(|| zone.catalog.list_staging()).await?;
-                let (area, base) = zone.staging_area_for(areas, at)?;
-                let key = (owner.to_owned(), area.url.clone());
-                if let Some(side) = self.staging.lock().expect("not poisoned").get(&key) {
-                    return Ok(side.clone());
-                }
-                let side = Arc::new(zone.staging_side(&caller, area, base).await?);
-                let mut cached = self.staging.lock().expect("not poisoned");
-                Ok(cached.entry(key).or_insert(side).clone())
-            }
-        }
-    }
-}
-
-fn logical(at: &Endpoint) -> Result<&LogicalPath, Error> {
-    match at {
-        Endpoint::Logical(p) => Ok(p),
-        other => Err(Error::internal(format!("{other} is not a logical path"))),
-    }
-}
-
-/// This zone's namespace, in process.
-struct LocalSide {
-    zone: Arc<Zone>,
-    caller: Caller,
-}
-
-#[async_trait]
-impl Side for LocalSide {
-    /// `put_stream` and `complete_upload` store nothing unless the checksum matches.
-    fn verifies_writes(&self) -> bool {
-        true
+impl Journal for CatalogJournal {
+    async fn entry(&self, id: &TransferId) -> Result<Option<JournalEntry>, Error> {
+        Ok(self.0.get_transfer(id).await?.map(|t| JournalEntry {
+            state: t.state,
+            files_total: t.files_total,
+        }))
     }
 
-    async fn stat(&self, at: &Endpoint) -> Result<Option<Entry>, Error> {
-        match self.zone.stat(&self.caller, logical(at)?).await {
-            Ok(info) => Ok(Some(Entry {
-                rel: String::new(),
-                is_dir: info.node.kind == NodeKind::Collection,
-                size: info.node.size as u64,
-                checksum: info.node.checksum,
-            })),
-            Err(e) if e.code == ErrorCode::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+    async fn set_state(
+        &self,
+        id: &TransferId,
+        state: TransferState,
+        error: Option<&str>,
+    ) -> Result<(), Error> {
+        self.0.set_transfer_state(id, state, error).await
     }
 
-    async fn list(&self, at: &Endpoint) -> Result<Vec<Entry>, Error> {
-        let root = logical(at)?;
-        let objects = self.zone.listed_below(&self.caller, root).await?;
-        Ok(objects
-            .into_iter()
-            .map(|(rel, o)| Entry {
-                rel,
-                is_dir: false,
-                size: o.size as u64,
-                checksum: o.checksum,
-            })
-            .collect())
+    async fn add_files(&self, id: &TransferId, files: &[TransferFile]) -> Result<(), Error> {
+        self.0.add_transfer_files(id, files).await
     }
 
-    async fn mkdirs(&self, at: &Endpoint) -> Result<(), Error> {
-        self.zone
-            .mkdir(&self.caller, logical(at)?, true)
-            .await
-            .map(|_| ())
+    async fn update_files(&self, id: &TransferId, files: &[TransferFile]) -> Result<(), Error> {
+        self.0.update_transfer_files(id, files).await
     }
 
-    async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error> {
-        self.read_parts(at, range).await.map(concat)
+    async fn files(
+        &self,
+        id: &TransferId,
+        state: Option<FileState>,
+        after_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<TransferFile>, Error> {
+        self.0.transfer_files(id, state, after_seq, limit).await
     }
 
-    async fn read_parts(&self, at: &Endpoint, range: Range<u64>) -> Result<Vec<Bytes>, Error> {
-        let read = self.zone.read(&self.caller, logical(at)?, Some(range)).await?;
-        read.stream.try_collect().await
-    }
-
-    async fn read_many(&self, files: &[(Endpoint, u64)]) -> Vec<Result<Bytes, Error>> {
-        let paths: Result<Vec<LogicalPath>, Error> =
-            files.iter().map(|(at, _)| logical(at).cloned()).collect();
-        match paths {
-            Ok(paths) => self.zone.read_many(&self.caller, &paths).await,
-            Err(e) => vec![Err(e); files.len()],
-        }
-    }
-
-    async fn put(&self, at: &Endpoint, data: Bytes, checksum: &Checksum) -> Result<(), Error> {
-        let size = data.len() as u64;
-        let body = futures::stream::once(async move { Ok(data) });
-        self.zone
-            .put_stream(&self.caller, logical(at)?, size, Some(checksum), None, true, body)
-            .await
-            .map(|_| ())
-    }
-
-    async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error> {
-        let info = self
-            .zone
-            .begin_upload(&self.caller, logical(at)?, size, Some(piece.get()), None, true)
-            .await?;
-        Ok(info.id)
-    }
-
-    async fn put_piece(&self, upload: &str, index: u64, data: Vec<Bytes>) -> Result<(), Error> {
-        let body = futures::stream::iter(data.into_iter().map(Ok));
-        self.zone
-            .upload_piece(&self.caller, upload, index, body)
-            .await
-            .map(|_| ())
-    }
-
-    async fn complete(&self, upload: &str, checksum: &Checksum) -> Result<(), Error> {
-        self.zone
-            .complete_upload(&self.caller, upload, Some(checksum))
-            .await
-            .map(|_| ())
-    }
-
-    async fn abort(&self, upload: &str) {
-        let _ = self.zone.abort_upload(&self.caller, upload).await;
-    }
-
-    async fn verify(&self, at: &Endpoint) -> Result<Checksum, Error> {
-        let checks = self.zone.verify(&self.caller, logical(at)?).await?;
-        checks
-            .into_iter()
-            .map(|(_, sum)| sum)
-            .next()
-            .ok_or_else(|| Error::not_found(format_args!("a replica of {at}")))
-    }
-}
-
-/// A whole (small) read in one buffer.
-pub(crate) async fn collect(stream: weft_storage::ByteStream) -> Result<Bytes, Error> {
-    let parts: Vec<Bytes> = stream.try_collect().await?;
-    Ok(concat(parts))
-}
-
-pub(crate) fn concat(parts: Vec<Bytes>) -> Bytes {
-    if parts.len() == 1 {
-        return parts.into_iter().next().expect("one part");
-    }
-    let mut all = bytes::BytesMut::with_capacity(parts.iter().map(Bytes::len).sum());
-    for p in parts {
-        all.extend_from_slice(&p);
-    }
-    all.freeze()
-}
-
-/// A federated zone's namespace, through its API, as `owner#thiszone`.
-pub(crate) struct PeerSide {
-    pub(crate) zone: Arc<Zone>,
-    pub(crate) caller: Caller,
-    pub(crate) peer: String,
-    /// Where new objects go there; `None`: that zone's default resource.
-    pub(crate) resource: Option<ResourceName>,
-}
-
-impl PeerSide {
-    /// A client with a fresh zone token: tokens are short-lived, transfers are not.
-    async fn client(&self) -> Result<weft_client::Client, Error> {
-        self.zone.peer_client(&self.peer, &self.caller).await
-    }
-}
-
-/// The zone's stable code when it answered; otherwise a temporary `zone_unreachable`.
-pub(crate) fn from_client(peer: &str, e: ClientError) -> Error {
-    match e.error_code() {
-        Some(code) => Error::new(code, e.to_string()),
-        None if matches!(e, ClientError::Integrity { .. }) => {
-            Error::new(ErrorCode::ChecksumMismatch, e.to_string())
-        }
-        None => Error::new(ErrorCode::ZoneUnreachable, format!("zone {peer}: {e}")),
-    }
-}
-
-#[async_trait]
-impl Side for PeerSide {
-    /// The peer's `put`, `bundles` and `complete` store nothing unless the checksum matches.
-    fn verifies_writes(&self) -> bool {
-        true
-    }
-
-    async fn stat(&self, at: &Endpoint) -> Result<Option<Entry>, Error> {
-        match self.client().await?.stat(logical(at)?).await {
-            Ok(s) => Ok(Some(Entry {
-                rel: String::new(),
-                is_dir: s.kind == "collection",
-                size: s.size,
-                checksum: s.checksum.as_deref().map(Checksum::parse).transpose()?,
-            })),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(from_client(&self.peer, e)),
-        }
-    }
-
-    async fn list(&self, at: &Endpoint) -> Result<Vec<Entry>, Error> {
-        let root = logical(at)?;
-        let prefix = format!("{root}/");
-        let params = weft_client::FindParams {
-            root: root.clone(),
-            name: None,
-            meta: Vec::new(),
-            kind: Some("object".into()),
-        };
-        let found = self
-            .client()
-            .await?
-            .find_all(&params)
-            .await
-            .map_err(|e| from_client(&self.peer, e))?;
-        found
-            .into_iter()
-            .map(|s| {
-                Ok(Entry {
-                    rel: s.path.strip_prefix(&prefix).unwrap_or(&s.name).to_owned(),
-                    is_dir: false,
-                    size: s.size,
-                    checksum: s.checksum.as_deref().map(Checksum::parse).transpose()?,
-                })
-            })
-            .collect()
-    }
-
-    async fn mkdirs(&self, at: &Endpoint) -> Result<(), Error> {
-        self.client()
-            .await?
-            .mkdir(logical(at)?, true)
-            .await
-            .map(|_| ())
-            .map_err(|e| from_client(&self.peer, e))
-    }
-
-    async fn read(&self, at: &Endpoint, range: Range<u64>) -> Result<Bytes, Error> {
-        self.client()
-            .await?
-            .read_range(logical(at)?, range)
-            .await
-            .map_err(|e| from_client(&self.peer, e))
-    }
-
-    async fn put(&self, at: &Endpoint, data: Bytes, _checksum: &Checksum) -> Result<(), Error> {
-        let opts = weft_client::PutOptions {
-            overwrite: true,
-            resource: self.resource.as_ref().map(ToString::to_string),
-            ..Default::default()
-        };
-        self.client()
-            .await?
-            .put_bytes(data, logical(at)?, &opts)
-            .await
-            .map(|_| ())
-            .map_err(|e| from_client(&self.peer, e))
-    }
-
-    /// One `POST /bundles` for all of them: a tree of small files costs a round trip per
-    /// bundle, not per file.
-    async fn put_many(&self, files: Vec<(Endpoint, Bytes, Checksum)>) -> Vec<Result<(), Error>> {
-        let n = files.len();
-        let sent = async {
-            let items = files
-                .into_iter()
-                .map(|(at, data, sum)| Ok((logical(&at)?.clone(), data, sum)))
-                .collect::<Result<Vec<_>, Error>>()?;
-            let outcomes = self
-                .client()
-                .await?
-                .put_bundle(&items, true, None)
-                .await
-                .map_err(|e| from_client(&self.peer, e))?;
-            if outcomes.len() != n {
-                return Err(Error::new(
-                    ErrorCode::ZoneUnreachable,
-                    format!(
-                        "zone {} answered {} outcomes for {n} files",
-                        self.peer,
-                        outcomes.len()
-                    ),
-                ));
-            }
-            Ok(outcomes)
-        };
-        match sent.await {
-            Ok(outcomes) => outcomes
-                .into_iter()
-                .map(|o| match o.error {
-                    None => Ok(()),
-                    Some(e) => Err(Error::new(
-                        ErrorCode::parse(&e.code).unwrap_or(ErrorCode::Internal),
-                        format!("zone {}: {}", self.peer, e.message),
-                    )),
-                })
-                .collect(),
-            Err(e) => vec![Err(e); n],
-        }
-    }
-
-    async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error> {
-        let req = weft_client::wire::UploadRequest {
-            path: logical(at)?.to_string(),
-            size,
-            piece_size: Some(piece.get()),
-            resource: self.resource.as_ref().map(ToString::to_string),
-            overwrite: true,
-        };
-        self.client()
-            .await?
-            .begin_upload(&req)
-            .await
-            .map(|u| u.id)
-            .map_err(|e| from_client(&self.peer, e))
-    }
-
-    async fn put_piece(&self, upload: &str, index: u64, data: Vec<Bytes>) -> Result<(), Error> {
-        let len = data.iter().map(|b| b.len() as u64).sum();
-        self.client()
-            .await?
-            .upload_piece(upload, index, len, weft_client::parts_body(data))
-            .await
-            .map(|_| ())
-            .map_err(|e| from_client(&self.peer, e))
-    }
-
-    async fn complete(&self, upload: &str, checksum: &Checksum) -> Result<(), Error> {
-        self.client()
-            .await?
-            .complete_upload(upload, Some(checksum))
-            .await
-            .map(|_| ())
-            .map_err(|e| from_client(&self.peer, e))
-    }
-
-    async fn abort(&self, upload: &str) {
-        if let Ok(c) = self.client().await {
-            let _ = c.abort_upload(upload).await;
-        }
-    }
-
-    async fn verify(&self, at: &Endpoint) -> Result<Checksum, Error> {
-        let report = self
-            .client()
-            .await?
-            .checksum(logical(at)?, true)
-            .await
-            .map_err(|e| from_client(&self.peer, e))?;
-        let computed = report
-            .checks
-            .first()
-            .map(|c| c.computed.clone())
-            .ok_or_else(|| Error::not_found(format_args!("a replica of {at}")))?;
-        Checksum::parse(&computed)
+    async fn counts(&self, id: &TransferId) -> Result<TransferCounts, Error> {
+        self.0.transfer_counts(id).await
     }
 }

@@ -209,4 +209,14 @@ fn zone_status_shows_workers() {
     assert!(!s["workers"].as_array().unwrap().is_empty(), "{s}");
     let human = z.weft(&["zone", "status"]).ok();
     assert!(human.stdout.starts_with("zone     testz\n"), "{}", human.stdout);
+    // A line per worker with its phase: waiting for work or in a pass.
+    for w in s["workers"].as_array().unwrap() {
+        let name = w["name"].as_str().unwrap();
+        let line = human
+            .lines()
+            .into_iter()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no line for {name}: {}", human.stdout));
+        assert!(line.contains(" idle ") || line.contains(" busy "), "{line}");
+    }
 }
