@@ -32,9 +32,12 @@ pub fn sample_of(pid: u32) -> Option<Sample> {
 }
 
 /// Room a steady process may still take in the last quarter of a load over the second
-/// quarter (after its warm-up): allocator arenas and the blocking pool settle late, but a
-/// leak of anything per request grows far beyond these over thousands of requests.
-const RSS_GROWTH: f64 = 1.25;
+/// quarter (after its warm-up): allocator arenas and the blocking pool settle late, and the
+/// files open at a moment follow the requests in flight (a socket and a file or two each),
+/// which vary with timing; a leak of anything per request grows far beyond these over
+/// thousands of requests. Open files after the load, its clients gone, are held to
+/// [`FDS_SLACK`] over those before it: that is where a leak of descriptors shows plainly.
+const GROWTH: f64 = 1.25;
 const RSS_SLACK_KIB: u64 = 32 << 10;
 const FDS_SLACK: u64 = 32;
 const THREADS_SLACK: u64 = 16;
@@ -58,7 +61,7 @@ pub fn levelled_off(before: &Sample, during: &[Sample], after: &Sample) -> Vec<S
     let peak = |s: &[Sample], f: fn(&Sample) -> u64| s.iter().map(f).max().unwrap_or(0);
 
     let (settled, end) = (peak(second, |s| s.rss_kib), peak(last, |s| s.rss_kib));
-    let bound = (settled as f64 * RSS_GROWTH) as u64 + RSS_SLACK_KIB;
+    let bound = (settled as f64 * GROWTH) as u64 + RSS_SLACK_KIB;
     if end > bound {
         problems.push(format!(
             "memory kept growing: RSS peaked at {} MiB in the last quarter of the load, {} MiB in \
@@ -69,7 +72,7 @@ pub fn levelled_off(before: &Sample, during: &[Sample], after: &Sample) -> Vec<S
         ));
     }
     let (settled, end) = (peak(second, |s| s.fds), peak(last, |s| s.fds));
-    if end > settled + FDS_SLACK {
+    if end > (settled as f64 * GROWTH) as u64 + FDS_SLACK {
         problems.push(format!(
             "open files kept growing: {end} in the last quarter of the load, {settled} in the second"
         ));
@@ -126,7 +129,7 @@ mod tests {
     #[test]
     fn growth_of_anything_fails() {
         let leak_memory: Vec<_> = (0..60).map(|i| s(100 + i * 5, 230, 20)).collect();
-        let leak_fds: Vec<_> = (0..60).map(|i| s(100, 230 + i * 3, 20)).collect();
+        let leak_fds: Vec<_> = (0..60).map(|i| s(100, 230 + i * 10, 20)).collect();
         let leak_threads: Vec<_> = (0..60).map(|i| s(100, 230, 20 + i)).collect();
         for (what, during) in [
             ("memory", leak_memory),
