@@ -10,6 +10,7 @@
 mod beneath;
 mod config;
 mod fs;
+mod multipart;
 mod pack;
 mod s3;
 mod scan;
@@ -162,6 +163,16 @@ impl Store {
                     _hold: None,
                 })
             }
+        }
+    }
+
+    /// Aborts the multipart uploads an S3 resource was left with, begun more than
+    /// `older_than` ago and not being written by this process; how many (file systems keep
+    /// no such thing: their interrupted writes are temporary files, removed at start).
+    pub async fn abort_stale_uploads(&self, older_than: std::time::Duration) -> Result<u64, Error> {
+        match self {
+            Store::Fs(_) => Ok(0),
+            Store::S3(s) => s.abort_stale_uploads(older_than).await,
         }
     }
 

@@ -24,6 +24,7 @@ pub struct S3Store {
     op: Operator,
     describe: String,
     scratch: FsStore,
+    uploads: crate::multipart::Uploads,
 }
 
 impl S3Store {
@@ -46,6 +47,7 @@ impl S3Store {
             .map_err(|e| s3_error("cannot configure S3 resource", e))?
             .finish();
         let describe = format!("s3://{}/{} at {}", config.bucket, config.prefix, config.endpoint);
+        let uploads = crate::multipart::Uploads::new(config)?;
         let scratch = FsStore::new(
             crate::FsConfig { root: scratch_dir },
             crate::beneath::Sharing::Private,
@@ -54,6 +56,7 @@ impl S3Store {
             op,
             describe,
             scratch,
+            uploads,
         })
     }
 
@@ -78,6 +81,7 @@ impl S3Store {
     }
 
     pub async fn writer(&self, key: &str) -> Result<S3Writer, Error> {
+        let writing = self.uploads.writing(key);
         let w = self
             .op
             .writer_with(key)
@@ -89,6 +93,7 @@ impl S3Store {
             w,
             key: key.to_owned(),
             written: 0,
+            _writing: writing,
         })
     }
 
@@ -151,9 +156,16 @@ impl S3Store {
     }
 
     /// S3 keeps nothing temporary that is visible: an interrupted multipart upload never
-    /// becomes an object. Staged pieces live in the zone's local scratch directory.
+    /// becomes an object (see [`S3Store::abort_stale_uploads`] for its parts). Staged pieces
+    /// live in the zone's local scratch directory.
     pub async fn remove_temporary(&self) -> Result<u64, Error> {
         self.scratch.remove_temporary().await
+    }
+
+    /// Aborts the multipart uploads below this resource's prefix begun more than
+    /// `older_than` ago that this process is not writing; how many.
+    pub async fn abort_stale_uploads(&self, older_than: std::time::Duration) -> Result<u64, Error> {
+        self.uploads.abort_stale(older_than).await
     }
 }
 
@@ -161,6 +173,8 @@ pub struct S3Writer {
     w: opendal::Writer,
     key: String,
     written: u64,
+    /// Keeps the upload from being taken for one left behind while it runs.
+    _writing: crate::multipart::Writing,
 }
 
 impl S3Writer {

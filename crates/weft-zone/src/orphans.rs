@@ -18,6 +18,11 @@ use weft_types::Error;
 /// How long a file must have been in place before an unreferenced one is removed.
 pub const ORPHAN_GRACE_DEFAULT: Duration = Duration::from_secs(10 * 60);
 const SWEEP_EVERY: Duration = Duration::from_secs(3600);
+/// An S3 multipart upload older than this (and the orphan grace) that no writer of this
+/// process holds is taken for one a crash left behind and aborted. A day, as the usual
+/// bucket lifecycle rule: a legitimate upload of another server of the zone may run for
+/// hours.
+pub const MULTIPART_GRACE_MIN: Duration = Duration::from_secs(24 * 3600);
 /// The first sweep, once the zone has started and has work of its own done.
 const FIRST_SWEEP_AFTER: Duration = Duration::from_secs(2);
 
@@ -54,11 +59,13 @@ impl Worker for OrphanSweep {
 
 impl Zone {
     /// Removes the replica files of every resource that no replica references and that
-    /// have been in place for `grace`; how many.
+    /// have been in place for `grace`, and aborts the S3 multipart uploads left behind
+    /// (older than `grace` and [`MULTIPART_GRACE_MIN`]); how many of both.
     pub async fn sweep_orphans(&self, grace: Duration) -> Result<u64, Error> {
         let mut removed = 0;
         for r in self.catalog.list_resources().await? {
             let (_, store) = self.store_by_id(r.id).await?;
+            removed += store.abort_stale_uploads(grace.max(MULTIPART_GRACE_MIN)).await?;
             for dir in store.data_dirs().await? {
                 let files = store.data_files(&dir).await?;
                 if files.is_empty() {
