@@ -32,6 +32,28 @@ pub(crate) struct PutTarget {
     pub store: Store,
 }
 
+/// A data object to store: where, how many bytes, what they must hash to (when known), on
+/// which resource (default: the zone's) and whether it may replace an existing object.
+#[derive(Debug, Clone, Copy)]
+pub struct Put<'a> {
+    pub path: &'a LogicalPath,
+    pub size: u64,
+    pub expected: Option<&'a Checksum>,
+    pub resource: Option<&'a ResourceName>,
+    pub overwrite: bool,
+}
+
+/// Bytes committed to a resource at `key`, to be registered as the object `path`; `durable`
+/// when they were synced on their own (else the committer syncs the resource first).
+pub(crate) struct Committed<'a> {
+    pub path: &'a LogicalPath,
+    pub size: u64,
+    pub checksum: Checksum,
+    pub target: &'a PutTarget,
+    pub key: String,
+    pub durable: bool,
+}
+
 impl Zone {
     /// Checks that `caller` may create (or with `overwrite`, replace) a data object at
     /// `path` and picks the resource.
@@ -128,22 +150,20 @@ impl Zone {
         }
     }
 
-    /// Stores a stream of exactly `size` bytes as the data object `path`. Nothing becomes
-    /// visible unless every byte arrived and the checksum matches `expected` (when given).
-    #[allow(clippy::too_many_arguments)]
-    pub async fn put_stream<S>(
-        &self,
-        caller: &Caller,
-        path: &LogicalPath,
-        size: u64,
-        expected: Option<&Checksum>,
-        resource: Option<&ResourceName>,
-        overwrite: bool,
-        body: S,
-    ) -> Result<PutOutcome, Error>
+    /// Stores a stream of exactly `put.size` bytes as the data object `put.path`. Nothing
+    /// becomes visible unless every byte arrived and the checksum matches `put.expected`
+    /// (when given).
+    pub async fn put_stream<S>(&self, caller: &Caller, put: Put<'_>, body: S) -> Result<PutOutcome, Error>
     where
         S: Stream<Item = Result<Bytes, Error>> + Send,
     {
+        let Put {
+            path,
+            size,
+            expected,
+            resource,
+            overwrite,
+        } = put;
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
         let key = Store::new_key();
         let mut writer = target.store.writer(&key).await?;
@@ -157,8 +177,15 @@ impl Zone {
         };
         let durable = size >= OWN_SYNC_THRESHOLD;
         writer.commit(durable).await?;
-        self.register(caller, path, size, checksum, &target, key, overwrite, durable)
-            .await
+        let committed = Committed {
+            path,
+            size,
+            checksum,
+            target: &target,
+            key,
+            durable,
+        };
+        self.register(caller, committed, overwrite).await
     }
 
     /// Stores several small objects at once (`POST /bundles`): each is checked and made
@@ -179,8 +206,14 @@ impl Zone {
         let large = futures::future::join_all(large.into_iter().map(|(i, (path, data, sum))| async move {
             let size = data.len() as u64;
             let body = futures::stream::once(async move { Ok(data) });
-            let put = self.put_stream(caller, &path, size, Some(&sum), resource, overwrite, body);
-            (i, put.await)
+            let put = Put {
+                path: &path,
+                size,
+                expected: Some(&sum),
+                resource,
+                overwrite,
+            };
+            (i, self.put_stream(caller, put, body).await)
         }));
         let (mut done, large) = futures::join!(self.put_packed(caller, small, overwrite, resource), large);
         done.extend(large);
@@ -228,9 +261,15 @@ impl Zone {
         let target = &target;
         let registered = ready.into_iter().zip(packed.keys.iter().cloned()).map(
             |((i, path, data, sum), key)| async move {
-                let size = data.len() as u64;
-                let r = self.register(caller, &path, size, sum, target, key, overwrite, false);
-                (i, r.await)
+                let committed = Committed {
+                    path: &path,
+                    size: data.len() as u64,
+                    checksum: sum,
+                    target,
+                    key,
+                    durable: false,
+                };
+                (i, self.register(caller, committed, overwrite).await)
             },
         );
         out.extend(futures::future::join_all(registered).await);
@@ -238,19 +277,21 @@ impl Zone {
         out
     }
 
-    /// Registers bytes already committed at `key`; removes them again if that fails.
-    #[allow(clippy::too_many_arguments)]
+    /// Registers bytes already committed; removes them again if that fails.
     pub(crate) async fn register(
         &self,
         caller: &Caller,
-        path: &LogicalPath,
-        size: u64,
-        checksum: Checksum,
-        target: &PutTarget,
-        key: String,
+        committed: Committed<'_>,
         overwrite: bool,
-        durable: bool,
     ) -> Result<PutOutcome, Error> {
+        let Committed {
+            path,
+            size,
+            checksum,
+            target,
+            key,
+            durable,
+        } = committed;
         let object = NewObject {
             path: path.clone(),
             owner_id: caller.user_id,
@@ -437,10 +478,17 @@ impl Zone {
                 return Err(e);
             }
         };
-        let durable = size >= crate::data::OWN_SYNC_THRESHOLD;
+        let durable = size >= OWN_SYNC_THRESHOLD;
         writer.commit(durable).await?;
-        self.register(caller, to, size, checksum, &target, key, overwrite, durable)
-            .await
+        let committed = Committed {
+            path: to,
+            size,
+            checksum,
+            target: &target,
+            key,
+            durable,
+        };
+        self.register(caller, committed, overwrite).await
     }
 
     /// Re-reads every replica of `path` and compares it with the recorded checksum.

@@ -39,7 +39,7 @@ use weft_types::{Error, ErrorCode, LogicalPath, ResourceName, ZoneName};
 
 pub use access::Caller;
 pub use bootstrap::{Bootstrap, ResourceSpec, ZoneConfig};
-pub use data::{ObjectRead, PutOutcome};
+pub use data::{ObjectRead, Put, PutOutcome};
 pub use federation::{
     verify_zone_token, zone_token_sender, PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX,
 };

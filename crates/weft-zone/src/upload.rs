@@ -6,7 +6,7 @@
 //! (the client then starts again). Persisted, resumable transfers are the transfer
 //! engine's job.
 
-use crate::data::PutTarget;
+use crate::data::{Committed, PutTarget};
 use crate::worker::{self, Worker, WorkerState};
 use crate::{Caller, PutOutcome, Zone};
 use bytes::Bytes;
@@ -97,15 +97,22 @@ fn piece_size(size: u64, asked: Option<u64>) -> Result<PieceSize, Error> {
     Ok(piece)
 }
 
+/// What a session's bytes become once complete.
+#[derive(Debug, Clone, Copy)]
+enum Completes {
+    /// The content of the data object at the session's path (replacing one, if allowed).
+    Object { overwrite: bool },
+    /// A further replica of this data object (by id).
+    Replica { node_id: i64 },
+}
+
 struct Session {
     id: String,
     path: LogicalPath,
     owner_id: i64,
     size: u64,
     piece: PieceSize,
-    overwrite: bool,
-    /// A further replica of this data object (by id), rather than new object content.
-    replica_of: Option<i64>,
+    completes: Completes,
     target: PutTarget,
     key: String,
     writer: RwLock<Option<OffsetWriter>>,
@@ -136,7 +143,7 @@ impl Zone {
     ) -> Result<UploadInfo, Error> {
         let piece = self::piece_size(size, piece_size)?;
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
-        self.open_upload(caller, path, size, piece, target, overwrite, None)
+        self.open_upload(caller, path, size, piece, target, Completes::Object { overwrite })
             .await
     }
 
@@ -154,11 +161,11 @@ impl Zone {
             resource: target.resource.clone(),
             store: target.store.clone(),
         };
-        self.open_upload(caller, &node.path, size, piece, target, false, Some(node.id))
+        let completes = Completes::Replica { node_id: node.id };
+        self.open_upload(caller, &node.path, size, piece, target, completes)
             .await
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn open_upload(
         &self,
         caller: &Caller,
@@ -166,8 +173,7 @@ impl Zone {
         size: u64,
         piece: PieceSize,
         target: PutTarget,
-        overwrite: bool,
-        replica_of: Option<i64>,
+        completes: Completes,
     ) -> Result<UploadInfo, Error> {
         // Checked before disk is allocated, and again when the session is added.
         Uploads::check_room(
@@ -186,8 +192,7 @@ impl Zone {
             owner_id: caller.user_id,
             size,
             piece,
-            overwrite,
-            replica_of,
+            completes,
             target,
             key,
             writer: RwLock::new(Some(writer)),
@@ -338,27 +343,28 @@ impl Zone {
             }
         }
         writer.commit(true).await?;
-        if let Some(node_id) = s.replica_of {
-            self.register_replica(node_id, s.size, checksum, &s.target, s.key.clone())
-                .await?;
-            let node = self
-                .catalog
-                .get_node_by_id(node_id)
-                .await?
-                .ok_or_else(|| Error::not_found(&s.path))?;
-            return Ok(PutOutcome { node });
-        }
-        self.register(
-            caller,
-            &s.path,
-            s.size,
+        let overwrite = match s.completes {
+            Completes::Object { overwrite } => overwrite,
+            Completes::Replica { node_id } => {
+                self.register_replica(node_id, s.size, checksum, &s.target, s.key.clone())
+                    .await?;
+                let node = self
+                    .catalog
+                    .get_node_by_id(node_id)
+                    .await?
+                    .ok_or_else(|| Error::not_found(&s.path))?;
+                return Ok(PutOutcome { node });
+            }
+        };
+        let committed = Committed {
+            path: &s.path,
+            size: s.size,
             checksum,
-            &s.target,
-            s.key.clone(),
-            s.overwrite,
-            true,
-        )
-        .await
+            target: &s.target,
+            key: s.key.clone(),
+            durable: true,
+        };
+        self.register(caller, committed, overwrite).await
     }
 
     pub async fn abort_upload(&self, caller: &Caller, id: &str) -> Result<(), Error> {

@@ -57,11 +57,13 @@ pub async fn put(
         .zone
         .put_stream(
             &c,
-            &p,
-            size,
-            expected.as_ref(),
-            resource.as_ref(),
-            q.flag("overwrite")?,
+            weft_zone::Put {
+                path: &p,
+                size,
+                expected: expected.as_ref(),
+                resource: resource.as_ref(),
+                overwrite: q.flag("overwrite")?,
+            },
             body_stream(body),
         )
         .await?;

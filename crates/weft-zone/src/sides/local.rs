@@ -80,10 +80,14 @@ impl Side for LocalSide {
     async fn put(&self, at: &Endpoint, data: Bytes, checksum: &Checksum) -> Result<(), Error> {
         let size = data.len() as u64;
         let body = futures::stream::once(async move { Ok(data) });
-        self.zone
-            .put_stream(&self.caller, logical(at)?, size, Some(checksum), None, true, body)
-            .await
-            .map(|_| ())
+        let put = crate::Put {
+            path: logical(at)?,
+            size,
+            expected: Some(checksum),
+            resource: None,
+            overwrite: true,
+        };
+        self.zone.put_stream(&self.caller, put, body).await.map(|_| ())
     }
 
     async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error> {
