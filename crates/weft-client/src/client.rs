@@ -31,6 +31,8 @@ pub struct Client {
     /// `zone_url` + `/api/v1`.
     api: Arc<str>,
     token: Option<Arc<str>>,
+    /// For [`Client::unpooled`].
+    cas: TrustedCas,
 }
 
 impl std::fmt::Debug for Client {
@@ -41,6 +43,19 @@ impl std::fmt::Debug for Client {
             .field("token", &self.token.as_ref().map(|_| "…"))
             .finish()
     }
+}
+
+fn http_client(cas: &TrustedCas) -> Result<reqwest::Client, ClientError> {
+    cas.apply(reqwest::Client::builder())
+        .user_agent(concat!("weft/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(10))
+        // No overall timeout: a large piece on a slow link legitimately takes long. A
+        // stalled connection is caught by the read timeout instead; it is generous because
+        // completing an upload fsyncs the whole object before answering.
+        .read_timeout(Duration::from_secs(300))
+        .tcp_nodelay(true)
+        .build()
+        .map_err(|e| ClientError::Invalid(format!("cannot build HTTP client: {e}")))
 }
 
 impl Client {
@@ -55,17 +70,7 @@ impl Client {
     /// (a zone whose certificate a private CA signed).
     pub fn with_cas(base_url: &str, token: Option<String>, cas: &TrustedCas) -> Result<Client, ClientError> {
         let zone_url = normalise_base_url(base_url)?;
-        let http = cas
-            .apply(reqwest::Client::builder())
-            .user_agent(concat!("weft/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(10))
-            // No overall timeout: a large piece on a slow link legitimately takes long.
-            // A stalled connection is caught by the read timeout instead; it is generous
-            // because completing an upload fsyncs the whole object before answering.
-            .read_timeout(Duration::from_secs(300))
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| ClientError::Invalid(format!("cannot build HTTP client: {e}")))?;
+        let http = http_client(cas)?;
         let token = token
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty())
@@ -75,7 +80,19 @@ impl Client {
             api: format!("{zone_url}{API_PREFIX}").into(),
             zone_url: zone_url.into(),
             token,
+            cas: cas.clone(),
         })
+    }
+
+    /// The same zone and token over connections of its own. A piece retried after its
+    /// connection broke goes this way: a pooled sibling went through the same proxy or
+    /// middlebox, may be as close to its cut, and would break the retry too.
+    pub fn unpooled(&self) -> Client {
+        match http_client(&self.cas) {
+            Ok(http) => Client { http, ..self.clone() },
+            // Built once already with the same settings; should it fail now, the pool will do.
+            Err(_) => self.clone(),
+        }
     }
 
     /// The same connection pool with another bearer token (zones mint one per request

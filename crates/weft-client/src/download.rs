@@ -204,7 +204,7 @@ impl Fetch {
     /// One plain GET of everything.
     async fn whole(&self) -> Result<(Option<Checksum>, Option<String>, u64), ClientError> {
         let received = AtomicU64::new(0);
-        let got = self.get(None, &received).await?;
+        let got = self.get(&self.client, None, &received).await?;
         let sum = got
             .digest
             .and_then(|d| d.root_if_whole)
@@ -254,14 +254,18 @@ impl Fetch {
     }
 
     /// GETs `range` (default: everything) into the part file at the range's offset.
-    async fn get(&self, range: Option<Range<u64>>, received: &AtomicU64) -> Result<Fetched, ClientError> {
-        let mut req = self
-            .client
-            .request(Method::GET, self.client.path_url("data", &self.logical));
+    /// One GET of the object (of `range`), through `client`.
+    async fn get(
+        &self,
+        client: &Client,
+        range: Option<Range<u64>>,
+        received: &AtomicU64,
+    ) -> Result<Fetched, ClientError> {
+        let mut req = client.request(Method::GET, client.path_url("data", &self.logical));
         if let Some(r) = &range {
             req = req.header(RANGE, format!("bytes={}-{}", r.start, r.end - 1));
         }
-        let resp = self.client.send(req).await?;
+        let resp = client.send(req).await?;
         if range.is_some() && resp.status() != StatusCode::PARTIAL_CONTENT {
             return Err(ClientError::Protocol(format!(
                 "asked for a byte range of {}, the zone answered {} instead of 206",
@@ -283,7 +287,7 @@ impl Fetch {
         let mut pending = 0usize;
         let mut body = resp.bytes_stream();
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| self.client.transport(e))?;
+            let chunk = chunk.map_err(|e| client.transport(e))?;
             if limit.is_some_and(|l| pos + (pending + chunk.len()) as u64 > l) {
                 return Err(ClientError::Protocol(format!(
                     "the zone sent more bytes of {} than asked for",
@@ -369,9 +373,10 @@ impl PieceFetch {
 
     async fn fetch_with_retry(&self, index: u64) -> Result<Option<PieceDigest>, ClientError> {
         let mut failures = 0;
+        let mut client = self.fetch.client.clone();
         loop {
             let received = AtomicU64::new(0);
-            match self.fetch_piece(index, &received).await {
+            match self.fetch_piece(&client, index, &received).await {
                 Ok(d) => return Ok(d),
                 Err(e) => {
                     report(&self.fetch.progress, -(received.load(Ordering::Relaxed) as i64));
@@ -380,6 +385,9 @@ impl PieceFetch {
                         return Err(e.gave_up(index, failures));
                     }
                     tracing::warn!(object = %self.fetch.logical, piece = index, error = %e, "piece failed; fetching it again");
+                    if matches!(e, ClientError::Transport { .. }) {
+                        client = client.unpooled();
+                    }
                     tokio::time::sleep(backoff(failures)).await;
                 }
             }
@@ -388,10 +396,14 @@ impl PieceFetch {
 
     async fn fetch_piece(
         &self,
+        client: &Client,
         index: u64,
         received: &AtomicU64,
     ) -> Result<Option<PieceDigest>, ClientError> {
-        let got = self.fetch.get(Some(self.plan.range(index)), received).await?;
+        let got = self
+            .fetch
+            .get(client, Some(self.plan.range(index)), received)
+            .await?;
         if let Some(served) = got.served_sum {
             let mut known = self.served_sum.lock().expect("not poisoned");
             match known.as_deref() {

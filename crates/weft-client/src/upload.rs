@@ -333,9 +333,10 @@ impl PieceUpload {
 
     async fn send_with_retry(&self, index: u64) -> Result<PieceDigest, ClientError> {
         let mut failures = 0;
+        let mut client = self.client.clone();
         loop {
             let read = Arc::new(PieceRead::default());
-            match self.send(index, &read).await {
+            match self.send(&client, index, &read).await {
                 Ok(d) => return Ok(d),
                 Err(e) => {
                     report(&self.progress, -(read.sent.load(Ordering::Relaxed) as i64));
@@ -345,13 +346,21 @@ impl PieceUpload {
                         return Err(e.gave_up(index, failures));
                     }
                     tracing::warn!(file = %self.local.display(), piece = index, error = %e, "piece failed; sending it again");
+                    if matches!(e, ClientError::Transport { .. }) {
+                        client = client.unpooled();
+                    }
                     tokio::time::sleep(backoff(failures)).await;
                 }
             }
         }
     }
 
-    async fn send(&self, index: u64, read: &Arc<PieceRead>) -> Result<PieceDigest, ClientError> {
+    async fn send(
+        &self,
+        client: &Client,
+        index: u64,
+        read: &Arc<PieceRead>,
+    ) -> Result<PieceDigest, ClientError> {
         let range = self.plan.range(index);
         let len = range.end - range.start;
         let body = reqwest::Body::wrap_stream(read_piece(
@@ -360,7 +369,7 @@ impl PieceUpload {
             read.clone(),
             self.progress.clone(),
         ));
-        let answer = self.client.upload_piece(&self.id, index, len, body).await;
+        let answer = client.upload_piece(&self.id, index, len, body).await;
         if let Some(e) = read.error.lock().expect("not poisoned").take() {
             return Err(ClientError::Local {
                 path: self.local.clone(),
