@@ -28,7 +28,9 @@ ALLOWED = {
     # Zones speak to their peers through the typed client (which depends on types only).
     "weft-zone": {"weft-types", "weft-catalog", "weft-storage", "weft-policy", "weft-transfer", "weft-client"},
     "weft-api": {"weft-types", "weft-zone", "weft-client"},
-    "weft-client": {"weft-types", "weft-fileio"},
+    # Puts and gets run the transfer engine between local files and the zone; zones reach
+    # their peers through the same HTTP side.
+    "weft-client": {"weft-types", "weft-fileio", "weft-transfer"},
     # The benchmarks are a client like any other.
     "weft-bench": {"weft-types", "weft-client"},
     "weft": {"weft-types", "weft-api", "weft-zone", "weft-client", "weft-bench"},

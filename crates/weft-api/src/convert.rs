@@ -103,7 +103,7 @@ pub fn transfer_file(f: &weft_zone::TransferFile) -> weft_types::wire::TransferF
         state: f.state.to_string(),
         bytes_done: f.bytes_done,
         attempts: f.attempts,
-        error: f.error.clone(),
+        error: f.error.as_ref().map(ToString::to_string),
         checksum: f.checksum.as_ref().map(ToString::to_string),
     }
 }

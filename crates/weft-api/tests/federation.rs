@@ -101,7 +101,7 @@ async fn remote_paths_obey_the_remote_acls_for_user_at_zone() {
     let local = dir.path().join("big.bin");
     std::fs::write(&local, &big).unwrap();
     let target = LogicalPath::parse("/it4i/shared/big.bin").unwrap();
-    let opts = weft_client::PutOptions {
+    let opts = weft_client::MoveOptions {
         piece_size: Some(1 << 20),
         ..Default::default()
     };
@@ -109,7 +109,7 @@ async fn remote_paths_obey_the_remote_acls_for_user_at_zone() {
     assert_eq!(stat.size, big.len() as u64);
     let back = dir.path().join("back.bin");
     let got = client
-        .get_file(&target, &back, &weft_client::GetOptions::default())
+        .get_file(&target, &back, &weft_client::MoveOptions::default())
         .await
         .unwrap();
     assert!(got.verified);

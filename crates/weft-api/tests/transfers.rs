@@ -129,7 +129,7 @@ async fn trees_move_between_zones_and_sync_moves_only_differences() {
         (Some(3), Some(0)),
         "{t}"
     );
-    let opts = weft_client::PutOptions {
+    let opts = weft_client::MoveOptions {
         overwrite: true,
         ..Default::default()
     };
@@ -290,7 +290,7 @@ async fn a_damaged_source_fails_its_file_and_stores_nothing() {
     );
     let why = bad["error"].as_str().unwrap();
     assert!(
-        why.starts_with("storage_error") && why.contains("damaged"),
+        why.starts_with("checksum_mismatch") && why.contains("damaged"),
         "{why}"
     );
     assert_eq!(by_name("/good")["state"], "done");

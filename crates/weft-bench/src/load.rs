@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_client::wire::{AclRequest, MetaRequest, TokenRequest, TransferRequest};
-use weft_client::{Client, ClientError, FindParams, PutOptions};
+use weft_client::{Client, ClientError, FindParams, MoveOptions};
 use weft_types::{Checksum, LogicalPath};
 
 /// Largest object a client writes: the mix is of small objects, as most requests are.
@@ -544,7 +544,11 @@ impl Worker {
             let size = self.random_size();
             let (obj, data) = Obj::new(format!("s{i}"), size, self.rng.gen());
             self.client
-                .put_bytes(data, &src.join(&obj.name).expect("valid"), &PutOptions::default())
+                .put_bytes(
+                    data,
+                    &src.join(&obj.name).expect("valid"),
+                    &MoveOptions::default(),
+                )
                 .await?;
             self.source.push(obj);
         }
@@ -583,7 +587,7 @@ impl Worker {
                     .put_bytes(
                         Bytes::from_static(b"x"),
                         &self.path(&obj.name),
-                        &PutOptions::default(),
+                        &MoveOptions::default(),
                     )
                     .await;
                 refused(op, &self.path(&obj.name), put)
@@ -606,7 +610,7 @@ impl Worker {
         let name = self.fresh_name("o");
         let (obj, data) = Obj::new(name, size, self.rng.gen());
         let path = self.path(&obj.name);
-        match self.client.put_bytes(data, &path, &PutOptions::default()).await {
+        match self.client.put_bytes(data, &path, &MoveOptions::default()).await {
             Ok(stat)
                 if stat.size == size as u64 && stat.checksum.as_deref() == Some(&obj.sum.to_string()) =>
             {
@@ -629,9 +633,9 @@ impl Worker {
         let size = self.random_size();
         let (obj, data) = Obj::new(self.objects[i].name.clone(), size, self.rng.gen());
         let path = self.path(&obj.name);
-        let opts = PutOptions {
+        let opts = MoveOptions {
             overwrite: true,
-            ..PutOptions::default()
+            ..MoveOptions::default()
         };
         match self.client.put_bytes(data, &path, &opts).await {
             Ok(stat) if stat.size == size as u64 => {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
-use weft_client::{GetOptions, PutOptions, DEFAULT_CONCURRENCY};
+use weft_client::{MoveOptions, DEFAULT_CONCURRENCY};
 
 pub async fn compare(b: &Bench) -> Result<(Vec<Series>, Vec<String>, Vec<PeerComparison>), BenchError> {
     let mut found = Vec::new();
@@ -119,9 +119,9 @@ async fn large_file(
             let (src, dir) = (&src, &dir);
             async move {
                 let dest = b.path(&format!("peers/large-{run}"))?;
-                let (put, _) = timed(b.client.put_file(src, &dest, &PutOptions::default())).await?;
+                let (put, _) = timed(b.client.put_file(src, &dest, &MoveOptions::default())).await?;
                 let back = dir.join("back");
-                let (get, _) = timed(b.client.get_file(&dest, &back, &GetOptions::default())).await?;
+                let (get, _) = timed(b.client.get_file(&dest, &back, &MoveOptions::default())).await?;
                 let _ = std::fs::remove_file(&back);
                 let z2z = match &b.peer_scratch {
                     Some(p) => {

@@ -22,7 +22,7 @@ use weft_types::{
     Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
     ResourceKind, ResourceName, StagingName, ZoneName,
 };
-use weft_types::{Endpoint, FileState, QosStatus, TaskState, TransferId, TransferState};
+use weft_types::{Endpoint, Error, FileState, QosStatus, TaskState, TransferId, TransferState};
 
 // --- harness ----------------------------------------------------------------------------
 
@@ -735,7 +735,7 @@ async fn transfer_files_in_many_rows(c: &SqlCatalog) {
         };
         f.bytes_done = f.size;
         f.attempts = 2;
-        f.error = (f.seq % 3 == 0).then(|| format!("storage_error: f{}", f.seq));
+        f.error = (f.seq % 3 == 0).then(|| Error::new(ErrorCode::StorageError, format!("f{}", f.seq)));
         f.checksum = Some(Checksum::parse(&format!("blake3:{:064x}", f.seq)).unwrap());
         f.resume = None;
     }
@@ -807,7 +807,7 @@ async fn transfers_and_their_files(c: &SqlCatalog) {
     let mut failed = file(2, 30);
     failed.state = FileState::Failed;
     failed.attempts = 1;
-    failed.error = Some("not_found: gone".into());
+    failed.error = Some(Error::not_found("gone"));
     failed.resume = Some("{\"upload\":\"x\"}".into());
     c.update_transfer_files(&tid("t1"), &[done.clone(), failed.clone()])
         .await

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use weft_types::wire::ErrorBody;
-use weft_types::ErrorCode;
+use weft_types::{Error, ErrorCode};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -95,15 +95,23 @@ impl ClientError {
         }
     }
 
-    /// Notes on a network fault that piece `index` was tried `attempts` times, so the
-    /// final message says the retries ran out rather than looking like a first failure.
-    pub(crate) fn gave_up(self, index: u64, attempts: u32) -> ClientError {
+    /// As the domain's error, for the transfer engine: the zone's stable code when it
+    /// answered; bytes that hashed wrong as `checksum_mismatch`; a fault on the way as a
+    /// temporary `zone_unreachable` (named after `peer`, a federated zone, if given).
+    pub fn into_error(self, peer: Option<&str>) -> Error {
+        if let Some(code) = self.error_code() {
+            return Error::new(code, self.to_string());
+        }
         match self {
-            ClientError::Transport { url, cause } if attempts > 1 => ClientError::Transport {
-                url,
-                cause: format!("{cause} (piece {index}: gave up after {attempts} attempts)"),
-            },
-            other => other,
+            ClientError::Integrity { .. } => Error::new(ErrorCode::ChecksumMismatch, self.to_string()),
+            ClientError::Invalid(m) => Error::invalid(m),
+            other => Error::new(
+                ErrorCode::ZoneUnreachable,
+                match peer {
+                    Some(p) => format!("zone {p}: {other}"),
+                    None => other.to_string(),
+                },
+            ),
         }
     }
 
@@ -146,48 +154,6 @@ impl ClientError {
         }
     }
 
-    /// The same error again, for each file of a request that failed as a whole.
-    pub(crate) fn duplicate(&self) -> ClientError {
-        match self {
-            ClientError::Api {
-                status,
-                code,
-                message,
-            } => ClientError::Api {
-                status: *status,
-                code: code.clone(),
-                message: message.clone(),
-            },
-            ClientError::Unreachable { url, cause } => ClientError::Unreachable {
-                url: url.clone(),
-                cause: cause.clone(),
-            },
-            ClientError::Tls { url, cause } => ClientError::Tls {
-                url: url.clone(),
-                cause: cause.clone(),
-            },
-            ClientError::Transport { url, cause } => ClientError::Transport {
-                url: url.clone(),
-                cause: cause.clone(),
-            },
-            ClientError::Local { path, source } => ClientError::Local {
-                path: path.clone(),
-                source: std::io::Error::new(source.kind(), source.to_string()),
-            },
-            ClientError::Integrity {
-                what,
-                expected,
-                actual,
-            } => ClientError::Integrity {
-                what: what.clone(),
-                expected: expected.clone(),
-                actual: actual.clone(),
-            },
-            ClientError::Invalid(m) => ClientError::Invalid(m.clone()),
-            ClientError::Protocol(m) => ClientError::Protocol(m.clone()),
-        }
-    }
-
     /// Builds the error of a non-success answer from its status and body.
     pub(crate) fn from_answer(status: u16, body: &[u8]) -> ClientError {
         match serde_json::from_slice::<ErrorBody>(body) {
@@ -214,6 +180,17 @@ impl ClientError {
                     message,
                 }
             }
+        }
+    }
+}
+
+/// An error of the transfer engine (a file of a batch), as the zone's answer would carry it.
+impl From<Error> for ClientError {
+    fn from(e: Error) -> ClientError {
+        ClientError::Api {
+            status: e.code.http_status(),
+            code: e.code.as_str().to_owned(),
+            message: e.message,
         }
     }
 }

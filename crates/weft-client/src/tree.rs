@@ -1,53 +1,20 @@
-//! Many files at once: trees of directories and collections, moved `concurrency` files at
-//! a time over the client's kept-alive connections (DESIGN.md §4.4: concurrency for many
-//! files, parallel streams for big ones). A failed file does not stop the others; faults
-//! that will hit every file (zone unreachable, token rejected) stop the batch early.
+//! Trees of directories and collections, planned as `cp -r` names them, for the transfer
+//! engine to move (DESIGN.md §4.4: concurrency for many files, parallel streams for big
+//! ones, bundles for small ones).
 
 use crate::client::Client;
-use crate::download::GetOptions;
 use crate::error::ClientError;
-use crate::progress::{blocking, report};
-use crate::upload::PutOptions;
-use bytes::Bytes;
-use futures::StreamExt;
-use std::collections::VecDeque;
+use crate::mover::{Direction, MoveOptions, Planned};
+use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use weft_types::wire::NodeStat;
-use weft_types::{Checksum, LogicalPath};
-
-/// Files in flight when the caller does not say.
-pub const DEFAULT_CONCURRENCY: usize = 8;
-
-/// Files up to this size are uploaded in bundles (`POST /bundles`), which the zone writes
-/// into packs: a tree of small files costs a request and a catalog transaction per bundle,
-/// not per file, as between zones.
-pub const BUNDLED_MAX: u64 = 1 << 20;
-/// At most this many files, and bytes, per bundle: what one bundle in flight holds in memory.
-const BUNDLE_FILES: usize = 64;
-const BUNDLE_BYTES: u64 = 16 << 20;
-
-/// One file to upload.
-#[derive(Debug, Clone)]
-pub struct PutJob {
-    pub local: PathBuf,
-    pub logical: LogicalPath,
-    pub size: u64,
-}
-
-/// One object to download.
-#[derive(Debug, Clone)]
-pub struct GetJob {
-    pub object: NodeStat,
-    pub local: PathBuf,
-}
+use weft_types::{Checksum, Error, LogicalPath};
 
 /// A local directory as it will be uploaded.
 #[derive(Debug, Default)]
 pub struct LocalTree {
     /// Collections to create, the top one first, parents before children.
     pub collections: Vec<LogicalPath>,
-    pub files: Vec<PutJob>,
+    pub files: Vec<Planned>,
     /// Entries left out (symbolic links to directories, sockets, ...) and why.
     pub skipped: Vec<(PathBuf, String)>,
 }
@@ -56,6 +23,16 @@ impl LocalTree {
     pub fn bytes(&self) -> u64 {
         self.files.iter().map(|f| f.size).sum()
     }
+
+    /// The collections to make before the files move: those that hold no file (the
+    /// engine makes the parents of the files it writes) and lie above no other.
+    pub fn empty_leaves(&self) -> Vec<LogicalPath> {
+        let parents: HashSet<LogicalPath> = self.files.iter().filter_map(|f| f.logical.parent()).collect();
+        leaf_collections(&self.collections)
+            .into_iter()
+            .filter(|c| !parents.contains(c))
+            .collect()
+    }
 }
 
 /// A collection as it will be downloaded.
@@ -63,21 +40,13 @@ impl LocalTree {
 pub struct RemoteTree {
     /// Local directories to create, the top one first, parents before children.
     pub dirs: Vec<PathBuf>,
-    pub files: Vec<GetJob>,
+    pub files: Vec<Planned>,
 }
 
 impl RemoteTree {
     pub fn bytes(&self) -> u64 {
-        self.files.iter().map(|f| f.object.size).sum()
+        self.files.iter().map(|f| f.size).sum()
     }
-}
-
-/// One file finished, for progress displays.
-pub struct Done<'a> {
-    pub local: &'a Path,
-    pub logical: &'a LogicalPath,
-    pub bytes: u64,
-    pub error: Option<&'a ClientError>,
 }
 
 /// The outcome of a batch.
@@ -86,14 +55,12 @@ pub struct BatchReport {
     pub files: u64,
     pub bytes: u64,
     /// Each failed file (its logical path) and why.
-    pub failures: Vec<(String, ClientError)>,
-    /// Files not tried because the batch stopped early.
-    pub skipped: u64,
+    pub failures: Vec<(String, Error)>,
 }
 
 impl BatchReport {
     pub fn ok(&self) -> bool {
-        self.failures.is_empty() && self.skipped == 0
+        self.failures.is_empty()
     }
 }
 
@@ -143,10 +110,11 @@ pub fn scan_local(dir: &Path, dest: &LogicalPath) -> Result<LocalTree, ClientErr
                 tree.collections.push(child.clone());
                 subdirs.push((path, child));
             } else if meta.is_file() {
-                tree.files.push(PutJob {
+                tree.files.push(Planned {
                     local: path,
                     logical: child,
                     size: meta.len(),
+                    checksum: None,
                 });
             } else {
                 tree.skipped.push((path, "not a regular file".into()));
@@ -197,9 +165,13 @@ impl Client {
                     tree.dirs.push(path.clone());
                     queue.push_back((child, path));
                 } else {
-                    tree.files.push(GetJob {
-                        object: item,
+                    let logical =
+                        LogicalPath::parse(&item.path).map_err(|e| ClientError::Protocol(e.message))?;
+                    tree.files.push(Planned {
                         local: path,
+                        logical,
+                        size: item.size,
+                        checksum: item.checksum.as_deref().and_then(|c| Checksum::parse(c).ok()),
                     });
                 }
             }
@@ -212,12 +184,11 @@ impl Client {
         &self,
         dir: &Path,
         dest: &LogicalPath,
-        concurrency: usize,
-        opts: &PutOptions,
+        opts: &MoveOptions,
     ) -> Result<BatchReport, ClientError> {
         let tree = scan_local(dir, dest)?;
-        self.mkdirs(&tree.collections).await?;
-        Ok(self.put_many(tree.files, concurrency, opts, &|_| {}).await)
+        self.mkdirs(&tree.empty_leaves()).await?;
+        Ok(self.run_batch(Direction::Put, tree.files, opts, &|_| {}).await)
     }
 
     /// Downloads the collection `coll` as the local directory `dir`.
@@ -225,228 +196,12 @@ impl Client {
         &self,
         coll: &LogicalPath,
         dir: &Path,
-        concurrency: usize,
-        opts: &GetOptions,
+        opts: &MoveOptions,
     ) -> Result<BatchReport, ClientError> {
         let tree = self.scan_remote(coll, dir).await?;
         create_dirs(&tree.dirs)?;
-        Ok(self.get_many(tree.files, concurrency, opts, &|_| {}).await)
+        Ok(self.run_batch(Direction::Get, tree.files, opts, &|_| {}).await)
     }
-
-    /// Uploads `jobs`, `concurrency` requests at a time, small files in bundles. Collections
-    /// must exist.
-    pub async fn put_many(
-        &self,
-        jobs: Vec<PutJob>,
-        concurrency: usize,
-        opts: &PutOptions,
-        on_done: &(dyn Fn(Done<'_>) + Sync),
-    ) -> BatchReport {
-        let stop = AtomicBool::new(false);
-        let results = futures::stream::iter(put_units(jobs))
-            .map(|unit| {
-                let stop = &stop;
-                async move {
-                    if stop.load(Ordering::Relaxed) {
-                        return unit.into_iter().map(|job| (job, None)).collect();
-                    }
-                    let done: Vec<(PutJob, Result<u64, ClientError>)> = match unit {
-                        PutUnit::One(job) => {
-                            let r = self.put_file(&job.local, &job.logical, opts).await;
-                            let size = job.size;
-                            vec![(job, r.map(|_| size))]
-                        }
-                        PutUnit::Bundle(jobs) => {
-                            let results = self.put_bundled(&jobs, opts).await;
-                            jobs.into_iter().zip(results).collect()
-                        }
-                    };
-                    done.into_iter()
-                        .map(|(job, r)| {
-                            note(&r, stop);
-                            on_done(Done {
-                                local: &job.local,
-                                logical: &job.logical,
-                                bytes: job.size,
-                                error: r.as_ref().err(),
-                            });
-                            (job, Some(r))
-                        })
-                        .collect::<Vec<_>>()
-                }
-            })
-            .buffer_unordered(concurrency.max(1))
-            .flat_map(futures::stream::iter);
-        collect(results.map(|(job, r)| (job.logical, r))).await
-    }
-
-    /// One bundle: the files read and hashed, sent in one request; one outcome each, in
-    /// order (a file that cannot be read, or that the zone refuses, fails alone).
-    async fn put_bundled(&self, jobs: &[PutJob], opts: &PutOptions) -> Vec<Result<u64, ClientError>> {
-        let paths: Vec<PathBuf> = jobs.iter().map(|j| j.local.clone()).collect();
-        let read = blocking(move || {
-            paths
-                .iter()
-                .map(|p| {
-                    let data = std::fs::read(p)?;
-                    let sum = Checksum::blake3(&blake3::hash(&data));
-                    Ok((Bytes::from(data), sum))
-                })
-                .collect::<Vec<std::io::Result<(Bytes, Checksum)>>>()
-        })
-        .await;
-        let mut out: Vec<Option<Result<u64, ClientError>>> = Vec::with_capacity(jobs.len());
-        let mut items = Vec::new();
-        for (job, r) in jobs.iter().zip(read) {
-            match r {
-                Ok((data, sum)) => {
-                    items.push((job.logical.clone(), data, sum));
-                    out.push(None);
-                }
-                Err(e) => out.push(Some(Err(ClientError::local(&job.local)(e)))),
-            }
-        }
-        if items.is_empty() {
-            return out.into_iter().flatten().collect();
-        }
-        let sizes: Vec<u64> = items.iter().map(|(_, data, _)| data.len() as u64).collect();
-        let sent = match self
-            .put_bundle(&items, opts.overwrite, opts.resource.as_deref())
-            .await
-        {
-            Ok(outcomes) if outcomes.len() != items.len() => Err(ClientError::Protocol(format!(
-                "{} outcomes for a bundle of {} files",
-                outcomes.len(),
-                items.len()
-            ))),
-            other => other,
-        };
-        let mut stored = sizes.into_iter().enumerate().map(|(i, size)| match &sent {
-            Ok(outcomes) => match &outcomes[i].error {
-                None => {
-                    report(&opts.progress, size as i64);
-                    Ok(size)
-                }
-                Some(e) => Err(ClientError::from_body(e.clone())),
-            },
-            Err(e) => Err(e.duplicate()),
-        });
-        out.into_iter()
-            .map(|o| o.unwrap_or_else(|| stored.next().expect("one outcome per file sent")))
-            .collect()
-    }
-
-    /// Downloads `jobs`, `concurrency` at a time. Directories must exist.
-    pub async fn get_many(
-        &self,
-        jobs: Vec<GetJob>,
-        concurrency: usize,
-        opts: &GetOptions,
-        on_done: &(dyn Fn(Done<'_>) + Sync),
-    ) -> BatchReport {
-        let stop = AtomicBool::new(false);
-        let results = futures::stream::iter(jobs)
-            .map(|job| {
-                let stop = &stop;
-                async move {
-                    let logical = LogicalPath::parse(&job.object.path).ok();
-                    let Some(logical) = logical else {
-                        let e = ClientError::Protocol(format!(
-                            "listed path {:?} is not a logical path",
-                            job.object.path
-                        ));
-                        return (job.object.path.clone(), Some(Err(e)));
-                    };
-                    if stop.load(Ordering::Relaxed) {
-                        return (logical.to_string(), None);
-                    }
-                    let r = self
-                        .get_object(&job.object, &job.local, opts)
-                        .await
-                        .map(|d| d.bytes);
-                    note(&r, stop);
-                    on_done(Done {
-                        local: &job.local,
-                        logical: &logical,
-                        bytes: job.object.size,
-                        error: r.as_ref().err(),
-                    });
-                    (logical.to_string(), Some(r))
-                }
-            })
-            .buffer_unordered(concurrency.max(1));
-        collect(results).await
-    }
-}
-
-/// What one request of `put_many` carries.
-enum PutUnit {
-    One(PutJob),
-    Bundle(Vec<PutJob>),
-}
-
-impl IntoIterator for PutUnit {
-    type Item = PutJob;
-    type IntoIter = std::vec::IntoIter<PutJob>;
-    fn into_iter(self) -> Self::IntoIter {
-        match self {
-            PutUnit::One(job) => vec![job].into_iter(),
-            PutUnit::Bundle(jobs) => jobs.into_iter(),
-        }
-    }
-}
-
-/// Small files in bundles of at most BUNDLE_FILES files and BUNDLE_BYTES bytes, in the
-/// order given; the others, and a bundle that would hold one file, one by one.
-fn put_units(jobs: Vec<PutJob>) -> Vec<PutUnit> {
-    let mut units = Vec::new();
-    let (mut bundle, mut bytes) = (Vec::new(), 0);
-    let close = |bundle: Vec<PutJob>, units: &mut Vec<PutUnit>| match bundle.len() {
-        0 => {}
-        1 => units.extend(bundle.into_iter().map(PutUnit::One)),
-        _ => units.push(PutUnit::Bundle(bundle)),
-    };
-    for job in jobs {
-        if job.size > BUNDLED_MAX {
-            units.push(PutUnit::One(job));
-            continue;
-        }
-        if bundle.len() == BUNDLE_FILES || bytes + job.size > BUNDLE_BYTES {
-            close(std::mem::take(&mut bundle), &mut units);
-            bytes = 0;
-        }
-        bytes += job.size;
-        bundle.push(job);
-    }
-    close(bundle, &mut units);
-    units
-}
-
-/// Stops the batch on faults that every further file would hit as well.
-fn note(r: &Result<u64, ClientError>, stop: &AtomicBool) {
-    if let Err(e) = r {
-        if matches!(e, ClientError::Unreachable { .. } | ClientError::Tls { .. }) || e.status() == Some(401) {
-            stop.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
-async fn collect<P: ToString>(
-    results: impl futures::Stream<Item = (P, Option<Result<u64, ClientError>>)>,
-) -> BatchReport {
-    let mut report = BatchReport::default();
-    let mut results = std::pin::pin!(results);
-    while let Some((path, r)) = results.next().await {
-        match r {
-            Some(Ok(bytes)) => {
-                report.files += 1;
-                report.bytes += bytes;
-            }
-            Some(Err(e)) => report.failures.push((path.to_string(), e)),
-            None => report.skipped += 1,
-        }
-    }
-    report
 }
 
 pub fn create_dirs(dirs: &[PathBuf]) -> Result<(), ClientError> {
@@ -526,36 +281,5 @@ mod tests {
             assert!(safe_local_name(bad).is_err(), "{bad:?}");
         }
         assert_eq!(safe_local_name("ok name.nc").unwrap(), "ok name.nc");
-    }
-
-    #[test]
-    fn small_files_are_bundled_in_order_within_bounds() {
-        let job = |i: usize, size: u64| PutJob {
-            local: PathBuf::from(format!("f{i}")),
-            logical: p(&format!("/z/up/f{i}")),
-            size,
-        };
-        let shape = |units: &[PutUnit]| -> Vec<(bool, Vec<String>)> {
-            units
-                .iter()
-                .map(|u| match u {
-                    PutUnit::One(j) => (false, vec![j.local.display().to_string()]),
-                    PutUnit::Bundle(js) => (true, js.iter().map(|j| j.local.display().to_string()).collect()),
-                })
-                .collect()
-        };
-        // 130 small files: bundles of 64, 64 and 2; the large file goes alone, in its place.
-        let mut jobs: Vec<PutJob> = (0..130).map(|i| job(i, 10)).collect();
-        jobs.insert(70, job(999, BUNDLED_MAX + 1));
-        let units = put_units(jobs);
-        let sizes: Vec<(bool, usize)> = shape(&units).iter().map(|(b, v)| (*b, v.len())).collect();
-        assert_eq!(sizes, [(true, 64), (false, 1), (true, 64), (true, 2)]);
-        assert_eq!(shape(&units)[1].1, ["f999"]);
-        assert_eq!(shape(&units)[2].1[0], "f64");
-        // Bytes bound a bundle too; a bundle that would hold one file is sent as one file.
-        let units = put_units((0..17).map(|i| job(i, BUNDLED_MAX)).collect());
-        let sizes: Vec<(bool, usize)> = shape(&units).iter().map(|(b, v)| (*b, v.len())).collect();
-        assert_eq!(sizes, [(true, 16), (false, 1)]);
-        assert!(put_units(Vec::new()).is_empty());
     }
 }

@@ -1,7 +1,7 @@
 //! Planning and running transfers.
 
 use crate::journal::Journal;
-use crate::side::{Entry, Side, Sides};
+use crate::side::{ByteStream, Entry, Side, Sides};
 use crate::spec::{TransferSpec, Verify};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -29,6 +29,10 @@ const BUNDLE_FILE_MAX: u64 = 1 << 20;
 /// At most this many files, and this many bytes, per bundle (memory per bundle in flight).
 const BUNDLE_FILES: usize = 64;
 const BUNDLE_BYTES: u64 = 8 << 20;
+/// Files up to this size are read whole and written with one `put`; larger ones move as
+/// pieces, which sides that can stream pass on block by block, so that no more than this
+/// is held for a file whatever the piece size.
+const WHOLE_FILE_MAX: u64 = 8 << 20;
 /// Bundles in flight per unit of `--concurrency` (large files: one). A bundle waits on
 /// each zone's disk and catalog in turn, and twice as many in flight keep both zones busy
 /// (docs/PERFORMANCE.md, "Measurements behind the design"); at half the bytes of a bundle,
@@ -74,8 +78,9 @@ pub struct Engine {
     journal: Arc<dyn Journal>,
     sides: Arc<dyn Sides>,
     retry: RetryPolicy,
-    /// Files above this size move as pieces over parallel streams; a piece is held in
-    /// memory once (so memory is bounded by streams × concurrency × piece).
+    /// The size of the pieces a large file moves as, over parallel streams. A piece is
+    /// held whole only between sides that cannot stream it (memory: streams × concurrency
+    /// × piece at most); otherwise it passes block by block.
     piece: PieceSize,
 }
 
@@ -415,7 +420,7 @@ impl Engine {
     }
 
     /// Records one attempt's outcome in `f`; whether to try again.
-    fn settle(&self, f: &mut TransferFile, outcome: Result<Checksum, Error>) -> bool {
+    fn settle(&self, f: &mut TransferFile, outcome: Result<Checksum, Failed>) -> bool {
         match outcome {
             Ok(sum) => {
                 f.state = FileState::Done;
@@ -425,14 +430,16 @@ impl Engine {
                 f.resume = None;
                 false
             }
-            Err(e) => {
-                f.error = Some(e.to_string());
-                let again = (e.code.is_temporary() || e.code == ErrorCode::ChecksumMismatch)
-                    && f.attempts < self.retry.attempts;
-                tracing::warn!(file = %f.source, attempt = f.attempts, error = %e, retry = again, "transfer file failed");
+            Err(Failed { mut error, retry }) => {
+                let again = retry && f.attempts < self.retry.attempts;
+                tracing::warn!(file = %f.source, attempt = f.attempts, error = %error, retry = again, "transfer file failed");
                 if !again {
                     f.state = FileState::Failed;
+                    if retry {
+                        error.message = format!("{} (gave up after {} attempts)", error.message, f.attempts);
+                    }
                 }
+                f.error = Some(error);
                 again
             }
         }
@@ -446,10 +453,10 @@ impl Engine {
         files: &[TransferFile],
         todo: &[usize],
         made: &Mutex<HashSet<String>>,
-    ) -> Vec<Result<Checksum, Error>> {
+    ) -> Vec<Result<Checksum, Failed>> {
         let trust = self.destination_verifies(owner, &files[todo[0]]).await;
         let reads = self.read_bundle(owner, files, todo, trust).await;
-        let mut outcomes: Vec<Option<Result<Checksum, Error>>> = Vec::with_capacity(todo.len());
+        let mut outcomes: Vec<Option<Result<Checksum, Failed>>> = Vec::with_capacity(todo.len());
         let mut ready = Vec::new();
         for r in reads {
             match r {
@@ -472,7 +479,7 @@ impl Engine {
                         .map(|((at, sum), r)| written_as(dst.as_ref(), spec, at, sum, r));
                     futures::future::join_all(checks).await
                 }
-                Err(e) => vec![Err(e); sums.len()],
+                Err(e) => (0..sums.len()).map(|_| Err(Failed::from(e.clone()))).collect(),
             };
             let mut written = written.into_iter();
             for o in outcomes.iter_mut().filter(|o| o.is_none()) {
@@ -503,7 +510,7 @@ impl Engine {
         files: &[TransferFile],
         todo: &[usize],
         trust: bool,
-    ) -> Vec<Result<(Endpoint, Bytes, Checksum), Error>> {
+    ) -> Vec<Result<(Endpoint, Bytes, Checksum), Failed>> {
         let ends: Vec<(Endpoint, Endpoint)> = todo
             .iter()
             .map(|&i| (files[i].source.clone(), files[i].destination.clone()))
@@ -529,7 +536,7 @@ impl Engine {
         };
         let src = match self.sides.side(owner, &ends[0].0).await {
             Ok(src) => src,
-            Err(e) => return vec![Err(e); todo.len()],
+            Err(e) => return (0..todo.len()).map(|_| Err(Failed::from(e.clone()))).collect(),
         };
         let wanted: Vec<(Endpoint, u64)> = ends
             .iter()
@@ -580,7 +587,6 @@ impl Engine {
     }
 
     /// One attempt at one file; returns what the destination now holds.
-    #[allow(clippy::too_many_arguments)]
     async fn copy(
         &self,
         owner: &str,
@@ -589,31 +595,24 @@ impl Engine {
         progress: &Progress,
         made: &Mutex<HashSet<String>>,
         cancel: &AtomicBool,
-    ) -> Result<Checksum, Error> {
+    ) -> Result<Checksum, Failed> {
         let (src_at, dst_at) = (f.source.clone(), f.destination.clone());
         let src = self.sides.side(owner, &src_at).await?;
         let dst = self.sides.side(owner, &dst_at).await?;
         self.make_parent(dst.as_ref(), &dst_at, made).await?;
-        let sum = if f.size <= self.piece.get() {
+        let sum = if f.size <= WHOLE_FILE_MAX.min(self.piece.get()) {
             let data = src.read(&src_at, 0..f.size).await?;
             let (data, sum) = hashed(&src_at, f, data, dst.verifies_writes() && f.attempts <= 1)?;
             dst.put(&dst_at, data, &sum).await?;
             sum
         } else {
-            let sum = self
-                .copy_pieces(
-                    spec,
-                    f,
-                    src.as_ref(),
-                    &src_at,
-                    dst.as_ref(),
-                    &dst_at,
-                    progress,
-                    cancel,
-                )
-                .await?;
-            check_source(&src_at, f.checksum.as_ref(), &sum)?;
-            sum
+            let leg = Leg {
+                src: src.as_ref(),
+                src_at: &src_at,
+                dst: dst.as_ref(),
+                dst_at: &dst_at,
+            };
+            self.copy_pieces(spec, f, &leg, progress, cancel).await?
         };
         if spec.verify == Verify::Strong {
             verify_strong(dst.as_ref(), &dst_at, &sum).await?;
@@ -621,18 +620,23 @@ impl Engine {
         Ok(sum)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A large file as pieces on parallel streams, resumed at the pieces not done. The
+    /// whole is compared with the source's checksum before the destination makes it
+    /// visible.
     async fn copy_pieces(
         &self,
         spec: &TransferSpec,
         f: &mut TransferFile,
-        src: &dyn Side,
-        src_at: &Endpoint,
-        dst: &dyn Side,
-        dst_at: &Endpoint,
+        leg: &Leg<'_>,
         progress: &Progress,
         cancel: &AtomicBool,
-    ) -> Result<Checksum, Error> {
+    ) -> Result<Checksum, Failed> {
+        let Leg {
+            src,
+            src_at,
+            dst,
+            dst_at,
+        } = *leg;
         let mut resume: Resume = f
             .resume
             .as_deref()
@@ -670,11 +674,18 @@ impl Engine {
                     }
                     let range = self.piece.range(index, size);
                     let digest = self
-                        .retrying(|| self.move_piece(src, src_at, dst, upload, index, range.clone(), hash))
+                        .retrying(dst_at, index, || {
+                            self.move_piece(leg, upload, index, range.clone(), hash)
+                        })
                         .await?;
                     let mut guard = shared.lock().expect("not poisoned");
                     let (resume, file) = &mut *guard;
-                    let cv = digest.map(|d| blake3::Hash::from_bytes(d.cv).to_hex().to_string());
+                    // A file of one piece is known by its root, not by a chaining value.
+                    let kept = digest.map(|d| match (count, d.root_if_whole) {
+                        (1, Some(root)) => root,
+                        _ => d.cv,
+                    });
+                    let cv = kept.map(|v| blake3::Hash::from_bytes(v).to_hex().to_string());
                     resume.done.insert(index, cv.unwrap_or_default());
                     file.bytes_done += range.end - range.start;
                     file.resume = serde_json::to_string(&*resume).ok();
@@ -694,7 +705,7 @@ impl Engine {
                     dst.abort(&upload).await;
                     f.resume = None;
                     f.bytes_done = 0;
-                    return Err(e);
+                    return Err(e.into());
                 }
                 // The destination lost the upload (restarted): start this file over.
                 f.resume = None;
@@ -702,9 +713,10 @@ impl Engine {
                 return Err(Error::new(
                     ErrorCode::StorageUnavailable,
                     format!("the destination lost the upload of {dst_at} ({e}); starting it again"),
-                ));
+                )
+                .into());
             }
-            return Err(e);
+            return Err(e.into());
         }
         let sum = match trusted {
             Some(known) => known,
@@ -715,13 +727,21 @@ impl Engine {
                     .map(|cv| {
                         blake3::Hash::from_hex(cv).map(|h| PieceDigest {
                             cv: *h.as_bytes(),
-                            root_if_whole: None,
+                            root_if_whole: (count == 1).then_some(*h.as_bytes()),
                         })
                     })
                     .collect::<Result<Vec<_>, _>>()
                     .ok()
                     .ok_or_else(|| Error::internal(format!("bad resume record of {src_at}")))?;
-                ChunkedBlake3::combine(self.piece, f.size, &digests)?
+                let sum = ChunkedBlake3::combine(self.piece, f.size, &digests)?;
+                if let Err(e) = check_source(src_at, f.checksum.as_ref(), &sum) {
+                    // Pieces that hash to something else are of no use to a retry.
+                    dst.abort(&upload).await;
+                    f.resume = None;
+                    f.bytes_done = 0;
+                    return Err(e);
+                }
+                sum
             }
         };
         match dst.complete(&upload, &sum).await {
@@ -740,43 +760,60 @@ impl Engine {
                 Err(Error::new(
                     ErrorCode::StorageUnavailable,
                     format!("the destination lost the upload of {dst_at} ({e}); starting it again"),
-                ))
+                )
+                .into())
             }
             Err(e) if e.code == ErrorCode::ChecksumMismatch => {
                 f.resume = None;
                 f.bytes_done = 0;
-                Err(e)
+                Err(e.into())
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         }
     }
 
-    /// Reads and writes one piece, and with `hash` hashes it; its digest.
-    #[allow(clippy::too_many_arguments)]
+    /// Streams one piece from the source to the destination, block by block, and with
+    /// `hash` hashes it on the way; its digest.
     async fn move_piece(
         &self,
-        src: &dyn Side,
-        src_at: &Endpoint,
-        dst: &dyn Side,
+        leg: &Leg<'_>,
         upload: &str,
         index: u64,
         range: std::ops::Range<u64>,
         hash: bool,
     ) -> Result<Option<PieceDigest>, Error> {
-        let data = src.read_parts(src_at, range.clone()).await?;
-        let len = data.iter().map(|b| b.len() as u64).sum();
-        check_len(src_at, range.end - range.start, len)?;
-        let digest = hash.then(|| {
-            let mut h = PieceHasher::new(range.start);
-            data.iter().for_each(|b| h.update(b));
-            h.finish()
-        });
-        dst.put_piece(upload, index, data).await?;
-        Ok(digest)
+        let want = range.end - range.start;
+        let data = leg.src.read_stream(leg.src_at, range.clone()).await?;
+        let seen = Arc::new(Mutex::new(Seen {
+            len: 0,
+            hasher: hash.then(|| PieceHasher::new(range.start)),
+            digest: None,
+            source_error: None,
+        }));
+        let counted = counted(data, leg.src_at.clone(), want, seen.clone());
+        let put = leg.dst.put_piece_stream(upload, index, want, counted).await;
+        let seen = std::mem::take(&mut *seen.lock().expect("not poisoned"));
+        // A body cut by the source reads as the destination's failure; the source's is the cause.
+        if let Some(e) = seen.source_error {
+            return Err(e);
+        }
+        put?;
+        check_len(leg.src_at, want, seen.len)?;
+        match (hash, seen.digest) {
+            (false, _) => Ok(None),
+            (true, Some(d)) => Ok(Some(d)),
+            (true, None) => Err(Error::new(
+                ErrorCode::IncompleteBody,
+                format!(
+                    "piece {index} of {} was acknowledged before it was sent whole",
+                    leg.src_at
+                ),
+            )),
+        }
     }
 
     /// A piece is retried on its own, so that a large file resumes at its missing pieces.
-    async fn retrying<T, F, Fut>(&self, mut op: F) -> Result<T, Error>
+    async fn retrying<T, F, Fut>(&self, at: &Endpoint, index: u64, mut op: F) -> Result<T, Error>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>>,
@@ -785,7 +822,7 @@ impl Engine {
         loop {
             match op().await {
                 Err(e) if e.code.is_temporary() && attempt < self.retry.attempts => {
-                    tracing::debug!(attempt, error = %e, "piece failed; retrying");
+                    tracing::warn!(file = %at, piece = index, attempt, error = %e, "piece failed; retrying");
                     tokio::time::sleep(self.retry.backoff(attempt)).await;
                     attempt += 1;
                 }
@@ -799,7 +836,7 @@ impl Engine {
 /// With `trust` (the destination verifies writes; first attempts only) a checksum the
 /// source knows is sent as it is; otherwise the bytes are hashed here and compared with it,
 /// so a retry after a mismatch tells a damaged source from damage on the way.
-fn hashed(at: &Endpoint, f: &TransferFile, data: Bytes, trust: bool) -> Result<(Bytes, Checksum), Error> {
+fn hashed(at: &Endpoint, f: &TransferFile, data: Bytes, trust: bool) -> Result<(Bytes, Checksum), Failed> {
     check_len(at, f.size, data.len() as u64)?;
     if let (true, Some(known)) = (trust, &f.checksum) {
         return Ok((data, known.clone()));
@@ -817,7 +854,7 @@ async fn written_as(
     at: &Endpoint,
     sum: &Checksum,
     written: Result<(), Error>,
-) -> Result<Checksum, Error> {
+) -> Result<Checksum, Failed> {
     written?;
     if spec.verify == Verify::Strong {
         verify_strong(dst, at, sum).await?;
@@ -857,14 +894,19 @@ fn planned_units(files: &[TransferFile]) -> impl futures::Stream<Item = Result<U
     futures::stream::iter(pages).flatten()
 }
 
-/// A page of files as units: small files in bundles, the others one by one.
+/// A page of files as units: small files in bundles, the others one by one (and a bundle
+/// that would hold one file as that file: a bundle's destination may pack what it is given
+/// together, which one file does not need).
 fn page_units(page: Vec<TransferFile>) -> impl Iterator<Item = Unit> {
     let (small, large): (Vec<_>, Vec<_>) = page
         .into_iter()
         .partition(|f| f.size <= BUNDLE_FILE_MAX && f.resume.is_none());
     bundles(small)
         .into_iter()
-        .map(Unit::Bundle)
+        .map(|mut b| match b.len() {
+            1 => Unit::File(Box::new(b.pop().expect("one file"))),
+            _ => Unit::Bundle(b),
+        })
         .chain(large.into_iter().map(|f| Unit::File(Box::new(f))))
 }
 
@@ -925,17 +967,110 @@ fn check_len(at: &Endpoint, want: u64, got: u64) -> Result<(), Error> {
 
 /// A source that does not read as its recorded checksum changed since the transfer was
 /// planned or is damaged: sending it again cannot help.
-fn check_source(at: &Endpoint, expected: Option<&Checksum>, got: &Checksum) -> Result<(), Error> {
+fn check_source(at: &Endpoint, expected: Option<&Checksum>, got: &Checksum) -> Result<(), Failed> {
     match expected {
-        Some(e) if e != got => Err(Error::new(
-            ErrorCode::StorageError,
-            format!(
-                "{at} reads as {got}, but its checksum was {e} when the transfer was planned: \
-                 it changed since, or its copy is damaged (`weft checksum --verify` re-reads it)"
+        Some(e) if e != got => Err(Failed {
+            error: Error::new(
+                ErrorCode::ChecksumMismatch,
+                format!(
+                    "{at} reads as {got}, but its checksum was {e} when the transfer was planned: \
+                     it changed since, or its copy is damaged (`weft checksum --verify` re-reads it)"
+                ),
             ),
-        )),
+            retry: false,
+        }),
         _ => Ok(()),
     }
+}
+
+/// Why an attempt at a file failed, and whether another attempt may succeed.
+#[derive(Debug)]
+struct Failed {
+    error: Error,
+    retry: bool,
+}
+
+impl From<Error> for Failed {
+    /// Temporary faults may pass; a checksum mismatch may be damage on the way, which the
+    /// next attempt tells from a damaged source by hashing the source itself.
+    fn from(error: Error) -> Self {
+        let retry = error.code.is_temporary() || error.code == ErrorCode::ChecksumMismatch;
+        Failed { error, retry }
+    }
+}
+
+/// The two ends of one file's copy.
+#[derive(Clone, Copy)]
+struct Leg<'a> {
+    src: &'a dyn Side,
+    src_at: &'a Endpoint,
+    dst: &'a dyn Side,
+    dst_at: &'a Endpoint,
+}
+
+/// What passed through a piece's stream: its length, its digest once whole, and the
+/// source's own failure if it had one.
+#[derive(Default)]
+struct Seen {
+    len: u64,
+    hasher: Option<PieceHasher>,
+    digest: Option<PieceDigest>,
+    source_error: Option<Error>,
+}
+
+/// `data` counted and hashed as it passes. The digest is taken when the last byte passes,
+/// not when the stream ends: a destination may stop reading once it has `want` bytes. A
+/// source that ends short or runs long ends the stream with an error, so the destination
+/// never takes a piece of the wrong length.
+fn counted(data: ByteStream, at: Endpoint, want: u64, seen: Arc<Mutex<Seen>>) -> ByteStream {
+    let tail_seen = seen.clone();
+    let tail = futures::stream::once(async move {
+        let mut s = tail_seen.lock().expect("not poisoned");
+        if s.len < want && s.source_error.is_none() {
+            let e = Error::new(
+                ErrorCode::IncompleteBody,
+                format!(
+                    "read {} bytes of a piece of {at} where {want} were expected",
+                    s.len
+                ),
+            );
+            s.source_error = Some(e.clone());
+            return Some(Err(e));
+        }
+        None
+    })
+    .filter_map(std::future::ready);
+    data.map(move |chunk| {
+        let mut s = seen.lock().expect("not poisoned");
+        match chunk {
+            Ok(b) => {
+                s.len += b.len() as u64;
+                if s.len > want {
+                    let e = Error::new(
+                        ErrorCode::IncompleteBody,
+                        format!("the source sent more than {want} bytes of a piece"),
+                    );
+                    s.source_error = Some(e.clone());
+                    return Err(e);
+                }
+                if let Some(h) = &mut s.hasher {
+                    h.update(&b);
+                }
+                if s.len == want {
+                    if let Some(h) = s.hasher.take() {
+                        s.digest = Some(h.finish());
+                    }
+                }
+                Ok(b)
+            }
+            Err(e) => {
+                s.source_error.get_or_insert_with(|| e.clone());
+                Err(e)
+            }
+        }
+    })
+    .chain(tail)
+    .boxed()
 }
 
 /// File states changed since the last flush, written back in one transaction.
@@ -1008,6 +1143,64 @@ mod tests {
         assert!(!full());
         progress.update(&file(FLUSH_FILES as u64, 1));
         assert!(full());
+    }
+
+    fn chunks(parts: &[&[u8]]) -> ByteStream {
+        let v: Vec<Result<Bytes, Error>> = parts.iter().map(|p| Ok(Bytes::copy_from_slice(p))).collect();
+        futures::stream::iter(v).boxed()
+    }
+
+    async fn pass(parts: &[&[u8]], want: u64) -> (Vec<Result<Bytes, Error>>, Seen) {
+        let seen = Arc::new(Mutex::new(Seen {
+            hasher: Some(PieceHasher::new(0)),
+            ..Seen::default()
+        }));
+        let at = Endpoint::parse("/z/f").unwrap();
+        let out = counted(chunks(parts), at, want, seen.clone()).collect().await;
+        let seen = std::mem::take(&mut *seen.lock().unwrap());
+        (out, seen)
+    }
+
+    /// A piece's stream is counted and hashed as it passes; a source that ends short or
+    /// runs long ends it with an error, so the destination never takes the wrong length.
+    #[tokio::test]
+    async fn piece_streams_are_counted_and_checked() {
+        let (out, seen) = pass(&[b"abc", b"defg"], 7).await;
+        assert!(out.iter().all(Result::is_ok) && out.len() == 2);
+        let mut h = PieceHasher::new(0);
+        h.update(b"abcdefg");
+        assert_eq!(
+            (seen.len, seen.digest, seen.source_error),
+            (7, Some(h.finish()), None)
+        );
+
+        let (out, seen) = pass(&[b"abc"], 7).await;
+        assert_eq!(
+            out.last().unwrap().as_ref().unwrap_err().code,
+            ErrorCode::IncompleteBody
+        );
+        assert!(seen.digest.is_none() && seen.source_error.is_some());
+
+        let (out, seen) = pass(&[b"abcd", b"efgh"], 7).await;
+        assert_eq!(out[1].as_ref().unwrap_err().code, ErrorCode::IncompleteBody);
+        assert!(seen.digest.is_none() && seen.source_error.is_some());
+    }
+
+    /// A source that no longer hashes to its recorded checksum is not read again: its
+    /// failure is final, where a mismatch found by the destination is retried.
+    #[test]
+    fn a_damaged_source_is_final_a_damaged_write_is_not() {
+        let at = Endpoint::parse("/z/f").unwrap();
+        let (a, b) = (
+            Checksum::blake3(&blake3::hash(b"a")),
+            Checksum::blake3(&blake3::hash(b"b")),
+        );
+        let f = check_source(&at, Some(&a), &b).unwrap_err();
+        assert_eq!((f.error.code, f.retry), (ErrorCode::ChecksumMismatch, false));
+        assert!(check_source(&at, Some(&a), &a).is_ok() && check_source(&at, None, &b).is_ok());
+        let written = Failed::from(Error::new(ErrorCode::ChecksumMismatch, "x"));
+        assert!(written.retry);
+        assert!(!Failed::from(Error::not_found("x")).retry);
     }
 
     #[test]

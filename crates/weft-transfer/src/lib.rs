@@ -20,5 +20,5 @@ mod spec;
 
 pub use engine::{Engine, Fresh, RetryPolicy};
 pub use journal::{Journal, JournalEntry};
-pub use side::{Entry, Side, Sides};
+pub use side::{ByteStream, Entry, Side, Sides};
 pub use spec::{TransferSpec, Verify};

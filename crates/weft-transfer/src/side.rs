@@ -2,6 +2,8 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
 use std::ops::Range;
 use std::sync::Arc;
 use weft_types::{Checksum, Endpoint, Error, PieceSize};
@@ -17,6 +19,9 @@ pub struct Entry {
     pub checksum: Option<Checksum>,
 }
 
+/// Bytes as they come, in the buffers they were read into.
+pub type ByteStream = BoxStream<'static, Result<Bytes, Error>>;
+
 /// One endpoint's storage as the transfer's owner may use it. Errors carry the stable
 /// codes that decide retries (`ErrorCode::is_temporary`).
 #[async_trait]
@@ -31,6 +36,12 @@ pub trait Side: Send + Sync {
     /// into one, which would copy every byte once more. By default, [`Side::read`].
     async fn read_parts(&self, at: &Endpoint, range: Range<u64>) -> Result<Vec<Bytes>, Error> {
         Ok(vec![self.read(at, range).await?])
+    }
+    /// A range as it is read, so that a piece moves block by block instead of being held
+    /// whole. By default, [`Side::read_parts`] at once.
+    async fn read_stream(&self, at: &Endpoint, range: Range<u64>) -> Result<ByteStream, Error> {
+        let parts = self.read_parts(at, range).await?;
+        Ok(futures::stream::iter(parts.into_iter().map(Ok)).boxed())
     }
     /// Several whole (small) files of `size` bytes each; one outcome per file, in order. By
     /// default they are read concurrently; a side that can look them up together does so.
@@ -60,6 +71,19 @@ pub trait Side: Send + Sync {
     async fn begin(&self, at: &Endpoint, size: u64, piece: PieceSize) -> Result<String, Error>;
     /// Writes piece `index`: the buffers `data`, back to back.
     async fn put_piece(&self, upload: &str, index: u64, data: Vec<Bytes>) -> Result<(), Error>;
+    /// Writes piece `index` of `len` bytes as `data` yields them; an error from `data`
+    /// fails the write. By default the stream is gathered and given to [`Side::put_piece`].
+    async fn put_piece_stream(
+        &self,
+        upload: &str,
+        index: u64,
+        len: u64,
+        data: ByteStream,
+    ) -> Result<(), Error> {
+        let _ = len;
+        let parts: Vec<Bytes> = data.try_collect().await?;
+        self.put_piece(upload, index, parts).await
+    }
     /// Makes the file visible once every piece is there and the whole hashes to `checksum`.
     async fn complete(&self, upload: &str, checksum: &Checksum) -> Result<(), Error>;
     async fn abort(&self, upload: &str);

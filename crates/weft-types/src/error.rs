@@ -193,6 +193,18 @@ impl Error {
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Internal, message)
     }
+
+    /// An error as it was recorded with `to_string()` (`code: message`); text without a
+    /// known code reads as an internal error with that text.
+    pub fn parse_recorded(text: &str) -> Self {
+        match text.split_once(": ") {
+            Some((code, message)) => match ErrorCode::parse(code) {
+                Some(code) => Self::new(code, message),
+                None => Self::internal(text),
+            },
+            None => Self::internal(text),
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -210,5 +222,13 @@ mod tests {
             assert!((400..600).contains(&c.http_status()));
         }
         assert_eq!(ErrorCode::parse("nope"), None);
+    }
+
+    #[test]
+    fn recorded_errors_read_back() {
+        let e = Error::new(ErrorCode::ChecksumMismatch, "x: reads as y");
+        assert_eq!(Error::parse_recorded(&e.to_string()), e);
+        assert_eq!(Error::parse_recorded("gone"), Error::internal("gone"));
+        assert_eq!(Error::parse_recorded("nope: gone"), Error::internal("nope: gone"));
     }
 }

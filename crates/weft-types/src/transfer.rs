@@ -1,6 +1,6 @@
 //! A managed transfer's files as the engine plans and runs them and the catalog keeps them.
 
-use crate::{Checksum, Endpoint, FileState};
+use crate::{Checksum, Endpoint, Error, FileState};
 
 /// One file of a transfer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,7 +13,8 @@ pub struct TransferFile {
     pub state: FileState,
     pub bytes_done: u64,
     pub attempts: u32,
-    pub error: Option<String>,
+    /// The last error (of a retried file too).
+    pub error: Option<Error>,
     pub checksum: Option<Checksum>,
     /// Engine-private resume point of a large file (JSON).
     pub resume: Option<String>,

@@ -379,7 +379,7 @@ impl Zone {
             client
                 .resources()
                 .await
-                .map_err(|e| crate::sides::from_client(zone.as_str(), e))
+                .map_err(|e| e.into_error(Some(zone.as_str())))
         };
         match asked.await {
             Ok(list) => {

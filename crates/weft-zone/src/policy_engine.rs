@@ -463,7 +463,10 @@ impl Zone {
                     let Some(last) = page.last() else { break };
                     after = Some(last.seq);
                     for f in page {
-                        failed.insert(f.source.to_string(), f.error.unwrap_or_else(|| "failed".into()));
+                        failed.insert(
+                            f.source.to_string(),
+                            f.error.map_or_else(|| "failed".into(), |e| e.to_string()),
+                        );
                     }
                 }
                 Some(TransferEnd::Failed {

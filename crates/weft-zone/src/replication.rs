@@ -12,7 +12,7 @@
 //! so moves and renames here leave the copies where they are.
 
 use crate::data::PutTarget;
-use crate::sides::{from_client, PeerSide};
+use crate::sides::peer_side;
 use crate::sides::{Place, ReplicaSide};
 use crate::{Caller, ReplicaInfo, Zone};
 use std::ops::Range;
@@ -126,7 +126,7 @@ impl Zone {
                 let service = self.service_caller().await?;
                 let client = self.peer_client(r.zone.as_str(), &service).await?;
                 match client.remove(&r.location, false).await {
-                    Err(e) if !e.is_not_found() => Err(from_client(r.zone.as_str(), e)),
+                    Err(e) if !e.is_not_found() => Err(e.into_error(Some(r.zone.as_str()))),
                     _ => Ok(()),
                 }
             };
@@ -207,8 +207,10 @@ impl Zone {
         let stream = client
             .read_stream(&r.location, range)
             .await
-            .map_err(|e| from_client(&zone, e))?;
-        Ok(stream.map(move |c| c.map_err(|e| from_client(&zone, e))).boxed())
+            .map_err(|e| e.into_error(Some(&zone)))?;
+        Ok(stream
+            .map(move |c| c.map_err(|e| e.into_error(Some(&zone))))
+            .boxed())
     }
 
     /// Has the zone holding a copy re-read it; what it hashes to.
@@ -218,7 +220,7 @@ impl Zone {
         let report = client
             .checksum(&r.location, true)
             .await
-            .map_err(|e| from_client(r.zone.as_str(), e))?;
+            .map_err(|e| e.into_error(Some(r.zone.as_str())))?;
         let computed =
             report.checks.first().map(|c| c.computed.clone()).ok_or_else(|| {
                 Error::not_found(format_args!("the copy {} in zone {}", r.location, r.zone))
@@ -242,12 +244,7 @@ impl Zone {
             let resource = self.resource_of(zone, &service, resource).await?;
             Place::Remote {
                 area: LogicalPath::parse(&format!("/{zone}/{REPLICA_AREA}/{}/{resource}", self.name))?,
-                peer: PeerSide {
-                    zone: self.clone(),
-                    caller: service,
-                    peer: zone.to_string(),
-                    resource: Some(resource.clone()),
-                },
+                peer: peer_side(self.clone(), service, zone.as_str(), Some(&resource)),
                 zone: zone.clone(),
                 resource,
             }
@@ -271,7 +268,7 @@ impl Zone {
         let resources = client
             .resources()
             .await
-            .map_err(|e| from_client(zone.as_str(), e))?;
+            .map_err(|e| e.into_error(Some(zone.as_str())))?;
         let found = resources.into_iter().find(|r| match name {
             Some(n) => r.name == n.as_str(),
             None => r.default,

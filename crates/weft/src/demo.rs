@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use weft_client::wire::{AclRequest, NewPeerZone, TransferRequest, TransferWire};
-use weft_client::{Client, PutOptions};
+use weft_client::{Client, MoveOptions};
 use weft_types::{LogicalPath, ZoneName};
 use weft_zone::{Zone, ZoneConfig};
 
@@ -176,7 +176,7 @@ async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
 async fn put_sample(client: &Client, root: &LogicalPath) -> anyhow::Result<()> {
     let frames = root.join("frames")?;
     client.mkdir(&frames, true).await?;
-    let opts = PutOptions::default();
+    let opts = MoveOptions::default();
     client
         .put_bytes(pseudo_random(LARGE, 1), &root.join("climate.nc")?, &opts)
         .await?;

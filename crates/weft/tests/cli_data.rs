@@ -189,6 +189,18 @@ fn large_file_on_parallel_streams() {
     );
     z.weft(&["get", "odd.bin", "odd.out"]).ok();
     assert!(std::fs::read(w.join("odd.out")).unwrap() == odd);
+
+    // Too large to be held whole, smaller than a piece: an upload session of one piece,
+    // whose checksum is that piece's root.
+    let one = pseudo_random((9 << 20) + 3, 11);
+    std::fs::write(w.join("one-piece.bin"), &one).unwrap();
+    z.weft(&["put", "one-piece.bin", "one-piece.bin"]).ok();
+    assert_eq!(
+        z.weft(&["stat", "--json", "one-piece.bin"]).ok().json()["checksum"],
+        b3(&one)
+    );
+    z.weft(&["get", "one-piece.bin", "one-piece.out"]).ok();
+    assert!(std::fs::read(w.join("one-piece.out")).unwrap() == one);
 }
 
 #[test]

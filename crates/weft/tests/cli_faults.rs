@@ -116,7 +116,7 @@ fn cut_connections_are_retried_piece_by_piece() {
     .unwrap();
     let put = via_proxy(&["put", "--streams", "2", "big.bin", "big.bin"]).ok();
     assert!(
-        put.stderr.contains("sending it again"),
+        put.stderr.contains("piece failed; retrying"),
         "the cut must have hit a piece: {}",
         put.stderr
     );
@@ -135,7 +135,7 @@ fn cut_connections_are_retried_piece_by_piece() {
     .unwrap();
     let get = via_proxy(&["get", "--streams", "2", "big.bin", "got.bin"]).ok();
     assert!(
-        get.stderr.contains("fetching it again"),
+        get.stderr.contains("piece failed; retrying"),
         "the cut must have hit a piece: {}",
         get.stderr
     );
@@ -154,7 +154,7 @@ fn cut_connections_are_retried_piece_by_piece() {
         serde_json::json!({"bytes": 10 << 20}),
     ))
     .unwrap();
-    let failed = via_proxy(&["put", "big.bin", "doomed.bin"]).fails(1, "transport");
+    let failed = via_proxy(&["put", "big.bin", "doomed.bin"]).fails(8, "zone_unreachable");
     let line = failed.stderr.lines().last().unwrap();
     assert!(
         line.starts_with("weft: error: /testz/home/admin/doomed.bin: connection to the zone at"),

@@ -219,7 +219,7 @@ pub(crate) fn transfer_file(row: &AnyRow) -> Result<TransferFile, Error> {
         state: parsed(row, 4, "transfer file state")?,
         bytes_done: get::<i64>(row, 5)? as u64,
         attempts: get::<i64>(row, 6)? as u32,
-        error: get(row, 7)?,
+        error: get::<Option<String>>(row, 7)?.map(|e| Error::parse_recorded(&e)),
         checksum: get::<Option<String>>(row, 8)?
             .map(|c| Checksum::parse(&c).map_err(|e| corrupt("checksum", e.message)))
             .transpose()?,

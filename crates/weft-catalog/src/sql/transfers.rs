@@ -288,7 +288,7 @@ fn bind_progress<'q>(q: AnyQuery<'q>, f: &'q TransferFile) -> AnyQuery<'q> {
     q.bind(f.state.as_str())
         .bind(f.bytes_done as i64)
         .bind(i64::from(f.attempts))
-        .bind(f.error.as_deref())
+        .bind(f.error.as_ref().map(ToString::to_string))
         .bind(f.checksum.as_ref().map(Checksum::to_string))
         .bind(f.resume.as_deref())
 }

@@ -7,7 +7,6 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use weft_catalog::StagingArea;
-use weft_client::ClientError;
 use weft_transfer::{Side, Sides};
 use weft_types::{Endpoint, Error, ErrorCode, LogicalPath};
 
@@ -17,7 +16,7 @@ mod replica;
 mod staging;
 
 pub(crate) use local::LocalSide;
-pub(crate) use peer::PeerSide;
+pub(crate) use peer::{peer_side, PeerSide};
 pub(crate) use replica::{Place, ReplicaSide};
 pub(crate) use staging::{below, StagingSide};
 
@@ -53,12 +52,7 @@ impl Sides for ZoneSides {
             }
             Endpoint::Logical(p) => {
                 zone.peer(p.zone()).await?;
-                Ok(Arc::new(PeerSide {
-                    zone,
-                    caller,
-                    peer: p.zone().to_owned(),
-                    resource: None,
-                }))
+                Ok(Arc::new(peer_side(zone.clone(), caller, p.zone(), None)))
             }
             Endpoint::Replica {
                 zone: at_zone,
@@ -86,16 +80,5 @@ pub(crate) fn logical(at: &Endpoint) -> Result<&LogicalPath, Error> {
     match at {
         Endpoint::Logical(p) => Ok(p),
         other => Err(Error::internal(format!("{other} is not a logical path"))),
-    }
-}
-
-/// The zone's stable code when it answered; otherwise a temporary `zone_unreachable`.
-pub(crate) fn from_client(peer: &str, e: ClientError) -> Error {
-    match e.error_code() {
-        Some(code) => Error::new(code, e.to_string()),
-        None if matches!(e, ClientError::Integrity { .. }) => {
-            Error::new(ErrorCode::ChecksumMismatch, e.to_string())
-        }
-        None => Error::new(ErrorCode::ZoneUnreachable, format!("zone {peer}: {e}")),
     }
 }

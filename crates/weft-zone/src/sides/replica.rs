@@ -88,7 +88,7 @@ impl ReplicaSide {
 
     /// Where the copy of `node` lives in the other zone (creating its collection once).
     async fn location(&self, node: &Node) -> Result<(&PeerSide, Endpoint), Error> {
-        let Place::Remote { area, peer, .. } = &self.place else {
+        let Place::Remote { area, peer, zone, .. } = &self.place else {
             return Err(Error::internal("a local place has no remote location"));
         };
         self.area_ready
@@ -97,7 +97,7 @@ impl ReplicaSide {
                     if e.code == ErrorCode::Forbidden {
                         Error::forbidden(format!(
                             "zone {} does not let this zone keep replicas in {area}: run `weft zone add {}` there again to set it up ({})",
-                            peer.peer, self.zone.name, e.message
+                            zone, self.zone.name, e.message
                         ))
                     } else {
                         e

@@ -2,15 +2,17 @@
 //! directory) receives each source under its own name; otherwise the destination is the
 //! new name of the single source.
 
-use super::output::{exit_code, human_bytes, Failure, Result, EXIT_NOT_FOUND};
+use super::output::{exit_code_of, human_bytes, Failure, Result, EXIT_NOT_FOUND};
 use super::progress::Bar;
 use super::Ctx;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use weft_client::{
-    create_dirs, scan_local, BatchReport, ClientError, Done, GetJob, GetOptions, PutJob, PutOptions,
+    create_dirs, leaf_collections, scan_local, BatchReport, ClientError, Direction, Done, MoveOptions,
+    Planned,
 };
+use weft_types::Checksum;
 
 #[derive(Debug, Args)]
 pub struct PutArgs {
@@ -27,7 +29,7 @@ pub struct PutArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     streams: Option<u16>,
     /// Files in flight at once.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     concurrency: u16,
     /// Local files (or directories with -r).
     #[arg(required = true, value_name = "LOCAL")]
@@ -46,7 +48,7 @@ pub struct GetArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     streams: Option<u16>,
     /// Objects in flight at once.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     concurrency: u16,
     /// Skip hashing the bytes and comparing with the zone's checksum.
     #[arg(long)]
@@ -93,31 +95,34 @@ pub async fn put(ctx: &Ctx, a: PutArgs) -> Result {
             for (path, why) in &tree.skipped {
                 ctx.info(format!("weft: skipped {}: {why}", path.display()));
             }
-            collections.extend(tree.collections);
+            collections.extend(tree.empty_leaves());
             files.extend(tree.files);
         } else {
-            files.push(PutJob {
+            files.push(Planned {
                 local: src.clone(),
                 logical: target,
                 size: meta.len(),
+                checksum: None,
             });
         }
     }
-    ctx.client.mkdirs(&collections).await?;
+    // The engine makes the collections files go into; the empty ones are made here.
+    ctx.client.mkdirs(&leaf_collections(&collections)).await?;
     let total: u64 = files.iter().map(|f| f.size).sum();
     let bar = Bar::new(total, files.len() as u64, ctx.quiet);
-    let opts = PutOptions {
+    let opts = MoveOptions {
         resource: a.resource,
         overwrite: a.force,
         streams: a.streams.map(usize::from),
-        piece_size: None,
+        concurrency: a.concurrency.into(),
         progress: bar.callback(),
+        ..MoveOptions::default()
     };
     let count = files.len();
     let started = Instant::now();
     let report = ctx
         .client
-        .put_many(files, a.concurrency.into(), &opts, &|d| {
+        .run_batch(Direction::Put, files, &opts, &|d| {
             on_done(&bar, count, d, "put", true)
         })
         .await;
@@ -149,26 +154,29 @@ pub async fn get(ctx: &Ctx, a: GetArgs) -> Result {
             dirs.extend(tree.dirs);
             files.extend(tree.files);
         } else {
-            files.push(GetJob {
-                object: stat,
+            files.push(Planned {
                 local: target,
+                logical,
+                size: stat.size,
+                checksum: stat.checksum.as_deref().and_then(|c| Checksum::parse(c).ok()),
             });
         }
     }
     create_dirs(&dirs)?;
-    let total: u64 = files.iter().map(|f| f.object.size).sum();
+    let total: u64 = files.iter().map(|f| f.size).sum();
     let bar = Bar::new(total, files.len() as u64, ctx.quiet);
-    let opts = GetOptions {
+    let opts = MoveOptions {
         streams: a.streams.map(usize::from),
+        concurrency: a.concurrency.into(),
         verify: !a.no_verify,
-        piece_size: None,
         progress: bar.callback(),
+        ..MoveOptions::default()
     };
     let count = files.len();
     let started = Instant::now();
     let report = ctx
         .client
-        .get_many(files, a.concurrency.into(), &opts, &|d| {
+        .run_batch(Direction::Get, files, &opts, &|d| {
             on_done(&bar, count, d, "get", false)
         })
         .await;
@@ -186,7 +194,10 @@ fn on_done(bar: &Bar, count: usize, d: Done<'_>, verb: &str, upload: bool) {
         } else {
             (d.logical.to_string(), d.local.display().to_string())
         };
-        bar.println(&format!("weft: error: {verb} {from} → {to}: {e} ({})", e.code()));
+        bar.println(&format!(
+            "weft: error: {verb} {from} → {to}: {} ({})",
+            e.message, e.code
+        ));
     }
 }
 
@@ -206,24 +217,19 @@ fn finish(ctx: &Ctx, mut report: BatchReport, count: usize, started: Instant, ve
     if count == 1 {
         if let Some((path, e)) = report.failures.pop() {
             // Network faults do not say which object they hit; the zone's answers do.
-            let unnamed = matches!(e, ClientError::Transport { .. } | ClientError::Protocol(_));
+            let unnamed = !e.message.contains(&path);
             let f = Failure::from(e);
             return Err(if unnamed { f.context(path) } else { f });
         }
     }
     let failed = report.failures.len();
-    let (exit, code) = match report.failures.first() {
-        Some((_, e)) => (exit_code(e), e.code().to_owned()),
-        None => (super::output::EXIT_FAILURE, "stopped".to_owned()),
-    };
-    let mut message = format!("{failed} of {count} files failed");
-    if report.skipped > 0 {
-        message.push_str(&format!(
-            ", {} not tried after a fault that affects them all",
-            report.skipped
-        ));
-    }
-    Err(Failure::new(exit, &code, message))
+    let first = &report.failures[0].1;
+    let message = format!("{failed} of {count} files failed");
+    Err(Failure::new(
+        exit_code_of(first.code),
+        first.code.as_str(),
+        message,
+    ))
 }
 
 /// DEST had to be an existing collection (put) or directory (get).

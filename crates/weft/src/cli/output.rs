@@ -87,11 +87,24 @@ impl fmt::Display for Failure {
 
 impl From<ClientError> for Failure {
     fn from(e: ClientError) -> Failure {
-        let exit = exit_code(&e);
+        Failure::decorated(exit_code(&e), e.code(), e.to_string())
+    }
+}
+
+/// A file of a batch that failed, as the transfer engine reported it.
+impl From<weft_types::Error> for Failure {
+    fn from(e: weft_types::Error) -> Failure {
+        Failure::decorated(exit_code_of(e.code), e.code.as_str(), e.message)
+    }
+}
+
+impl Failure {
+    /// The failure with what its exit code calls for: a word on what kind it is, a hint.
+    fn decorated(exit: u8, code: &str, message: String) -> Failure {
         let message = match exit {
-            EXIT_UNAUTHENTICATED => format!("not authenticated: {e}"),
-            EXIT_FORBIDDEN => format!("permission denied: {e}"),
-            _ => e.to_string(),
+            EXIT_UNAUTHENTICATED => format!("not authenticated: {message}"),
+            EXIT_FORBIDDEN => format!("permission denied: {message}"),
+            _ => message,
         };
         let hint = match exit {
             EXIT_UNAUTHENTICATED => Some(LOGIN_HINT.to_owned()),
@@ -100,7 +113,7 @@ impl From<ClientError> for Failure {
         };
         Failure {
             exit,
-            code: e.code().to_owned(),
+            code: code.to_owned(),
             message,
             hint,
         }
@@ -112,14 +125,24 @@ pub fn exit_code(e: &ClientError) -> u8 {
         ClientError::Unreachable { .. } => EXIT_UNREACHABLE,
         ClientError::Tls { .. } => EXIT_TLS,
         ClientError::Integrity { .. } => EXIT_INTEGRITY,
-        ClientError::Api { status, code, .. } => match (status, code.as_str()) {
-            (401, _) | (_, "unauthenticated" | "token_expired") => EXIT_UNAUTHENTICATED,
-            (403, _) => EXIT_FORBIDDEN,
-            (404, _) | (_, "not_found") => EXIT_NOT_FOUND,
-            (_, "checksum_mismatch" | "size_mismatch") => EXIT_INTEGRITY,
-            (409, _) => EXIT_CONFLICT,
-            _ => EXIT_FAILURE,
-        },
+        ClientError::Api { status, code, .. } => exit_for(*status, code),
+        _ => EXIT_FAILURE,
+    }
+}
+
+/// The exit code of a zone's stable error code.
+pub fn exit_code_of(code: weft_types::ErrorCode) -> u8 {
+    exit_for(code.http_status(), code.as_str())
+}
+
+fn exit_for(status: u16, code: &str) -> u8 {
+    match (status, code) {
+        (401, _) | (_, "unauthenticated" | "token_expired") => EXIT_UNAUTHENTICATED,
+        (403, _) => EXIT_FORBIDDEN,
+        (404, _) | (_, "not_found") => EXIT_NOT_FOUND,
+        (_, "checksum_mismatch" | "size_mismatch") => EXIT_INTEGRITY,
+        (_, "zone_unreachable") => EXIT_UNREACHABLE,
+        (409, _) => EXIT_CONFLICT,
         _ => EXIT_FAILURE,
     }
 }
