@@ -27,31 +27,36 @@ impl Client {
     /// The bytes `range` of a data object, in memory (zones moving pieces between
     /// themselves hold one piece at a time).
     pub async fn read_range(&self, logical: &LogicalPath, range: Range<u64>) -> Result<Bytes, ClientError> {
-        if range.is_empty() {
-            return Ok(Bytes::new());
+        match self.ranged(logical, range).await? {
+            Some(resp) => resp.bytes().await.map_err(|e| self.transport(e)),
+            None => Ok(Bytes::new()),
         }
-        let req = self
-            .request(Method::GET, self.path_url("data", logical))
-            .header(RANGE, format!("bytes={}-{}", range.start, range.end - 1));
-        let resp = self.send(req).await?;
-        if resp.status() != StatusCode::PARTIAL_CONTENT {
-            return Err(ClientError::Protocol(format!(
-                "asked for a byte range of {logical}, the zone answered {} instead of 206",
-                resp.status()
-            )));
-        }
-        resp.bytes().await.map_err(|e| self.transport(e))
     }
 
-    /// The bytes `range` of a data object as they arrive (a zone serving a read from a
-    /// replica another zone holds).
+    /// The bytes `range` of a data object as they arrive.
     pub async fn read_stream(
         &self,
         logical: &LogicalPath,
         range: Range<u64>,
     ) -> Result<futures::stream::BoxStream<'static, Result<Bytes, ClientError>>, ClientError> {
-        if range.is_empty() {
+        let Some(resp) = self.ranged(logical, range).await? else {
             return Ok(futures::stream::empty().boxed());
+        };
+        let client = self.clone();
+        Ok(resp
+            .bytes_stream()
+            .map(move |r| r.map_err(|e| client.transport(e)))
+            .boxed())
+    }
+
+    /// The answer to a GET of `range` (none for an empty range), checked to be that range.
+    async fn ranged(
+        &self,
+        logical: &LogicalPath,
+        range: Range<u64>,
+    ) -> Result<Option<reqwest::Response>, ClientError> {
+        if range.is_empty() {
+            return Ok(None);
         }
         let req = self
             .request(Method::GET, self.path_url("data", logical))
@@ -63,11 +68,7 @@ impl Client {
                 resp.status()
             )));
         }
-        let client = self.clone();
-        Ok(resp
-            .bytes_stream()
-            .map(move |r| r.map_err(|e| client.transport(e)))
-            .boxed())
+        Ok(Some(resp))
     }
 
     /// Downloads the data object `logical` to the local file `local` (replacing it),

@@ -119,6 +119,15 @@ impl Client {
         if files.is_empty() {
             return report;
         }
+        let piece = match PieceSize::new(opts.piece_size.unwrap_or(DEFAULT_PIECE_SIZE)) {
+            Ok(p) => p,
+            Err(e) => {
+                report
+                    .failures
+                    .extend(files.iter().map(|f| (f.logical.to_string(), e.clone())));
+                return report;
+            }
+        };
         let mut planned = Vec::with_capacity(files.len());
         for (seq, f) in files.iter().enumerate() {
             match endpoints(direction, f) {
@@ -145,15 +154,9 @@ impl Client {
                 }
             }
         }
-        let piece = match PieceSize::new(opts.piece_size.unwrap_or(DEFAULT_PIECE_SIZE)) {
-            Ok(p) => p,
-            Err(e) => {
-                report
-                    .failures
-                    .extend(files.iter().map(|f| (f.logical.to_string(), e.clone())));
-                return report;
-            }
-        };
+        if planned.is_empty() {
+            return report;
+        }
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
         let journal = Arc::new(MemoryJournal::new(opts.progress.clone(), done_tx));
         let sides = Arc::new(ClientSides {

@@ -108,26 +108,14 @@ pub async fn put(ctx: &Ctx, a: PutArgs) -> Result {
     }
     // The engine makes the collections files go into; the empty ones are made here.
     ctx.client.mkdirs(&leaf_collections(&collections)).await?;
-    let total: u64 = files.iter().map(|f| f.size).sum();
-    let bar = Bar::new(total, files.len() as u64, ctx.quiet);
     let opts = MoveOptions {
         resource: a.resource,
         overwrite: a.force,
         streams: a.streams.map(usize::from),
         concurrency: a.concurrency.into(),
-        progress: bar.callback(),
         ..MoveOptions::default()
     };
-    let count = files.len();
-    let started = Instant::now();
-    let report = ctx
-        .client
-        .run_batch(Direction::Put, files, &opts, &|d| {
-            on_done(&bar, count, d, "put", true)
-        })
-        .await;
-    bar.finish();
-    finish(ctx, report, count, started, "uploaded")
+    run(ctx, Direction::Put, files, opts).await
 }
 
 pub async fn get(ctx: &Ctx, a: GetArgs) -> Result {
@@ -163,42 +151,43 @@ pub async fn get(ctx: &Ctx, a: GetArgs) -> Result {
         }
     }
     create_dirs(&dirs)?;
-    let total: u64 = files.iter().map(|f| f.size).sum();
-    let bar = Bar::new(total, files.len() as u64, ctx.quiet);
     let opts = MoveOptions {
         streams: a.streams.map(usize::from),
         concurrency: a.concurrency.into(),
         verify: !a.no_verify,
-        progress: bar.callback(),
         ..MoveOptions::default()
     };
-    let count = files.len();
-    let started = Instant::now();
-    let report = ctx
-        .client
-        .run_batch(Direction::Get, files, &opts, &|d| {
-            on_done(&bar, count, d, "get", false)
-        })
-        .await;
-    bar.finish();
-    finish(ctx, report, count, started, "downloaded")
+    run(ctx, Direction::Get, files, opts).await
 }
 
-/// Per file: count it, and in a batch print its failure at once (a single file's failure
-/// is the command's error and printed once, at the end).
-fn on_done(bar: &Bar, count: usize, d: Done<'_>, verb: &str, upload: bool) {
-    bar.file_done();
-    if let (Some(e), true) = (d.error, count > 1) {
-        let (from, to) = if upload {
-            (d.local.display().to_string(), d.logical.to_string())
-        } else {
-            (d.logical.to_string(), d.local.display().to_string())
-        };
-        bar.println(&format!(
-            "weft: error: {verb} {from} → {to}: {} ({})",
-            e.message, e.code
-        ));
-    }
+/// Runs the batch with a progress bar; in a batch of several files each failure is
+/// printed as it happens (a single file's failure is the command's error, printed once).
+async fn run(ctx: &Ctx, direction: Direction, files: Vec<Planned>, mut opts: MoveOptions) -> Result {
+    let total: u64 = files.iter().map(|f| f.size).sum();
+    let count = files.len();
+    let bar = Bar::new(total, count as u64, ctx.quiet);
+    opts.progress = bar.callback();
+    let started = Instant::now();
+    let on_done = |d: Done<'_>| {
+        bar.file_done();
+        if let (Some(e), true) = (d.error, count > 1) {
+            let (verb, from, to) = match direction {
+                Direction::Put => ("put", d.local.display().to_string(), d.logical.to_string()),
+                Direction::Get => ("get", d.logical.to_string(), d.local.display().to_string()),
+            };
+            bar.println(&format!(
+                "weft: error: {verb} {from} → {to}: {} ({})",
+                e.message, e.code
+            ));
+        }
+    };
+    let report = ctx.client.run_batch(direction, files, &opts, &on_done).await;
+    bar.finish();
+    let verb = match direction {
+        Direction::Put => "uploaded",
+        Direction::Get => "downloaded",
+    };
+    finish(ctx, report, count, started, verb)
 }
 
 fn finish(ctx: &Ctx, mut report: BatchReport, count: usize, started: Instant, verb: &str) -> Result {
