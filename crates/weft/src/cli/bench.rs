@@ -104,7 +104,7 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
             .as_secs();
         PathBuf::from(format!("weft-bench-{now}"))
     });
-    let work = tempfile_dir()?;
+    let work = WorkDir::create()?;
     // The routes that leave the zone: the embedded zone gets a federated peer and a
     // staging area when a scenario needs them.
     let wants_routes = (!load && scenarios.is_empty())
@@ -149,7 +149,7 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
         quick: args.quick,
         runs: args.runs.unwrap_or(if args.quick { 2 } else { 3 }),
         max_size: args.max_size_mib.unwrap_or(if args.quick { 16 } else { 1024 }) << 20,
-        local_dir: work.clone(),
+        local_dir: work.to_path_buf(),
         peer: match &peer {
             Some(p) => Some(
                 weft_types::LogicalPath::parse(p)
@@ -181,7 +181,7 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
         let result = weft_bench::load::run(bench, &opts).await;
         progress.bar.finish_and_clear();
         drop(embedded);
-        let _ = std::fs::remove_dir_all(&work);
+        drop(work);
         return report_load(result.map_err(failure)?, &out, args.json, quiet);
     }
     let zone = ZoneUnderTest {
@@ -199,7 +199,7 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
     let result = weft_bench::run::run(bench, &scenarios, zone).await;
     progress.bar.finish_and_clear();
     drop(embedded);
-    let _ = std::fs::remove_dir_all(&work);
+    drop(work);
     let report = result.map_err(failure)?;
     let written = report
         .write(&out)
@@ -265,11 +265,29 @@ fn failure(e: BenchError) -> Failure {
     }
 }
 
-fn tempfile_dir() -> Result<PathBuf> {
-    let d = std::env::temp_dir().join(format!("weft-bench-work-{}", std::process::id()));
-    std::fs::create_dir_all(&d)
-        .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("{}: {e}", d.display())))?;
-    Ok(d)
+/// The bench's local scratch directory, removed however the bench ends.
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn create() -> Result<WorkDir> {
+        let d = std::env::temp_dir().join(format!("weft-bench-work-{}", std::process::id()));
+        std::fs::create_dir_all(&d)
+            .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("{}: {e}", d.display())))?;
+        Ok(WorkDir(d))
+    }
+}
+
+impl std::ops::Deref for WorkDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A spinner with the current step on a terminal, a line per step otherwise.
