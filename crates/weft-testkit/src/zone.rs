@@ -44,7 +44,7 @@ pub enum Settings {
 }
 
 /// What a zone is started with; [`ZoneOptions::start`] starts it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ZoneOptions {
     weft: PathBuf,
     name: String,
@@ -165,6 +165,22 @@ impl ZoneProcess {
             settings: Settings::Flags,
             data_dir: None,
         }
+    }
+
+    /// Another server of this zone: the same name, flags and environment (a shared
+    /// catalog among them), and a data directory of its own holding copies of this
+    /// server's key file and admin token, as an operator sets up each further server.
+    pub fn another_server(&self) -> Result<ZoneOptions> {
+        let n = std::fs::read_dir(self.dir.path())?.count();
+        let data = self.dir.path().join(format!("server-{n}"));
+        std::fs::create_dir(&data)?;
+        for file in ["secret.key", "admin.token"] {
+            std::fs::copy(self.data_dir.join(file), data.join(file))
+                .with_context(|| format!("copying {file} of {}", self.name()))?;
+        }
+        let mut options = self.options.clone();
+        options.data_dir = Some(data);
+        Ok(options)
     }
 
     pub fn name(&self) -> &str {

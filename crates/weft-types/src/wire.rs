@@ -527,7 +527,8 @@ pub struct TransferPlanWire {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WorkerWire {
     pub name: String,
-    /// `idle` (waiting for work), `busy` (in a pass) or `stopped`.
+    /// `idle` (waiting for work), `busy` (in a pass), `standby` (another server of the
+    /// zone holds this work for now) or `stopped`.
     pub state: String,
     pub runs: u64,
     /// Things handled so far (objects committed, uploads swept, ...).

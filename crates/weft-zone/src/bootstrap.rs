@@ -29,6 +29,9 @@ pub struct ZoneConfig {
     /// How long replica bytes nothing references are left alone before the `orphans`
     /// worker removes them ([`crate::ORPHAN_GRACE_DEFAULT`]).
     pub orphan_grace: std::time::Duration,
+    /// How long a lease on background work lasts unless extended
+    /// ([`crate::LEASE_TTL_DEFAULT`]).
+    pub lease_ttl: std::time::Duration,
     /// Certificates trusted besides the system roots when this zone calls peers and OIDC
     /// issuers over HTTPS (`--tls-ca`).
     pub trusted_cas: weft_client::TrustedCas,
@@ -58,6 +61,58 @@ pub struct Bootstrap {
     /// Set on the first start of an empty zone: where the admin token was written.
     pub admin_token_file: Option<PathBuf>,
     pub temporary_removed: u64,
+}
+
+/// SQLite serves one server: a second `weft serve` started on the same catalog file is
+/// refused, while the first holds a write lock on `<catalog>.lock` for as long as it runs
+/// (the kernel drops it when the process ends, however it ends).
+fn lock_sqlite(url: &str) -> Result<Option<std::fs::File>, Error> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(rest) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
+        return Ok(None);
+    };
+    let file = rest.split('?').next().unwrap_or_default();
+    if file.is_empty() || file == ":memory:" {
+        return Ok(None);
+    }
+    let path = PathBuf::from(format!("{file}.lock"));
+    let failed =
+        |e: std::io::Error| Error::internal(format!("cannot lock the catalog ({}): {e}", path.display()));
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(failed)?;
+    // A POSIX record lock: it belongs to the process, so a test opening a zone twice in one
+    // process may, while another process may not.
+    // SAFETY: `flock` is a plain C struct, zeroed then filled; fcntl reads it and the
+    // descriptor this function owns.
+    let locked = unsafe {
+        let mut fl: libc::flock = std::mem::zeroed();
+        fl.l_type = libc::F_WRLCK as libc::c_short;
+        fl.l_whence = libc::SEEK_SET as libc::c_short;
+        libc::fcntl(lock.as_raw_fd(), libc::F_SETLK, &fl)
+    };
+    if locked != 0 {
+        let e = std::io::Error::last_os_error();
+        if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) {
+            return Err(Error::new(
+                weft_types::ErrorCode::Conflict,
+                format!(
+                    "the catalog {file} is in use by another `weft serve`: a SQLite catalog serves one server. \
+                     To run several servers of one zone, give them all one PostgreSQL catalog (--catalog postgres://...)"
+                ),
+            ));
+        }
+        return Err(failed(e));
+    }
+    Ok(Some(lock))
 }
 
 /// Creates the data directory readable by the zone alone (0700), or makes it so: it holds
@@ -91,6 +146,7 @@ impl Zone {
         let (pid_prefix, pid_landing) =
             crate::pid_registry::prefix_and_landing(&config.pid, config.name.as_str())?;
         let pid_registry = crate::pid_registry::open(&config.pid)?;
+        let sqlite_lock = lock_sqlite(&url)?;
         let catalog = weft_catalog::connect_sealed(&url, sealer).await?;
         let resealed = catalog.reseal_secrets().await?;
         if resealed > 0 {
@@ -99,6 +155,9 @@ impl Zone {
                 "sealed secrets with the newest key of the key file"
             );
         }
+        let leases = crate::leases::LeaseKeeper::new(catalog.clone(), config.lease_ttl);
+        let lease_keeper = crate::worker::WorkerState::new("leases");
+        crate::leases::start_keeper(&leases, lease_keeper.clone());
         let committer = Committer::start(catalog.clone());
         let sweeper = crate::worker::WorkerState::new("upload-sweeper");
         let transfer_worker = crate::worker::WorkerState::new("transfers");
@@ -106,6 +165,7 @@ impl Zone {
         let policies = crate::worker::WorkerState::new("policies");
         let orphans = crate::worker::WorkerState::new("orphans");
         let workers = vec![
+            lease_keeper,
             orphans.clone(),
             committer.worker.clone(),
             sweeper.clone(),
@@ -124,6 +184,8 @@ impl Zone {
             auth_cache: Default::default(),
             peers: crate::federation::Peers::new(config.trusted_cas.clone()),
             running: Default::default(),
+            leases,
+            _sqlite_lock: sqlite_lock,
             peer_places: Default::default(),
             engine_state: Default::default(),
             pids: crate::pids::Pids {

@@ -10,6 +10,7 @@ mod datacite;
 pub mod failpoints;
 mod federation;
 pub mod keys;
+mod leases;
 mod meta;
 mod namespace;
 mod oidc;
@@ -43,6 +44,7 @@ pub use data::{ObjectRead, Put, PutOutcome};
 pub use federation::{
     verify_zone_token, zone_token_sender, PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX,
 };
+pub use leases::LEASE_TTL_DEFAULT;
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
 pub use oidc::{derived_oidc_name, plain_oidc_name, OidcLogin};
 pub use orphans::ORPHAN_GRACE_DEFAULT;
@@ -81,6 +83,10 @@ pub struct Zone {
     auth_cache: access::AuthCache,
     peers: federation::Peers,
     running: transfers::Running,
+    /// This server's leases on the zone's background work.
+    leases: Arc<leases::LeaseKeeper>,
+    /// Held while the zone lives, on a SQLite catalog (see `bootstrap::lock_sqlite`).
+    _sqlite_lock: Option<std::fs::File>,
     peer_places: policy::PeerPlaces,
     engine_state: policy_engine::EngineState,
     pids: pids::Pids,

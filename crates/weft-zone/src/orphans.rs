@@ -32,7 +32,7 @@ pub(crate) fn start(zone: &Arc<Zone>, state: Arc<WorkerState>, grace: Duration) 
         grace,
         wait: FIRST_SWEEP_AFTER,
     };
-    worker::spawn(state, sweep);
+    worker::spawn(state, crate::leases::Leased::new(sweep, "orphans", &zone.leases));
 }
 
 struct OrphanSweep {

@@ -62,7 +62,10 @@ pub(crate) fn start(zone: &Arc<Zone>, state: Arc<WorkerState>) {
         last_qos: tokio::time::Instant::now(),
         first: true,
     };
-    worker::spawn(state, engine);
+    worker::spawn(
+        state,
+        crate::leases::Leased::new(engine, "policies", &zone.leases),
+    );
 }
 
 /// Passes run at once when woken (a change, a transfer that ended), else every [`TICK`].

@@ -26,7 +26,10 @@ pub(crate) fn start(zone: &Arc<Zone>, state: Arc<WorkerState>, interval: Duratio
         interval,
         tick: (interval / 10).clamp(Duration::from_secs(1), Duration::from_secs(60)),
     };
-    worker::spawn(state, scrubber);
+    worker::spawn(
+        state,
+        crate::leases::Leased::new(scrubber, "scrubber", &zone.leases),
+    );
 }
 
 struct Scrubber {

@@ -6,6 +6,7 @@
 //! namespace in process, a federated zone's through its API with zone tokens minted per
 //! request, acting for the transfer's owner so that each zone applies its own ACLs.
 
+use crate::leases::LeaseGuard;
 use crate::sides::ZoneSides;
 use crate::worker::{self, Worker, WorkerState};
 use crate::{Caller, Zone};
@@ -13,6 +14,7 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
 use weft_catalog::{Catalog, TransferCounts, TransferFile, TransferRecord};
 use weft_transfer::{Engine, Fresh, Journal, JournalEntry, RetryPolicy, TransferSpec};
 use weft_types::{Error, ErrorCode, FileState, PieceSize, TransferId, TransferState, ZoneName};
@@ -29,10 +31,11 @@ pub struct TransferInfo {
     pub counts: TransferCounts,
 }
 
-/// Transfers running in this process, by id, with their cancel flags.
+/// Transfers running in this process, by id, with their cancel flags and when they were
+/// claimed.
 #[derive(Default)]
 pub(crate) struct Running {
-    flags: Mutex<HashMap<TransferId, Arc<AtomicBool>>>,
+    flags: Mutex<HashMap<TransferId, (Arc<AtomicBool>, Instant)>>,
 }
 
 impl Zone {
@@ -82,15 +85,25 @@ impl Zone {
                 .await?
                 .ok_or_else(|| Error::internal(format!("transfer {id} vanished")))
         };
-        let record = match created.await {
-            Ok(record) => record,
+        let leased = async {
+            let record = created.await?;
+            // A new id: no other server can hold its lease.
+            let lease = self
+                .leases
+                .take(lease_name(&id))
+                .await?
+                .ok_or_else(|| Error::internal(format!("the lease of the new transfer {id} is taken")))?;
+            Ok::<_, Error>((record, lease))
+        };
+        let (record, lease) = match leased.await {
+            Ok(r) => r,
             Err(e) => {
                 self.running.release(&id);
                 return Err(e);
             }
         };
         let (recorded, when_recorded) = tokio::sync::oneshot::channel();
-        self.spawn_run(record, flag, Some(Fresh { files, recorded }));
+        self.spawn_run(record, flag, lease, Some(Fresh { files, recorded }));
         // Without an answer, the run ended before recording; the transfer, without files,
         // is planned again by the worker.
         if let Ok(outcome) = when_recorded.await {
@@ -167,7 +180,10 @@ impl Zone {
 
     /// Cancels the unfinished transfer `id`: stops its run here, or marks it cancelled.
     async fn stop_transfer(&self, id: &TransferId) -> Result<(), Error> {
-        let flag = || self.running.flags.lock().expect("not poisoned").get(id).cloned();
+        let flag = || {
+            let flags = self.running.flags.lock().expect("not poisoned");
+            flags.get(id).map(|(f, _)| f.clone())
+        };
         if let Some(f) = flag() {
             f.store(true, std::sync::atomic::Ordering::SeqCst);
             return Ok(());
@@ -186,8 +202,9 @@ impl Zone {
     }
 }
 
-/// Runs queued and unfinished transfers: at start (resuming what a restart interrupted)
-/// and every few seconds after (those submitted here start at once, without it).
+/// Runs queued and unfinished transfers that no server of the zone holds: at start
+/// (resuming what a restart interrupted), and every few seconds after (those submitted
+/// here start at once, without it; those of a server that died, once their lease expired).
 pub(crate) fn start_worker(zone: &Arc<Zone>, state: Arc<WorkerState>) {
     let queue = TransferQueue {
         zone: Arc::downgrade(zone),
@@ -211,14 +228,21 @@ impl Worker for TransferQueue {
         let Some(zone) = self.zone.upgrade() else {
             return Ok(0);
         };
+        let listed = Instant::now();
         let open = zone
             .catalog
             .transfers_in_state(&[TransferState::Queued, TransferState::Active])
             .await?;
-        Ok(open
-            .into_iter()
-            .filter(|record| zone.launch(record.clone()))
-            .count() as u64)
+        // Those running here that are no longer open were cancelled through another
+        // server of the zone: they stop here too.
+        zone.running.stop_all_but(open.iter().map(|r| &r.id), listed);
+        let mut started = 0;
+        for record in open {
+            if zone.launch(record).await? {
+                started += 1;
+            }
+        }
+        Ok(started)
     }
 
     async fn wait_for_work(&mut self) -> bool {
@@ -230,31 +254,52 @@ impl Worker for TransferQueue {
 }
 
 impl Zone {
-    /// Starts `record` unless it already runs here; whether it was started.
-    fn launch(self: &Arc<Self>, record: TransferRecord) -> bool {
+    /// Starts `record` unless it already runs here or another server of the zone holds
+    /// it; whether it was started.
+    async fn launch(self: &Arc<Self>, record: TransferRecord) -> Result<bool, Error> {
         let Some(flag) = self.running.claim(&record.id) else {
-            return false;
+            return Ok(false);
         };
-        self.spawn_run(record, flag, None);
-        true
+        let lease = match self.leases.take(lease_name(&record.id)).await {
+            Ok(Some(lease)) => lease,
+            other => {
+                self.running.release(&record.id);
+                return other.map(|_| false);
+            }
+        };
+        self.spawn_run(record, flag, lease, None);
+        Ok(true)
     }
 
-    /// Runs `record`, claimed with `flag`, in the background; releases it at the end.
-    fn spawn_run(self: &Arc<Self>, record: TransferRecord, flag: Arc<AtomicBool>, fresh: Option<Fresh>) {
+    /// Runs `record`, claimed with `flag` and `lease`, in the background; releases both at
+    /// the end. Should another server take the lease over (this one stalled past its
+    /// expiry), the run stops here at once: that server resumes it from the journal.
+    fn spawn_run(
+        self: &Arc<Self>,
+        record: TransferRecord,
+        flag: Arc<AtomicBool>,
+        lease: LeaseGuard,
+        fresh: Option<Fresh>,
+    ) {
         let zone = self.clone();
         tokio::spawn(async move {
             let id = record.id.clone();
-            let outcome = match serde_json::from_str::<TransferSpec>(&record.spec) {
-                Ok(spec) => match zone.caller_of(&record).await {
-                    Ok(caller) => {
-                        zone.engine(caller)
-                            .run(&id, record.owner.as_str(), &spec, &flag, fresh)
-                            .await
-                    }
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(Error::internal(format!("bad stored request: {e}"))),
+            let run = async {
+                let spec = serde_json::from_str::<TransferSpec>(&record.spec)
+                    .map_err(|e| Error::internal(format!("bad stored request: {e}")))?;
+                let caller = zone.caller_of(&record).await?;
+                zone.engine(caller)
+                    .run(&id, record.owner.as_str(), &spec, &flag, fresh)
+                    .await
             };
+            let outcome = tokio::select! {
+                outcome = run => outcome,
+                () = lease.lost() => {
+                    tracing::warn!(transfer = %id, "another server of the zone took this transfer over; stopped here");
+                    Ok(())
+                }
+            };
+            drop(lease);
             if let Err(e) = outcome {
                 // Catalog trouble: the transfer stays unfinished and is picked up again.
                 tracing::warn!(transfer = %id, error = %e, "transfer interrupted");
@@ -312,13 +357,29 @@ impl Running {
             return None;
         }
         let flag = Arc::new(AtomicBool::new(false));
-        flags.insert(id.clone(), flag.clone());
+        flags.insert(id.clone(), (flag.clone(), Instant::now()));
         Some(flag)
     }
 
     fn release(&self, id: &TransferId) {
         self.flags.lock().expect("not poisoned").remove(id);
     }
+
+    /// Stops every run here, claimed before `listed`, whose transfer is not among `open`
+    /// (the open transfers as listed then: one claimed since may not be listed yet).
+    fn stop_all_but<'a>(&self, open: impl Iterator<Item = &'a TransferId>, listed: Instant) {
+        let open: std::collections::HashSet<&TransferId> = open.collect();
+        for (id, (flag, claimed)) in self.flags.lock().expect("not poisoned").iter() {
+            if *claimed < listed && !open.contains(id) {
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// The lease of a transfer's run.
+fn lease_name(id: &TransferId) -> String {
+    format!("transfer:{id}")
 }
 
 /// The engine's journal of a zone: the transfers and transfer files of its catalog.

@@ -17,18 +17,29 @@ pub(crate) trait Worker: Send + 'static {
     /// Waits until the next pass is due: a timer, a wake-up, a job arriving. `false` when
     /// there will be none (its zone is gone, its queue closed): the worker stops.
     async fn wait_for_work(&mut self) -> bool;
+
+    /// Whether another server of the zone does this work for now (its last pass found the
+    /// lease held elsewhere); such a pass is not counted.
+    fn standby(&self) -> bool {
+        false
+    }
 }
 
 /// Runs `worker` until it stops, recording every pass in `state`.
 pub(crate) fn spawn(state: Arc<WorkerState>, mut worker: impl Worker) {
     tokio::spawn(async move {
         loop {
-            state.set(Phase::Idle);
+            state.set(if worker.standby() {
+                Phase::Standby
+            } else {
+                Phase::Idle
+            });
             if !worker.wait_for_work().await {
                 break;
             }
             state.set(Phase::Busy);
             match worker.work().await {
+                Ok(_) if worker.standby() => {}
                 Ok(n) => state.record(n, None),
                 Err(e) => state.record(0, Some(e.to_string())),
             }
@@ -37,12 +48,14 @@ pub(crate) fn spawn(state: Arc<WorkerState>, mut worker: impl Worker) {
     });
 }
 
-/// Where a worker is: waiting for work, doing a pass, or ended.
+/// Where a worker is: waiting for work, doing a pass, ended, or waiting while another
+/// server of the zone does the work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     Idle = 0,
     Busy = 1,
     Stopped = 2,
+    Standby = 3,
 }
 
 impl Phase {
@@ -51,6 +64,7 @@ impl Phase {
             Phase::Idle => "idle",
             Phase::Busy => "busy",
             Phase::Stopped => "stopped",
+            Phase::Standby => "standby",
         }
     }
 }
@@ -111,6 +125,7 @@ impl WorkerState {
             phase: match self.phase.load(Ordering::Relaxed) {
                 0 => Phase::Idle,
                 1 => Phase::Busy,
+                3 => Phase::Standby,
                 _ => Phase::Stopped,
             },
             runs: self.runs.load(Ordering::Relaxed),

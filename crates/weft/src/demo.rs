@@ -148,6 +148,7 @@ async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
         staging: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
+        lease_ttl: weft_zone::LEASE_TTL_DEFAULT,
         pid: Default::default(),
         trusted_cas: Default::default(),
     };

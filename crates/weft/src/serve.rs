@@ -35,6 +35,11 @@ pub struct ServeArgs {
     /// seconds [default: 600]. What a crash left is removed by the first sweep after it.
     #[arg(long, env = "WEFT_ORPHAN_GRACE")]
     pub orphan_grace: Option<u64>,
+    /// Seconds a server's lease on background work (a transfer, the scrubber, ...) lasts
+    /// unless it extends it: how long the work of a server that died waits before another
+    /// server of the zone takes it over [default: 30].
+    #[arg(long, env = "WEFT_LEASE_SECONDS", value_parser = clap::value_parser!(u64).range(3..=3600))]
+    pub lease_seconds: Option<u64>,
     /// Serve HTTPS with this certificate chain (PEM, the server's certificate first);
     /// needs --tls-key.
     #[arg(long, env = "WEFT_TLS_CERT", value_name = "FILE")]
@@ -73,6 +78,8 @@ pub struct FileConfig {
     pub scrub_interval: Option<u64>,
     /// Seconds before unreferenced replica bytes are removed.
     pub orphan_grace: Option<u64>,
+    /// Seconds a lease on background work lasts unless extended.
+    pub lease_seconds: Option<u64>,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
     /// Staging areas transfers may use (`file:///dir`, `s3://bucket/prefix`).
@@ -146,6 +153,13 @@ impl ServeArgs {
                     .orphan_grace
                     .or(file.orphan_grace)
                     .map_or(weft_zone::ORPHAN_GRACE_DEFAULT, std::time::Duration::from_secs),
+                lease_ttl: match self.lease_seconds.or(file.lease_seconds) {
+                    Some(s) if !(3..=3600).contains(&s) => {
+                        anyhow::bail!("lease_seconds must be between 3 and 3600, not {s}")
+                    }
+                    Some(s) => std::time::Duration::from_secs(s),
+                    None => weft_zone::LEASE_TTL_DEFAULT,
+                },
                 trusted_cas,
             },
             listen,

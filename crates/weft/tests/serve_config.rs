@@ -180,3 +180,38 @@ fn bad_config_is_refused_naming_the_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--zone"));
 }
+
+/// A SQLite catalog serves one server: a second `weft serve` on the same catalog is
+/// refused with a message that says what to do, and the first one keeps serving. Once the
+/// first is gone (even killed), a new server starts on it.
+#[test]
+fn a_second_server_on_one_sqlite_catalog_is_refused() {
+    let mut z = ZoneProcess::start(WEFT, "solo").unwrap();
+    let catalog = format!("sqlite://{}", z.data_dir().join("catalog.db").display());
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = weft()
+        .args([
+            "serve",
+            "--zone",
+            "solo",
+            "--listen",
+            "127.0.0.1:0",
+            "--catalog",
+            &catalog,
+        ])
+        .arg("--data-dir")
+        .arg(elsewhere.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("in use by another `weft serve`") && err.contains("postgres://"),
+        "{err}"
+    );
+    z.weft(&["ls"]).ok();
+
+    z.kill9();
+    z.restart().unwrap();
+    z.weft(&["ls"]).ok();
+}

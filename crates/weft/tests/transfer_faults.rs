@@ -891,3 +891,147 @@ async fn source_of_a_large_file_deleted_fails_at_once() {
         .await;
     assert_eq!(status, 404);
 }
+
+/// Two servers of zone lrz share one PostgreSQL catalog (and, on this machine, the
+/// file-system resource of the first). A transfer submitted to server a runs there under
+/// its lease; a is killed with SIGKILL mid-transfer, its lease expires, and server b takes
+/// the transfer over and finishes it from the journal: every file arrives exactly once and
+/// whole. Meanwhile the zone-wide workers (the scrubber) run on one server, the other
+/// standing by, and take over the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_servers_transfer_is_taken_over_by_another_server() {
+    let pg = weft_testkit::postgres::Postgres::start().unwrap();
+    let catalog = pg.create_database("lrz").unwrap();
+    let tp = Toxiproxy::start().unwrap();
+    let options = ZoneProcess::options(WEFT, "lrz").args([
+        "--catalog",
+        &catalog,
+        "--lease-seconds",
+        "3",
+        "--scrub-interval",
+        "10",
+    ]);
+    let mut a = Zone {
+        process: options.start().unwrap(),
+        http: reqwest::Client::new(),
+    };
+    let b = Zone {
+        process: a.another_server().unwrap().start().unwrap(),
+        http: reqwest::Client::new(),
+    };
+    let it4i = Zone::start("it4i");
+    // ~10 MB/s per connection into it4i: the tree takes a few seconds, and the kill
+    // surely meets it mid-way.
+    let via = throttled(&tp, "lrz-to-it4i", &it4i, 10_000).await;
+    let alice = federate(&a, &it4i, &via).await;
+
+    // What one server was told the other knows at once: the user, her token, the peer.
+    b.weft_as(&alice, &["ls", "/it4i/shared"]).ok();
+
+    // The scrubber, a zone-wide worker, runs on one server; the other stands by.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (on_a, on_b) = loop {
+        let on_a = scrubber(&a.get_ok("zone", a.admin_token()).await);
+        let on_b = scrubber(&b.get_ok("zone", b.admin_token()).await);
+        let ran = |w: &Value| w["runs"].as_u64().unwrap() > 0;
+        let standby = |w: &Value| w["state"] == "standby";
+        if (ran(&on_a) && standby(&on_b)) || (ran(&on_b) && standby(&on_a)) {
+            break (on_a, on_b);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the scrubber must run on one server: a {on_a}, b {on_b}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        !(on_a["runs"].as_u64().unwrap() > 0 && on_b["runs"].as_u64().unwrap() > 0),
+        "it ran on both: a {on_a}, b {on_b}"
+    );
+
+    const BIG: usize = 6 * TRANSFER_PIECE as usize;
+    let mut files = vec![("big.bin".to_owned(), pseudo_random(BIG, 61))];
+    files.extend(small_files(30, 600));
+    let sums = put_tree(&a, &alice, &files);
+    let sizes: Vec<usize> = files.iter().map(|(_, d)| d.len()).collect();
+    drop(files);
+
+    let id = submit(
+        &a,
+        &alice,
+        json!({"sources": ["/lrz/home/alice/tree"], "destination": "/it4i/shared", "recursive": true, "streams": 1}),
+    )
+    .await;
+    let big = wait_file(&a, &alice, &id, "/lrz/home/alice/tree/big.bin", |f| {
+        f["bytes_done"].as_u64().unwrap() > 0
+    })
+    .await;
+    assert!(big["bytes_done"].as_u64().unwrap() < BIG as u64, "{big}");
+    // b's queue looks at the open transfers while a runs this one, and leaves it to a.
+    let transfers = |status: &Value| -> Value {
+        let w = status["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == "transfers");
+        w.unwrap().clone()
+    };
+    let seen = transfers(&b.get_ok("zone", b.admin_token()).await)["runs"]
+        .as_u64()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let now = transfers(&b.get_ok("zone", b.admin_token()).await);
+        if now["runs"].as_u64().unwrap() > seen {
+            assert_eq!(now["items"], 0, "b started a transfer a holds: {now}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "b's queue did not look: {now}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let t = a.get_ok(&format!("transfers/{id}"), &alice).await;
+    assert_eq!(t["state"], "active", "still running on a when it is killed: {t}");
+    a.kill9();
+
+    // b takes the transfer over once a's lease has expired (3 s) and its queue looks
+    // again (every 5 s).
+    let t = wait_end(&b, &alice, &id, Duration::from_secs(90)).await;
+    assert_eq!(t["state"], "succeeded", "{t}\n{}", b.log());
+    for f in transfer_files(&b, &alice, &id).await {
+        assert_eq!(f["state"], "done", "{f}");
+        let rel = f["source"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("/lrz/home/alice/tree/")
+            .unwrap();
+        assert_eq!(f["checksum"].as_str(), Some(sums[rel].as_str()), "{f}");
+    }
+    // Each file exactly once at the destination, nothing partial or temporary.
+    it4i.stored().assert_exactly(&sizes);
+    let big = it4i
+        .get_ok("stat/it4i/shared/tree/big.bin", it4i.admin_token())
+        .await;
+    assert_eq!(big["checksum"].as_str(), Some(sums["big.bin"].as_str()), "{big}");
+
+    // With a gone, b runs the scrubber too.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = scrubber(&b.get_ok("zone", b.admin_token()).await);
+        if now["state"] != "standby" && now["runs"].as_u64().unwrap() > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "b never took the scrubber over: {now}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The `scrubber` worker in a zone's status.
+fn scrubber(status: &Value) -> Value {
+    status["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "scrubber")
+        .unwrap_or_else(|| panic!("no scrubber: {status}"))
+        .clone()
+}

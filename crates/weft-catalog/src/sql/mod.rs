@@ -5,9 +5,10 @@
 //! transactions, placeholders) and the catalog-wide [`Catalog`] methods; `rows` decodes rows;
 //! each other module implements one area trait: `principals`, `resources`, `zones`
 //! (`Federation`), `staging`, `transfers`, `namespace`, `replicas`, `pids`, `meta`
-//! (`Metadata`), `acl` (`Access`) and `policy` (`Policies`).
+//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`) and `leases` (`Leases`).
 
 mod acl;
+mod leases;
 mod meta;
 mod namespace;
 mod pids;
@@ -110,6 +111,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "transfer_via_zone",
         include_str!("../../migrations/sqlite/0012_transfer_via_zone.sql"),
     ),
+    (
+        13,
+        "leases",
+        include_str!("../../migrations/sqlite/0013_leases.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -163,6 +169,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         12,
         "transfer_via_zone",
         include_str!("../../migrations/postgres/0012_transfer_via_zone.sql"),
+    ),
+    (
+        13,
+        "leases",
+        include_str!("../../migrations/postgres/0013_leases.sql"),
     ),
 ];
 

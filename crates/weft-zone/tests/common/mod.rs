@@ -14,6 +14,7 @@ pub fn config(dir: &Path) -> ZoneConfig {
         staging: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
+        lease_ttl: weft_zone::LEASE_TTL_DEFAULT,
         pid: Default::default(),
         trusted_cas: Default::default(),
     }
