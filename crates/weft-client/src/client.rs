@@ -1,11 +1,12 @@
-//! The connection to one zone: base URL, bearer token, and the request/answer plumbing
-//! every route method shares.
+//! The connection to one zone: its URL (or the URLs of its several servers, failed over
+//! between), the bearer token, and the request/answer plumbing every route method shares.
 
 use crate::error::ClientError;
 use crate::tls::TrustedCas;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::{Method, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use weft_types::LogicalPath;
@@ -23,13 +24,18 @@ pub const API_PREFIX: &str = "/api/v1";
 
 /// A typed client of one zone. Cheap to clone: clones share one connection pool, so
 /// parallel streams reuse kept-alive connections.
+///
+/// A zone of several servers is given as several URLs, comma-separated: requests go to
+/// one of them, and move on to the next when a connection cannot be made or the server
+/// answers 503 (shutting down, overloaded), for this request if its body can be sent again
+/// and for every request after it. Clones share where they are.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) http: reqwest::Client,
-    /// What the user gave, normalised: `http://host:port` (for messages).
-    zone_url: Arc<str>,
-    /// `zone_url` + `/api/v1`.
-    api: Arc<str>,
+    /// What the user gave, normalised: `http://host:port` each (also for messages).
+    endpoints: Arc<[Arc<str>]>,
+    /// The index of the endpoint in use.
+    current: Arc<AtomicUsize>,
     token: Option<Arc<str>>,
     /// For [`Client::unpooled`].
     cas: TrustedCas,
@@ -39,7 +45,7 @@ impl std::fmt::Debug for Client {
     // By hand, so that the token never ends up in a log line.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("zone_url", &self.zone_url)
+            .field("endpoints", &self.endpoints)
             .field("token", &self.token.as_ref().map(|_| "…"))
             .finish()
     }
@@ -60,8 +66,9 @@ fn http_client(cas: &TrustedCas) -> Result<reqwest::Client, ClientError> {
 
 impl Client {
     /// `base_url` is the zone's address (`https://host:port` or `http://host:port`, with or
-    /// without `/api/v1`); `token` is sent as a bearer token on every request. Over HTTPS
-    /// the zone's certificate must chain to a system root.
+    /// without `/api/v1`), or the addresses of its servers separated by commas; `token` is
+    /// sent as a bearer token on every request. Over HTTPS the zone's certificate must
+    /// chain to a system root.
     pub fn new(base_url: &str, token: Option<String>) -> Result<Client, ClientError> {
         Client::with_cas(base_url, token, &TrustedCas::default())
     }
@@ -69,7 +76,10 @@ impl Client {
     /// As [`Client::new`], trusting the certificates of `cas` as well as the system roots
     /// (a zone whose certificate a private CA signed).
     pub fn with_cas(base_url: &str, token: Option<String>, cas: &TrustedCas) -> Result<Client, ClientError> {
-        let zone_url = normalise_base_url(base_url)?;
+        let endpoints = base_url
+            .split(',')
+            .map(|u| normalise_base_url(u).map(Arc::from))
+            .collect::<Result<Arc<[Arc<str>]>, _>>()?;
         let http = http_client(cas)?;
         let token = token
             .map(|t| t.trim().to_owned())
@@ -77,8 +87,8 @@ impl Client {
             .map(Arc::from);
         Ok(Client {
             http,
-            api: format!("{zone_url}{API_PREFIX}").into(),
-            zone_url: zone_url.into(),
+            endpoints,
+            current: Arc::new(AtomicUsize::new(0)),
             token,
             cas: cas.clone(),
         })
@@ -104,46 +114,75 @@ impl Client {
         }
     }
 
-    /// The zone's address as normalised (`https://host:port`).
+    /// The address requests go to now, as normalised (`https://host:port`).
     pub fn zone_url(&self) -> &str {
-        &self.zone_url
+        &self.endpoints[self.current.load(Ordering::Relaxed) % self.endpoints.len()]
+    }
+
+    /// Every address of the zone, normalised, comma-separated (as [`Client::new`] takes them).
+    pub fn zone_urls(&self) -> String {
+        self.endpoints.join(",")
     }
 
     /// Whether requests would cross a network in clear: plain `http://` to a host that is
-    /// not loopback (127.0.0.0/8, ::1, `localhost`).
+    /// not loopback (127.0.0.0/8, ::1, `localhost`), for any of the zone's addresses.
     pub fn is_cleartext_remote(&self) -> bool {
-        let Ok(url) = reqwest::Url::parse(&self.zone_url) else {
-            return true;
-        };
-        if url.scheme() != "http" {
-            return false;
-        }
-        let host = url.host_str().unwrap_or_default();
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        match bare.parse::<std::net::IpAddr>() {
-            Ok(ip) => !ip.is_loopback(),
-            Err(_) => !host.eq_ignore_ascii_case("localhost"),
+        self.endpoints.iter().any(|u| is_cleartext_remote(u))
+    }
+
+    /// The endpoint after `failed` becomes the one in use (unless another request moved on
+    /// already); the one in use now.
+    fn move_on(&self, failed: usize) -> usize {
+        let next = (failed + 1) % self.endpoints.len();
+        match self
+            .current
+            .compare_exchange(failed, next, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => next,
+            Err(now) => now,
         }
     }
 
+    /// The endpoint `url` was built on.
+    fn endpoint_of(&self, url: &reqwest::Url) -> Option<usize> {
+        self.endpoints.iter().position(|e| url.as_str().starts_with(&**e))
+    }
+}
+
+fn is_cleartext_remote(zone_url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(zone_url) else {
+        return true;
+    };
+    if url.scheme() != "http" {
+        return false;
+    }
+    let host = url.host_str().unwrap_or_default();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => !ip.is_loopback(),
+        Err(_) => !host.eq_ignore_ascii_case("localhost"),
+    }
+}
+
+impl Client {
     pub fn has_token(&self) -> bool {
         self.token.is_some()
     }
 
     /// `/api/v1` + `route`, for routes without a path parameter.
     pub(crate) fn url(&self, route: &str) -> String {
-        format!("{}{route}", self.api)
+        format!("{}{API_PREFIX}{route}", self.zone_url())
     }
 
     /// `/api/v1/{route}/{*path}`: the logical path without its leading slash, each
     /// component percent-encoded.
     pub(crate) fn path_url(&self, route: &str, path: &LogicalPath) -> String {
-        format!("{}/{route}/{}", self.api, encode_path(path))
+        format!("{}{API_PREFIX}/{route}/{}", self.zone_url(), encode_path(path))
     }
 
     /// `/api/v1/{route}/{name}` for one name (user, group, resource, upload id).
     pub(crate) fn name_url(&self, route: &str, name: &str) -> String {
-        format!("{}/{route}/{}", self.api, encode_segment(name))
+        format!("{}{API_PREFIX}/{route}/{}", self.zone_url(), encode_segment(name))
     }
 
     pub(crate) fn request(&self, method: Method, url: String) -> RequestBuilder {
@@ -164,19 +203,52 @@ impl Client {
         headers: &reqwest::header::HeaderMap,
         body: reqwest::Body,
     ) -> Result<Response, ClientError> {
-        let mut req = self.request(method, format!("{}{path_and_query}", self.zone_url));
+        let mut req = self.request(method, format!("{}{path_and_query}", self.zone_url()));
         for (name, value) in headers {
             if !is_hop_by_hop(name) && name != reqwest::header::AUTHORIZATION && name != reqwest::header::HOST
             {
                 req = req.header(name, value);
             }
         }
-        req.body(body).send().await.map_err(|e| self.transport(e))
+        self.execute(req.body(body)).await
+    }
+
+    /// Sends `req`. With several endpoints, a connection that cannot be made or a 503
+    /// moves the client on to the next endpoint, and the request is sent there again if its
+    /// body can be (it is in memory); otherwise the caller's retry goes there.
+    async fn execute(&self, req: RequestBuilder) -> Result<Response, ClientError> {
+        let mut request = req.build().map_err(|e| self.transport(e))?;
+        let mut left = self.endpoints.len() - 1;
+        loop {
+            let again = (left > 0).then(|| request.try_clone()).flatten();
+            let used = self.endpoint_of(request.url());
+            let outcome = self.http.execute(request).await;
+            let unavailable = match &outcome {
+                Err(e) => e.is_connect(),
+                Ok(r) => r.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE,
+            };
+            let (Some(used), true) = (used, unavailable && self.endpoints.len() > 1) else {
+                return outcome.map_err(|e| self.transport(e));
+            };
+            let next = self.move_on(used);
+            let Some(mut retry) = again else {
+                return outcome.map_err(|e| self.transport(e));
+            };
+            let rebased = retry
+                .url()
+                .as_str()
+                .replacen(&*self.endpoints[used], &self.endpoints[next], 1);
+            *retry.url_mut() =
+                reqwest::Url::parse(&rebased).map_err(|e| ClientError::Invalid(format!("{rebased}: {e}")))?;
+            tracing::warn!(from = %self.endpoints[used], to = %self.endpoints[next], "zone server unavailable; trying the next");
+            request = retry;
+            left -= 1;
+        }
     }
 
     /// Sends and turns every non-2xx answer into `ClientError::Api`.
     pub(crate) async fn send(&self, req: RequestBuilder) -> Result<Response, ClientError> {
-        let resp = req.send().await.map_err(|e| self.transport(e))?;
+        let resp = self.execute(req).await?;
         if resp.status().is_success() {
             return Ok(resp);
         }
@@ -199,7 +271,7 @@ impl Client {
     }
 
     pub(crate) fn transport(&self, e: reqwest::Error) -> ClientError {
-        ClientError::from_reqwest(&self.zone_url, e)
+        ClientError::from_reqwest(self.zone_url(), e)
     }
 }
 
@@ -336,6 +408,83 @@ mod tests {
     fn debug_hides_the_token() {
         let c = Client::new("http://h:1", Some("secret-token".into())).unwrap();
         assert!(!format!("{c:?}").contains("secret"));
+    }
+
+    /// A server that answers every request on one connection with `status` and a health
+    /// body; how many requests it got.
+    fn answering(status: u16) -> (u16, Arc<AtomicUsize>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counted = hits.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let mut s = conn.unwrap();
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                counted.fetch_add(1, Ordering::SeqCst);
+                let body = r#"{"status":"ok","zone":"z","version":"1"}"#;
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (port, hits)
+    }
+
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    /// Several URLs: a server that cannot be reached or answers 503 is passed over, for
+    /// that request and the ones after it.
+    #[tokio::test]
+    async fn several_urls_fail_over() {
+        let dead = free_port();
+        let (busy, busy_hits) = answering(503);
+        let (good, good_hits) = answering(200);
+        let urls =
+            format!("http://127.0.0.1:{dead}, http://127.0.0.1:{busy}/,http://127.0.0.1:{good}/api/v1");
+        let c = Client::new(&urls, None).unwrap();
+        assert_eq!(
+            c.zone_urls(),
+            format!("http://127.0.0.1:{dead},http://127.0.0.1:{busy},http://127.0.0.1:{good}")
+        );
+        c.health().await.unwrap();
+        assert_eq!(c.zone_url(), format!("http://127.0.0.1:{good}"));
+        assert_eq!(
+            (busy_hits.load(Ordering::SeqCst), good_hits.load(Ordering::SeqCst)),
+            (1, 1)
+        );
+        // The next request goes straight to the one that answered; clones share it.
+        c.clone().health().await.unwrap();
+        assert_eq!(
+            (busy_hits.load(Ordering::SeqCst), good_hits.load(Ordering::SeqCst)),
+            (1, 2)
+        );
+
+        // All unavailable: the last answer is the error, after one try each.
+        let (busy2, hits2) = answering(503);
+        let c = Client::new(
+            &format!("http://127.0.0.1:{},http://127.0.0.1:{busy2}", free_port()),
+            None,
+        )
+        .unwrap();
+        let e = c.health().await.unwrap_err();
+        assert_eq!((e.status(), hits2.load(Ordering::SeqCst)), (Some(503), 1));
+        for bad in ["http://h:1,", "http://h:1,ftp://h"] {
+            assert!(Client::new(bad, None).is_err(), "{bad}");
+        }
+        assert!(Client::new("https://a.example,http://b.example", None)
+            .unwrap()
+            .is_cleartext_remote());
     }
 
     #[tokio::test]

@@ -98,12 +98,12 @@ impl Zone {
                 "{} is plain HTTP to a host that is not loopback: zone tokens and data would cross \
                  the network in clear; use https://, or pass --insecure (\"insecure\": true) on a \
                  network you trust end to end",
-                client.zone_url()
+                client.zone_urls()
             )));
         }
         let peer = PeerZone {
             name: name.clone(),
-            url: client.zone_url().to_owned(),
+            url: client.zone_urls(),
             secret: secret.to_owned(),
             created: now_ms(),
         };
@@ -441,7 +441,7 @@ impl Peers {
         let mut clients = self.clients.lock().expect("not poisoned");
         if let Some(c) = clients
             .get(peer.name.as_str())
-            .filter(|c| c.zone_url() == peer.url)
+            .filter(|c| c.zone_urls() == peer.url)
         {
             return Ok(c.clone());
         }

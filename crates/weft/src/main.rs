@@ -14,7 +14,9 @@ const LONG_ABOUT: &str = "\
 weft: federated data infrastructure. One binary runs a zone (`weft serve`) and talks to one.
 
 The client commands find their zone in WEFT_URL and WEFT_TOKEN, or else in the file
-`weft login URL --token T` saves ($XDG_CONFIG_HOME/weft/config.toml). Over https, the
+`weft login URL --token T` saves ($XDG_CONFIG_HOME/weft/config.toml). A zone of several
+servers is given as their URLs separated by commas (WEFT_URL=https://a:8640,https://b:8640):
+requests move on to the next one when a server cannot be reached or answers 503. Over https, the
 zone's certificate must chain to a system root or to a CA in WEFT_CA_FILE (or the file
 `weft login URL --ca-file FILE` saves). Logical paths not starting with / are relative to
 your home collection (/<zone>/home/<user>).";

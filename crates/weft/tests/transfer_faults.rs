@@ -993,6 +993,18 @@ async fn a_killed_servers_transfer_is_taken_over_by_another_server() {
     assert_eq!(t["state"], "active", "still running on a when it is killed: {t}");
     a.kill9();
 
+    // A client given both servers' URLs goes on through b.
+    let both = format!("{},{}", a.url(), b.url());
+    std::fs::write(b.work().join("note.txt"), b"written while a is down").unwrap();
+    for args in [
+        &["put", "note.txt", "note.txt"][..],
+        &["ls", "/lrz/home/alice/tree/big.bin"],
+    ] {
+        let mut cmd = b.command();
+        cmd.env("WEFT_URL", &both).env("WEFT_TOKEN", &alice);
+        weft_testkit::cli::run(cmd.args(args)).ok();
+    }
+
     // b takes the transfer over once a's lease has expired (3 s) and its queue looks
     // again (every 5 s).
     let t = wait_end(&b, &alice, &id, Duration::from_secs(90)).await;

@@ -75,7 +75,7 @@ pub async fn login(a: LoginArgs, quiet: bool) -> Result {
     config::save(
         &path,
         &ConfigFile {
-            url: Some(client.zone_url().to_owned()),
+            url: Some(client.zone_urls()),
             token: Some(token),
             ca_file,
         },
@@ -83,7 +83,7 @@ pub async fn login(a: LoginArgs, quiet: bool) -> Result {
     if !quiet {
         eprintln!(
             "logged in to {} (zone {}) as {}; saved in {}",
-            client.zone_url(),
+            client.zone_urls(),
             me.zone,
             me.user,
             path.display()
