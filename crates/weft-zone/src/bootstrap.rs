@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::RwLock;
 use weft_catalog::{NewResource, PrincipalKind, Resource};
 use weft_storage::{FsConfig, Store};
-use weft_types::{Error, LogicalPath, PrincipalName, ResourceKind, ResourceName, ZoneName};
+use weft_types::{Error, ErrorCode, LogicalPath, PrincipalName, ResourceKind, ResourceName, ZoneName};
 
 /// What a zone is opened with (from flags, `WEFT_*` variables and the TOML file).
 #[derive(Debug, Clone)]
@@ -63,6 +63,28 @@ pub struct Bootstrap {
     pub temporary_removed: u64,
 }
 
+/// A step of a zone's first start that another server starting at the same time may have
+/// just done (`already_exists`): done again, it finds its work done.
+async fn once_more_if_raced<T, F, Fut>(mut step: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Error>>,
+{
+    match step().await {
+        Err(e) if e.code == ErrorCode::AlreadyExists => step().await,
+        other => other,
+    }
+}
+
+/// A creation that another server starting at the same time did first is done.
+fn raced_is_done<T>(created: Result<T, Error>) -> Result<(), Error> {
+    match created {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == ErrorCode::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// SQLite serves one server: a second `weft serve` started on the same catalog file is
 /// refused, while the first holds a write lock on `<catalog>.lock` for as long as it runs
 /// (the kernel drops it when the process ends, however it ends).
@@ -103,7 +125,7 @@ fn lock_sqlite(url: &str) -> Result<Option<std::fs::File>, Error> {
         let e = std::io::Error::last_os_error();
         if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) {
             return Err(Error::new(
-                weft_types::ErrorCode::Conflict,
+                ErrorCode::Conflict,
                 format!(
                     "the catalog {file} is in use by another `weft serve`: a SQLite catalog serves one server. \
                      To run several servers of one zone, give them all one PostgreSQL catalog (--catalog postgres://...)"
@@ -196,21 +218,31 @@ impl Zone {
         });
         let mut report = Bootstrap::default();
         let admin_name = PrincipalName::parse(ADMIN).expect("valid name");
+        // Several servers of a zone may start at once on an empty catalog: each step below
+        // that another server has just done is found done.
         let (admin, first_start) = match zone.catalog.get_principal(&admin_name).await? {
             Some(a) => (a, false),
-            None => (
-                zone.catalog
-                    .create_principal(&admin_name, PrincipalKind::User, true)
-                    .await?,
-                true,
-            ),
+            None => match zone
+                .catalog
+                .create_principal(&admin_name, PrincipalKind::User, true)
+                .await
+            {
+                Ok(a) => (a, true),
+                Err(e) if e.code == ErrorCode::AlreadyExists => (
+                    zone.catalog.get_principal(&admin_name).await?.ok_or_else(|| {
+                        Error::internal("the administrator vanished at the zone's first start")
+                    })?,
+                    false,
+                ),
+                Err(e) => return Err(e),
+            },
         };
         let root = LogicalPath::zone_root(&zone.name);
-        zone.catalog.create_collection(&root, admin.id, true).await?;
-        zone.catalog
-            .create_collection(&root.join("home")?, admin.id, true)
-            .await?;
-        zone.ensure_home(&admin).await?;
+        let home = root.join("home")?;
+        for dir in [&root, &home] {
+            once_more_if_raced(|| zone.catalog.create_collection(dir, admin.id, true)).await?;
+        }
+        once_more_if_raced(|| zone.ensure_home(&admin)).await?;
         zone.ensure_resources(&config).await?;
         zone.ensure_staging(&config).await?;
         for peer in zone.catalog.list_zones().await? {
@@ -222,7 +254,15 @@ impl Zone {
             }
         }
         zone.open_stores().await?;
-        report.temporary_removed = zone.remove_temporary().await?;
+        // Temporary data of shared resources may be another live server's writes in flight.
+        let others = zone.leases.join_zone().await?;
+        if others > 0 {
+            tracing::info!(
+                servers = others,
+                "other servers of this zone are running: their temporary data is left alone"
+            );
+        }
+        report.temporary_removed = zone.remove_temporary(others == 0).await?;
         crate::upload::start_sweeper(&zone, sweeper);
         crate::transfers::start_worker(&zone, transfer_worker);
         crate::scrubber::start(&zone, scrubber, config.scrub_interval);
@@ -246,14 +286,16 @@ impl Zone {
                 Store::open(spec.kind, &settings, scratch_dir(&self.data_dir))?
                     .check()
                     .await?;
-                self.catalog
+                let created = self
+                    .catalog
                     .create_resource(&NewResource {
                         name: spec.name.clone(),
                         kind: spec.kind,
                         config: settings,
                         tier: spec.tier.clone(),
                     })
-                    .await?;
+                    .await;
+                raced_is_done(created)?;
             }
             if spec.default {
                 self.catalog.set_default_resource(&spec.name).await?;
@@ -262,14 +304,16 @@ impl Zone {
         if existing.is_empty() && config.resources.is_empty() {
             let root = self.data_dir.join("resources").join("default");
             let settings = serde_json::to_string(&FsConfig { root }).expect("serialisable");
-            self.catalog
+            let created = self
+                .catalog
                 .create_resource(&NewResource {
                     name: ResourceName::parse("default").expect("valid name"),
                     kind: ResourceKind::Fs,
                     config: settings,
                     tier: default_tier(),
                 })
-                .await?;
+                .await;
+            raced_is_done(created)?;
         }
         Ok(())
     }
@@ -284,13 +328,16 @@ impl Zone {
         Ok(())
     }
 
-    /// Deletes temporary data of every resource and of the scratch directory. Only safe before
-    /// writes start, i.e. at zone start.
-    async fn remove_temporary(&self) -> Result<u64, Error> {
+    /// Deletes temporary data of every resource (when `shared_too`: no other server of the
+    /// zone is running) and of this server's scratch directory. Only safe before writes
+    /// start, i.e. at zone start.
+    async fn remove_temporary(&self, shared_too: bool) -> Result<u64, Error> {
         let mut n = 0;
         for (r, store) in self.stores.read().await.values() {
             let in_resource = |e: Error| Error::new(e.code, format!("resource {}: {}", r.name, e.message));
-            n += store.remove_temporary().await.map_err(in_resource)?;
+            if shared_too {
+                n += store.remove_temporary().await.map_err(in_resource)?;
+            }
             self.sweep_packs(r, store).await.map_err(in_resource)?;
         }
         let scratch = Store::open(

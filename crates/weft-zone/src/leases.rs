@@ -91,6 +91,30 @@ impl LeaseKeeper {
         Ok(true)
     }
 
+    /// Registers this server as one of the zone's (the lease `server:<holder>`, kept while
+    /// it runs); how many other servers of the zone are running now.
+    pub(crate) async fn join_zone(&self) -> Result<usize, Error> {
+        let me = format!("server:{}", self.holder);
+        if !self.hold(&me).await? {
+            return Err(Error::internal(format!(
+                "the lease {me} is held by another process"
+            )));
+        }
+        let now = crate::now_ms();
+        let servers: Vec<_> = self
+            .catalog
+            .leases()
+            .await?
+            .into_iter()
+            .filter(|l| l.name.starts_with("server:") && l.name != me)
+            .collect();
+        // Each start of a server leaves its name behind: those gone for an hour are forgotten.
+        for gone in servers.iter().filter(|l| l.expires < now - 3_600_000) {
+            self.catalog.release_lease(&gone.name, &gone.holder).await?;
+        }
+        Ok(servers.iter().filter(|l| l.expires > now).count())
+    }
+
     /// Extends every lease held here; those found lost are told so. How many are held.
     async fn renew(&self) -> Result<u64, Error> {
         let names: Vec<String> = self.held.lock().expect("not poisoned").keys().cloned().collect();
