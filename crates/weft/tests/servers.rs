@@ -40,7 +40,7 @@ fn healthy(port: u16) -> bool {
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
-    let req = format!("GET /api/v1/health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
+    let req = "GET /api/v1/health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n";
     let mut answer = String::new();
     s.write_all(req.as_bytes()).is_ok()
         && s.read_to_string(&mut answer).is_ok()
