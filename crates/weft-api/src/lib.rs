@@ -6,6 +6,7 @@ mod convert;
 mod error;
 mod extract;
 mod frames;
+mod metrics;
 mod oidc;
 mod proxy;
 pub mod routes;
@@ -71,6 +72,10 @@ pub fn router(zone: Arc<Zone>, issuers: Vec<OidcIssuer>) -> Router {
             proxy::relay_remote,
         ))
         .fallback(no_route)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::count_requests,
+        ))
         .with_state(state)
 }
 
@@ -145,6 +150,7 @@ pub async fn openapi_json() -> impl IntoResponse {
         health,
         openapi_json,
         zone_status,
+        metrics::metrics,
         routes::admin::whoami,
         routes::namespace::stat,
         routes::namespace::list,

@@ -528,6 +528,18 @@ pub trait Staging: Send + Sync {
     async fn delete_staging(&self, name: &StagingName) -> Result<(), Error>;
 }
 
+/// Counts by state (the stored strings) and the connection pool, for metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CatalogStats {
+    pub transfers: Vec<(String, u64)>,
+    pub policy_tasks: Vec<(String, u64)>,
+    /// This zone's replicas and the copies it keeps at other zones.
+    pub replicas: Vec<(String, u64)>,
+    pub remote_replicas: Vec<(String, u64)>,
+    pub pool_size: u32,
+    pub pool_idle: u32,
+}
+
 /// A lease on a unit of background work: who holds it and until when (ms since the epoch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
@@ -867,6 +879,10 @@ pub trait Catalog:
     + 'static
 {
     fn dialect(&self) -> Dialect;
+
+    /// How many transfers, policy tasks and replicas are in each state, and the connection
+    /// pool's use: what the zone's metrics show at each scrape.
+    async fn stats(&self) -> Result<CatalogStats, Error>;
 
     /// Seals again, with the newest key, every secret (peer secrets, resource and staging
     /// credentials) stored in clear or under an older key; how many were. A zone calls it

@@ -177,7 +177,8 @@ impl Zone {
                 "sealed secrets with the newest key of the key file"
             );
         }
-        let leases = crate::leases::LeaseKeeper::new(catalog.clone(), config.lease_ttl);
+        let metrics = Arc::new(crate::Metrics::default());
+        let leases = crate::leases::LeaseKeeper::new(catalog.clone(), config.lease_ttl, metrics.clone());
         let lease_keeper = crate::worker::WorkerState::new("leases");
         crate::leases::start_keeper(&leases, lease_keeper.clone());
         let committer = Committer::start(catalog.clone());
@@ -207,6 +208,7 @@ impl Zone {
             peers: crate::federation::Peers::new(config.trusted_cas.clone()),
             running: Default::default(),
             leases,
+            metrics,
             _sqlite_lock: sqlite_lock,
             peer_places: Default::default(),
             engine_state: Default::default(),

@@ -305,6 +305,7 @@ impl Zone {
         crate::failpoints::crash_point!("replica-visible");
         match self.committer.register(object, unsynced).await {
             Ok(done) => {
+                self.metrics.written(target.resource.name.as_str(), size);
                 self.delete_bytes(&done.replaced).await;
                 Ok(PutOutcome { node: done.node })
             }
@@ -366,8 +367,11 @@ impl Zone {
         let mut last_err = None;
         for r in replicas.iter().filter(|r| r.state == ReplicaState::Good) {
             match self.store_by_id(r.resource_id).await {
-                Ok((_, store)) => match store.read(&r.physical_key, range.clone()).await {
-                    Ok(stream) => return Ok(stream),
+                Ok((resource, store)) => match store.read(&r.physical_key, range.clone()).await {
+                    Ok(stream) => {
+                        self.metrics.read(resource.name.as_str(), range.end - range.start);
+                        return Ok(stream);
+                    }
                     Err(e) => last_err = Some(e),
                 },
                 Err(e) => last_err = Some(e),
@@ -419,12 +423,15 @@ impl Zone {
             out.push(None);
         }
         for (resource, items) in by_resource {
-            let Ok((_, store)) = self.store_by_id(resource).await else {
+            let Ok((resource, store)) = self.store_by_id(resource).await else {
                 continue;
             };
             let index: Vec<usize> = items.iter().map(|(i, ..)| *i).collect();
             let wanted = items.into_iter().map(|(_, key, size)| (key, size)).collect();
             for (i, read) in index.into_iter().zip(store.read_small(wanted).await) {
+                if let Ok(bytes) = &read {
+                    self.metrics.read(resource.name.as_str(), bytes.len() as u64);
+                }
                 out[i] = read.ok().map(Ok);
             }
         }

@@ -6,6 +6,7 @@
 //! server takes the work over (a transfer resumes from its journal, pieces included).
 
 use crate::worker::{self, Worker, WorkerState};
+use crate::Metrics;
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +27,7 @@ pub(crate) struct LeaseKeeper {
     pub(crate) holder: String,
     pub(crate) ttl: Duration,
     held: Mutex<HashMap<String, Arc<Held>>>,
+    metrics: Arc<Metrics>,
 }
 
 /// One lease held here; `lost` once another server has it.
@@ -43,7 +45,7 @@ impl Held {
 }
 
 impl LeaseKeeper {
-    pub(crate) fn new(catalog: Arc<dyn Catalog>, ttl: Duration) -> Arc<LeaseKeeper> {
+    pub(crate) fn new(catalog: Arc<dyn Catalog>, ttl: Duration, metrics: Arc<Metrics>) -> Arc<LeaseKeeper> {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_owned())
             .unwrap_or_else(|_| "localhost".into());
@@ -53,6 +55,7 @@ impl LeaseKeeper {
             holder: format!("{host}/{}/{}", std::process::id(), &random[..8]),
             ttl,
             held: Mutex::new(HashMap::new()),
+            metrics,
         })
     }
 
@@ -115,6 +118,10 @@ impl LeaseKeeper {
         Ok(servers.iter().filter(|l| l.expires > now).count())
     }
 
+    pub(crate) fn held_count(&self) -> usize {
+        self.held.lock().expect("not poisoned").len()
+    }
+
     /// Extends every lease held here; those found lost are told so. How many are held.
     async fn renew(&self) -> Result<u64, Error> {
         let names: Vec<String> = self.held.lock().expect("not poisoned").keys().cloned().collect();
@@ -126,6 +133,7 @@ impl LeaseKeeper {
         for name in &lost {
             if let Some(h) = held.remove(name) {
                 tracing::warn!(lease = %name, holder = %self.holder, "lease lost: another server took this work over");
+                self.metrics.leases_lost.inc();
                 h.lose();
             }
         }

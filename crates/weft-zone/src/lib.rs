@@ -12,6 +12,7 @@ mod federation;
 pub mod keys;
 mod leases;
 mod meta;
+mod metrics;
 mod namespace;
 mod oidc;
 mod orphans;
@@ -45,6 +46,7 @@ pub use federation::{
     verify_zone_token, zone_token_sender, PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX,
 };
 pub use leases::LEASE_TTL_DEFAULT;
+pub use metrics::{Labels, Metrics};
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
 pub use oidc::{derived_oidc_name, plain_oidc_name, OidcLogin};
 pub use orphans::ORPHAN_GRACE_DEFAULT;
@@ -85,6 +87,7 @@ pub struct Zone {
     running: transfers::Running,
     /// This server's leases on the zone's background work.
     leases: Arc<leases::LeaseKeeper>,
+    metrics: Arc<metrics::Metrics>,
     /// Held while the zone lives, on a SQLite catalog (see `bootstrap::lock_sqlite`).
     _sqlite_lock: Option<std::fs::File>,
     peer_places: policy::PeerPlaces,

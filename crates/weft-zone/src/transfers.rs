@@ -48,7 +48,10 @@ impl Zone {
             staging: Mutex::default(),
         });
         let piece = PieceSize::new(TRANSFER_PIECE).expect("a power of two");
-        let journal = Arc::new(CatalogJournal(self.catalog.clone()));
+        let journal = Arc::new(CatalogJournal {
+            catalog: self.catalog.clone(),
+            metrics: self.metrics.clone(),
+        });
         Engine::new(journal, sides, RetryPolicy::default(), piece)
     }
 
@@ -267,6 +270,10 @@ impl Zone {
                 return other.map(|_| false);
             }
         };
+        if record.state == TransferState::Active {
+            // It ran on a server that stopped (this one before a restart, or another).
+            self.metrics.transfer_takeovers.inc();
+        }
         self.spawn_run(record, flag, lease, None);
         Ok(true)
     }
@@ -382,13 +389,17 @@ fn lease_name(id: &TransferId) -> String {
     format!("transfer:{id}")
 }
 
-/// The engine's journal of a zone: the transfers and transfer files of its catalog.
-struct CatalogJournal(Arc<dyn Catalog>);
+/// The engine's journal of a zone: the transfers and transfer files of its catalog. Files
+/// written back as ended are counted in the zone's metrics.
+struct CatalogJournal {
+    catalog: Arc<dyn Catalog>,
+    metrics: Arc<crate::Metrics>,
+}
 
 #[async_trait]
 impl Journal for CatalogJournal {
     async fn entry(&self, id: &TransferId) -> Result<Option<JournalEntry>, Error> {
-        Ok(self.0.get_transfer(id).await?.map(|t| JournalEntry {
+        Ok(self.catalog.get_transfer(id).await?.map(|t| JournalEntry {
             state: t.state,
             files_total: t.files_total,
         }))
@@ -400,15 +411,26 @@ impl Journal for CatalogJournal {
         state: TransferState,
         error: Option<&str>,
     ) -> Result<(), Error> {
-        self.0.set_transfer_state(id, state, error).await
+        self.catalog.set_transfer_state(id, state, error).await
     }
 
     async fn add_files(&self, id: &TransferId, files: &[TransferFile]) -> Result<(), Error> {
-        self.0.add_transfer_files(id, files).await
+        self.catalog.add_transfer_files(id, files).await
     }
 
     async fn update_files(&self, id: &TransferId, files: &[TransferFile]) -> Result<(), Error> {
-        self.0.update_transfer_files(id, files).await
+        self.catalog.update_transfer_files(id, files).await?;
+        for f in files {
+            if matches!(
+                f.state,
+                FileState::Done | FileState::Failed | FileState::Cancelled
+            ) {
+                let code = (f.state == FileState::Failed)
+                    .then(|| f.error.as_ref().map_or(ErrorCode::Internal, |e| e.code));
+                self.metrics.file_ended(f.state.as_str(), f.attempts, code);
+            }
+        }
+        Ok(())
     }
 
     async fn files(
@@ -418,10 +440,10 @@ impl Journal for CatalogJournal {
         after_seq: Option<u64>,
         limit: u32,
     ) -> Result<Vec<TransferFile>, Error> {
-        self.0.transfer_files(id, state, after_seq, limit).await
+        self.catalog.transfer_files(id, state, after_seq, limit).await
     }
 
     async fn counts(&self, id: &TransferId) -> Result<TransferCounts, Error> {
-        self.0.transfer_counts(id).await
+        self.catalog.transfer_counts(id).await
     }
 }

@@ -55,6 +55,7 @@ pub fn table() -> RouteTable {
         .add(M::GET, "/api/v1/health", crate::health)
         .add(M::GET, "/api/v1/openapi.json", crate::openapi_json)
         .add(M::GET, "/api/v1/zone", crate::zone_status)
+        .add(M::GET, "/metrics", crate::metrics::metrics)
         .add(M::GET, "/api/v1/whoami", admin::whoami)
         .add(M::GET, "/api/v1/stat/{*path}", namespace::stat)
         .add(M::GET, "/api/v1/list/{*path}", namespace::list)

@@ -578,6 +578,28 @@ impl Catalog for SqlCatalog {
         self.dialect
     }
 
+    async fn stats(&self) -> Result<crate::CatalogStats, Error> {
+        let by_state = |table: &'static str| async move {
+            sqlx::query(&format!(
+                "SELECT state, count(*) FROM {table} GROUP BY state ORDER BY state"
+            ))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|r| Ok((rows::get::<String>(r, 0)?, rows::get::<i64>(r, 1)? as u64)))
+            .collect::<Result<Vec<_>, Error>>()
+        };
+        Ok(crate::CatalogStats {
+            transfers: by_state("transfers").await?,
+            policy_tasks: by_state("policy_tasks").await?,
+            replicas: by_state("replicas").await?,
+            remote_replicas: by_state("remote_replicas").await?,
+            pool_size: self.pool.size(),
+            pool_idle: self.pool.num_idle() as u32,
+        })
+    }
+
     /// Seals again every secret in clear or sealed under an older key; how many.
     async fn reseal_secrets(&self) -> Result<u64, Error> {
         use sqlx::Row;
