@@ -9,6 +9,7 @@ mod frames;
 mod metrics;
 mod oidc;
 mod proxy;
+mod requests;
 pub mod routes;
 pub mod tls;
 
@@ -74,7 +75,7 @@ pub fn router(zone: Arc<Zone>, issuers: Vec<OidcIssuer>) -> Router {
         .fallback(no_route)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            metrics::count_requests,
+            requests::observe,
         ))
         .with_state(state)
 }

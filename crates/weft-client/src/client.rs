@@ -186,7 +186,10 @@ impl Client {
     }
 
     pub(crate) fn request(&self, method: Method, url: String) -> RequestBuilder {
-        let req = self.http.request(method, url);
+        let mut req = self.http.request(method, url);
+        if let Some(id) = crate::request_id::current() {
+            req = req.header(crate::request_id::REQUEST_ID_HEADER, &*id);
+        }
         match &self.token {
             Some(t) => req.bearer_auth(t),
             None => req,
@@ -205,7 +208,11 @@ impl Client {
     ) -> Result<Response, ClientError> {
         let mut req = self.request(method, format!("{}{path_and_query}", self.zone_url()));
         for (name, value) in headers {
-            if !is_hop_by_hop(name) && name != reqwest::header::AUTHORIZATION && name != reqwest::header::HOST
+            // The request's id goes along as this zone's own (`request`).
+            if !is_hop_by_hop(name)
+                && name != reqwest::header::AUTHORIZATION
+                && name != reqwest::header::HOST
+                && name.as_str() != crate::request_id::REQUEST_ID_HEADER
             {
                 req = req.header(name, value);
             }

@@ -15,6 +15,7 @@ mod namespace;
 mod policies;
 mod principals;
 mod progress;
+pub mod request_id;
 mod tls;
 mod transfers;
 mod tree;

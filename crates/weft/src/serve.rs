@@ -51,10 +51,23 @@ pub struct ServeArgs {
     /// zones and OIDC issuers.
     #[arg(long, env = "WEFT_TLS_CA", value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
+    /// Log lines as text (default) or as JSON objects, one per line, with the request id
+    /// of the request they belong to.
+    #[arg(long, env = "WEFT_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
     /// TOML file with the settings above plus [tls], [[resources]], [[staging]], [[oidc]] and
     /// [pid] tables.
     #[arg(long, env = "WEFT_CONFIG")]
     pub config: Option<PathBuf>,
+}
+
+/// How `weft serve` writes its log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// `[tls]` of the configuration file.
@@ -80,6 +93,7 @@ pub struct FileConfig {
     pub orphan_grace: Option<u64>,
     /// Seconds a lease on background work lasts unless extended.
     pub lease_seconds: Option<u64>,
+    pub log_format: Option<LogFormat>,
     #[serde(default)]
     pub resources: Vec<ResourceSpec>,
     /// Staging areas transfers may use (`file:///dir`, `s3://bucket/prefix`).
@@ -101,6 +115,7 @@ pub struct Settings {
     pub oidc: Vec<OidcIssuer>,
     /// HTTPS; plain HTTP when `None`.
     pub tls: Option<weft_api::tls::ServerConfig>,
+    pub log_format: LogFormat,
 }
 
 impl ServeArgs {
@@ -165,6 +180,7 @@ impl ServeArgs {
             listen,
             oidc: file.oidc,
             tls,
+            log_format: self.log_format.or(file.log_format).unwrap_or_default(),
         })
     }
 }
@@ -181,8 +197,8 @@ pub fn data_dir(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    init_logging();
     let settings = args.settings()?;
+    init_logging(settings.log_format);
     let data_dir = settings.zone.data_dir.clone();
     let name = settings.zone.name.clone();
     let (zone, boot) = Zone::open(settings.zone)
@@ -227,15 +243,23 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn init_logging() {
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    // Colours only on a terminal: a log file or journald gets plain text.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        // Each line a JSON object; the request's id is in `span.id` (and `spans`).
+        LogFormat::Json => logs
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .try_init(),
+        // Colours only on a terminal: a log file or journald gets plain text.
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+    };
 }
 
 pub(crate) async fn shutdown_signal() {

@@ -215,3 +215,58 @@ fn a_second_server_on_one_sqlite_catalog_is_refused() {
     z.restart().unwrap();
     z.weft(&["ls"]).ok();
 }
+
+/// `--log-format json`: one JSON object per line. A request's id (taken from
+/// `x-request-id` when usable, else made) comes back in the answer and follows the request
+/// into the log of the zone and of the peer it relays to; an id that could smuggle
+/// anything into a log is replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_follow_a_request_id_to_the_peer() {
+    let start = |name: &str| {
+        ZoneProcess::options(WEFT, name)
+            .args(["--log-format", "json"])
+            .env("RUST_LOG", "info,weft_api=debug")
+            .start()
+            .unwrap()
+    };
+    let (lrz, it4i) = (start("lrz"), start("it4i"));
+    let secret = lrz.work().join("shared.secret");
+    std::fs::write(&secret, "9c1e5f0c2a9e7d4b1c3e8a6f0d2b4c6e8a0f1d3b5c7e9a1f3d5b7\n").unwrap();
+    let secret = secret.to_str().unwrap();
+    lrz.weft(&["zone", "add", "it4i", it4i.url(), "--secret-file", secret])
+        .ok();
+    it4i.weft(&["zone", "add", "lrz", lrz.url(), "--secret-file", secret])
+        .ok();
+
+    let http = reqwest::Client::new();
+    let list = |id: &str| {
+        http.get(format!("{}/api/v1/list/it4i/home", lrz.url()))
+            .bearer_auth(lrz.admin_token())
+            .header("x-request-id", id)
+            .send()
+    };
+    let r = list("trace-me-42").await.unwrap();
+    assert_eq!(r.headers()["x-request-id"], "trace-me-42");
+    let status = r.status();
+    // Relayed: the peer answers as it would (its admin is not lrz's), whatever it is.
+    assert!(status.is_success() || status.is_client_error(), "{status}");
+    for zone in [&lrz, &it4i] {
+        let log = zone.log();
+        let line = log
+            .lines()
+            .find(|l| l.contains("trace-me-42"))
+            .unwrap_or_else(|| panic!("{} logged nothing of the request:\n{log}", zone.name()));
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert_eq!(v["span"]["id"], "trace-me-42", "{line}");
+    }
+    for hostile in ["a\"}{\"level\":\"ERROR", &"x".repeat(300)] {
+        let r = list(hostile).await.unwrap();
+        let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+        assert!(id != hostile && id.len() == 32, "{id}");
+    }
+    // Every line of the log is one JSON object.
+    for line in lrz.log().lines().filter(|l| !l.trim().is_empty()) {
+        assert!(serde_json::from_str::<serde_json::Value>(line).is_ok(), "{line}");
+    }
+}

@@ -1,0 +1,78 @@
+//! What every request goes through first: its id (taken from `x-request-id` when a peer
+//! zone or a load balancer sent a usable one, else a new one), a tracing span carrying it
+//! around the handler and the requests it makes to peers, the id in the answer, one log
+//! line at its end (debug level: `RUST_LOG=weft_api=debug` for an access log), and the
+//! zone's request metrics.
+
+use crate::AppState;
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use http::HeaderValue;
+use std::sync::Arc;
+use std::time::Instant;
+use tracing::Instrument;
+use weft_client::request_id::{self, REQUEST_ID_HEADER};
+
+/// Longest id taken from a request; longer ones (or with other characters than letters,
+/// digits, `.`, `_` and `-`) are replaced, so that no client writes what it likes into the
+/// logs.
+const ID_MAX: usize = 128;
+
+fn usable(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= ID_MAX
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+pub async fn observe(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| usable(v))
+        .map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), str::to_owned);
+    let route = req.extensions().get::<MatchedPath>().map_or_else(
+        || "unmatched".to_owned(),
+        |m| crate::metrics::route_label(m.as_str()),
+    );
+    let method = req.method().as_str().to_owned();
+    let span = tracing::info_span!("request", id = %id, method = %method, route = %route);
+    let started = Instant::now();
+    let mut resp = request_id::scope(id.as_str().into(), next.run(req))
+        .instrument(span.clone())
+        .await;
+    let elapsed = started.elapsed();
+    let status = resp.status().as_u16();
+    span.in_scope(|| tracing::debug!(status, ms = elapsed.as_secs_f64() * 1e3, "answered"));
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        resp.headers_mut().insert(REQUEST_ID_HEADER, v);
+    }
+    let m = s.zone.metrics();
+    m.http_requests
+        .get_or_create(&vec![
+            ("route", route.clone()),
+            ("method", method.clone()),
+            ("status", status.to_string()),
+        ])
+        .inc();
+    m.http_duration
+        .get_or_create(&vec![("route", route), ("method", method)])
+        .observe(elapsed.as_secs_f64());
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_plain_ids_are_taken() {
+        for ok in ["abc", "0f1e-2d.3c_4b", &"a".repeat(128)] {
+            assert!(super::usable(ok), "{ok}");
+        }
+        for bad in ["", "a b", "a\nb", "a\"b", "ä", &"a".repeat(129), "x;y"] {
+            assert!(!super::usable(bad), "{bad:?}");
+        }
+    }
+}
