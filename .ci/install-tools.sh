@@ -21,7 +21,7 @@ mkdir -p "$BIN"
 # scratch dirs an interrupted run left behind.
 exec 9>"$TOOLS/.lock"
 flock 9
-rm -rf "$TOOLS"/.go-* "$TOOLS"/.kc-* "$TOOLS"/py.new
+rm -rf "$TOOLS"/.go-* "$TOOLS"/.kc-* "$TOOLS"/.nginx-* "$TOOLS"/py.new
 
 # Go's official tarball lives outside the default PATH of non-login shells (CI).
 if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then PATH="$PATH:/usr/local/go/bin"; fi
@@ -157,6 +157,23 @@ else
   rm -rf "$PY"
   mv "$PY.new" "$PY"
   done_msg "installed datacite $DATACITE_VERSION"
+fi
+
+# (h) nginx, the load balancer of the README's layout for a zone of several servers (its
+# config is tested): Debian's binary unpacked into the cache, since installing the package
+# would start a daemon on port 80.
+step nginx
+if [ -x "$BIN/nginx" ]; then
+  done_msg "present"
+else
+  if [ "$APT_UPDATED" = 0 ]; then quiet apt-get update; APT_UPDATED=1; fi
+  scratch="$(mktemp -d "$TOOLS/.nginx-XXXXXX")"
+  (cd "$scratch" && quiet apt-get download nginx)
+  quiet dpkg -x "$(ls "$scratch"/nginx_*.deb)" "$scratch/root"
+  "$scratch/root/usr/sbin/nginx" -v >"$LOG" 2>&1 || { echo "install-tools: nginx: the unpacked binary does not run" >&2; cat "$LOG" >&2; exit 1; }
+  mv "$scratch/root/usr/sbin/nginx" "$BIN/nginx"
+  rm -rf "$scratch"
+  done_msg "unpacked $("$BIN/nginx" -v 2>&1)"
 fi
 
 STEP=""

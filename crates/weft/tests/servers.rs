@@ -72,20 +72,7 @@ fn servers_starting_at_once_on_an_empty_catalog_all_start() {
         .zip(&dirs)
         .map(|(p, d)| serve(*p, d, &catalog))
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !ports.iter().all(|p| healthy(*p)) {
-        for (c, d) in children.iter_mut().zip(&dirs) {
-            if let Some(status) = c.try_wait().unwrap() {
-                panic!(
-                    "{} exited ({status}): {}",
-                    d.display(),
-                    std::fs::read_to_string(d.with_extension("log")).unwrap()
-                );
-            }
-        }
-        assert!(Instant::now() < deadline, "not every server came up");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_healthy(&ports, &mut children, &dirs);
 
     let tokens: Vec<String> = dirs
         .iter()
@@ -117,5 +104,173 @@ fn servers_starting_at_once_on_an_empty_catalog_all_start() {
     for c in &mut children {
         c.kill().unwrap();
         c.wait().unwrap();
+    }
+}
+
+/// The README's production layout, run as written (docs/deploy/nginx.conf, with this
+/// test's ports): two servers of one zone behind nginx. Data goes in and out through it,
+/// the request id nginx makes reaches the zone, and when the server nginx sends this
+/// client to is killed, the zone keeps serving through the other.
+#[test]
+fn a_zone_behind_nginx_keeps_serving_when_a_server_dies() {
+    let nginx_bin = weft_testkit::tools_dir().join("bin/nginx");
+    assert!(
+        nginx_bin.exists(),
+        "nginx not found at {}: run .ci/install-tools.sh",
+        nginx_bin.display()
+    );
+    let pg = Postgres::start().unwrap();
+    let catalog = pg.create_database("z").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let dirs: Vec<_> = (0..2).map(|i| root.path().join(format!("server-{i}"))).collect();
+    let ports: Vec<u16> = (0..2).map(|_| free_port()).collect();
+    // The first server sets the zone up; the second gets its key file and admin token.
+    let mut servers = vec![serve(ports[0], &dirs[0], &catalog)];
+    wait_healthy(&ports[..1], &mut servers, &dirs);
+    std::fs::create_dir(&dirs[1]).unwrap();
+    for f in ["secret.key", "admin.token"] {
+        std::fs::copy(dirs[0].join(f), dirs[1].join(f)).unwrap();
+    }
+    servers.push(serve(ports[1], &dirs[1], &catalog));
+    wait_healthy(&ports, &mut servers, &dirs);
+    let admin = std::fs::read_to_string(dirs[0].join("admin.token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+
+    // nginx with the documented configuration, pointed at these servers.
+    let conf_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/deploy/nginx.conf"
+    ))
+    .unwrap();
+    let front = free_port();
+    let nx = root.path().join("nginx");
+    std::fs::create_dir(&nx).unwrap();
+    let conf_text = conf_text
+        .replace("server server1.example:8640", &format!("server 127.0.0.1:{}", ports[0]))
+        .replace("server server2.example:8640", &format!("server 127.0.0.1:{}", ports[1]))
+        .replace("listen 8640;", &format!("listen 127.0.0.1:{front};"))
+        .replace("worker_processes auto;", &format!("worker_processes 1;\npid {0}/nginx.pid;\nerror_log {0}/error.log;", nx.display()))
+        .replace(
+            "http {",
+            &format!(
+                "http {{\n    access_log {0}/access.log;\n    client_body_temp_path {0}/body;\n    proxy_temp_path {0}/proxy;\n    fastcgi_temp_path {0}/fastcgi;\n    uwsgi_temp_path {0}/uwsgi;\n    scgi_temp_path {0}/scgi;",
+                nx.display()
+            ),
+        );
+    assert!(
+        conf_text.contains(&format!("127.0.0.1:{front}"))
+            && conf_text.contains(&format!("127.0.0.1:{}", ports[1]))
+    );
+    let conf = nx.join("nginx.conf");
+    std::fs::write(&conf, conf_text).unwrap();
+    let mut nginx = Command::new(&nginx_bin)
+        .arg("-p")
+        .arg(&nx)
+        .arg("-c")
+        .arg(&conf)
+        .args(["-e", "stderr", "-g", "daemon off;"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(nx.join("stderr.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !healthy(front) {
+        assert!(
+            nginx.try_wait().unwrap().is_none(),
+            "nginx exited: {}",
+            std::fs::read_to_string(nx.join("stderr.log")).unwrap()
+        );
+        assert!(Instant::now() < deadline, "nginx never answered");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let weft = |args: &[&str]| {
+        let mut cmd = clean_command(WEFT, root.path(), root.path());
+        cmd.env("WEFT_URL", format!("http://127.0.0.1:{front}"))
+            .env("WEFT_TOKEN", &admin);
+        run(cmd.args(args))
+    };
+    let big: Vec<u8> = (0..(40u32 << 20) + 5).map(|i| (i % 251) as u8).collect();
+    std::fs::write(root.path().join("big.bin"), &big).unwrap();
+    std::fs::write(root.path().join("small.txt"), b"through nginx").unwrap();
+    weft(&["put", "big.bin", "big.bin"]).ok();
+    weft(&["put", "small.txt", "small.txt"]).ok();
+    weft(&["get", "big.bin", "big.back"]).ok();
+    assert!(std::fs::read(root.path().join("big.back")).unwrap() == big);
+
+    // nginx's request id reaches the zone and comes back.
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", front)).unwrap();
+    s.write_all(b"GET /api/v1/health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let id = answer
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("x-request-id: ")
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| panic!("no request id: {answer}"));
+    assert_eq!(id.trim().len(), 32, "{answer}");
+
+    // Kill the server that took this client's puts; the other serves on.
+    let puts = |port: u16| {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            s,
+            "GET /metrics HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {admin}\r\nconnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text.lines()
+            .any(|l| l.starts_with("weft_http_requests_total{") && l.contains("route=\"/api/v1/uploads\""))
+    };
+    let busy = if puts(ports[0]) { 0 } else { 1 };
+    assert!(puts(ports[busy]), "one server took the upload");
+    servers[busy].kill().unwrap();
+    servers[busy].wait().unwrap();
+    weft(&["get", "small.txt", "small.back"]).ok();
+    assert_eq!(
+        std::fs::read(root.path().join("small.back")).unwrap(),
+        b"through nginx"
+    );
+    std::fs::write(root.path().join("after.txt"), b"one server down").unwrap();
+    weft(&["put", "after.txt", "after.txt"]).ok();
+    let listed = weft(&["ls"]).ok();
+    assert!(
+        listed.stdout.contains("after.txt") && listed.stdout.contains("big.bin"),
+        "{}",
+        listed.stdout
+    );
+
+    nginx.kill().unwrap();
+    nginx.wait().unwrap();
+    for c in &mut servers {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// Waits until every server on `ports` answers its health check; fails naming the one
+/// that exited, with its log.
+fn wait_healthy(ports: &[u16], children: &mut [Child], dirs: &[std::path::PathBuf]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ports.iter().all(|p| healthy(*p)) {
+        for (c, d) in children.iter_mut().zip(dirs) {
+            if let Some(status) = c.try_wait().unwrap() {
+                panic!(
+                    "{} exited ({status}): {}",
+                    d.display(),
+                    std::fs::read_to_string(d.with_extension("log")).unwrap()
+                );
+            }
+        }
+        assert!(Instant::now() < deadline, "not every server came up");
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
