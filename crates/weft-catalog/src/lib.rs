@@ -540,6 +540,46 @@ pub struct CatalogStats {
     pub pool_idle: u32,
 }
 
+/// What a user, or the members of a group together, may store: on one resource or on all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quota {
+    pub principal: Principal,
+    /// `None`: the objects on every resource count.
+    pub resource: Option<ResourceName>,
+    pub max_bytes: Option<u64>,
+    pub max_objects: Option<u64>,
+}
+
+/// What is stored, by bytes and objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub bytes: u64,
+    pub objects: u64,
+}
+
+/// Quotas, and the usage they limit, counted from the namespace (exact whichever server
+/// wrote, whatever crashed).
+#[async_trait]
+pub trait Quotas: Send + Sync {
+    /// Sets the quota of `principal_id` on `resource_id` (`None`: all resources),
+    /// replacing one there was; a limit left `None` is not limited.
+    async fn set_quota(
+        &self,
+        principal_id: i64,
+        resource_id: Option<i64>,
+        max_bytes: Option<u64>,
+        max_objects: Option<u64>,
+    ) -> Result<(), Error>;
+    /// Whether there was one to remove.
+    async fn remove_quota(&self, principal_id: i64, resource_id: Option<i64>) -> Result<bool, Error>;
+    async fn quotas(&self) -> Result<Vec<Quota>, Error>;
+    /// The quotas of these principals (a user and its groups).
+    async fn quotas_of(&self, principal_ids: &[i64]) -> Result<Vec<Quota>, Error>;
+    /// What the objects of a user, or of a group's members, use: their sizes as data
+    /// objects, or (`resource`) their replicas there.
+    async fn usage(&self, principal_id: i64, resource: Option<&ResourceName>) -> Result<Usage, Error>;
+}
+
 /// A lease on a unit of background work: who holds it and until when (ms since the epoch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
@@ -876,6 +916,7 @@ pub trait Catalog:
     + Access
     + Policies
     + Leases
+    + Quotas
     + 'static
 {
     fn dialect(&self) -> Dialect;

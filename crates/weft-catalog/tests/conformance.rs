@@ -11,13 +11,14 @@ use weft_catalog::Namespace;
 use weft_catalog::Pids;
 use weft_catalog::Policies;
 use weft_catalog::Principals;
+use weft_catalog::Quotas;
 use weft_catalog::Replicas;
 use weft_catalog::Resources;
 use weft_catalog::Staging;
 use weft_catalog::Transfers;
 use weft_catalog::{
     Avu, Catalog, Dialect, FindQuery, MetaEdit, NewObject, NewPolicyTask, NewReplica, NewResource, PeerZone,
-    PrincipalKind, Registered, Removed, ReplicaPlace, SqlCatalog, StagingArea, TransferFile,
+    PrincipalKind, Registered, Removed, ReplicaPlace, SqlCatalog, StagingArea, TransferFile, Usage,
 };
 use weft_types::{
     Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
@@ -97,6 +98,7 @@ macro_rules! conformance {
 
 conformance!(
     leases_go_to_one_holder_at_a_time,
+    quotas_and_usage,
     stats_count_by_state,
     principals_users_and_groups,
     delete_principal_cascades_and_conflicts,
@@ -2963,4 +2965,104 @@ async fn stats_count_by_state(c: &SqlCatalog) {
     assert_eq!(s.transfers, [("failed".to_owned(), 1), ("queued".to_owned(), 2)]);
     assert_eq!(s.replicas, [("good".to_owned(), 1)]);
     assert!(s.remote_replicas.is_empty());
+}
+
+async fn quotas_and_usage(c: &SqlCatalog) {
+    let node = one_object(c).await; // /z/f, admin's, on "disk"
+    let admin = node.owner_id;
+    let alice = c
+        .create_principal(&name("alice"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let physics = c
+        .create_principal(&name("physics"), PrincipalKind::Group, false)
+        .await
+        .unwrap();
+    c.add_member(&name("physics"), &name("alice")).await.unwrap();
+    let disk = ResourceName::parse("disk").unwrap();
+    let disk_id = c.get_resource(&disk).await.unwrap().unwrap().id;
+
+    assert!(c.quotas().await.unwrap().is_empty());
+    c.set_quota(alice.id, None, Some(1000), None).await.unwrap();
+    c.set_quota(alice.id, None, Some(2000), Some(5)).await.unwrap(); // replaces
+    c.set_quota(physics.id, Some(disk_id), None, Some(3))
+        .await
+        .unwrap();
+    let all = c.quotas().await.unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(
+        (
+            all[0].principal.name.as_str(),
+            all[0].max_bytes,
+            all[0].max_objects,
+            all[0].resource.clone()
+        ),
+        ("alice", Some(2000), Some(5), None)
+    );
+    assert_eq!(
+        (
+            all[1].principal.name.as_str(),
+            all[1].max_objects,
+            all[1].resource.clone()
+        ),
+        ("physics", Some(3), Some(disk.clone()))
+    );
+    assert_eq!(c.quotas_of(&[alice.id]).await.unwrap().len(), 1);
+    assert_eq!(c.quotas_of(&[alice.id, physics.id]).await.unwrap().len(), 2);
+    assert!(c.quotas_of(&[]).await.unwrap().is_empty());
+
+    // Usage: the admin's object counts for the admin, not for alice or physics.
+    let size = node.size as u64;
+    assert_eq!(
+        c.usage(admin, None).await.unwrap(),
+        Usage {
+            bytes: size,
+            objects: 1
+        }
+    );
+    assert_eq!(
+        c.usage(admin, Some(&disk)).await.unwrap(),
+        Usage {
+            bytes: size,
+            objects: 1
+        }
+    );
+    assert_eq!(c.usage(alice.id, None).await.unwrap(), Usage::default());
+    assert_eq!(c.usage(physics.id, Some(&disk)).await.unwrap(), Usage::default());
+    // An object of alice (a member) counts for her and for physics.
+    let hers = c
+        .register_object(&obj("/z/g", alice.id, disk_id, "g"))
+        .await
+        .unwrap()
+        .node;
+    let size = hers.size as u64;
+    assert_eq!(
+        c.usage(alice.id, None).await.unwrap(),
+        Usage {
+            bytes: size,
+            objects: 1
+        }
+    );
+    assert_eq!(
+        c.usage(physics.id, Some(&disk)).await.unwrap(),
+        Usage {
+            bytes: size,
+            objects: 1
+        }
+    );
+    assert_eq!(
+        c.usage(physics.id, Some(&ResourceName::parse("other").unwrap()))
+            .await
+            .unwrap(),
+        Usage::default()
+    );
+
+    assert!(c.remove_quota(alice.id, None).await.unwrap());
+    assert!(!c.remove_quota(alice.id, None).await.unwrap());
+    assert!(
+        !c.remove_quota(physics.id, None).await.unwrap(),
+        "physics' quota is on disk"
+    );
+    assert!(c.remove_quota(physics.id, Some(disk_id)).await.unwrap());
+    assert!(c.quotas().await.unwrap().is_empty());
 }

@@ -5,7 +5,8 @@ use crate::error::ClientError;
 use reqwest::Method;
 use weft_types::wire::{
     AclRequest, AclWire, NewGroup, NewPeerZone, NewResourceWire, NewStagingArea, NewUser, PeerZoneWire,
-    PrincipalWire, ResourceWire, StagingAreaWire, TokenCreated, TokenRequest, UserMapWire, WhoAmI,
+    PrincipalWire, QuotaRequest, QuotaWire, ResourceWire, StagingAreaWire, TokenCreated, TokenRequest,
+    UserMapWire, WhoAmI,
 };
 use weft_types::LogicalPath;
 
@@ -100,6 +101,26 @@ impl Client {
     pub async fn remove_resource(&self, name: &str) -> Result<(), ClientError> {
         self.empty(self.request(Method::DELETE, self.name_url("resources", name)))
             .await
+    }
+
+    /// `GET /quotas`: every quota with its usage (administrators).
+    pub async fn quotas(&self) -> Result<Vec<QuotaWire>, ClientError> {
+        self.json(self.request(Method::GET, self.url("/quotas"))).await
+    }
+
+    /// `PUT /quotas`: sets a quota, replacing the one of the same principal and resource.
+    pub async fn set_quota(&self, req: &QuotaRequest) -> Result<(), ClientError> {
+        self.empty(self.request(Method::PUT, self.url("/quotas")).json(req))
+            .await
+    }
+
+    /// `DELETE /quotas/{principal}`: the quota on `resource`, or the one on all resources.
+    pub async fn remove_quota(&self, principal: &str, resource: Option<&str>) -> Result<(), ClientError> {
+        let mut req = self.request(Method::DELETE, self.name_url("quotas", principal));
+        if let Some(r) = resource {
+            req = req.query(&[("resource", r)]);
+        }
+        self.empty(req).await
     }
 
     /// `GET /zones`: the federated zones, each probed for reachability.

@@ -33,6 +33,9 @@ pub enum ErrorCode {
     /// A bound the zone keeps on what one user or all together may hold open (upload
     /// sessions, ...): try again once some has ended.
     LimitExceeded,
+    /// A quota of the user or one of its groups would be exceeded (`weft quota`): nothing
+    /// was stored.
+    QuotaExceeded,
     StorageUnavailable,
     ZoneUnreachable,
     /// An outside service the zone calls (a PID registry, a webhook receiver) did not
@@ -69,6 +72,7 @@ impl ErrorCode {
         Self::Forbidden,
         Self::Conflict,
         Self::LimitExceeded,
+        Self::QuotaExceeded,
         Self::StorageUnavailable,
         Self::ZoneUnreachable,
         Self::ServiceUnavailable,
@@ -103,6 +107,7 @@ impl ErrorCode {
             Self::Forbidden => "forbidden",
             Self::Conflict => "conflict",
             Self::LimitExceeded => "limit_exceeded",
+            Self::QuotaExceeded => "quota_exceeded",
             Self::StorageUnavailable => "storage_unavailable",
             Self::ZoneUnreachable => "zone_unreachable",
             Self::ServiceUnavailable => "service_unavailable",
@@ -131,7 +136,7 @@ impl ErrorCode {
             | Self::SizeMismatch
             | Self::IncompleteBody => 400,
             Self::Unauthenticated | Self::TokenExpired => 401,
-            Self::Forbidden => 403,
+            Self::Forbidden | Self::QuotaExceeded => 403,
             Self::NotFound => 404,
             Self::AlreadyExists
             | Self::NotACollection

@@ -313,6 +313,34 @@ fn default_tier() -> String {
     "disk".into()
 }
 
+/// A quota and what it limits used now.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct QuotaWire {
+    /// The user or group.
+    pub principal: String,
+    /// `user` or `group` (its members' objects together).
+    pub kind: String,
+    /// The resource whose replicas count; absent: every object, wherever it is.
+    pub resource: Option<String>,
+    pub max_bytes: Option<u64>,
+    pub max_objects: Option<u64>,
+    pub used_bytes: u64,
+    pub used_objects: u64,
+}
+
+/// Sets a quota (replacing the one of the same principal and resource).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaRequest {
+    pub principal: String,
+    #[serde(default)]
+    pub resource: Option<String>,
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+    #[serde(default)]
+    pub max_objects: Option<u64>,
+}
+
 /// A federated peer zone (never its secret).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct PeerZoneWire {

@@ -165,6 +165,8 @@ impl Zone {
             overwrite,
         } = put;
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
+        self.check_quota(&caller.principal_ids, &target.resource.name, size, 1)
+            .await?;
         let key = Store::new_key();
         let mut writer = target.store.writer(&key).await?;
         let received = copy_hashing(body, size, Some(&mut writer)).await;
@@ -199,6 +201,16 @@ impl Zone {
         overwrite: bool,
         resource: Option<&ResourceName>,
     ) -> Vec<Result<PutOutcome, Error>> {
+        // The bundle as a whole, before any of it is stored.
+        let bytes = files.iter().map(|(_, data, _)| data.len() as u64).sum();
+        let checked = async {
+            let (resource, _) = self.store_for_write(resource).await?;
+            self.check_quota(&caller.principal_ids, &resource.name, bytes, files.len() as u64)
+                .await
+        };
+        if let Err(e) = checked.await {
+            return files.iter().map(|_| Err(e.clone())).collect();
+        }
         let (small, large): (Vec<_>, Vec<_>) = files
             .into_iter()
             .enumerate()

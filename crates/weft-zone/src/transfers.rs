@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 use weft_catalog::{Catalog, TransferCounts, TransferFile, TransferRecord};
 use weft_transfer::{Engine, Fresh, Journal, JournalEntry, RetryPolicy, TransferSpec};
-use weft_types::{Error, ErrorCode, FileState, PieceSize, TransferId, TransferState, ZoneName};
+use weft_types::{Endpoint, Error, ErrorCode, FileState, PieceSize, TransferId, TransferState, ZoneName};
 
 /// Pieces of large files moved between zones: small enough to retry cheaply, large enough
 /// that per-request costs vanish.
@@ -31,12 +31,15 @@ pub struct TransferInfo {
     pub counts: TransferCounts,
 }
 
-/// Transfers running in this process, by id, with their cancel flags and when they were
-/// claimed.
+/// Transfers running in this process, by id, with their cancel flags and when their run
+/// began (`None` while claimed for a transfer not yet in the catalog).
 #[derive(Default)]
 pub(crate) struct Running {
-    flags: Mutex<HashMap<TransferId, (Arc<AtomicBool>, Instant)>>,
+    flags: Mutex<HashMap<TransferId, Run>>,
 }
+
+/// A run's cancel flag, and when it began.
+type Run = (Arc<AtomicBool>, Option<Instant>);
 
 impl Zone {
     /// The engine of one plan or run, acting as `caller` on every side.
@@ -75,6 +78,17 @@ impl Zone {
         spec: TransferSpec,
     ) -> Result<TransferRecord, Error> {
         let files = self.plan_transfer(caller, &spec).await?;
+        // What it would store in this zone, against the caller's quotas, before it starts.
+        let (bytes, objects) = files
+            .iter()
+            .filter(|f| f.state == FileState::Pending)
+            .filter(|f| matches!(&f.destination, Endpoint::Logical(p) if p.zone() == self.name.as_str()))
+            .fold((0u64, 0u64), |(b, n), f| (b + f.size, n + 1));
+        if objects > 0 {
+            let (resource, _) = self.store_for_write(None).await?;
+            self.check_quota(&caller.principal_ids, &resource.name, bytes, objects)
+                .await?;
+        }
         let id = TransferId::new(uuid::Uuid::new_v4().simple().to_string());
         let json = serde_json::to_string(&spec).map_err(|e| Error::internal(e.to_string()))?;
         // Claimed before it exists, so that the worker, finding it queued, leaves it to us.
@@ -289,6 +303,7 @@ impl Zone {
         fresh: Option<Fresh>,
     ) {
         let zone = self.clone();
+        self.running.began(&record.id);
         tokio::spawn(async move {
             let id = record.id.clone();
             let run = async {
@@ -364,7 +379,7 @@ impl Running {
             return None;
         }
         let flag = Arc::new(AtomicBool::new(false));
-        flags.insert(id.clone(), (flag.clone(), Instant::now()));
+        flags.insert(id.clone(), (flag.clone(), None));
         Some(flag)
     }
 
@@ -372,12 +387,20 @@ impl Running {
         self.flags.lock().expect("not poisoned").remove(id);
     }
 
-    /// Stops every run here, claimed before `listed`, whose transfer is not among `open`
-    /// (the open transfers as listed then: one claimed since may not be listed yet).
+    /// Notes that the run of `id` begins: its transfer is in the catalog.
+    fn began(&self, id: &TransferId) {
+        if let Some((_, began)) = self.flags.lock().expect("not poisoned").get_mut(id) {
+            *began = Some(Instant::now());
+        }
+    }
+
+    /// Stops every run here that began before `listed` and whose transfer is not among
+    /// `open`, the open transfers as listed then. A transfer claimed before its record
+    /// was written (a new one) may be missing from an earlier listing: its run began later.
     fn stop_all_but<'a>(&self, open: impl Iterator<Item = &'a TransferId>, listed: Instant) {
         let open: std::collections::HashSet<&TransferId> = open.collect();
-        for (id, (flag, claimed)) in self.flags.lock().expect("not poisoned").iter() {
-            if *claimed < listed && !open.contains(id) {
+        for (id, (flag, began)) in self.flags.lock().expect("not poisoned").iter() {
+            if began.is_some_and(|b| b < listed) && !open.contains(id) {
                 flag.store(true, std::sync::atomic::Ordering::SeqCst);
             }
         }
@@ -445,5 +468,31 @@ impl Journal for CatalogJournal {
 
     async fn counts(&self, id: &TransferId) -> Result<TransferCounts, Error> {
         self.catalog.transfer_counts(id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    /// A transfer claimed before its record exists (a new one) is not stopped by a queue
+    /// pass whose listing could not show it; once its run began before a listing that
+    /// does not show it, it was cancelled elsewhere and stops.
+    #[test]
+    fn only_runs_begun_before_a_listing_that_misses_them_stop() {
+        let running = Running::default();
+        let id = TransferId::new("t1");
+        let flag = running.claim(&id).unwrap();
+        running.stop_all_but(std::iter::empty(), Instant::now());
+        assert!(!flag.load(Ordering::SeqCst), "claimed, not yet begun");
+        running.began(&id);
+        let earlier = Instant::now() - std::time::Duration::from_secs(1);
+        running.stop_all_but(std::iter::empty(), earlier);
+        assert!(!flag.load(Ordering::SeqCst), "listed before it began");
+        running.stop_all_but(std::iter::once(&id), Instant::now());
+        assert!(!flag.load(Ordering::SeqCst), "still open");
+        running.stop_all_but(std::iter::empty(), Instant::now());
+        assert!(flag.load(Ordering::SeqCst), "no longer open: cancelled elsewhere");
     }
 }

@@ -220,3 +220,40 @@ fn zone_status_shows_workers() {
         assert!(line.contains(" idle ") || line.contains(" busy "), "{line}");
     }
 }
+
+/// `weft quota`: set with units, listed with what is used, a put over it refused with exit
+/// 10 and nothing stored, removed.
+#[test]
+fn quotas_from_the_cli() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let w = z.work();
+    z.weft(&["user", "add", "carol"]).ok();
+    let carol = z.weft(&["token", "create", "--user", "carol"]).ok();
+    let carol = carol.stdout.lines().last().unwrap().trim().to_owned();
+    z.weft(&["quota", "set", "carol", "--bytes", "4K", "--objects", "10"])
+        .ok();
+    z.weft(&["quota", "set", "carol"]).fails(2, "usage");
+    let bad_unit = z.weft(&["quota", "set", "carol", "--bytes", "4Q"]);
+    assert_eq!(bad_unit.code, 2, "{}", bad_unit.stderr);
+    assert!(bad_unit.stderr.contains("unknown unit"), "{}", bad_unit.stderr);
+    std::fs::write(w.join("three.bin"), vec![0u8; 3000]).unwrap();
+    z.weft_as(&carol, &["put", "three.bin", "three.bin"]).ok();
+    let refused = z
+        .weft_as(&carol, &["put", "three.bin", "again.bin"])
+        .fails(10, "quota_exceeded");
+    assert!(refused.stderr.contains("1096 left"), "{}", refused.stderr);
+    z.weft_as(&carol, &["stat", "again.bin"]).fails(3, "not_found");
+    let listed = z.weft(&["quota", "ls", "--json"]).ok().json();
+    assert_eq!(listed[0]["principal"], "carol");
+    assert_eq!(listed[0]["max_bytes"], 4096);
+    assert_eq!(listed[0]["used_bytes"], 3000);
+    let text = z.weft(&["quota", "ls"]).ok().stdout;
+    assert!(
+        text.contains("carol (user)") && text.contains("objects: 1 of 10"),
+        "{text}"
+    );
+    z.weft_as(&carol, &["quota", "ls"]).fails(5, "forbidden");
+    z.weft(&["quota", "rm", "carol"]).ok();
+    z.weft(&["quota", "rm", "carol"]).fails(3, "not_found");
+    z.weft_as(&carol, &["put", "three.bin", "again.bin"]).ok();
+}

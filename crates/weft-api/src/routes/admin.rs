@@ -3,15 +3,15 @@
 use crate::auth::Authed;
 use crate::convert;
 use crate::error::ApiResult;
-use crate::extract::{PathParam, WireJson, WirePath};
+use crate::extract::{PathParam, QueryPairs, WireJson, WirePath};
 use crate::AppState;
 use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
 use weft_types::wire::{
-    AclRequest, AclWire, NewGroup, NewResourceWire, NewUser, PrincipalWire, ResourceWire, TokenCreated,
-    TokenRequest, WhoAmI,
+    AclRequest, AclWire, NewGroup, NewResourceWire, NewUser, PrincipalWire, QuotaRequest, QuotaWire,
+    ResourceWire, TokenCreated, TokenRequest, WhoAmI,
 };
 use weft_types::{Permission, PrincipalName, ResourceKind, ResourceName};
 use weft_zone::PrincipalKind;
@@ -240,6 +240,58 @@ pub async fn add_resource(
         .add_resource(&c, &name, kind, &r.settings, &r.tier, r.default)
         .await?;
     Ok((StatusCode::CREATED, Json(convert::resource(&info))))
+}
+
+#[utoipa::path(get, path = "/api/v1/quotas", tag = "quotas", responses((status = 200, body = Vec<QuotaWire>)))]
+pub async fn list_quotas(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+) -> ApiResult<Json<Vec<QuotaWire>>> {
+    Ok(Json(
+        s.zone
+            .quotas(&c)
+            .await?
+            .into_iter()
+            .map(|q| QuotaWire {
+                principal: q.quota.principal.name.to_string(),
+                kind: q.quota.principal.kind.as_str().to_owned(),
+                resource: q.quota.resource.map(|r| r.to_string()),
+                max_bytes: q.quota.max_bytes,
+                max_objects: q.quota.max_objects,
+                used_bytes: q.used.bytes,
+                used_objects: q.used.objects,
+            })
+            .collect(),
+    ))
+}
+
+#[utoipa::path(put, path = "/api/v1/quotas", tag = "quotas", request_body = QuotaRequest, responses((status = 204)))]
+pub async fn set_quota(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WireJson(q): WireJson<QuotaRequest>,
+) -> ApiResult<StatusCode> {
+    let principal = PrincipalName::parse(&q.principal)?;
+    let resource = q.resource.as_deref().map(ResourceName::parse).transpose()?;
+    s.zone
+        .set_quota(&c, &principal, resource.as_ref(), q.max_bytes, q.max_objects)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(delete, path = "/api/v1/quotas/{principal}", tag = "quotas",
+    params(("principal" = String, Path), ("resource" = Option<String>, Query, description = "the quota on this resource; absent: the one on all")),
+    responses((status = 204)))]
+pub async fn remove_quota(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WirePath(principal): WirePath<String>,
+    q: QueryPairs,
+) -> ApiResult<StatusCode> {
+    let principal = PrincipalName::parse(&principal)?;
+    let resource = q.get("resource").map(ResourceName::parse).transpose()?;
+    s.zone.remove_quota(&c, &principal, resource.as_ref()).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(delete, path = "/api/v1/resources/{name}", tag = "resources", params(("name" = String, Path)),

@@ -5,7 +5,7 @@
 //! transactions, placeholders) and the catalog-wide [`Catalog`] methods; `rows` decodes rows;
 //! each other module implements one area trait: `principals`, `resources`, `zones`
 //! (`Federation`), `staging`, `transfers`, `namespace`, `replicas`, `pids`, `meta`
-//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`) and `leases` (`Leases`).
+//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`), `leases` (`Leases`) and `quotas` (`Quotas`).
 
 mod acl;
 mod leases;
@@ -14,6 +14,7 @@ mod namespace;
 mod pids;
 mod policy;
 mod principals;
+mod quotas;
 mod replicas;
 mod resources;
 mod rows;
@@ -116,6 +117,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "leases",
         include_str!("../../migrations/sqlite/0013_leases.sql"),
     ),
+    (
+        14,
+        "quotas",
+        include_str!("../../migrations/sqlite/0014_quotas.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -174,6 +180,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         13,
         "leases",
         include_str!("../../migrations/postgres/0013_leases.sql"),
+    ),
+    (
+        14,
+        "quotas",
+        include_str!("../../migrations/postgres/0014_quotas.sql"),
     ),
 ];
 

@@ -13,6 +13,7 @@ mod pid;
 mod policy;
 mod principals;
 pub(crate) mod progress;
+mod quota;
 mod replica;
 mod resource;
 mod staging;
@@ -87,6 +88,8 @@ pub enum Command {
     Acl(principals::AclArgs),
     /// Storage resources of the zone.
     Resource(resource::ResourceArgs),
+    /// Quotas: what a user or a group may store (administrators).
+    Quota(quota::QuotaArgs),
     /// Staging areas: external directories and buckets transfers may use.
     Staging(staging::StagingArgs),
     /// The zone itself: version and background workers.
@@ -131,6 +134,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Token(a) => auth::token(&ctx, a).await,
         Command::Acl(a) => principals::acl(&ctx, a).await,
         Command::Resource(a) => resource::resource(&ctx, a).await,
+        Command::Quota(a) => quota::quota(&ctx, a).await,
         Command::Staging(a) => staging::staging(&ctx, a).await,
         Command::Zone(a) => zone::zone(&ctx, a).await,
     }

@@ -13,6 +13,7 @@ pub const EXIT_CONFLICT: u8 = 6;
 pub const EXIT_INTEGRITY: u8 = 7;
 pub const EXIT_UNREACHABLE: u8 = 8;
 pub const EXIT_TLS: u8 = 9;
+pub const EXIT_QUOTA: u8 = 10;
 
 /// The exit codes as `weft --help` lists them.
 pub const EXIT_CODES_HELP: &str = "\
@@ -26,7 +27,8 @@ Exit codes:
   6  conflict: already exists, not empty, not a collection
   7  checksum or integrity failure
   8  cannot reach the zone
-  9  TLS failed: the zone's certificate is not trusted (see WEFT_CA_FILE), or it does not speak TLS";
+  9  TLS failed: the zone's certificate is not trusted (see WEFT_CA_FILE), or it does not speak TLS
+ 10  a quota would be exceeded (`weft quota ls` shows what is used)";
 
 const LOGIN_HINT: &str = "set WEFT_TOKEN or run `weft login URL --token T`";
 const TLS_HINT: &str =
@@ -137,6 +139,7 @@ pub fn exit_code_of(code: weft_types::ErrorCode) -> u8 {
 
 fn exit_for(status: u16, code: &str) -> u8 {
     match (status, code) {
+        (_, "quota_exceeded") => EXIT_QUOTA,
         (401, _) | (_, "unauthenticated" | "token_expired") => EXIT_UNAUTHENTICATED,
         (403, _) => EXIT_FORBIDDEN,
         (404, _) | (_, "not_found") => EXIT_NOT_FOUND,

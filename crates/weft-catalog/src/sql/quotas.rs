@@ -1,0 +1,133 @@
+//! Quotas of users and groups, and what they use, counted from the namespace.
+
+use super::rows::{self, get};
+use super::{db, now_ms, placeholders, positional, SqlCatalog};
+use crate::{Quota, Quotas, Usage};
+use async_trait::async_trait;
+use sqlx::any::AnyRow;
+use weft_types::{Error, ResourceName};
+
+/// `PRINCIPAL_COLS`, then the resource and the limits.
+const QUOTA_SELECT: &str =
+    "SELECT p.id, p.name, p.kind, p.is_admin, p.created, r.name, q.max_bytes, q.max_objects \
+     FROM quotas q JOIN principals p ON p.id = q.principal_id LEFT JOIN resources r ON r.id = q.resource_id";
+
+/// The quota of a principal on one resource, or on all.
+fn delete_sql(resource_id: Option<i64>) -> &'static str {
+    match resource_id {
+        Some(_) => "DELETE FROM quotas WHERE principal_id = $1 AND resource_id = $2",
+        None => "DELETE FROM quotas WHERE principal_id = $1 AND resource_id IS NULL",
+    }
+}
+
+fn quota(row: &AnyRow) -> Result<Quota, Error> {
+    Ok(Quota {
+        principal: rows::principal(row, 0)?,
+        resource: get::<Option<String>>(row, 5)?
+            .map(|r| ResourceName::parse(&r))
+            .transpose()?,
+        max_bytes: get::<Option<i64>>(row, 6)?.map(|n| n as u64),
+        max_objects: get::<Option<i64>>(row, 7)?.map(|n| n as u64),
+    })
+}
+
+#[async_trait]
+impl Quotas for SqlCatalog {
+    async fn set_quota(
+        &self,
+        principal_id: i64,
+        resource_id: Option<i64>,
+        max_bytes: Option<u64>,
+        max_objects: Option<u64>,
+    ) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
+        let del = positional(self.dialect, delete_sql(resource_id).to_owned());
+        let mut q = sqlx::query(&del).bind(principal_id);
+        if let Some(r) = resource_id {
+            q = q.bind(r);
+        }
+        q.execute(&mut *tx).await.map_err(db)?;
+        let ins = positional(
+            self.dialect,
+            "INSERT INTO quotas (principal_id, resource_id, max_bytes, max_objects, updated) VALUES ($1, $2, $3, $4, $5)"
+                .to_owned(),
+        );
+        sqlx::query(&ins)
+            .bind(principal_id)
+            .bind(resource_id)
+            .bind(max_bytes.map(|n| n as i64))
+            .bind(max_objects.map(|n| n as i64))
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn remove_quota(&self, principal_id: i64, resource_id: Option<i64>) -> Result<bool, Error> {
+        let sql = positional(self.dialect, delete_sql(resource_id).to_owned());
+        let mut q = sqlx::query(&sql).bind(principal_id);
+        if let Some(r) = resource_id {
+            q = q.bind(r);
+        }
+        let done = q.execute(self.writer()).await.map_err(db)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn quotas(&self) -> Result<Vec<Quota>, Error> {
+        sqlx::query(&format!("{QUOTA_SELECT} ORDER BY p.name, r.name"))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(quota)
+            .collect()
+    }
+
+    async fn quotas_of(&self, principal_ids: &[i64]) -> Result<Vec<Quota>, Error> {
+        if principal_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "{QUOTA_SELECT} WHERE q.principal_id IN ({}) ORDER BY p.name, r.name",
+            placeholders(1, principal_ids.len())
+        );
+        let mut q = sqlx::query(&sql);
+        for id in principal_ids {
+            q = q.bind(*id);
+        }
+        q.fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(quota)
+            .collect()
+    }
+
+    async fn usage(&self, principal_id: i64, resource: Option<&ResourceName>) -> Result<Usage, Error> {
+        // A user's own objects; a group's: those of its members. Placeholders in the order
+        // they appear (SQLite numbers them so).
+        let owners = "SELECT CAST($1 AS BIGINT) UNION SELECT user_id FROM group_members WHERE group_id = $2";
+        let sql = match resource {
+            None => format!(
+                "SELECT count(*), CAST(coalesce(sum(n.size), 0) AS BIGINT) FROM nodes n \
+                 WHERE n.owner_id IN ({owners}) AND n.kind = 'object'"
+            ),
+            Some(_) => format!(
+                "SELECT count(*), CAST(coalesce(sum(c.size), 0) AS BIGINT) FROM replicas c \
+                 JOIN nodes n ON n.id = c.node_id JOIN resources r ON r.id = c.resource_id \
+                 WHERE n.owner_id IN ({owners}) AND r.name = $3"
+            ),
+        };
+        let sql = positional(self.dialect, sql);
+        let mut q = sqlx::query(&sql).bind(principal_id).bind(principal_id);
+        if let Some(r) = resource {
+            q = q.bind(r.as_str());
+        }
+        let row = q.fetch_one(self.pool()).await.map_err(db)?;
+        Ok(Usage {
+            objects: get::<i64>(&row, 0)? as u64,
+            bytes: get::<i64>(&row, 1)? as u64,
+        })
+    }
+}
