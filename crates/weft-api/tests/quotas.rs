@@ -138,6 +138,46 @@ async fn quotas_refuse_writes_before_any_byte_is_stored() {
         "no transfer was created: {listed}"
     );
 
+    // A replication is checked by the replicas it would make on the resource named.
+    let archive = z.data_dir.join("archive");
+    let r = z
+        .post("resources", &admin)
+        .json(&json!({"name": "archive", "kind": "fs", "settings": {"root": archive}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let r = set(
+        json!({"principal": "alice", "resource": "archive", "max_bytes": 10_000}),
+        &admin,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 204);
+    let r = z
+        .post("replicas", &alice)
+        .json(&json!({"path": "/z/home/alice/a.bin", "target": "z:archive"}))
+        .send()
+        .await
+        .unwrap();
+    let (status, c, message) = code_of(r).await;
+    assert_eq!((status, c.as_str()), (403, "quota_exceeded"), "{message}");
+    assert!(message.contains("on resource archive"), "{message}");
+    let stat = z.get_json("stat/z/home/alice/a.bin", &alice).await;
+    assert_eq!(
+        stat["replicas"].as_array().map(Vec::len),
+        Some(1),
+        "no replica was made: {stat}"
+    );
+    assert_eq!(
+        z.delete("quotas/alice?resource=archive", &admin)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        204
+    );
+
     // The listing shows what is used; a group's objects quota counts its members together.
     let quotas = z.get_json("quotas", &admin).await;
     assert_eq!(quotas[0]["used_bytes"], 60_000);

@@ -165,7 +165,7 @@ impl Zone {
             overwrite,
         } = put;
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
-        self.check_quota(&caller.principal_ids, &target.resource.name, size, 1)
+        self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
             .await?;
         let key = Store::new_key();
         let mut writer = target.store.writer(&key).await?;
@@ -205,8 +205,14 @@ impl Zone {
         let bytes = files.iter().map(|(_, data, _)| data.len() as u64).sum();
         let checked = async {
             let (resource, _) = self.store_for_write(resource).await?;
-            self.check_quota(&caller.principal_ids, &resource.name, bytes, files.len() as u64)
-                .await
+            self.check_quota(
+                &caller.principal_ids,
+                &resource.name,
+                bytes,
+                files.len() as u64,
+                false,
+            )
+            .await
         };
         if let Err(e) = checked.await {
             return files.iter().map(|_| Err(e.clone())).collect();

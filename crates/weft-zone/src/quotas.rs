@@ -16,17 +16,25 @@ pub struct QuotaInfo {
 }
 
 impl Zone {
-    /// Refuses (`quota_exceeded`) a write of `bytes` in `objects` new objects onto
-    /// `resource` that a quota of the principals `ids` (a user and its groups) forbids.
+    /// Refuses (`quota_exceeded`) a write of `bytes` in `objects` onto `resource` that a
+    /// quota of the principals `ids` (a user and its groups) forbids. New data objects count
+    /// against quotas on all resources and on that one; further replicas of existing objects
+    /// (`replicas`) only against quotas on that resource, since a quota on all resources
+    /// counts objects, not their copies.
     pub(crate) async fn check_quota(
         &self,
         ids: &[i64],
         resource: &ResourceName,
         bytes: u64,
         objects: u64,
+        replicas: bool,
     ) -> Result<(), Error> {
         for q in self.catalog.quotas_of(ids).await? {
-            if q.resource.as_ref().is_some_and(|r| r != resource) {
+            let applies = match &q.resource {
+                Some(r) => r == resource,
+                None => !replicas,
+            };
+            if !applies {
                 continue;
             }
             let used = self.catalog.usage(q.principal.id, q.resource.as_ref()).await?;

@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 use weft_catalog::{Catalog, TransferCounts, TransferFile, TransferRecord};
 use weft_transfer::{Engine, Fresh, Journal, JournalEntry, RetryPolicy, TransferSpec};
-use weft_types::{Endpoint, Error, ErrorCode, FileState, PieceSize, TransferId, TransferState, ZoneName};
+use weft_types::{
+    Endpoint, Error, ErrorCode, FileState, PieceSize, ResourceName, TransferId, TransferState, ZoneName,
+};
 
 /// Pieces of large files moved between zones: small enough to retry cheaply, large enough
 /// that per-request costs vanish.
@@ -78,17 +80,7 @@ impl Zone {
         spec: TransferSpec,
     ) -> Result<TransferRecord, Error> {
         let files = self.plan_transfer(caller, &spec).await?;
-        // What it would store in this zone, against the caller's quotas, before it starts.
-        let (bytes, objects) = files
-            .iter()
-            .filter(|f| f.state == FileState::Pending)
-            .filter(|f| matches!(&f.destination, Endpoint::Logical(p) if p.zone() == self.name.as_str()))
-            .fold((0u64, 0u64), |(b, n), f| (b + f.size, n + 1));
-        if objects > 0 {
-            let (resource, _) = self.store_for_write(None).await?;
-            self.check_quota(&caller.principal_ids, &resource.name, bytes, objects)
-                .await?;
-        }
+        self.check_transfer_quota(caller, &files).await?;
         let id = TransferId::new(uuid::Uuid::new_v4().simple().to_string());
         let json = serde_json::to_string(&spec).map_err(|e| Error::internal(e.to_string()))?;
         // Claimed before it exists, so that the worker, finding it queued, leaves it to us.
@@ -130,6 +122,36 @@ impl Zone {
             .get_transfer(&id)
             .await?
             .ok_or_else(|| Error::internal(format!("transfer {id} vanished")))
+    }
+
+    /// What a transfer would store in this zone, against the caller's quotas, before it
+    /// starts: objects on the default resource, and replicas on the resource named.
+    async fn check_transfer_quota(&self, caller: &Caller, files: &[TransferFile]) -> Result<(), Error> {
+        let mut by_resource: HashMap<Option<ResourceName>, (u64, u64)> = HashMap::new();
+        for f in files.iter().filter(|f| f.state == FileState::Pending) {
+            let place = match &f.destination {
+                Endpoint::Logical(p) if p.zone() == self.name.as_str() => None,
+                Endpoint::Replica {
+                    zone,
+                    resource: Some(r),
+                    ..
+                } if *zone == self.name => Some(r.clone()),
+                _ => continue,
+            };
+            let (bytes, objects) = by_resource.entry(place).or_default();
+            *bytes += f.size;
+            *objects += 1;
+        }
+        for (place, (bytes, objects)) in by_resource {
+            let replicas = place.is_some();
+            let resource = match place {
+                Some(r) => r,
+                None => self.store_for_write(None).await?.0.name,
+            };
+            self.check_quota(&caller.principal_ids, &resource, bytes, objects, replicas)
+                .await?;
+        }
+        Ok(())
     }
 
     /// The transfer with its counts. Errors: `not_found`, `forbidden` (another user's).

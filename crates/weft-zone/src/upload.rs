@@ -143,7 +143,7 @@ impl Zone {
     ) -> Result<UploadInfo, Error> {
         let piece = self::piece_size(size, piece_size)?;
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
-        self.check_quota(&caller.principal_ids, &target.resource.name, size, 1)
+        self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
             .await?;
         self.open_upload(caller, path, size, piece, target, Completes::Object { overwrite })
             .await
