@@ -95,14 +95,14 @@ impl Zone {
                 .ok_or_else(|| Error::internal(format!("transfer {id} vanished")))
         };
         let leased = async {
-            let record = created.await?;
-            // A new id: no other server can hold its lease.
+            // Leased before it exists too: another server's queue, finding it queued,
+            // cannot take it. A new id: no other server can hold its lease yet.
             let lease = self
                 .leases
                 .take(lease_name(&id))
                 .await?
                 .ok_or_else(|| Error::internal(format!("the lease of the new transfer {id} is taken")))?;
-            Ok::<_, Error>((record, lease))
+            Ok::<_, Error>((created.await?, lease))
         };
         let (record, lease) = match leased.await {
             Ok(r) => r,
@@ -306,6 +306,16 @@ impl Zone {
                 return other.map(|_| false);
             }
         };
+        // Listed as open before the lease was ours: the server that held it may have ended
+        // it meanwhile and let the lease go. Only what is still open runs.
+        let record = match self.catalog.get_transfer(&record.id).await {
+            Ok(Some(now)) if now.state.is_open() => now,
+            other => {
+                drop(lease);
+                self.running.release(&record.id);
+                return other.map(|_| false);
+            }
+        };
         if record.state == TransferState::Active {
             // It ran on a server that stopped (this one before a restart, or another).
             self.metrics.transfer_takeovers.inc();
@@ -326,6 +336,7 @@ impl Zone {
     ) {
         let zone = self.clone();
         self.running.began(&record.id);
+        tracing::info!(transfer = %record.id, server = %self.leases.holder, resumed = record.state == TransferState::Active, "transfer run begins");
         tokio::spawn(async move {
             let id = record.id.clone();
             let run = async {

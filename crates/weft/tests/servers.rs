@@ -274,3 +274,85 @@ fn wait_healthy(ports: &[u16], children: &mut [Child], dirs: &[std::path::PathBu
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Two servers of one zone racing for the same leases under load: transfers submitted to
+/// both in turn, as fast as four clients can, while both servers' queues look at every
+/// open transfer. Each transfer runs exactly once, on one server.
+#[test]
+fn two_servers_racing_for_leases_run_each_transfer_once() {
+    let pg = Postgres::start().unwrap();
+    let catalog = pg.create_database("z").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let dirs: Vec<_> = (0..2).map(|i| root.path().join(format!("server-{i}"))).collect();
+    let ports: Vec<u16> = (0..2).map(|_| free_port()).collect();
+    let mut servers = vec![serve(ports[0], &dirs[0], &catalog)];
+    wait_healthy(&ports[..1], &mut servers, &dirs);
+    std::fs::create_dir(&dirs[1]).unwrap();
+    for f in ["secret.key", "admin.token"] {
+        std::fs::copy(dirs[0].join(f), dirs[1].join(f)).unwrap();
+    }
+    servers.push(serve(ports[1], &dirs[1], &catalog));
+    wait_healthy(&ports, &mut servers, &dirs);
+    let admin = std::fs::read_to_string(dirs[0].join("admin.token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let weft = |port: u16, args: &[&str]| {
+        let mut cmd = clean_command(WEFT, root.path(), root.path());
+        cmd.env("WEFT_URL", format!("http://127.0.0.1:{port}"))
+            .env("WEFT_TOKEN", &admin);
+        run(cmd.args(args))
+    };
+    std::fs::write(root.path().join("seed.txt"), b"copied again and again").unwrap();
+    weft(ports[0], &["put", "seed.txt", "seed.txt"]).ok();
+    weft(ports[0], &["mkdir", "copies"]).ok();
+
+    // 15 s of four clients submitting small transfers, alternating servers.
+    let until = Instant::now() + Duration::from_secs(15);
+    let ids: Vec<String> = std::thread::scope(|s| {
+        let clients: Vec<_> = (0..4)
+            .map(|c| {
+                let weft = &weft;
+                let ports = &ports;
+                s.spawn(move || {
+                    let mut ids = Vec::new();
+                    let mut n = 0;
+                    while Instant::now() < until {
+                        let port = ports[(c + n) % 2];
+                        let dest = format!("copies/c{c}-{n}");
+                        let out = weft(port, &["transfer", "start", "seed.txt", &dest, "--json"])
+                            .ok()
+                            .json();
+                        ids.push(out["id"].as_str().unwrap().to_owned());
+                        n += 1;
+                    }
+                    ids
+                })
+            })
+            .collect();
+        clients.into_iter().flat_map(|c| c.join().unwrap()).collect()
+    });
+    assert!(ids.len() >= 20, "only {} transfers", ids.len());
+    for id in &ids {
+        let out = weft(ports[1], &["transfer", "wait", id]);
+        assert_eq!(out.code, 0, "transfer {id}: {}{}", out.stdout, out.stderr);
+    }
+    // Every run is logged by the server that runs it: each transfer ran once, in all.
+    let logs: String = dirs
+        .iter()
+        .map(|d| std::fs::read_to_string(d.with_extension("log")).unwrap())
+        .collect();
+    for id in &ids {
+        let runs = logs
+            .lines()
+            .filter(|l| l.contains("transfer run begins") && l.contains(id.as_str()))
+            .count();
+        assert_eq!(runs, 1, "transfer {id} ran {runs} times");
+    }
+    let listed = weft(ports[1], &["ls", "copies"]).ok();
+    assert_eq!(listed.stdout.lines().count(), ids.len(), "{}", listed.stdout);
+    for c in &mut servers {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
