@@ -11,8 +11,31 @@ use weft_testkit::postgres::Postgres;
 
 const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
+/// A child process killed when the test ends, however it ends (a failed assertion too).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Killed {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Killed {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 /// `weft serve` of zone `z` on `port` with the data directory `dir` and `catalog`.
-fn serve(port: u16, dir: &Path, catalog: &str) -> Child {
+fn serve(port: u16, dir: &Path, catalog: &str) -> Killed {
     let log = std::fs::File::create(dir.with_extension("log")).unwrap();
     Command::new(WEFT)
         .args([
@@ -32,6 +55,7 @@ fn serve(port: u16, dir: &Path, catalog: &str) -> Child {
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()
+        .map(Killed)
         .unwrap()
 }
 
@@ -67,7 +91,7 @@ fn servers_starting_at_once_on_an_empty_catalog_all_start() {
         std::fs::copy(dirs[0].join("secret.key"), d.join("secret.key")).unwrap();
     }
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let mut children: Vec<Child> = ports
+    let mut children: Vec<Killed> = ports
         .iter()
         .zip(&dirs)
         .map(|(p, d)| serve(*p, d, &catalog))
@@ -100,11 +124,6 @@ fn servers_starting_at_once_on_an_empty_catalog_all_start() {
     );
     let listed = weft(ports[1], &carol, &["ls"]).ok();
     assert!(listed.stdout.contains("hello.txt"), "{}", listed.stdout);
-
-    for c in &mut children {
-        c.kill().unwrap();
-        c.wait().unwrap();
-    }
 }
 
 /// The README's production layout, run as written (docs/deploy/nginx.conf, with this
@@ -175,6 +194,7 @@ fn a_zone_behind_nginx_keeps_serving_when_a_server_dies() {
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(nx.join("stderr.log")).unwrap())
         .spawn()
+        .map(Killed)
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !healthy(front) {
@@ -247,18 +267,11 @@ fn a_zone_behind_nginx_keeps_serving_when_a_server_dies() {
         "{}",
         listed.stdout
     );
-
-    nginx.kill().unwrap();
-    nginx.wait().unwrap();
-    for c in &mut servers {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
 }
 
 /// Waits until every server on `ports` answers its health check; fails naming the one
 /// that exited, with its log.
-fn wait_healthy(ports: &[u16], children: &mut [Child], dirs: &[std::path::PathBuf]) {
+fn wait_healthy(ports: &[u16], children: &mut [Killed], dirs: &[std::path::PathBuf]) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !ports.iter().all(|p| healthy(*p)) {
         for (c, d) in children.iter_mut().zip(dirs) {
@@ -351,8 +364,4 @@ fn two_servers_racing_for_leases_run_each_transfer_once() {
     }
     let listed = weft(ports[1], &["ls", "copies"]).ok();
     assert_eq!(listed.stdout.lines().count(), ids.len(), "{}", listed.stdout);
-    for c in &mut servers {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
 }
