@@ -347,6 +347,7 @@ async fn scrubber_marks_damaged_replicas_bad_and_repairs_them() {
     assert_eq!(
         names,
         [
+            "leases",
             "orphans",
             "committer",
             "upload-sweeper",
