@@ -34,6 +34,39 @@ impl std::ops::DerefMut for Killed {
     }
 }
 
+/// nginx, stopped when the test ends as its master process is meant to be (SIGTERM: it
+/// ends its workers too; SIGKILL would leave them running).
+struct Stopped(Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the pid of a child this guard owns and has not reaped.
+        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Stopped {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Stopped {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 /// `weft serve` of zone `z` on `port` with the data directory `dir` and `catalog`.
 fn serve(port: u16, dir: &Path, catalog: &str) -> Killed {
     let log = std::fs::File::create(dir.with_extension("log")).unwrap();
@@ -194,7 +227,7 @@ fn a_zone_behind_nginx_keeps_serving_when_a_server_dies() {
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(nx.join("stderr.log")).unwrap())
         .spawn()
-        .map(Killed)
+        .map(Stopped)
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !healthy(front) {
