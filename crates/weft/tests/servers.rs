@@ -171,24 +171,14 @@ fn a_zone_behind_nginx_keeps_serving_when_a_server_dies() {
         "nginx not found at {}: run .ci/install-tools.sh",
         nginx_bin.display()
     );
-    let pg = Postgres::start().unwrap();
-    let catalog = pg.create_database("z").unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let dirs: Vec<_> = (0..2).map(|i| root.path().join(format!("server-{i}"))).collect();
-    let ports: Vec<u16> = (0..2).map(|_| free_port()).collect();
-    // The first server sets the zone up; the second gets its key file and admin token.
-    let mut servers = vec![serve(ports[0], &dirs[0], &catalog)];
-    wait_healthy(&ports[..1], &mut servers, &dirs);
-    std::fs::create_dir(&dirs[1]).unwrap();
-    for f in ["secret.key", "admin.token"] {
-        std::fs::copy(dirs[0].join(f), dirs[1].join(f)).unwrap();
-    }
-    servers.push(serve(ports[1], &dirs[1], &catalog));
-    wait_healthy(&ports, &mut servers, &dirs);
-    let admin = std::fs::read_to_string(dirs[0].join("admin.token"))
-        .unwrap()
-        .trim()
-        .to_owned();
+    let TwoServers {
+        _pg,
+        root,
+        ports,
+        mut servers,
+        admin,
+        ..
+    } = two_servers();
 
     // nginx with the documented configuration, pointed at these servers.
     let conf_text = std::fs::read_to_string(concat!(
@@ -302,6 +292,45 @@ fn a_zone_behind_nginx_keeps_serving_when_a_server_dies() {
     );
 }
 
+/// Two servers of zone `z` on one PostgreSQL catalog, as an operator sets them up: the
+/// first sets the zone up, the second gets its key file and admin token.
+struct TwoServers {
+    _pg: Postgres,
+    root: tempfile::TempDir,
+    dirs: Vec<std::path::PathBuf>,
+    ports: Vec<u16>,
+    servers: Vec<Killed>,
+    admin: String,
+}
+
+fn two_servers() -> TwoServers {
+    let pg = Postgres::start().unwrap();
+    let catalog = pg.create_database("z").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let dirs: Vec<_> = (0..2).map(|i| root.path().join(format!("server-{i}"))).collect();
+    let ports: Vec<u16> = (0..2).map(|_| free_port()).collect();
+    let mut servers = vec![serve(ports[0], &dirs[0], &catalog)];
+    wait_healthy(&ports[..1], &mut servers, &dirs);
+    std::fs::create_dir(&dirs[1]).unwrap();
+    for f in ["secret.key", "admin.token"] {
+        std::fs::copy(dirs[0].join(f), dirs[1].join(f)).unwrap();
+    }
+    servers.push(serve(ports[1], &dirs[1], &catalog));
+    wait_healthy(&ports, &mut servers, &dirs);
+    let admin = std::fs::read_to_string(dirs[0].join("admin.token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    TwoServers {
+        _pg: pg,
+        root,
+        dirs,
+        ports,
+        servers,
+        admin,
+    }
+}
+
 /// Waits until every server on `ports` answers its health check; fails naming the one
 /// that exited, with its log.
 fn wait_healthy(ports: &[u16], children: &mut [Killed], dirs: &[std::path::PathBuf]) {
@@ -326,23 +355,14 @@ fn wait_healthy(ports: &[u16], children: &mut [Killed], dirs: &[std::path::PathB
 /// open transfer. Each transfer runs exactly once, on one server.
 #[test]
 fn two_servers_racing_for_leases_run_each_transfer_once() {
-    let pg = Postgres::start().unwrap();
-    let catalog = pg.create_database("z").unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let dirs: Vec<_> = (0..2).map(|i| root.path().join(format!("server-{i}"))).collect();
-    let ports: Vec<u16> = (0..2).map(|_| free_port()).collect();
-    let mut servers = vec![serve(ports[0], &dirs[0], &catalog)];
-    wait_healthy(&ports[..1], &mut servers, &dirs);
-    std::fs::create_dir(&dirs[1]).unwrap();
-    for f in ["secret.key", "admin.token"] {
-        std::fs::copy(dirs[0].join(f), dirs[1].join(f)).unwrap();
-    }
-    servers.push(serve(ports[1], &dirs[1], &catalog));
-    wait_healthy(&ports, &mut servers, &dirs);
-    let admin = std::fs::read_to_string(dirs[0].join("admin.token"))
-        .unwrap()
-        .trim()
-        .to_owned();
+    let TwoServers {
+        _pg,
+        root,
+        dirs,
+        ports,
+        servers: _servers,
+        admin,
+    } = two_servers();
     let weft = |port: u16, args: &[&str]| {
         let mut cmd = clean_command(WEFT, root.path(), root.path());
         cmd.env("WEFT_URL", format!("http://127.0.0.1:{port}"))
