@@ -17,6 +17,15 @@ impl FromRequestParts<Arc<AppState>> for Authed {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, ApiError> {
+        let caller = Self::decide(parts, state).await?;
+        // The changes this request makes are audited as this caller's.
+        weft_zone::act_as(caller.name.as_str());
+        Ok(Authed(caller))
+    }
+}
+
+impl Authed {
+    async fn decide(parts: &Parts, state: &Arc<AppState>) -> Result<Caller, ApiError> {
         let header = parts.headers.get(http::header::AUTHORIZATION).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::Unauthenticated,
@@ -26,10 +35,10 @@ impl FromRequestParts<Arc<AppState>> for Authed {
         let token = bearer_token(header.as_bytes())?;
         let zone = &state.zone;
         if token.starts_with("weft_") {
-            return Ok(Authed(zone.caller_for_token(token).await?));
+            return Ok(zone.caller_for_token(token).await?);
         }
         if token.starts_with(weft_zone::ZONE_TOKEN_PREFIX) {
-            return Ok(Authed(zone.caller_for_zone_token(token).await?));
+            return Ok(zone.caller_for_zone_token(token).await?);
         }
         if state.oidc.is_empty() {
             return Err(ApiError::new(
@@ -39,7 +48,7 @@ impl FromRequestParts<Arc<AppState>> for Authed {
         }
         // The token's issuer and subject name the user, never its user name (weft-zone).
         let login = state.oidc.verify(token).await?;
-        Ok(Authed(zone.caller_for_oidc(&login).await?))
+        Ok(zone.caller_for_oidc(&login).await?)
     }
 }
 

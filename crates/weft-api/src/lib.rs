@@ -83,15 +83,46 @@ pub fn router(zone: Arc<Zone>, issuers: Vec<OidcIssuer>) -> Router {
 /// `listener`'s connections with TCP_NODELAY, for `axum::serve`. A small answer goes out
 /// as a head and a body; Nagle's algorithm holds the body back until the client
 /// acknowledges the head, which Linux delays by 40 ms: a get of 1 byte took 43 ms.
-pub fn no_delay(
-    listener: tokio::net::TcpListener,
-) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
-    use axum::serve::ListenerExt;
-    listener.tap_io(|tcp| {
+pub fn no_delay(listener: tokio::net::TcpListener) -> NoDelay {
+    NoDelay(listener)
+}
+
+/// The listener [`no_delay`] makes.
+pub struct NoDelay(tokio::net::TcpListener);
+
+impl axum::serve::Listener for NoDelay {
+    type Io = tokio::net::TcpStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (tcp, addr) = axum::serve::Listener::accept(&mut self.0).await;
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
         }
-    })
+        (tcp, addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.0.local_addr()
+    }
+}
+
+/// The address a connection comes from, for any of the zone's listeners (plain or TLS):
+/// serve the router with `into_make_service_with_connect_info::<PeerAddr>()` and the audit
+/// log records where each change came from.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerAddr(pub std::net::SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, NoDelay>> for PeerAddr {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, NoDelay>) -> Self {
+        PeerAddr(*stream.remote_addr())
+    }
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tls::TlsListener>> for PeerAddr {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, tls::TlsListener>) -> Self {
+        PeerAddr(*stream.remote_addr())
+    }
 }
 
 async fn no_route(uri: http::Uri) -> ApiError {
@@ -186,6 +217,7 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::admin::list_resources,
         routes::admin::add_resource,
         routes::admin::remove_resource,
+        routes::admin::audit,
         routes::admin::list_quotas,
         routes::admin::set_quota,
         routes::admin::remove_quota,

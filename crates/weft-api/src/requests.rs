@@ -1,11 +1,12 @@
 //! What every request goes through first: its id (taken from `x-request-id` when a peer
 //! zone or a load balancer sent a usable one, else a new one), a tracing span carrying it
 //! around the handler and the requests it makes to peers, the id in the answer, one log
-//! line at its end (debug level: `RUST_LOG=weft_api=debug` for an access log), and the
-//! zone's request metrics.
+//! line at its end (debug level: `RUST_LOG=weft_api=debug` for an access log), the
+//! zone's request metrics, and the actor its changes are audited under (where it comes
+//! from here; who, once authentication has decided).
 
 use crate::AppState;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use http::HeaderValue;
@@ -40,8 +41,13 @@ pub async fn observe(State(s): State<Arc<AppState>>, req: Request, next: Next) -
     );
     let method = req.method().as_str().to_owned();
     let span = tracing::info_span!("request", id = %id, method = %method, route = %route);
+    let actor = weft_zone::Actor {
+        user: "anonymous".into(),
+        origin: origin(&req),
+        request_id: Some(id.clone()),
+    };
     let started = Instant::now();
-    let mut resp = request_id::scope(id.as_str().into(), next.run(req))
+    let mut resp = weft_zone::acting(actor, request_id::scope(id.as_str().into(), next.run(req)))
         .instrument(span.clone())
         .await;
     let elapsed = started.elapsed();
@@ -62,6 +68,30 @@ pub async fn observe(State(s): State<Arc<AppState>>, req: Request, next: Next) -
         .get_or_create(&vec![("route", route), ("method", method)])
         .observe(elapsed.as_secs_f64());
     resp
+}
+
+/// Where a request comes from: the peer's address, and what a proxy in front says it
+/// forwarded for (`x-forwarded-for`, shown as claimed: any client may send it).
+fn origin(req: &Request) -> String {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<crate::PeerAddr>>()
+        .map(|c| c.0 .0.ip().to_string());
+    let forwarded: Option<String> = req
+        .headers()
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.chars()
+                .filter(|c| c.is_ascii_hexdigit() || matches!(c, '.' | ':' | ',' | ' '))
+                .take(ID_MAX)
+                .collect()
+        });
+    match (peer, forwarded) {
+        (Some(p), Some(f)) if !f.trim().is_empty() => format!("{} via {p}", f.trim()),
+        (Some(p), _) => p,
+        (None, _) => "unknown".into(),
+    }
 }
 
 #[cfg(test)]

@@ -118,7 +118,22 @@ async fn fs_and_s3_resources() {
         b"on s3"
     );
 
-    // Larger object in pieces (staged, then a multipart upload), read back by range.
+    // An S3 resource takes only pieces S3 takes as parts; nothing is begun for others.
+    let r = z
+        .post("uploads", &t)
+        .json(&json!({"path": "/z/home/admin/tiny-pieces", "size": 3 << 20, "piece_size": 1 << 20, "resource": "objstore"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["code"], "invalid_argument", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("at least 5242880 bytes"),
+        "{e}"
+    );
+
+    // Larger object in pieces (each a part of one multipart upload), read back by range.
     let data: Vec<u8> = (0..(20u32 << 20))
         .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
         .collect();

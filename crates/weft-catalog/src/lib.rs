@@ -274,6 +274,8 @@ pub struct NewObject {
     pub physical_key: String,
     /// Replace an existing data object at `path` (never a collection).
     pub overwrite: bool,
+    /// Who puts it (registrations are grouped across requests, so each carries its own).
+    pub actor: Actor,
 }
 
 /// What registering an object did.
@@ -608,6 +610,136 @@ pub trait Leases: Send + Sync {
     async fn leases(&self) -> Result<Vec<Lease>, Error>;
 }
 
+/// Who makes a change, and from where, as the audit log records it. The door that decides
+/// the caller sets it for the work it does ([`acting`]); every catalog write records it
+/// in its own transaction, so no door and no use case can forget it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    /// The principal's name; "zone" for the zone's own work.
+    pub user: String,
+    /// The client's address, or the background work ("transfer ID", "policy RULE").
+    pub origin: String,
+    pub request_id: Option<String>,
+}
+
+impl Actor {
+    /// The zone itself, for work no principal asked for (startup, sweeps).
+    pub fn zone() -> Actor {
+        Actor {
+            user: "zone".into(),
+            origin: "zone".into(),
+            request_id: None,
+        }
+    }
+}
+
+tokio::task_local! {
+    static ACTOR: std::cell::RefCell<Actor>;
+}
+
+/// Runs `work` with `actor` as the author of the changes it makes.
+pub async fn acting<F: std::future::Future>(actor: Actor, work: F) -> F::Output {
+    ACTOR.scope(std::cell::RefCell::new(actor), work).await
+}
+
+/// Names the principal of the work under way, once the door has decided it (the origin
+/// stays); nothing outside [`acting`].
+pub fn act_as(user: &str) {
+    let _ = ACTOR.try_with(|a| a.borrow_mut().user = user.to_owned());
+}
+
+/// The author of changes made now: set by [`acting`], else the zone.
+pub fn current_actor() -> Actor {
+    ACTOR
+        .try_with(|a| a.borrow().clone())
+        .unwrap_or_else(|_| Actor::zone())
+}
+
+/// An entry of the audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub at: Millis,
+    pub actor: String,
+    pub origin: String,
+    pub request_id: Option<String>,
+    pub action: String,
+    pub path: Option<LogicalPath>,
+    pub detail: String,
+}
+
+/// Which entries of the audit log, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct AuditQuery {
+    /// At this path or below it.
+    pub path: Option<LogicalPath>,
+    pub actor: Option<String>,
+    /// At or after this time.
+    pub since: Option<Millis>,
+    /// Older than this entry (the next page).
+    pub before: Option<i64>,
+    pub limit: u32,
+}
+
+/// The audit log.
+#[async_trait]
+pub trait Audit: Send + Sync {
+    async fn audit_log(&self, q: &AuditQuery) -> Result<Vec<AuditEntry>, Error>;
+}
+
+/// An upload in pieces, kept in the catalog so that any server of the zone takes its pieces
+/// and none is lost to a restart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadRecord {
+    pub id: String,
+    pub path: LogicalPath,
+    pub owner_id: i64,
+    pub size: u64,
+    pub piece_size: u64,
+    pub resource_id: i64,
+    pub physical_key: String,
+    /// Where the storage keeps the pieces until completion.
+    pub staged: String,
+    /// Whether the object may replace one at `path`.
+    pub overwrite: bool,
+    /// Completes as a further replica of this data object, not as a new object.
+    pub replica_of: Option<i64>,
+    pub created: Millis,
+    /// When a piece last arrived (or the upload began).
+    pub touched: Millis,
+}
+
+/// A piece of an upload, received and durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadPiece {
+    pub index: u64,
+    /// Its BLAKE3 chaining value in hex (the root, for a file of one piece).
+    pub digest: String,
+    /// What the storage needs to complete with it (an S3 part's ETag).
+    pub etag: Option<String>,
+}
+
+/// Uploads in pieces.
+#[async_trait]
+pub trait Uploads: Send + Sync {
+    async fn create_upload(&self, upload: &UploadRecord) -> Result<(), Error>;
+    async fn get_upload(&self, id: &str) -> Result<Option<UploadRecord>, Error>;
+    /// Open uploads of `owner_id`, and of the whole zone.
+    async fn count_uploads(&self, owner_id: i64) -> Result<(u64, u64), Error>;
+    /// Records a piece (replacing an earlier record of it) and touches its upload.
+    /// Errors: `not_found` when the upload is gone (completed, aborted).
+    async fn record_piece(&self, id: &str, piece: &UploadPiece) -> Result<(), Error>;
+    /// The pieces received, by index.
+    async fn upload_pieces(&self, id: &str) -> Result<Vec<UploadPiece>, Error>;
+    /// Removes the upload and its pieces; whether it was there. The one caller that
+    /// removes it completes or aborts it.
+    async fn claim_upload(&self, id: &str) -> Result<bool, Error>;
+    /// Uploads untouched since `before`, oldest first.
+    async fn idle_uploads(&self, before: Millis) -> Result<Vec<UploadRecord>, Error>;
+    /// Where the open uploads onto `resource_id` keep their pieces (sweeps spare them).
+    async fn staged_uploads(&self, resource_id: i64) -> Result<Vec<String>, Error>;
+}
+
 /// Managed transfers and their files.
 #[async_trait]
 pub trait Transfers: Send + Sync {
@@ -917,6 +1049,8 @@ pub trait Catalog:
     + Policies
     + Leases
     + Quotas
+    + Uploads
+    + Audit
     + 'static
 {
     fn dialect(&self) -> Dialect;

@@ -16,9 +16,11 @@ use weft_catalog::Replicas;
 use weft_catalog::Resources;
 use weft_catalog::Staging;
 use weft_catalog::Transfers;
+use weft_catalog::Uploads;
 use weft_catalog::{
     Avu, Catalog, Dialect, FindQuery, MetaEdit, NewObject, NewPolicyTask, NewReplica, NewResource, PeerZone,
-    PrincipalKind, Registered, Removed, ReplicaPlace, SqlCatalog, StagingArea, TransferFile, Usage,
+    PrincipalKind, Registered, Removed, ReplicaPlace, SqlCatalog, StagingArea, TransferFile, UploadPiece,
+    UploadRecord, Usage,
 };
 use weft_types::{
     Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
@@ -97,6 +99,8 @@ macro_rules! conformance {
 }
 
 conformance!(
+    audit_records_every_change_with_its_actor,
+    uploads_and_their_pieces,
     leases_go_to_one_holder_at_a_time,
     quotas_and_usage,
     stats_count_by_state,
@@ -203,6 +207,7 @@ fn obj(path: &str, owner_id: i64, resource_id: i64, key: &str) -> NewObject {
         resource_id,
         physical_key: key.to_owned(),
         overwrite: false,
+        actor: weft_catalog::Actor::zone(),
     }
 }
 
@@ -2884,6 +2889,97 @@ fn tid(id: &str) -> TransferId {
     TransferId::new(id)
 }
 
+async fn uploads_and_their_pieces(c: &SqlCatalog) {
+    let (owner, resource) = zone(c).await;
+    let record = |id: &str, touched: i64| UploadRecord {
+        id: id.into(),
+        path: p("/z/big"),
+        owner_id: owner,
+        size: 3 << 20,
+        piece_size: 1 << 20,
+        resource_id: resource,
+        physical_key: format!("data/aa/{id}"),
+        staged: format!("up-{id}"),
+        overwrite: true,
+        replica_of: None,
+        created: touched,
+        touched,
+    };
+    let a = record("z.a", 1000);
+    c.create_upload(&a).await.unwrap();
+    c.create_upload(&UploadRecord {
+        replica_of: Some(7),
+        overwrite: false,
+        ..record("z.b", now())
+    })
+    .await
+    .unwrap();
+    assert_eq!(code(c.create_upload(&a).await), ErrorCode::AlreadyExists);
+    assert_eq!(c.get_upload("z.a").await.unwrap(), Some(a.clone()));
+    assert_eq!(c.get_upload("z.b").await.unwrap().unwrap().replica_of, Some(7));
+    assert_eq!(c.get_upload("z.none").await.unwrap(), None);
+    assert_eq!(c.count_uploads(owner).await.unwrap(), (2, 2));
+    assert_eq!(c.count_uploads(owner + 100).await.unwrap(), (0, 2));
+
+    // Pieces: a piece sent again replaces its record; a piece touches its upload.
+    let piece = |i: u64, d: &str| UploadPiece {
+        index: i,
+        digest: d.into(),
+        etag: (i == 2).then(|| "\"e2\"".to_owned()),
+    };
+    c.record_piece("z.a", &piece(2, "cc")).await.unwrap();
+    c.record_piece("z.a", &piece(0, "00")).await.unwrap();
+    c.record_piece("z.a", &piece(0, "0a")).await.unwrap();
+    assert_eq!(
+        c.upload_pieces("z.a").await.unwrap(),
+        [piece(0, "0a"), piece(2, "cc")]
+    );
+    assert!(c.get_upload("z.a").await.unwrap().unwrap().touched > 1000);
+    assert!(c.upload_pieces("z.b").await.unwrap().is_empty());
+    assert_eq!(
+        code(c.record_piece("z.none", &piece(0, "00")).await),
+        ErrorCode::NotFound
+    );
+
+    // Idle ones, oldest first; the staged names of a resource's uploads.
+    let b_touched = c.get_upload("z.b").await.unwrap().unwrap().touched;
+    let idle: Vec<String> = c
+        .idle_uploads(b_touched)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.id)
+        .collect();
+    assert!(idle.is_empty(), "z.a was touched by its pieces: {idle:?}");
+    let idle: Vec<String> = c
+        .idle_uploads(i64::MAX)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.id)
+        .collect();
+    assert_eq!(idle.len(), 2);
+    let mut staged = c.staged_uploads(resource).await.unwrap();
+    staged.sort();
+    assert_eq!(staged, ["up-z.a", "up-z.b"]);
+    assert!(c.staged_uploads(resource + 100).await.unwrap().is_empty());
+
+    // Claimed once, by one of many racers; its pieces go with it.
+    let racers = (0..6).map(|_| {
+        let c = c.clone();
+        async move { c.claim_upload("z.a").await.unwrap() }
+    });
+    let won = futures_join_all(racers).await;
+    assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
+    assert_eq!(c.get_upload("z.a").await.unwrap(), None);
+    assert!(c.upload_pieces("z.a").await.unwrap().is_empty());
+    assert_eq!(
+        code(c.record_piece("z.a", &piece(1, "11")).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(c.count_uploads(owner).await.unwrap(), (1, 1));
+}
+
 async fn leases_go_to_one_holder_at_a_time(c: &SqlCatalog) {
     let long = std::time::Duration::from_secs(60);
     assert!(c.take_lease("transfer:t1", "a", long).await.unwrap());
@@ -3065,4 +3161,436 @@ async fn quotas_and_usage(c: &SqlCatalog) {
     );
     assert!(c.remove_quota(physics.id, Some(disk_id)).await.unwrap());
     assert!(c.quotas().await.unwrap().is_empty());
+}
+
+// --- audit --------------------------------------------------------------------------------
+
+/// An entry as one line: actor, origin, request id, action, path | detail.
+fn audit_line(e: &weft_catalog::AuditEntry) -> String {
+    format!(
+        "{} {} {} {} {} | {}",
+        e.actor,
+        e.origin,
+        e.request_id.as_deref().unwrap_or("-"),
+        e.action,
+        e.path.as_ref().map_or("-", |p| p.as_str()),
+        e.detail
+    )
+}
+
+async fn audit_lines(c: &SqlCatalog, q: weft_catalog::AuditQuery) -> Vec<String> {
+    use weft_catalog::Audit;
+    c.audit_log(&q).await.unwrap().iter().map(audit_line).collect()
+}
+
+async fn audit_records_every_change_with_its_actor(c: &SqlCatalog) {
+    use weft_catalog::{acting, Actor, Audit, AuditQuery};
+    let all = || AuditQuery {
+        limit: 1000,
+        ..AuditQuery::default()
+    };
+
+    // Outside any scope the zone is the actor.
+    let (admin, disk) = zone(c).await;
+    let setup = [
+        "zone zone - user - | add admin (admin)",
+        "zone zone - mkdir /z | owner admin",
+        "zone zone - resource - | add disk (fs, default)",
+    ];
+    let by_zone: Vec<&str> = setup.iter().rev().copied().collect();
+    assert_eq!(audit_lines(c, all()).await, by_zone, "newest first");
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let since = now();
+
+    let alice_actor = Actor {
+        user: "alice".into(),
+        origin: "192.0.2.7".into(),
+        request_id: Some("r1".into()),
+    };
+    const TOKEN: &str = "wft_the-token-value-itself";
+    const TOKEN_HASH: &str = "hash-of-the-token-value-0123456789";
+    const RESOURCE_SECRET: &str = "resource-s3cr3t-key";
+    const PEER_SECRET: &str = "peer-s3cr3t";
+    const STAGING_SECRET: &str = "staging-s3cr3t-key";
+    let done: Vec<&str> = acting(alice_actor.clone(), async {
+        let alice = c
+            .create_principal(&name("alice"), PrincipalKind::User, false)
+            .await
+            .unwrap();
+        let physics = c
+            .create_principal(&name("physics"), PrincipalKind::Group, false)
+            .await
+            .unwrap();
+        c.add_member(&name("physics"), &name("alice")).await.unwrap();
+        c.create_collection(&p("/z/a/b"), alice.id, true).await.unwrap();
+        // Exists ok: no change; exists, not ok: a failure. Neither is recorded.
+        c.create_collection(&p("/z/a/b"), alice.id, true).await.unwrap();
+        assert_eq!(
+            code(c.create_collection(&p("/z/a"), alice.id, false).await),
+            ErrorCode::AlreadyExists
+        );
+        c.create_collection(&p("/z/ab"), alice.id, false).await.unwrap();
+        let mut o = obj("/z/a/b/f", alice.id, disk, "k1");
+        o.actor = alice_actor.clone();
+        let f = c.register_object(&o).await.unwrap().node;
+        o.overwrite = true;
+        o.physical_key = "k22".into();
+        o.size = 3;
+        c.register_object(&o).await.unwrap();
+        c.add_avu(f.id, &avu("sample", "s1")).await.unwrap();
+        let temp = Avu {
+            attr: "temp".into(),
+            value: "4".into(),
+            unit: "K".into(),
+        };
+        c.set_avu(f.id, &temp).await.unwrap();
+        c.remove_avu(f.id, "sample", Some("s1")).await.unwrap();
+        assert_eq!(code(c.remove_avu(f.id, "nope", None).await), ErrorCode::NotFound);
+        c.edit_avus(
+            f.id,
+            &[
+                MetaEdit::Add(avu("run", "r1")),
+                MetaEdit::Remove {
+                    attr: "temp".into(),
+                    value: None,
+                },
+            ],
+        )
+        .await
+        .unwrap();
+        // All or nothing: the second edit fails, so the first is not recorded either.
+        assert_eq!(
+            code(
+                c.edit_avus(
+                    f.id,
+                    &[MetaEdit::Add(avu("x", "1")), MetaEdit::Add(avu("run", "r1"))]
+                )
+                .await
+            ),
+            ErrorCode::AlreadyExists
+        );
+        c.set_acl(&p("/z/a"), physics.id, Permission::Read, true)
+            .await
+            .unwrap();
+        c.set_acl(&p("/z/a/b/f"), physics.id, Permission::None, false)
+            .await
+            .unwrap();
+        c.mint_pid(f.id, "21.T1", "AAA").await.unwrap();
+        c.mint_pid(f.id, "21.T1", "BBB").await.unwrap(); // it has one: no change
+        c.create_token(alice.id, TOKEN_HASH, "laptop", None)
+            .await
+            .unwrap();
+        c.create_token(alice.id, &format!("{TOKEN_HASH}-2"), "", None)
+            .await
+            .unwrap();
+        assert_eq!(
+            code(c.move_node(&p("/z/ab"), &p("/z/a/b")).await),
+            ErrorCode::AlreadyExists
+        );
+        c.move_node(&p("/z/ab"), &p("/z/ac")).await.unwrap();
+        c.delete_node(&p("/z/ac"), false).await.unwrap();
+
+        let mut tape = new_resource("tape");
+        tape.config = format!(r#"{{"root":"/srv/tape","secret_key":"{RESOURCE_SECRET}"}}"#);
+        c.create_resource(&tape).await.unwrap();
+        assert_eq!(code(c.create_resource(&tape).await), ErrorCode::AlreadyExists);
+        c.set_default_resource(&rname("tape")).await.unwrap();
+        c.set_default_resource(&rname("disk")).await.unwrap();
+        c.delete_resource(&rname("tape")).await.unwrap();
+
+        let mut peer = PeerZone {
+            name: ZoneName::parse("peer").unwrap(),
+            url: "http://peer:1".into(),
+            secret: PEER_SECRET.into(),
+            created: 0,
+        };
+        c.put_zone(&peer, false).await.unwrap();
+        assert_eq!(code(c.put_zone(&peer, false).await), ErrorCode::AlreadyExists);
+        peer.url = "http://peer:2".into();
+        peer.secret = format!("{PEER_SECRET}-rotated");
+        c.put_zone(&peer, true).await.unwrap();
+        c.map_user(&peer.name, &name("bob"), alice.id).await.unwrap();
+        c.unmap_user(&peer.name, &name("bob")).await.unwrap();
+        assert_eq!(
+            code(c.unmap_user(&peer.name, &name("bob")).await),
+            ErrorCode::NotFound
+        );
+        c.delete_zone(&peer.name).await.unwrap();
+
+        let area = StagingArea {
+            name: StagingName::parse("scratch").unwrap(),
+            kind: ResourceKind::S3,
+            url: "s3://bucket/prefix".into(),
+            settings: format!(r#"{{"secret_key":"{STAGING_SECRET}"}}"#),
+            allow: vec![],
+            created: 0,
+        };
+        c.add_staging(&area).await.unwrap();
+        c.delete_staging(&area.name).await.unwrap();
+
+        c.set_quota(alice.id, None, Some(1000), None).await.unwrap();
+        c.set_quota(physics.id, Some(disk), None, Some(3)).await.unwrap();
+        assert!(c.remove_quota(alice.id, None).await.unwrap());
+        assert!(!c.remove_quota(alice.id, None).await.unwrap());
+
+        c.put_policy_rules(&[("r1".into(), "{}".into()), ("r2".into(), "{}".into())])
+            .await
+            .unwrap();
+        c.delete_policy_rule("r1").await.unwrap();
+        assert_eq!(code(c.delete_policy_rule("r1").await), ErrorCode::NotFound);
+        let q = c.add_qos(&p("/z/a"), "replicas = 2", admin).await.unwrap();
+        c.delete_qos(q.id).await.unwrap();
+        c.create_transfer(&tid("t1"), alice.id, None, "{}").await.unwrap();
+        c.create_oidc_user("https://idp.example", "sub-1", &name("olga"))
+            .await
+            .unwrap();
+        c.create_principal(&name("carol"), PrincipalKind::User, false)
+            .await
+            .unwrap();
+        c.delete_principal(&name("carol")).await.unwrap();
+        assert_eq!(
+            code(c.delete_principal(&name("alice")).await),
+            ErrorCode::Conflict,
+            "alice owns nodes"
+        );
+        c.remove_member(&name("physics"), &name("alice")).await.unwrap();
+        c.delete_node(&p("/z/a"), true).await.unwrap();
+
+        vec![
+            "user - | add alice",
+            "group - | add physics",
+            "group - | add alice to physics",
+            "mkdir /z/a | owner alice, parent of /z/a/b",
+            "mkdir /z/a/b | owner alice",
+            "mkdir /z/ab | owner alice",
+            "put /z/a/b/f | 2 bytes",
+            "put /z/a/b/f | 3 bytes (replaced)",
+            "meta /z/a/b/f | add sample=s1",
+            "meta /z/a/b/f | set temp=4 K",
+            "meta /z/a/b/f | remove sample=s1",
+            "meta /z/a/b/f | add run=r1",
+            "meta /z/a/b/f | remove temp",
+            "acl /z/a | physics: read (recursive)",
+            "acl /z/a/b/f | physics: none",
+            "pid /z/a/b/f | 21.T1/AAA",
+            "token - | for alice: laptop",
+            "token - | for alice",
+            "mv /z/ab | to /z/ac",
+            "rm /z/ac | collection",
+            "resource - | add tape (fs)",
+            "resource - | default tape",
+            "resource - | default disk",
+            "resource - | remove tape",
+            "zone - | add peer http://peer:1",
+            "zone - | update peer http://peer:2",
+            "user - | map bob of zone peer to alice",
+            "user - | unmap bob of zone peer",
+            "zone - | remove peer",
+            "staging - | add scratch s3://bucket/prefix",
+            "staging - | remove scratch",
+            "quota - | alice on all resources: 1000 bytes, unlimited objects",
+            "quota - | physics on disk: unlimited bytes, 3 objects",
+            "quota - | remove alice on all resources",
+            "policy - | put r1",
+            "policy - | put r2",
+            "policy - | remove r1",
+            "qos /z/a | add replicas = 2",
+            "qos /z/a | remove replicas = 2",
+            "transfer - | t1",
+            "user - | add olga from OIDC issuer https://idp.example",
+            "user - | add carol",
+            "user - | remove carol",
+            "group - | remove alice from physics",
+            "rm /z/a | collection, recursive: 3 nodes",
+        ]
+    })
+    .await;
+    let by_alice: Vec<String> = done
+        .iter()
+        .rev()
+        .map(|l| format!("alice 192.0.2.7 r1 {l}"))
+        .collect();
+    let mut expected = by_alice.clone();
+    expected.extend(by_zone.iter().map(|l| l.to_string()));
+    let log = c.audit_log(&all()).await.unwrap();
+    assert_eq!(log.iter().map(audit_line).collect::<Vec<_>>(), expected);
+    assert!(log.windows(2).all(|w| w[0].id > w[1].id && w[0].at >= w[1].at));
+
+    // No secret in any detail: not the token nor its hash, not the credentials of a
+    // resource, staging area or peer.
+    for e in &log {
+        for secret in [TOKEN, TOKEN_HASH, RESOURCE_SECRET, PEER_SECRET, STAGING_SECRET] {
+            assert!(!e.detail.contains(secret), "{secret} in {}", audit_line(e));
+        }
+        assert!(!e.detail.contains("secret"), "{}", audit_line(e));
+    }
+
+    // Grouped registrations: each object with its own actor, whoever commits them.
+    let bob = Actor {
+        user: "bob".into(),
+        origin: "198.51.100.1".into(),
+        request_id: None,
+    };
+    let mut x = obj("/z/x", admin, disk, "kx");
+    x.actor = alice_actor.clone();
+    let mut y = obj("/z/y", admin, disk, "ky");
+    y.actor = bob.clone();
+    c.register_objects(&[x, y]).await.unwrap();
+    let newest = audit_lines(
+        c,
+        AuditQuery {
+            limit: 2,
+            ..AuditQuery::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        newest,
+        [
+            "bob 198.51.100.1 - put /z/y | 2 bytes",
+            "alice 192.0.2.7 r1 put /z/x | 2 bytes",
+        ]
+    );
+    // A failed batch records nothing.
+    let mut again = obj("/z/x", admin, disk, "kx2");
+    again.actor = bob.clone();
+    assert_eq!(
+        code(c.register_objects(&[obj("/z/z", admin, disk, "kz"), again]).await),
+        ErrorCode::AlreadyExists
+    );
+    assert_eq!(
+        audit_lines(
+            c,
+            AuditQuery {
+                limit: 2,
+                ..AuditQuery::default()
+            }
+        )
+        .await,
+        newest
+    );
+
+    // By path: at the path and below it, not beside it.
+    let under_a = audit_lines(
+        c,
+        AuditQuery {
+            path: Some(p("/z/a")),
+            ..all()
+        },
+    )
+    .await;
+    let expected_a: Vec<&String> = by_alice
+        .iter()
+        .filter(|l| l.contains(" /z/a |") || l.contains(" /z/a/"))
+        .collect();
+    assert_eq!(under_a.iter().collect::<Vec<_>>(), expected_a);
+    assert!(under_a.iter().any(|l| l.contains("/z/a/b/f")));
+    assert!(!under_a.iter().any(|l| l.contains("/z/ab")));
+    assert_eq!(
+        audit_lines(
+            c,
+            AuditQuery {
+                path: Some(p("/z/ab")),
+                ..all()
+            }
+        )
+        .await,
+        [
+            "alice 192.0.2.7 r1 mv /z/ab | to /z/ac",
+            "alice 192.0.2.7 r1 mkdir /z/ab | owner alice",
+        ]
+    );
+    assert_eq!(
+        audit_lines(
+            c,
+            AuditQuery {
+                path: Some(p("/z/a/b/f")),
+                limit: 1,
+                ..AuditQuery::default()
+            }
+        )
+        .await,
+        ["alice 192.0.2.7 r1 pid /z/a/b/f | 21.T1/AAA"]
+    );
+
+    // By actor.
+    let by_bob = audit_lines(
+        c,
+        AuditQuery {
+            actor: Some("bob".into()),
+            ..all()
+        },
+    )
+    .await;
+    assert_eq!(by_bob, ["bob 198.51.100.1 - put /z/y | 2 bytes"]);
+    assert_eq!(
+        audit_lines(
+            c,
+            AuditQuery {
+                actor: Some("zone".into()),
+                ..all()
+            }
+        )
+        .await,
+        by_zone
+    );
+    assert!(audit_lines(
+        c,
+        AuditQuery {
+            actor: Some("nobody".into()),
+            ..all()
+        }
+    )
+    .await
+    .is_empty());
+
+    // Since a time: what followed the zone's setup.
+    let recent = c
+        .audit_log(&AuditQuery {
+            since: Some(since),
+            ..all()
+        })
+        .await
+        .unwrap();
+    assert_eq!(recent.len(), by_alice.len() + 2);
+    assert!(recent.iter().all(|e| e.actor != "zone" && e.at >= since));
+    let combined = c
+        .audit_log(&AuditQuery {
+            since: Some(since),
+            actor: Some("alice".into()),
+            path: Some(p("/z/x")),
+            ..all()
+        })
+        .await
+        .unwrap();
+    assert_eq!(combined.len(), 1);
+    assert!(c
+        .audit_log(&AuditQuery {
+            since: Some(now() + 60_000),
+            ..all()
+        })
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Pages: `before` the last entry of the page before, `limit` at a time.
+    let everything = c.audit_log(&all()).await.unwrap();
+    let mut paged = Vec::new();
+    let mut before = None;
+    loop {
+        let page = c
+            .audit_log(&AuditQuery {
+                before,
+                limit: 7,
+                ..AuditQuery::default()
+            })
+            .await
+            .unwrap();
+        assert!(page.len() <= 7);
+        let Some(last) = page.last() else { break };
+        before = Some(last.id);
+        paged.extend(page);
+    }
+    assert_eq!(paged, everything);
+    assert!(everything.len() > 7 * 3);
 }

@@ -4,9 +4,9 @@ use crate::client::Client;
 use crate::error::ClientError;
 use reqwest::Method;
 use weft_types::wire::{
-    AclRequest, AclWire, NewGroup, NewPeerZone, NewResourceWire, NewStagingArea, NewUser, PeerZoneWire,
-    PrincipalWire, QuotaRequest, QuotaWire, ResourceWire, StagingAreaWire, TokenCreated, TokenRequest,
-    UserMapWire, WhoAmI,
+    AclRequest, AclWire, AuditWire, NewGroup, NewPeerZone, NewResourceWire, NewStagingArea, NewUser, Page,
+    PeerZoneWire, PrincipalWire, QuotaRequest, QuotaWire, ResourceWire, StagingAreaWire, TokenCreated,
+    TokenRequest, UserMapWire, WhoAmI,
 };
 use weft_types::LogicalPath;
 
@@ -106,6 +106,32 @@ impl Client {
     /// `GET /quotas`: every quota with its usage (administrators).
     pub async fn quotas(&self) -> Result<Vec<QuotaWire>, ClientError> {
         self.json(self.request(Method::GET, self.url("/quotas"))).await
+    }
+
+    /// `GET /audit`: a page of the audit log, newest first (administrators).
+    pub async fn audit(
+        &self,
+        path: Option<&str>,
+        user: Option<&str>,
+        since: Option<i64>,
+        cursor: Option<&str>,
+        limit: u32,
+    ) -> Result<Page<AuditWire>, ClientError> {
+        let mut q: Vec<(&str, String)> = vec![("limit", limit.to_string())];
+        if let Some(p) = path {
+            q.push(("path", p.to_owned()));
+        }
+        if let Some(u) = user {
+            q.push(("user", u.to_owned()));
+        }
+        if let Some(s) = since {
+            q.push(("since", s.to_string()));
+        }
+        if let Some(c) = cursor {
+            q.push(("cursor", c.to_owned()));
+        }
+        self.json(self.request(Method::GET, self.url("/audit")).query(&q))
+            .await
     }
 
     /// `PUT /quotas`: sets a quota, replacing the one of the same principal and resource.

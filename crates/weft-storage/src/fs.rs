@@ -4,7 +4,7 @@
 
 use crate::beneath::{self, Root, Sharing};
 use crate::pack::{Packs, Segment};
-use crate::temp::Temp;
+use crate::temp::{Temp, STAGED_PREFIX};
 use crate::{io_error, ByteStream, FsConfig, IO_BUFFER};
 use bytes::{Bytes, BytesMut};
 use std::fs::File;
@@ -45,6 +45,56 @@ impl FsStore {
 
     pub(crate) fn beneath(&self) -> &Root {
         &self.root
+    }
+
+    pub(crate) fn beneath_arc(&self) -> Arc<Root> {
+        self.root.clone()
+    }
+
+    /// Removes the staged file `name` (see staged.rs); gone already is fine.
+    pub(crate) async fn remove_staged(&self, name: &str) -> Result<(), Error> {
+        let (root, rel) = (self.root.clone(), format!("{TMP_DIR}/{name}"));
+        blocking(move || match root.remove_file(&rel) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => {
+                other.map_err(|e| io_error(&format!("cannot remove {}", root.path().join(&rel).display()), e))
+            }
+        })
+        .await
+    }
+
+    /// Removes the staged files not in `live` and not written for `older_than`; how many.
+    pub(crate) async fn remove_stale_staged(
+        &self,
+        older_than: std::time::Duration,
+        live: &std::collections::HashSet<String>,
+    ) -> Result<u64, Error> {
+        let (tmp, live) = (self.tmp_dir(), live.clone());
+        let before = std::time::SystemTime::now() - older_than;
+        let stale = blocking(move || {
+            let entries = match std::fs::read_dir(&tmp) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                other => other.map_err(|e| io_error(&format!("cannot list {}", tmp.display()), e))?,
+            };
+            let mut stale = Vec::new();
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let old = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t <= before);
+                if name.starts_with(STAGED_PREFIX) && old && !live.contains(&name) {
+                    stale.push(name);
+                }
+            }
+            Ok(stale)
+        })
+        .await?;
+        for name in &stale {
+            self.remove_staged(name).await?;
+            tracing::info!(file = %self.tmp_dir().join(name).display(), "removed the pieces of an upload that is gone");
+        }
+        Ok(stale.len() as u64)
     }
 
     fn tmp_dir(&self) -> PathBuf {
@@ -243,6 +293,10 @@ impl FsStore {
             for entry in entries {
                 let entry = entry.map_err(|e| io_error(&format!("cannot list {}", tmp.display()), e))?;
                 let p = entry.path();
+                // An upload's pieces outlive the process that received them (see staged.rs).
+                if entry.file_name().to_string_lossy().starts_with(STAGED_PREFIX) {
+                    continue;
+                }
                 let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
                 let r = if is_dir {
                     std::fs::remove_dir_all(&p)
@@ -532,6 +586,32 @@ impl OffsetWriter {
     pub(crate) async fn for_fs(store: &FsStore, key: &str, size: u64) -> Result<Self, Error> {
         let (temp, name) = store.temp_for(key, size).await?;
         Ok(Self::start(temp, size, Target::Fs(name)))
+    }
+
+    /// The file `staged` of an upload in pieces (see staged.rs), to be published as `key`.
+    pub(crate) async fn reopen_staged(
+        store: &FsStore,
+        key: &str,
+        staged: &str,
+        size: u64,
+    ) -> Result<Self, Error> {
+        let (dir, name) = beneath::split(FsStore::checked(key)?);
+        let (dir, name, staged, root) = (
+            dir.to_owned(),
+            name.to_owned(),
+            staged.to_owned(),
+            store.root.clone(),
+        );
+        let temp = blocking(move || Temp::reopen(&root, &staged, &dir)).await?;
+        Ok(Self::start(temp, size, Target::Fs(name)))
+    }
+
+    /// Waits for every queued write and makes them durable, leaving the file where it is
+    /// (a piece of an upload that other pieces, perhaps on other servers, complete).
+    pub(crate) async fn settle(self) -> Result<(), Error> {
+        let temp = self.temp.clone();
+        Self::close(self.writer).await.map_err(|e| temp.write_error(e))?;
+        blocking(move || temp.sync()).await
     }
 
     pub(crate) async fn staged_for_s3(

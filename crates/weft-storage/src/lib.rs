@@ -14,6 +14,7 @@ mod multipart;
 mod pack;
 mod s3;
 mod scan;
+mod staged;
 mod temp;
 mod tree;
 
@@ -34,6 +35,7 @@ pub struct Packed {
     _hold: Option<std::fs::File>,
 }
 pub use scan::DataFile;
+pub use staged::{S3_PARTS_MAX, S3_PART_MIN};
 pub use tree::KeyInfo;
 
 /// A stream of a replica's bytes.
@@ -163,16 +165,6 @@ impl Store {
                     _hold: None,
                 })
             }
-        }
-    }
-
-    /// Aborts the multipart uploads an S3 resource was left with, begun more than
-    /// `older_than` ago and not being written by this process; how many (file systems keep
-    /// no such thing: their interrupted writes are temporary files, removed at start).
-    pub async fn abort_stale_uploads(&self, older_than: std::time::Duration) -> Result<u64, Error> {
-        match self {
-            Store::Fs(_) => Ok(0),
-            Store::S3(s) => s.abort_stale_uploads(older_than).await,
         }
     }
 

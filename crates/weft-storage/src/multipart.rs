@@ -5,9 +5,11 @@
 //! are made here, signed with reqsign as OpenDAL signs its own.
 
 use crate::S3Config;
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
 use reqwest::{Method, Url};
 use serde::Deserialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use weft_types::{Error, ErrorCode};
@@ -101,12 +103,17 @@ impl Uploads {
     }
 
     /// Aborts the uploads below the resource's prefix begun before `older_than` ago that
-    /// this process is not writing; how many.
-    pub(crate) async fn abort_stale(&self, older_than: Duration) -> Result<u64, Error> {
+    /// this process is not writing and that are not in `spare` (by upload id); how many.
+    pub(crate) async fn abort_stale(
+        &self,
+        older_than: Duration,
+        spare: &HashSet<String>,
+    ) -> Result<u64, Error> {
         let before = SystemTime::now() - older_than;
         let mut aborted = 0;
         for p in self.list().await? {
-            let busy = self.writing.lock().expect("not poisoned").contains_key(&p.key);
+            let busy = self.writing.lock().expect("not poisoned").contains_key(&p.key)
+                || spare.contains(&p.upload_id);
             if p.initiated > before || busy {
                 continue;
             }
@@ -161,14 +168,124 @@ impl Uploads {
     }
 
     async fn abort(&self, p: &Pending) -> Result<(), Error> {
-        let mut url = self.bucket_url();
-        url.path_segments_mut()
-            .map_err(|()| self.failed("abort an upload", "the endpoint cannot take a path".into()))?
-            .extend(p.key.split('/'));
+        let mut url = self.url_of(&p.key)?;
         url.query_pairs_mut().append_pair("uploadId", &p.upload_id);
         self.send(Method::DELETE, url, &format!("abort the upload of {}", p.key))
             .await
             .map(|_| ())
+    }
+
+    /// Begins a multipart upload of `key` (as the resource names it); its upload id.
+    pub(crate) async fn create(&self, key: &str) -> Result<String, Error> {
+        let mut url = self.url_of(&self.bucket_key(key))?;
+        url.query_pairs_mut().append_key_only("uploads");
+        let what = format!("begin an upload of {key}");
+        let text = self.send(Method::POST, url, &what).await?;
+        #[derive(Deserialize)]
+        #[serde(rename_all = "PascalCase")]
+        struct Initiated {
+            upload_id: String,
+        }
+        let done: Initiated = quick_xml::de::from_str(&text)
+            .map_err(|e| self.failed(&what, format!("unexpected answer: {e}")))?;
+        Ok(done.upload_id)
+    }
+
+    /// Sends part `number` of the upload `upload_id` of `key`: `len` bytes streamed from
+    /// `body`, which fails the part if it ends early or errs. The part's ETag.
+    pub(crate) async fn put_part<S>(
+        &self,
+        key: &str,
+        upload_id: &str,
+        number: u64,
+        len: u64,
+        body: S,
+    ) -> Result<String, Error>
+    where
+        S: Stream<Item = Result<Bytes, Error>> + Send,
+    {
+        let mut url = self.url_of(&self.bucket_key(key))?;
+        url.query_pairs_mut()
+            .append_pair("partNumber", &number.to_string())
+            .append_pair("uploadId", upload_id);
+        // The body may borrow the caller's request; the HTTP client wants a stream of its
+        // own, so the bytes pass through a short channel while both run.
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+        let forward = async move {
+            let mut body = std::pin::pin!(body);
+            while let Some(item) = body.next().await {
+                match item {
+                    Ok(b) => {
+                        if tx.send(Ok(b)).await.is_err() {
+                            return Ok(()); // the request ended; its outcome says why
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(std::io::Error::other(e.message.clone()))).await;
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(())
+        };
+        let stream =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
+        let mut req = reqwest::Request::new(Method::PUT, url);
+        req.headers_mut()
+            .insert(reqwest::header::CONTENT_LENGTH, len.into());
+        *req.body_mut() = Some(reqwest::Body::wrap_stream(stream));
+        let what = format!("upload part {number} of {key}");
+        let (forwarded, sent) = futures::join!(forward, self.execute(req, &what));
+        forwarded?;
+        let (headers, _) = sent?;
+        headers
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .ok_or_else(|| self.failed(&what, "the answer has no ETag".into()))
+    }
+
+    /// Completes the upload `upload_id` of `key` from its parts' ETags, part 1 first.
+    pub(crate) async fn complete(&self, key: &str, upload_id: &str, etags: &[String]) -> Result<(), Error> {
+        let mut url = self.url_of(&self.bucket_key(key))?;
+        url.query_pairs_mut().append_pair("uploadId", upload_id);
+        let mut xml = String::from("<CompleteMultipartUpload>");
+        for (i, etag) in etags.iter().enumerate() {
+            let etag = quick_xml::escape::escape(etag.as_str());
+            xml.push_str(&format!(
+                "<Part><PartNumber>{}</PartNumber><ETag>{etag}</ETag></Part>",
+                i + 1
+            ));
+        }
+        xml.push_str("</CompleteMultipartUpload>");
+        let what = format!("complete the upload of {key}");
+        let mut req = reqwest::Request::new(Method::POST, url);
+        *req.body_mut() = Some(xml.into());
+        let (_, text) = self.execute(req, &what).await?;
+        // S3 may answer 200 and report the failure in the body.
+        if text.contains("<Error>") {
+            return Err(self.failed(&what, text));
+        }
+        Ok(())
+    }
+
+    /// Aborts the upload `upload_id` of `key` (as the resource names it).
+    pub(crate) async fn abort_one(&self, key: &str, upload_id: &str) -> Result<(), Error> {
+        self.abort(&Pending {
+            key: self.bucket_key(key),
+            upload_id: upload_id.to_owned(),
+            initiated: SystemTime::now(),
+        })
+        .await
+    }
+
+    /// `endpoint/bucket/key`, `key` as the bucket names it.
+    fn url_of(&self, bucket_key: &str) -> Result<Url, Error> {
+        let mut url = self.bucket_url();
+        url.path_segments_mut()
+            .map_err(|()| self.failed("address an object", "the endpoint cannot take a path".into()))?
+            .extend(bucket_key.split('/'));
+        Ok(url)
     }
 
     /// `endpoint/bucket` (path style, as the resource's OpenDAL operator addresses it).
@@ -182,7 +299,16 @@ impl Uploads {
     }
 
     async fn send(&self, method: Method, url: Url, what: &str) -> Result<String, Error> {
-        let mut req = reqwest::Request::new(method, url);
+        let req = reqwest::Request::new(method, url);
+        self.execute(req, what).await.map(|(_, text)| text)
+    }
+
+    /// Signs and sends `req`; the answer's headers and text, if it succeeded.
+    async fn execute(
+        &self,
+        mut req: reqwest::Request,
+        what: &str,
+    ) -> Result<(reqwest::header::HeaderMap, String), Error> {
         let signer = reqsign::AwsV4Signer::new("s3", &self.config.region);
         let credential = reqsign::AwsCredential {
             access_key_id: self.config.access_key.clone(),
@@ -200,6 +326,7 @@ impl Uploads {
             )
         })?;
         let status = resp.status();
+        let headers = resp.headers().clone();
         let text = resp.text().await.unwrap_or_default();
         if !status.is_success() {
             let code = if status.is_server_error() {
@@ -212,7 +339,7 @@ impl Uploads {
                 format!("{}: cannot {what}: {status}: {text}", self.describe()),
             ));
         }
-        Ok(text)
+        Ok((headers, text))
     }
 
     fn failed(&self, what: &str, why: String) -> Error {
@@ -288,14 +415,25 @@ mod tests {
             .map(|p| (p.key, p.upload_id))
             .collect();
         assert_eq!(listed.len(), 2, "{listed:?}");
-        assert!(listed.contains(&("res1/ab/left".into(), left)));
+        assert!(listed.contains(&("res1/ab/left".into(), left.clone())));
         assert!(listed.contains(&("res1/ab/busy".into(), busy.clone())));
 
         // Younger than the grace: kept.
-        assert_eq!(ours.abort_stale(Duration::from_secs(3600)).await.unwrap(), 0);
+        assert_eq!(
+            ours.abort_stale(Duration::from_secs(3600), &HashSet::new())
+                .await
+                .unwrap(),
+            0
+        );
+        // Those open uploads of the catalog hold are kept.
+        let spare: HashSet<String> = [left.clone(), busy.clone()].into();
+        assert_eq!(ours.abort_stale(Duration::ZERO, &spare).await.unwrap(), 0);
         // The one this process writes is kept whatever its age; the other goes.
         let writing = ours.writing("ab/busy");
-        assert_eq!(ours.abort_stale(Duration::ZERO).await.unwrap(), 1);
+        assert_eq!(
+            ours.abort_stale(Duration::ZERO, &HashSet::new()).await.unwrap(),
+            1
+        );
         let left_now: Vec<String> = ours
             .list()
             .await
@@ -305,7 +443,10 @@ mod tests {
             .collect();
         assert_eq!(left_now, [busy]);
         drop(writing);
-        assert_eq!(ours.abort_stale(Duration::ZERO).await.unwrap(), 1);
+        assert_eq!(
+            ours.abort_stale(Duration::ZERO, &HashSet::new()).await.unwrap(),
+            1
+        );
         assert!(ours.list().await.unwrap().is_empty());
         // Another resource's prefix is not ours to touch.
         let theirs = Uploads::new(config(&minio, "res2")).unwrap();
@@ -323,7 +464,7 @@ mod tests {
         gone.endpoint = "http://127.0.0.1:9".into();
         let e = Uploads::new(gone)
             .unwrap()
-            .abort_stale(Duration::ZERO)
+            .abort_stale(Duration::ZERO, &HashSet::new())
             .await
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::StorageUnavailable);

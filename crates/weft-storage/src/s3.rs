@@ -156,16 +156,14 @@ impl S3Store {
     }
 
     /// S3 keeps nothing temporary that is visible: an interrupted multipart upload never
-    /// becomes an object (see [`S3Store::abort_stale_uploads`] for its parts). Staged pieces
+    /// becomes an object (see `Store::remove_stale_staged` for its parts). Staged pieces
     /// live in the zone's local scratch directory.
     pub async fn remove_temporary(&self) -> Result<u64, Error> {
         self.scratch.remove_temporary().await
     }
 
-    /// Aborts the multipart uploads below this resource's prefix begun more than
-    /// `older_than` ago that this process is not writing; how many.
-    pub async fn abort_stale_uploads(&self, older_than: std::time::Duration) -> Result<u64, Error> {
-        self.uploads.abort_stale(older_than).await
+    pub(crate) fn uploads(&self) -> &crate::multipart::Uploads {
+        &self.uploads
     }
 }
 

@@ -90,6 +90,71 @@ impl Temp {
         Ok(temp)
     }
 
+    /// Creates `name` in the root's `.weft-tmp`, `size` bytes allocated: where an upload in
+    /// pieces keeps them, which every server of the zone reopens by that name (see
+    /// [`Temp::reopen`]) until one publishes it.
+    pub fn create_staged(root: &Root, name: &str, size: u64) -> Result<(), Error> {
+        let tmp = root
+            .dir(TMP_DIR, true)
+            .map_err(|e| beneath::error("cannot create", &root.path().join(TMP_DIR), e))?;
+        let fd = rustix::fs::openat(
+            &*tmp.fd,
+            staged_name(name)?,
+            OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            root.sharing().file_mode(),
+        )
+        .map_err(|e| beneath::error("cannot create", &tmp.path.join(name), e.into()))?;
+        let file = File::from(fd);
+        if let Err(e) = allocate(&file, size) {
+            let _ = rustix::fs::unlinkat(&*tmp.fd, name, AtFlags::empty());
+            return Err(crate::io_error(
+                &format!("cannot size {}", tmp.path.join(name).display()),
+                e,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The file `name` of the root's `.weft-tmp` made by [`Temp::create_staged`], to be
+    /// published in `dir`. `not_found` if it is gone.
+    pub fn reopen(root: &Root, name: &str, dir: &str) -> Result<Temp, Error> {
+        let tmp = root
+            .dir(TMP_DIR, false)
+            .map_err(|e| beneath::error("cannot open", &root.path().join(TMP_DIR), e))?;
+        let fd = rustix::fs::openat(
+            &*tmp.fd,
+            staged_name(name)?,
+            OFlags::RDWR | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| {
+            let path = tmp.path.join(name);
+            match e {
+                rustix::io::Errno::NOENT => Error::not_found(format!("the staged file {}", path.display())),
+                e => beneath::error("cannot open", &path, e.into()),
+            }
+        })?;
+        let dir = root
+            .dir(dir, true)
+            .map_err(|e| beneath::error("cannot create", &root.path().join(dir), e))?;
+        let file = Arc::new(File::from(fd));
+        Ok(Temp {
+            sync: Some(Arc::new(SyncBehind::new(file.clone()))),
+            file,
+            named: Some((tmp, name.to_owned())),
+            dir,
+        })
+    }
+
+    /// Makes every byte written so far durable.
+    pub fn sync(&self) -> Result<(), Error> {
+        match &self.sync {
+            Some(sync) => sync.finish(),
+            None => self.file.sync_data(),
+        }
+        .map_err(|e| crate::io_error(&format!("cannot sync {}", self.describe()), e))
+    }
+
     /// The writer thread of this file, `depth` calls queued at most; it flushes behind
     /// itself unless this is a scratch file.
     pub fn writer(&self, depth: usize) -> FileWriter {
@@ -118,11 +183,7 @@ impl Temp {
     /// fresh keys); a link there is replaced, never followed.
     pub fn publish(&self, name: &str, durable: bool) -> Result<(), Error> {
         if durable {
-            match &self.sync {
-                Some(sync) => sync.finish(),
-                None => self.file.sync_data(),
-            }
-            .map_err(|e| crate::io_error(&format!("cannot sync {}", self.describe()), e))?;
+            self.sync()?;
         }
         let dir = &*self.dir.fd;
         let r = match &self.named {
@@ -178,6 +239,21 @@ fn allocate(file: &File, size: u64) -> std::io::Result<()> {
     match e.raw_os_error() {
         Some(libc::EOPNOTSUPP) => file.set_len(size),
         _ => Err(e),
+    }
+}
+
+/// Names of staged files: [`STAGED_PREFIX`] and no more than a file name.
+pub(crate) const STAGED_PREFIX: &str = "up-";
+
+fn staged_name(name: &str) -> Result<&str, Error> {
+    let plain = name.len() > STAGED_PREFIX.len()
+        && name.starts_with(STAGED_PREFIX)
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+    match plain {
+        true => Ok(name),
+        false => Err(Error::internal(format!("invalid staged file name {name:?}"))),
     }
 }
 

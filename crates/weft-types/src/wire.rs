@@ -328,6 +328,25 @@ pub struct QuotaWire {
     pub used_objects: u64,
 }
 
+/// An entry of the audit log: who changed what, when and from where.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AuditWire {
+    pub id: i64,
+    /// Milliseconds since the epoch.
+    pub at: i64,
+    /// The principal (`user#zone` for a federated zone's user; `zone` for the zone's own work).
+    pub actor: String,
+    /// The client's address (`A via P` when the proxy P says it forwarded for A), or the
+    /// background work that made the change (`transfer ID`, `policy RULE`).
+    pub origin: String,
+    pub request_id: Option<String>,
+    /// put, rm, mv, mkdir, meta, acl, pid, token, user, group, resource, zone, staging,
+    /// quota, policy, qos or transfer.
+    pub action: String,
+    pub path: Option<String>,
+    pub detail: String,
+}
+
 /// Sets a quota (replacing the one of the same principal and resource).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,7 +1,7 @@
 //! Opening a zone: catalog, first-start setup (admin, home collections, default resource,
 //! admin token), resources and the removal of what interrupted writes left behind.
 
-use crate::{committer::Committer, scratch_dir, upload::Uploads, Zone, ADMIN};
+use crate::{committer::Committer, scratch_dir, Zone, ADMIN};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -201,7 +201,8 @@ impl Zone {
             data_dir: data_dir.clone(),
             catalog,
             stores: RwLock::new(HashMap::new()),
-            uploads: Uploads::default(),
+            stores_loaded: std::sync::Mutex::new(std::time::Instant::now()),
+            quotas_seen: Default::default(),
             committer,
             workers,
             auth_cache: Default::default(),
@@ -255,7 +256,7 @@ impl Zone {
                 tracing::warn!(peer = %peer.name, error = %e, "cannot prepare the area for that zone's replicas");
             }
         }
-        zone.open_stores().await?;
+        zone.reload_stores().await?;
         // Temporary data of shared resources may be another live server's writes in flight.
         let others = zone.leases.join_zone().await?;
         if others > 0 {
@@ -317,16 +318,6 @@ impl Zone {
                 .await;
             raced_is_done(created)?;
         }
-        Ok(())
-    }
-
-    async fn open_stores(&self) -> Result<(), Error> {
-        let mut stores = HashMap::new();
-        for r in self.catalog.list_resources().await? {
-            let store = Store::open(r.kind, &r.config, self.scratch_dir())?;
-            stores.insert(r.id, (r, store));
-        }
-        *self.stores.write().await = stores;
         Ok(())
     }
 

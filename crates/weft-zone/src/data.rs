@@ -318,6 +318,7 @@ impl Zone {
             resource_id: target.resource.id,
             physical_key: key.clone(),
             overwrite,
+            actor: weft_catalog::current_actor(),
         };
         let unsynced = (!durable).then(|| target.store.clone());
         crate::failpoints::crash_point!("replica-visible");

@@ -3,6 +3,7 @@
 //! so that every interface (REST today, peer zones later) gets the same rules.
 
 mod access;
+mod audit;
 mod bootstrap;
 mod committer;
 mod data;
@@ -41,6 +42,7 @@ use weft_storage::Store;
 use weft_types::{Error, ErrorCode, LogicalPath, ResourceName, ZoneName};
 
 pub use access::Caller;
+pub use audit::AUDIT_PAGE_MAX;
 pub use bootstrap::{Bootstrap, ResourceSpec, ZoneConfig};
 pub use data::{ObjectRead, Put, PutOutcome};
 pub use federation::{
@@ -66,6 +68,7 @@ pub use upload::{
     UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT, UPLOAD_PIECES_MAX, UPLOAD_PIECE_MAX, UPLOAD_PIECE_MIN,
     UPLOAD_SESSIONS_PER_USER, UPLOAD_SESSIONS_PER_ZONE,
 };
+pub use weft_catalog::{act_as, acting, Actor, AuditEntry, AuditQuery};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};
 pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, TransferRecord};
 pub use weft_policy::{Action, QosExpr, Rule, Trigger};
@@ -80,8 +83,10 @@ pub struct Zone {
     name: ZoneName,
     data_dir: PathBuf,
     catalog: Arc<dyn Catalog>,
+    /// The resources' stores, a cache of the catalog's resources (see resources.rs).
     stores: RwLock<HashMap<i64, (Resource, Store)>>,
-    uploads: upload::Uploads,
+    stores_loaded: std::sync::Mutex<std::time::Instant>,
+    quotas_seen: quotas::QuotasSeen,
     committer: committer::Committer,
     workers: Vec<Arc<worker::WorkerState>>,
     auth_cache: access::AuthCache,
@@ -138,22 +143,36 @@ impl Zone {
     }
 
     async fn store_by_id(&self, id: i64) -> Result<(Resource, Store), Error> {
+        if let Some(found) = self.stores.read().await.get(&id).cloned() {
+            return Ok(found);
+        }
+        // Added through another server of the zone since this one last looked.
+        self.reload_stores().await?;
         self.stores
             .read()
             .await
             .get(&id)
             .cloned()
-            .ok_or_else(|| Error::internal(format!("resource #{id} is in the catalog but not opened")))
+            .ok_or_else(|| Error::internal(format!("resource #{id} is in the catalog but cannot be opened")))
     }
 
     /// The resource named, or the zone default.
     async fn store_for_write(&self, name: Option<&ResourceName>) -> Result<(Resource, Store), Error> {
-        let stores = self.stores.read().await;
-        let found = match name {
-            Some(n) => stores.values().find(|(r, _)| &r.name == n),
-            None => stores.values().find(|(r, _)| r.is_default),
+        if self.stores_stale() {
+            self.reload_stores().await?;
+        }
+        let find = |stores: &HashMap<i64, (Resource, Store)>| {
+            match name {
+                Some(n) => stores.values().find(|(r, _)| &r.name == n),
+                None => stores.values().find(|(r, _)| r.is_default),
+            }
+            .cloned()
         };
-        found.cloned().ok_or_else(|| match name {
+        if let Some(found) = find(&*self.stores.read().await) {
+            return Ok(found);
+        }
+        self.reload_stores().await?;
+        find(&*self.stores.read().await).ok_or_else(|| match name {
             Some(n) => Error::new(
                 ErrorCode::UnknownResource,
                 format!("resource {n:?} does not exist in zone {}", self.name),

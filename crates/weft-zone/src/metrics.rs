@@ -30,6 +30,8 @@ pub struct Metrics {
     /// Object bytes written to and read from each resource.
     pub(crate) resource_written: Family<Labels, Counter>,
     pub(crate) resource_read: Family<Labels, Counter>,
+    /// Bytes of upload pieces stored (each acknowledged piece once per time it was sent).
+    pub(crate) upload_pieces: Family<Labels, Counter>,
     /// Transfer files that ended, by state, and the failed ones by error code.
     pub(crate) transfer_files: Family<Labels, Counter>,
     pub(crate) transfer_failures: Family<Labels, Counter>,
@@ -58,6 +60,7 @@ impl Default for Metrics {
             http_duration: Family::new_with_constructor(latency as fn() -> Histogram),
             resource_written: Family::default(),
             resource_read: Family::default(),
+            upload_pieces: Family::default(),
             transfer_files: Family::default(),
             transfer_failures: Family::default(),
             transfer_retries: Counter::default(),
@@ -90,6 +93,12 @@ impl Default for Metrics {
                 "Object bytes written to each resource",
                 Unit::Bytes,
                 m.resource_written.clone(),
+            );
+            r.register_with_unit(
+                "upload_piece",
+                "Bytes of upload pieces stored on each resource",
+                Unit::Bytes,
+                m.upload_pieces.clone(),
             );
             r.register_with_unit(
                 "resource_read",
@@ -174,6 +183,12 @@ fn label(name: &'static str, value: impl Into<String>) -> Labels {
 impl Metrics {
     pub(crate) fn written(&self, resource: &str, bytes: u64) {
         self.resource_written
+            .get_or_create(&label("resource", resource))
+            .inc_by(bytes);
+    }
+
+    pub(crate) fn piece_stored(&self, resource: &str, bytes: u64) {
+        self.upload_pieces
             .get_or_create(&label("resource", resource))
             .inc_by(bytes);
     }

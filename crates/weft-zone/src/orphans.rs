@@ -59,13 +59,17 @@ impl Worker for OrphanSweep {
 
 impl Zone {
     /// Removes the replica files of every resource that no replica references and that
-    /// have been in place for `grace`, and aborts the S3 multipart uploads left behind
-    /// (older than `grace` and [`MULTIPART_GRACE_MIN`]); how many of both.
+    /// have been in place for `grace`, and what interrupted writes left behind that no open
+    /// upload holds (S3 multipart uploads, staged files older than `grace` and
+    /// [`MULTIPART_GRACE_MIN`]); how many of both.
     pub async fn sweep_orphans(&self, grace: Duration) -> Result<u64, Error> {
         let mut removed = 0;
         for r in self.catalog.list_resources().await? {
             let (_, store) = self.store_by_id(r.id).await?;
-            removed += store.abort_stale_uploads(grace.max(MULTIPART_GRACE_MIN)).await?;
+            let live: HashSet<String> = self.catalog.staged_uploads(r.id).await?.into_iter().collect();
+            removed += store
+                .remove_stale_staged(grace.max(MULTIPART_GRACE_MIN), &live)
+                .await?;
             for dir in store.data_dirs().await? {
                 let files = store.data_files(&dir).await?;
                 if files.is_empty() {

@@ -301,6 +301,17 @@ impl Zone {
         node: &Node,
         step: Step,
     ) -> Result<(), Error> {
+        let actor = policy_actor(service, &task.rule);
+        weft_catalog::acting(actor, self.carry_out_step(service, task, node, step)).await
+    }
+
+    async fn carry_out_step(
+        &self,
+        service: &Caller,
+        task: &PolicyTask,
+        node: &Node,
+        step: Step,
+    ) -> Result<(), Error> {
         match step {
             Step::Nothing | Step::Copy(_) => Ok(()),
             Step::SetMeta(avu) => self.catalog.set_avu(node.id, &avu).await,
@@ -345,7 +356,9 @@ impl Zone {
             concurrency: TransferSpec::CONCURRENCY_DEFAULT,
         };
         let sources = items.iter().map(|(_, n)| n.path.to_string()).collect();
-        let all = self.start_transfer(service, spec(sources)).await;
+        let rule = items.first().map_or("", |(t, _)| t.rule.as_str());
+        let actor = policy_actor(service, rule);
+        let all = weft_catalog::acting(actor.clone(), self.start_transfer(service, spec(sources))).await;
         Ok(match all {
             Ok(t) => items
                 .into_iter()
@@ -356,9 +369,11 @@ impl Zone {
             Err(_) if items.len() > 1 => {
                 let mut out = Vec::new();
                 for (task, node) in items {
-                    let one = self
-                        .start_transfer(service, spec(vec![node.path.to_string()]))
-                        .await;
+                    let one = weft_catalog::acting(
+                        policy_actor(service, &task.rule),
+                        self.start_transfer(service, spec(vec![node.path.to_string()])),
+                    )
+                    .await;
                     out.push((task, one.map(|t| t.id)));
                 }
                 out
@@ -636,4 +651,14 @@ pub(crate) fn tasks_for(rule: &Rule, node: &Node, now: i64) -> Result<Vec<NewPol
             })
         })
         .collect()
+}
+
+/// Who the audit log names for what a rule does: the zone's service principal, from the
+/// rule (QoS requirements queue their tasks as `qos:<id>`).
+fn policy_actor(service: &Caller, rule: &str) -> weft_catalog::Actor {
+    weft_catalog::Actor {
+        user: service.name.to_string(),
+        origin: format!("policy {rule}"),
+        request_id: None,
+    }
 }

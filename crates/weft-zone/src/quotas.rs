@@ -3,8 +3,14 @@
 //! bundle, the planned size of a transfer), against usage counted from the catalog at that
 //! moment: exact whichever server wrote before and whatever crashed. Two writes checked at
 //! the same moment may together pass a limit by what the later one adds.
+//!
+//! Most zones set no quota: whether any exists is kept for [`QUOTAS_FRESH`], so that a
+//! write costs no catalog query then. A quota set through another server of the zone
+//! applies here within that time.
 
 use crate::{Caller, Zone};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 use weft_catalog::{Quota, Usage};
 use weft_types::{Error, ErrorCode, PrincipalName, ResourceName};
 
@@ -15,7 +21,37 @@ pub struct QuotaInfo {
     pub used: Usage,
 }
 
+/// How long a server trusts what it last read of whether the zone has quotas.
+pub const QUOTAS_FRESH: Duration = Duration::from_secs(5);
+
+/// Whether the zone has any quota, and when that was read.
+#[derive(Default)]
+pub(crate) struct QuotasSeen(Mutex<Option<(Instant, bool)>>);
+
+impl QuotasSeen {
+    fn fresh(&self) -> Option<bool> {
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .filter(|(at, _)| at.elapsed() < QUOTAS_FRESH)
+            .map(|(_, any)| any)
+    }
+
+    fn set(&self, any: Option<bool>) {
+        *self.0.lock().expect("not poisoned") = any.map(|a| (Instant::now(), a));
+    }
+}
+
 impl Zone {
+    async fn any_quota(&self) -> Result<bool, Error> {
+        if let Some(any) = self.quotas_seen.fresh() {
+            return Ok(any);
+        }
+        let any = !self.catalog.quotas().await?.is_empty();
+        self.quotas_seen.set(Some(any));
+        Ok(any)
+    }
+
     /// Refuses (`quota_exceeded`) a write of `bytes` in `objects` onto `resource` that a
     /// quota of the principals `ids` (a user and its groups) forbids. New data objects count
     /// against quotas on all resources and on that one; further replicas of existing objects
@@ -29,6 +65,9 @@ impl Zone {
         objects: u64,
         replicas: bool,
     ) -> Result<(), Error> {
+        if !self.any_quota().await? {
+            return Ok(());
+        }
         for q in self.catalog.quotas_of(ids).await? {
             let applies = match &q.resource {
                 Some(r) => r == resource,
@@ -88,7 +127,9 @@ impl Zone {
         let (principal_id, resource_id) = self.quota_key(principal, resource).await?;
         self.catalog
             .set_quota(principal_id, resource_id, max_bytes, max_objects)
-            .await
+            .await?;
+        self.quotas_seen.set(Some(true));
+        Ok(())
     }
 
     pub async fn remove_quota(
@@ -99,6 +140,7 @@ impl Zone {
     ) -> Result<(), Error> {
         caller.require_admin("removing a quota")?;
         let (principal_id, resource_id) = self.quota_key(principal, resource).await?;
+        self.quotas_seen.set(None);
         if !self.catalog.remove_quota(principal_id, resource_id).await? {
             let on = resource.map_or(String::new(), |r| format!(" on resource {r}"));
             return Err(Error::not_found(format_args!("a quota of {principal}{on}")));

@@ -1,9 +1,18 @@
-//! Resources of the zone: add (after proving the storage works), list, remove.
+//! Resources of the zone: add (after proving the storage works), list, remove; and the
+//! stores this server has opened for them. Those are a cache of the catalog's resources:
+//! another server of the zone may add, remove or make default a resource, so the cache is
+//! reloaded when a resource is not in it, and before a write picks a resource once it is
+//! older than [`STORES_FRESH`].
 
 use crate::{Caller, Zone};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 use weft_catalog::{NewResource, Resource};
 use weft_storage::{S3Config, Store};
 use weft_types::{Error, ResourceKind, ResourceName};
+
+/// How long a server picks the resource of writes by what it last read of the catalog.
+pub(crate) const STORES_FRESH: Duration = Duration::from_secs(5);
 
 /// A resource as listings show it: settings without secrets; an S3 access key to
 /// administrators only.
@@ -72,7 +81,7 @@ impl Zone {
         }
         let r = self.catalog.get_resource(name).await?.unwrap_or(r);
         self.stores.write().await.insert(r.id, (r.clone(), store));
-        self.refresh_defaults().await?;
+        self.reload_stores().await?;
         self.wake_policies(true);
         Ok(Self::info(&r, caller))
     }
@@ -90,15 +99,26 @@ impl Zone {
         Ok(())
     }
 
-    /// Re-reads which resource is the default into the opened stores.
-    async fn refresh_defaults(&self) -> Result<(), Error> {
+    /// Whether the opened stores were read from the catalog longer than [`STORES_FRESH`] ago.
+    pub(crate) fn stores_stale(&self) -> bool {
+        self.stores_loaded.lock().expect("not poisoned").elapsed() > STORES_FRESH
+    }
+
+    /// Re-reads the resources: opens those new to this server, forgets those removed, and
+    /// keeps the store of every other (a store holds this process's open packs).
+    pub(crate) async fn reload_stores(&self) -> Result<(), Error> {
         let fresh = self.catalog.list_resources().await?;
         let mut stores = self.stores.write().await;
+        let mut next = HashMap::with_capacity(fresh.len());
         for r in fresh {
-            if let Some((cached, _)) = stores.get_mut(&r.id) {
-                *cached = r;
-            }
+            let store = match stores.remove(&r.id) {
+                Some((old, store)) if old.config == r.config => store,
+                _ => Store::open(r.kind, &r.config, self.scratch_dir())?,
+            };
+            next.insert(r.id, (r, store));
         }
+        *stores = next;
+        *self.stores_loaded.lock().expect("not poisoned") = Instant::now();
         Ok(())
     }
 }

@@ -127,24 +127,22 @@ impl Zone {
     /// What a transfer would store in this zone, against the caller's quotas, before it
     /// starts: objects on the default resource, and replicas on the resource named.
     async fn check_transfer_quota(&self, caller: &Caller, files: &[TransferFile]) -> Result<(), Error> {
-        let mut by_resource: HashMap<Option<ResourceName>, (u64, u64)> = HashMap::new();
+        // New objects count on the default resource, further replicas on theirs (a local
+        // `replica://` without one goes to the default). What goes to another zone counts
+        // against that zone's quotas, checked there when the bytes arrive.
+        let mut by_resource: HashMap<(Option<ResourceName>, bool), (u64, u64)> = HashMap::new();
         for f in files.iter().filter(|f| f.state == FileState::Pending) {
-            let place = match &f.destination {
-                Endpoint::Logical(p) if p.zone() == self.name.as_str() => None,
-                Endpoint::Replica {
-                    zone,
-                    resource: Some(r),
-                    ..
-                } if *zone == self.name => Some(r.clone()),
+            let key = match &f.destination {
+                Endpoint::Logical(p) if p.zone() == self.name.as_str() => (None, false),
+                Endpoint::Replica { zone, resource, .. } if *zone == self.name => (resource.clone(), true),
                 _ => continue,
             };
-            let (bytes, objects) = by_resource.entry(place).or_default();
+            let (bytes, objects) = by_resource.entry(key).or_default();
             *bytes += f.size;
             *objects += 1;
         }
-        for (place, (bytes, objects)) in by_resource {
-            let replicas = place.is_some();
-            let resource = match place {
+        for ((resource, replicas), (bytes, objects)) in by_resource {
+            let resource = match resource {
                 Some(r) => r,
                 None => self.store_for_write(None).await?.0.name,
             };
@@ -337,7 +335,13 @@ impl Zone {
         let zone = self.clone();
         self.running.began(&record.id);
         tracing::info!(transfer = %record.id, server = %self.leases.holder, resumed = record.state == TransferState::Active, "transfer run begins");
-        tokio::spawn(async move {
+        // Its changes are audited as its owner's, from the transfer.
+        let actor = weft_catalog::Actor {
+            user: record.owner.to_string(),
+            origin: format!("transfer {}", record.id),
+            request_id: None,
+        };
+        tokio::spawn(weft_catalog::acting(actor, async move {
             let id = record.id.clone();
             let run = async {
                 let spec = serde_json::from_str::<TransferSpec>(&record.spec)
@@ -363,7 +367,7 @@ impl Zone {
             // Policy tasks may be waiting for this transfer: settle them now, not at the
             // engine's next tick.
             zone.wake_policies(false);
-        });
+        }));
     }
 }
 

@@ -1,20 +1,22 @@
 //! Uploads in pieces: a large file moves as several ranged streams at once. Each piece is
-//! written at its offset and hashed on the way (a BLAKE3 subtree); on completion the piece
-//! hashes combine into the whole-file checksum, which must equal the client's.
+//! hashed on the way (a BLAKE3 subtree), stored durably and recorded in the catalog before
+//! it is acknowledged; on completion the piece hashes combine into the whole-file checksum,
+//! which must equal the client's.
 //!
-//! Sessions live in memory: a zone restart drops them and removes their temporary data
-//! (the client then starts again). Persisted, resumable transfers are the transfer
-//! engine's job.
+//! An upload lives in the catalog and its pieces in the resource (see weft-storage's
+//! staged.rs), so any server of the zone takes any piece of it, and a piece acknowledged is
+//! never asked for again: not after a restart, not through another server.
 
 use crate::data::{Committed, PutTarget};
 use crate::worker::{self, Worker, WorkerState};
 use crate::{Caller, PutOutcome, Zone};
 use bytes::Bytes;
-use futures::{Stream, StreamExt};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use tokio::sync::RwLock;
-use weft_storage::{OffsetWriter, Store};
+use futures::Stream;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use weft_catalog::{UploadPiece, UploadRecord};
+use weft_storage::Store;
 use weft_types::{
     Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, PieceDigest, PieceHasher, PieceSize, ResourceName,
 };
@@ -23,52 +25,46 @@ use weft_types::{
 /// four streams keep busy on a file of a few hundred MiB.
 pub const PIECE_SIZE_DEFAULT: u64 = 32 << 20;
 
-/// An upload session that received nothing for this long is abandoned (its client died):
-/// the sweeper aborts it and frees its temporary data. A piece of a transfer takes
-/// seconds; a client that pauses longer starts the file again.
+/// An upload that received nothing for this long is abandoned (its client died): the
+/// sweeper aborts it and frees its staged pieces. A piece of a transfer takes seconds; a
+/// client that pauses longer starts the file again.
 pub const UPLOAD_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-/// Bounds on upload sessions, so that no client makes the zone hold unbounded memory,
-/// descriptors or disk: a request past one is refused before anything is allocated, with
-/// an error that names the bound. A session costs two descriptors and no thread until its
-/// first piece arrives; its piece digests are kept as they arrive (~50 bytes a piece).
+/// Bounds on uploads, so that no client makes the zone hold unbounded disk or catalog
+/// rows: a request past one is refused before anything is allocated, with an error that
+/// names the bound. An upload costs a catalog row and a row per piece received.
 pub const UPLOAD_PIECE_MIN: u64 = 64 << 10;
 pub const UPLOAD_PIECE_MAX: u64 = 1 << 30;
 pub const UPLOAD_PIECES_MAX: u64 = 1 << 20;
 /// A transfer moves at most 64 large files at once (`--concurrency`).
-pub const UPLOAD_SESSIONS_PER_USER: usize = 64;
-pub const UPLOAD_SESSIONS_PER_ZONE: usize = 512;
+pub const UPLOAD_SESSIONS_PER_USER: u64 = 64;
+/// Counted across the zone's servers; servers opening uploads at the same instant may
+/// each pass the check, so the bound holds within a few.
+pub const UPLOAD_SESSIONS_PER_ZONE: u64 = 512;
 
-#[derive(Default)]
-pub(crate) struct Uploads {
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
-}
-
-impl Uploads {
-    /// Fails with `limit_exceeded` when `user_id` or the zone holds as many sessions as
-    /// they may.
-    fn check_room(sessions: &HashMap<String, Arc<Session>>, user_id: i64) -> Result<(), Error> {
-        let mine = sessions.values().filter(|s| s.owner_id == user_id).count();
-        let limit = |what: String| {
-            Err(Error::new(
-                ErrorCode::LimitExceeded,
-                format!(
-                    "{what}; finish or abort one (idle ones are removed after {} minutes)",
-                    UPLOAD_IDLE_LIMIT.as_secs() / 60
-                ),
-            ))
-        };
-        if mine >= UPLOAD_SESSIONS_PER_USER {
-            return limit(format!("{mine} uploads are open for this user, the most a user may hold ({UPLOAD_SESSIONS_PER_USER})"));
-        }
-        if sessions.len() >= UPLOAD_SESSIONS_PER_ZONE {
-            return limit(format!(
-                "{} uploads are open in this zone, the most it holds at once ({UPLOAD_SESSIONS_PER_ZONE})",
-                sessions.len()
-            ));
-        }
-        Ok(())
+/// Fails with `limit_exceeded` when a user holding `mine` uploads, in a zone holding
+/// `all`, may open no more.
+fn check_room(mine: u64, all: u64) -> Result<(), Error> {
+    let limit = |what: String| {
+        Err(Error::new(
+            ErrorCode::LimitExceeded,
+            format!(
+                "{what}; finish or abort one (idle ones are removed after {} minutes)",
+                UPLOAD_IDLE_LIMIT.as_secs() / 60
+            ),
+        ))
+    };
+    if mine >= UPLOAD_SESSIONS_PER_USER {
+        return limit(format!(
+            "{mine} uploads are open for this user, the most a user may hold ({UPLOAD_SESSIONS_PER_USER})"
+        ));
     }
+    if all >= UPLOAD_SESSIONS_PER_ZONE {
+        return limit(format!(
+            "{all} uploads are open in this zone, the most it holds at once ({UPLOAD_SESSIONS_PER_ZONE})"
+        ));
+    }
+    Ok(())
 }
 
 /// The piece size of an upload of `size` bytes, within the bounds above.
@@ -97,30 +93,6 @@ fn piece_size(size: u64, asked: Option<u64>) -> Result<PieceSize, Error> {
     Ok(piece)
 }
 
-/// What a session's bytes become once complete.
-#[derive(Debug, Clone, Copy)]
-enum Completes {
-    /// The content of the data object at the session's path (replacing one, if allowed).
-    Object { overwrite: bool },
-    /// A further replica of this data object (by id).
-    Replica { node_id: i64 },
-}
-
-struct Session {
-    id: String,
-    path: LogicalPath,
-    owner_id: i64,
-    size: u64,
-    piece: PieceSize,
-    completes: Completes,
-    target: PutTarget,
-    key: String,
-    writer: RwLock<Option<OffsetWriter>>,
-    /// The digests of the pieces received, by index.
-    digests: Mutex<HashMap<u64, PieceDigest>>,
-    last_activity: Mutex<std::time::Instant>,
-}
-
 /// An upload session as the interfaces show it.
 #[derive(Debug, Clone)]
 pub struct UploadInfo {
@@ -145,7 +117,7 @@ impl Zone {
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
         self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
             .await?;
-        self.open_upload(caller, path, size, piece, target, Completes::Object { overwrite })
+        self.open_upload(caller, path, size, piece, &target, overwrite, None)
             .await
     }
 
@@ -159,66 +131,55 @@ impl Zone {
         size: u64,
         piece: PieceSize,
     ) -> Result<UploadInfo, Error> {
-        let target = PutTarget {
-            resource: target.resource.clone(),
-            store: target.store.clone(),
-        };
-        let completes = Completes::Replica { node_id: node.id };
-        self.open_upload(caller, &node.path, size, piece, target, completes)
+        self.open_upload(caller, &node.path, size, piece, target, false, Some(node.id))
             .await
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn open_upload(
         &self,
         caller: &Caller,
         path: &LogicalPath,
         size: u64,
         piece: PieceSize,
-        target: PutTarget,
-        completes: Completes,
+        target: &PutTarget,
+        overwrite: bool,
+        replica_of: Option<i64>,
     ) -> Result<UploadInfo, Error> {
-        // Checked before disk is allocated, and again when the session is added.
-        Uploads::check_room(
-            &self.uploads.sessions.lock().expect("not poisoned"),
-            caller.user_id,
-        )?;
-        let key = Store::new_key();
-        let writer = target.store.offset_writer(&key, size).await?;
-        // `<zone>.<random>`: a zone relaying piece requests for its users (federation)
-        // knows from the id alone which zone holds the session.
-        let id = format!("{}.{}", self.name, uuid::Uuid::new_v4().simple());
         let pieces = piece.count(size);
-        let session = Session {
-            id: id.clone(),
+        if let Some(why) = target.store.refuses_pieces(piece.get(), pieces) {
+            return Err(Error::invalid(format!(
+                "resource {}: {why}",
+                target.resource.name
+            )));
+        }
+        let (mine, all) = self.catalog.count_uploads(caller.user_id).await?;
+        check_room(mine, all)?;
+        let key = Store::new_key();
+        let staged = target.store.stage(&key, size).await?;
+        let now = now_ms();
+        let record = UploadRecord {
+            // `<zone>.<random>`: a zone relaying piece requests for its users (federation)
+            // knows from the id alone which zone holds the upload.
+            id: format!("{}.{}", self.name, uuid::Uuid::new_v4().simple()),
             path: path.clone(),
             owner_id: caller.user_id,
             size,
-            piece,
-            completes,
-            target,
-            key,
-            writer: RwLock::new(Some(writer)),
-            digests: Mutex::default(),
-            last_activity: Mutex::new(std::time::Instant::now()),
+            piece_size: piece.get(),
+            resource_id: target.resource.id,
+            physical_key: key,
+            staged,
+            overwrite,
+            replica_of,
+            created: now,
+            touched: now,
         };
-        let refused = {
-            let mut sessions = self.uploads.sessions.lock().expect("not poisoned");
-            match Uploads::check_room(&sessions, caller.user_id) {
-                Ok(()) => {
-                    sessions.insert(id.clone(), Arc::new(session));
-                    None
-                }
-                Err(e) => Some((e, session)),
-            }
-        };
-        if let Some((e, session)) = refused {
-            if let Some(w) = session.writer.into_inner() {
-                w.abort().await;
-            }
+        if let Err(e) = self.catalog.create_upload(&record).await {
+            self.discard_staged(&record, &target.store).await;
             return Err(e);
         }
         Ok(UploadInfo {
-            id,
+            id: record.id,
             path: path.clone(),
             size,
             piece_size: piece.get(),
@@ -226,25 +187,19 @@ impl Zone {
         })
     }
 
-    fn session(&self, caller: &Caller, id: &str) -> Result<Arc<Session>, Error> {
-        let s = self
-            .uploads
-            .sessions
-            .lock()
-            .expect("not poisoned")
-            .get(id)
-            .cloned();
-        match s {
-            Some(s) if s.owner_id == caller.user_id => {
-                *s.last_activity.lock().expect("not poisoned") = std::time::Instant::now();
-                Ok(s)
+    /// The upload `id` if `caller` opened it (anyone else's is `not_found`, as if absent).
+    async fn upload_of(&self, caller: &Caller, id: &str) -> Result<(UploadRecord, PieceSize), Error> {
+        match self.catalog.get_upload(id).await? {
+            Some(u) if u.owner_id == caller.user_id => {
+                let piece = PieceSize::new(u.piece_size)?;
+                Ok((u, piece))
             }
             _ => Err(Error::not_found(format!("upload {id:?}"))),
         }
     }
 
-    /// Receives piece `index`; returns its BLAKE3 chaining value (hex) so the client can
-    /// compare it with its own before completing.
+    /// Receives piece `index`, stores it durably and records it; returns its BLAKE3
+    /// chaining value (hex) so the client can compare it with its own before completing.
     pub async fn upload_piece<S>(
         &self,
         caller: &Caller,
@@ -255,49 +210,41 @@ impl Zone {
     where
         S: Stream<Item = Result<Bytes, Error>> + Send,
     {
-        let s = self.session(caller, id)?;
-        if index >= s.piece.count(s.size) {
+        let (u, piece) = self.upload_of(caller, id).await?;
+        let count = piece.count(u.size);
+        if index >= count {
             return Err(Error::invalid(format!(
-                "upload {id} has {} pieces; there is no piece {index}",
-                s.piece.count(s.size)
+                "upload {id} has {count} pieces; there is no piece {index}"
             )));
         }
-        let range = s.piece.range(index, s.size);
-        let guard = s.writer.read().await;
-        let writer = guard
-            .as_ref()
-            .ok_or_else(|| Error::new(ErrorCode::Conflict, format!("upload {id} is completing")))?;
+        let range = piece.range(index, u.size);
+        let (resource, store) = self.store_by_id(u.resource_id).await?;
         let mut hasher = PieceHasher::new(range.start);
-        let mut received = 0u64;
-        let mut run = writer.run(range.start);
-        let mut body = std::pin::pin!(body);
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk?;
-            received += chunk.len() as u64;
-            if range.start + received > range.end {
-                return Err(Error::new(
-                    ErrorCode::SizeMismatch,
-                    format!(
-                        "piece {index} of upload {id} is longer than its {} bytes",
-                        range.end - range.start
-                    ),
-                ));
-            }
-            hasher.update(&chunk);
-            run.push(chunk).await?;
-        }
-        run.finish().await?;
-        if range.start + received != range.end {
-            return Err(Error::new(
-                ErrorCode::IncompleteBody,
-                format!(
-                    "piece {index} of upload {id} ended after {received} of {} bytes",
-                    range.end - range.start
-                ),
-            ));
-        }
+        let exact = Exact {
+            body: Box::pin(body),
+            left: range.end - range.start,
+            len: range.end - range.start,
+            hasher: &mut hasher,
+            what: format!("piece {index} of upload {id}"),
+            ended: false,
+        };
+        let etag = store
+            .put_staged_piece(&u.physical_key, &u.staged, u.size, index, range.clone(), exact)
+            .await?;
+        self.metrics
+            .piece_stored(resource.name.as_str(), range.end - range.start);
         let digest = hasher.finish();
-        s.digests.lock().expect("not poisoned").insert(index, digest);
+        // A file of one piece is known by its root, not by a chaining value.
+        let kept = match (count, digest.root_if_whole) {
+            (1, Some(root)) => root,
+            _ => digest.cv,
+        };
+        let record = UploadPiece {
+            index,
+            digest: hex(&kept),
+            etag,
+        };
+        self.catalog.record_piece(id, &record).await?;
         Ok(hex(&digest.cv))
     }
 
@@ -309,73 +256,169 @@ impl Zone {
         id: &str,
         expected: Option<&Checksum>,
     ) -> Result<PutOutcome, Error> {
-        let s = self.session(caller, id)?;
-        let digests: Vec<PieceDigest> = {
-            let d = s.digests.lock().expect("not poisoned");
-            let pieces = s.piece.count(s.size);
-            let missing: Vec<u64> = (0..pieces).filter(|i| !d.contains_key(i)).collect();
-            if !missing.is_empty() {
-                let shown: Vec<u64> = missing.iter().copied().take(20).collect();
-                let more = missing.len() - shown.len();
-                let more = if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                };
-                return Err(Error::new(
-                    ErrorCode::Conflict,
-                    format!("upload {id} still misses pieces {shown:?}{more}"),
-                ));
-            }
-            (0..pieces).map(|i| d[&i]).collect()
+        let (u, piece) = self.upload_of(caller, id).await?;
+        let pieces = self.catalog.upload_pieces(id).await?;
+        let count = piece.count(u.size);
+        let missing: Vec<u64> = {
+            let have: std::collections::HashSet<u64> = pieces.iter().map(|p| p.index).collect();
+            (0..count).filter(|i| !have.contains(i)).collect()
         };
-        let checksum = ChunkedBlake3::combine(s.piece, s.size, &digests)?;
-        let writer =
-            s.writer.write().await.take().ok_or_else(|| {
-                Error::new(ErrorCode::Conflict, format!("upload {id} is already completing"))
-            })?;
-        self.uploads.sessions.lock().expect("not poisoned").remove(&s.id);
+        if !missing.is_empty() {
+            let shown: Vec<u64> = missing.iter().copied().take(20).collect();
+            let more = match missing.len() - shown.len() {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!("upload {id} still misses pieces {shown:?}{more}"),
+            ));
+        }
+        let digests = pieces
+            .iter()
+            .map(|p| {
+                let h = blake3::Hash::from_hex(&p.digest).map_err(|e| {
+                    Error::internal(format!(
+                        "upload {id}: piece {} recorded as {:?}: {e}",
+                        p.index, p.digest
+                    ))
+                })?;
+                Ok(PieceDigest {
+                    cv: *h.as_bytes(),
+                    root_if_whole: (count == 1).then_some(*h.as_bytes()),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let checksum = ChunkedBlake3::combine(piece, u.size, &digests)?;
+        // Of servers completing one upload at once, the one that claims it goes on.
+        if !self.catalog.claim_upload(id).await? {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!("upload {id} is already completing"),
+            ));
+        }
+        let (resource, store) = self.store_by_id(u.resource_id).await?;
         if let Some(want) = expected {
             if *want != checksum {
-                writer.abort().await;
+                self.discard_staged(&u, &store).await;
                 return Err(Error::new(
                     ErrorCode::ChecksumMismatch,
-                    format!("{}: the pieces received hash to {checksum}, the client sent {want}; nothing was stored", s.path),
+                    format!("{}: the pieces received hash to {checksum}, the client sent {want}; nothing was stored", u.path),
                 ));
             }
         }
-        writer.commit(true).await?;
-        let overwrite = match s.completes {
-            Completes::Object { overwrite } => overwrite,
-            Completes::Replica { node_id } => {
-                self.register_replica(node_id, s.size, checksum, &s.target, s.key.clone())
-                    .await?;
-                let node = self
-                    .catalog
-                    .get_node_by_id(node_id)
-                    .await?
-                    .ok_or_else(|| Error::not_found(&s.path))?;
-                return Ok(PutOutcome { node });
-            }
-        };
+        let etags: Vec<String> = pieces.into_iter().map(|p| p.etag.unwrap_or_default()).collect();
+        if let Err(e) = store
+            .publish_staged(&u.physical_key, &u.staged, u.size, &etags)
+            .await
+        {
+            self.discard_staged(&u, &store).await;
+            return Err(e);
+        }
+        let target = PutTarget { resource, store };
+        if let Some(node_id) = u.replica_of {
+            self.register_replica(node_id, u.size, checksum, &target, u.physical_key.clone())
+                .await?;
+            let node = self
+                .catalog
+                .get_node_by_id(node_id)
+                .await?
+                .ok_or_else(|| Error::not_found(&u.path))?;
+            return Ok(PutOutcome { node });
+        }
         let committed = Committed {
-            path: &s.path,
-            size: s.size,
+            path: &u.path,
+            size: u.size,
             checksum,
-            target: &s.target,
-            key: s.key.clone(),
+            target: &target,
+            key: u.physical_key.clone(),
             durable: true,
         };
-        self.register(caller, committed, overwrite).await
+        self.register(caller, committed, u.overwrite).await
     }
 
     pub async fn abort_upload(&self, caller: &Caller, id: &str) -> Result<(), Error> {
-        let s = self.session(caller, id)?;
-        self.uploads.sessions.lock().expect("not poisoned").remove(&s.id);
-        if let Some(w) = s.writer.write().await.take() {
-            w.abort().await;
+        let (u, _) = self.upload_of(caller, id).await?;
+        if self.catalog.claim_upload(id).await? {
+            let (_, store) = self.store_by_id(u.resource_id).await?;
+            self.discard_staged(&u, &store).await;
         }
         Ok(())
+    }
+
+    /// Throws an upload's staged pieces away; a failure is only logged (the orphan sweep
+    /// removes what is left).
+    async fn discard_staged(&self, u: &UploadRecord, store: &Store) {
+        if let Err(e) = store.discard_staged(&u.physical_key, &u.staged).await {
+            tracing::warn!(upload = %u.id, error = %e, "could not remove the pieces of an upload");
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A piece's body, which must be exactly `len` bytes: more or fewer is an error in the
+/// stream, so the storage writing it stops and stores nothing for it. Hashed on the way.
+struct Exact<'a, S> {
+    body: Pin<Box<S>>,
+    left: u64,
+    len: u64,
+    hasher: &'a mut PieceHasher,
+    what: String,
+    ended: bool,
+}
+
+impl<S: Stream<Item = Result<Bytes, Error>>> Stream for Exact<'_, S> {
+    type Item = Result<Bytes, Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        let item = match this.body.as_mut().poll_next(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(item) => item,
+        };
+        Poll::Ready(match item {
+            Some(Ok(chunk)) if chunk.len() as u64 > this.left => {
+                this.ended = true;
+                Some(Err(Error::new(
+                    ErrorCode::SizeMismatch,
+                    format!("{} is longer than its {} bytes", this.what, this.len),
+                )))
+            }
+            Some(Ok(chunk)) => {
+                this.left -= chunk.len() as u64;
+                this.hasher.update(&chunk);
+                Some(Ok(chunk))
+            }
+            Some(Err(e)) => {
+                this.ended = true;
+                Some(Err(e))
+            }
+            None if this.left > 0 => {
+                this.ended = true;
+                Some(Err(Error::new(
+                    ErrorCode::IncompleteBody,
+                    format!(
+                        "{} ended after {} of {} bytes",
+                        this.what,
+                        this.len - this.left,
+                        this.len
+                    ),
+                )))
+            }
+            None => {
+                this.ended = true;
+                None
+            }
+        })
     }
 }
 
@@ -383,13 +426,16 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Aborts sessions idle past [`UPLOAD_IDLE_LIMIT`], once a minute.
+/// Aborts uploads idle past [`UPLOAD_IDLE_LIMIT`], once a minute, on one server of the zone.
 pub(crate) fn start_sweeper(zone: &Arc<Zone>, state: Arc<WorkerState>) {
     let sweeper = UploadSweeper {
         zone: Arc::downgrade(zone),
         tick: tokio::time::interval(std::time::Duration::from_secs(60)),
     };
-    worker::spawn(state, sweeper);
+    worker::spawn(
+        state,
+        crate::leases::Leased::new(sweeper, "uploads", &zone.leases),
+    );
 }
 
 struct UploadSweeper {
@@ -400,10 +446,10 @@ struct UploadSweeper {
 #[async_trait::async_trait]
 impl Worker for UploadSweeper {
     async fn work(&mut self) -> Result<u64, Error> {
-        Ok(match self.zone.upgrade() {
+        match self.zone.upgrade() {
             Some(zone) => zone.sweep_uploads(UPLOAD_IDLE_LIMIT).await,
-            None => 0,
-        })
+            None => Ok(0),
+        }
     }
 
     async fn wait_for_work(&mut self) -> bool {
@@ -413,23 +459,19 @@ impl Worker for UploadSweeper {
 }
 
 impl Zone {
-    /// Aborts upload sessions idle for `idle` or longer; returns how many.
-    pub async fn sweep_uploads(&self, idle: std::time::Duration) -> u64 {
-        let stale: Vec<Arc<Session>> = {
-            let mut sessions = self.uploads.sessions.lock().expect("not poisoned");
-            let ids: Vec<String> = sessions
-                .values()
-                .filter(|s| s.last_activity.lock().expect("not poisoned").elapsed() >= idle)
-                .map(|s| s.id.clone())
-                .collect();
-            ids.iter().filter_map(|id| sessions.remove(id)).collect()
-        };
-        for s in &stale {
-            tracing::info!(upload = %s.id, path = %s.path, "aborting abandoned upload");
-            if let Some(w) = s.writer.write().await.take() {
-                w.abort().await;
+    /// Aborts uploads that received nothing for `idle` or longer; returns how many.
+    pub async fn sweep_uploads(&self, idle: std::time::Duration) -> Result<u64, Error> {
+        let before = now_ms().saturating_sub(i64::try_from(idle.as_millis()).unwrap_or(i64::MAX));
+        let mut n = 0;
+        for u in self.catalog.idle_uploads(before).await? {
+            if !self.catalog.claim_upload(&u.id).await? {
+                continue; // completed or aborted meanwhile
             }
+            tracing::info!(upload = %u.id, path = %u.path, "aborting abandoned upload");
+            let (_, store) = self.store_by_id(u.resource_id).await?;
+            self.discard_staged(&u, &store).await;
+            n += 1;
         }
-        stale.len() as u64
+        Ok(n)
     }
 }

@@ -161,7 +161,7 @@ async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
     let token = std::fs::read_to_string(&token_file)?.trim().to_owned();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
-    let app = weft_api::router(zone, vec![]);
+    let app = weft_api::router(zone, vec![]).into_make_service_with_connect_info::<weft_api::PeerAddr>();
     tokio::spawn(async move {
         let _ = axum::serve(weft_api::no_delay(listener), app).await;
     });

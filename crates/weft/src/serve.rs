@@ -224,7 +224,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             file.display()
         );
     }
-    let app = weft_api::router(zone, settings.oidc);
+    let app =
+        weft_api::router(zone, settings.oidc).into_make_service_with_connect_info::<weft_api::PeerAddr>();
     match settings.tls {
         Some(tls) => {
             let listener = weft_api::tls::listener(listener, tls).context("cannot serve TLS")?;

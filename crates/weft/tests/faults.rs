@@ -1,6 +1,8 @@
 //! Atomic visibility under faults, with real processes: an upload interrupted by a killed
 //! client, a cut connection or a server killed with SIGKILL leaves no visible object and
-//! no good replica, and the next server start removes the temporary data.
+//! no good replica, and the next server start removes the temporary data. An upload in
+//! pieces outlives the server: its staged pieces stay until it completes, is aborted or
+//! is idle long enough for the sweeper.
 
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -151,7 +153,11 @@ async fn server_killed_mid_upload() {
     assert_eq!(r.status(), 200);
 
     wait_for_temporary(&s, 1 << 20).await;
-    assert_eq!(temporary_files(&s).len(), 2, "both uploads are under way");
+    assert_eq!(
+        staged_files(&s).len(),
+        1,
+        "the upload in pieces keeps its pieces by name"
+    );
     assert!(
         files_below(&resource_dir(&s).join("data")).is_empty(),
         "nothing is visible mid-upload"
@@ -163,17 +169,48 @@ async fn server_killed_mid_upload() {
     s.restart().unwrap();
     assert_eq!(stat_status(&s, "/z/home/admin/whole.bin").await, 404);
     assert_eq!(stat_status(&s, "/z/home/admin/pieces.bin").await, 404);
-    assert_clean(&s);
-    // The session died with the server: completing it is refused, nothing appears.
+    assert_eq!(staged_files(&s).len(), 1, "the restart keeps the staged pieces");
+    // The upload in pieces outlived the server: its first piece is kept, the second goes
+    // in now, and it completes whole.
     let r = http
-        .post(format!("{}/api/v1/uploads/{id}/complete", s.url()))
+        .put(format!("{}/api/v1/uploads/{id}/1", s.url()))
         .bearer_auth(&token)
-        .json(&json!({}))
+        .body(vec![2u8; 1 << 16])
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 404);
-    assert_eq!(stat_status(&s, "/z/home/admin/pieces.bin").await, 404);
+    assert_eq!(r.status(), 200);
+    let mut whole = vec![1u8; 1 << 16];
+    whole.extend(vec![2u8; 1 << 16]);
+    let sum = format!("blake3:{}", blake3::hash(&whole).to_hex());
+    let r = http
+        .post(format!("{}/api/v1/uploads/{id}/complete", s.url()))
+        .bearer_auth(&token)
+        .json(&json!({ "checksum": sum }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let got = http
+        .get(format!("{}/api/v1/data/z/home/admin/pieces.bin", s.url()))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(got.as_ref() == whole.as_slice());
+    let tmp = files_below(&resource_dir(&s).join(".weft-tmp"));
+    assert!(tmp.is_empty(), "temporary data left: {tmp:?}");
+}
+
+/// The staged pieces of open uploads in the resource's `.weft-tmp`.
+fn staged_files(s: &ZoneProcess) -> Vec<PathBuf> {
+    files_below(&resource_dir(s).join(".weft-tmp"))
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("up-"))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -238,7 +275,17 @@ async fn client_killed_mid_put() {
     s.kill9();
     s.restart().unwrap();
     assert_eq!(stat_status(&s, "/z/home/admin/big.bin").await, 404);
-    assert_clean(&s);
+    // The client's upload in pieces is still open (a client may come back to it): its
+    // staged pieces are all that is left, until the sweeper finds it idle
+    // (weft-zone's tests/uploads.rs). Nothing else.
+    let tmp = files_below(&resource_dir(&s).join(".weft-tmp"));
+    assert_eq!(tmp, staged_files(&s), "only staged pieces are left");
+    assert!(tmp.len() <= 1, "{tmp:?}");
+    let data = files_below(&resource_dir(&s).join("data"));
+    assert!(
+        data.is_empty(),
+        "replica bytes of an object that does not exist: {data:?}"
+    );
 }
 
 /// A zone killed with SIGKILL between a replica's file becoming visible and its catalog

@@ -171,14 +171,14 @@ fn a_zone_behind_nginx_keeps_serving_when_a_server_dies() {
         "nginx not found at {}: run .ci/install-tools.sh",
         nginx_bin.display()
     );
-    let TwoServers {
+    let Servers {
         _pg,
         root,
         ports,
         mut servers,
         admin,
         ..
-    } = two_servers();
+    } = servers(2);
 
     // nginx with the documented configuration, pointed at these servers.
     let conf_text = std::fs::read_to_string(concat!(
@@ -292,9 +292,9 @@ fn a_zone_behind_nginx_keeps_serving_when_a_server_dies() {
     );
 }
 
-/// Two servers of zone `z` on one PostgreSQL catalog, as an operator sets them up: the
-/// first sets the zone up, the second gets its key file and admin token.
-struct TwoServers {
+/// Servers of zone `z` on one PostgreSQL catalog, as an operator sets them up: the first
+/// sets the zone up, the others get its key file and admin token.
+struct Servers {
     _pg: Postgres,
     root: tempfile::TempDir,
     dirs: Vec<std::path::PathBuf>,
@@ -303,25 +303,27 @@ struct TwoServers {
     admin: String,
 }
 
-fn two_servers() -> TwoServers {
+fn servers(n: usize) -> Servers {
     let pg = Postgres::start().unwrap();
     let catalog = pg.create_database("z").unwrap();
     let root = tempfile::tempdir().unwrap();
-    let dirs: Vec<_> = (0..2).map(|i| root.path().join(format!("server-{i}"))).collect();
-    let ports: Vec<u16> = (0..2).map(|_| free_port()).collect();
+    let dirs: Vec<_> = (0..n).map(|i| root.path().join(format!("server-{i}"))).collect();
+    let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
     let mut servers = vec![serve(ports[0], &dirs[0], &catalog)];
     wait_healthy(&ports[..1], &mut servers, &dirs);
-    std::fs::create_dir(&dirs[1]).unwrap();
-    for f in ["secret.key", "admin.token"] {
-        std::fs::copy(dirs[0].join(f), dirs[1].join(f)).unwrap();
+    for (port, dir) in ports.iter().zip(&dirs).skip(1) {
+        std::fs::create_dir(dir).unwrap();
+        for f in ["secret.key", "admin.token"] {
+            std::fs::copy(dirs[0].join(f), dir.join(f)).unwrap();
+        }
+        servers.push(serve(*port, dir, &catalog));
     }
-    servers.push(serve(ports[1], &dirs[1], &catalog));
     wait_healthy(&ports, &mut servers, &dirs);
     let admin = std::fs::read_to_string(dirs[0].join("admin.token"))
         .unwrap()
         .trim()
         .to_owned();
-    TwoServers {
+    Servers {
         _pg: pg,
         root,
         dirs,
@@ -355,14 +357,14 @@ fn wait_healthy(ports: &[u16], children: &mut [Killed], dirs: &[std::path::PathB
 /// open transfer. Each transfer runs exactly once, on one server.
 #[test]
 fn two_servers_racing_for_leases_run_each_transfer_once() {
-    let TwoServers {
+    let Servers {
         _pg,
         root,
         dirs,
         ports,
         servers: _servers,
         admin,
-    } = two_servers();
+    } = servers(2);
     let weft = |port: u16, args: &[&str]| {
         let mut cmd = clean_command(WEFT, root.path(), root.path());
         cmd.env("WEFT_URL", format!("http://127.0.0.1:{port}"))
@@ -417,4 +419,155 @@ fn two_servers_racing_for_leases_run_each_transfer_once() {
     }
     let listed = weft(ports[1], &["ls", "copies"]).ok();
     assert_eq!(listed.stdout.lines().count(), ids.len(), "{}", listed.stdout);
+}
+
+/// Three servers of one zone on one PostgreSQL and one MinIO. Trees are put through all
+/// three at once and listed through the others; a 1 GiB upload onto the MinIO resource
+/// sends its pieces to each server in turn, goes on through the other two when one is
+/// killed with SIGKILL half-way, completes through a third, and reads back whole through
+/// the first, with nothing left open in the bucket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_servers_on_postgresql_and_minio_share_every_upload() {
+    use serde_json::{json, Value};
+    let minio = weft_testkit::minio::Minio::start().expect("MinIO must start (run .ci/install-tools.sh)");
+    minio.create_bucket("weft").await.unwrap();
+    let Servers {
+        _pg,
+        root,
+        ports,
+        mut servers,
+        admin,
+        ..
+    } = servers(3);
+    let http = reqwest::Client::new();
+    let api = |port: u16, rest: &str| format!("http://127.0.0.1:{port}/api/v1/{rest}");
+    let r = http
+        .post(api(ports[0], "resources"))
+        .bearer_auth(&admin)
+        .json(
+            &json!({"name": "objstore", "kind": "s3", "tier": "object", "settings": {
+            "endpoint": minio.endpoint(), "bucket": "weft", "prefix": "zone-z",
+            "access_key": minio.access_key(), "secret_key": minio.secret_key()}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+
+    // A tree through each server at once, each listed through another.
+    let weft = |port: u16, args: &[&str]| {
+        let mut cmd = clean_command(WEFT, root.path(), root.path());
+        cmd.env("WEFT_URL", format!("http://127.0.0.1:{port}"))
+            .env("WEFT_TOKEN", &admin);
+        run(cmd.args(args))
+    };
+    for i in 0..3 {
+        let dir = root.path().join(format!("tree-{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        for j in 0..40 {
+            let data = weft_testkit::data::pseudo_random(64 << 10, (i * 100 + j) as u64);
+            std::fs::write(dir.join(format!("f{j}.bin")), data).unwrap();
+        }
+    }
+    std::thread::scope(|s| {
+        for (i, port) in ports.iter().enumerate() {
+            let weft = &weft;
+            s.spawn(move || {
+                let tree = format!("tree-{i}");
+                weft(*port, &["put", "-r", &tree, &tree]).ok();
+            });
+        }
+    });
+    for i in 0..3 {
+        let listed = weft(ports[(i + 1) % 3], &["ls", &format!("tree-{i}")]).ok();
+        assert_eq!(listed.stdout.lines().count(), 40, "{}", listed.stdout);
+    }
+
+    // 1 GiB in 32 pieces onto MinIO, each piece to the next server still up.
+    const SIZE: u64 = 1 << 30;
+    const PIECE: u64 = 32 << 20;
+    let up: Value = http
+        .post(api(ports[0], "uploads"))
+        .bearer_auth(&admin)
+        .json(
+            &json!({"path": "/z/home/admin/big", "size": SIZE, "piece_size": PIECE, "resource": "objstore"}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = up["id"].as_str().unwrap_or_else(|| panic!("{up}")).to_owned();
+    let pieces = up["pieces"].as_u64().unwrap();
+    assert_eq!(pieces, SIZE / PIECE);
+    let piece = |i: u64| weft_testkit::data::pseudo_random(PIECE as usize, 1000 + i);
+    let mut whole = blake3::Hasher::new();
+    let mut alive = vec![0, 1, 2];
+    for i in 0..pieces {
+        if i == pieces / 2 {
+            servers[1].kill().unwrap();
+            servers[1].wait().unwrap();
+            alive = vec![0, 2];
+        }
+        let data = piece(i);
+        whole.update(&data);
+        let port = ports[alive[i as usize % alive.len()]];
+        let r = http
+            .put(api(port, &format!("uploads/{id}/{i}")))
+            .bearer_auth(&admin)
+            .body(data)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.status(),
+            200,
+            "piece {i} at {port}: {}",
+            r.text().await.unwrap()
+        );
+    }
+    let want = format!("blake3:{}", whole.finalize().to_hex());
+    let r = http
+        .post(api(ports[2], &format!("uploads/{id}/complete")))
+        .bearer_auth(&admin)
+        .json(&json!({"checksum": want}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+
+    // Read through the first server: the checksum, and bytes across a piece boundary.
+    let stat: Value = http
+        .get(api(ports[0], "stat/z/home/admin/big"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stat["checksum"], want, "{stat}");
+    assert_eq!(stat["size"], SIZE, "{stat}");
+    let at = 17 * PIECE - 100;
+    let r = http
+        .get(api(ports[0], "data/z/home/admin/big"))
+        .bearer_auth(&admin)
+        .header("range", format!("bytes={at}-{}", at + 199))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 206);
+    let mut expect = piece(16)[PIECE as usize - 100..].to_vec();
+    expect.extend_from_slice(&piece(17)[..100]);
+    assert!(r.bytes().await.unwrap().as_ref() == expect.as_slice());
+    // The pieces were parts of one multipart upload, now complete: none is left open.
+    let open = minio
+        .request(reqwest::Method::GET, "/weft?uploads", Vec::new())
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!open.contains("<Upload>"), "{open}");
 }

@@ -95,6 +95,7 @@ pub fn table() -> RouteTable {
         .add(M::GET, "/api/v1/resources", admin::list_resources)
         .add(M::POST, "/api/v1/resources", admin::add_resource)
         .add(M::DELETE, "/api/v1/resources/{name}", admin::remove_resource)
+        .add(M::GET, "/api/v1/audit", admin::audit)
         .add(M::GET, "/api/v1/quotas", admin::list_quotas)
         .add(M::PUT, "/api/v1/quotas", admin::set_quota)
         .add(M::DELETE, "/api/v1/quotas/{principal}", admin::remove_quota)

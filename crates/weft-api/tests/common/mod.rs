@@ -72,7 +72,12 @@ async fn start_config(
     let url = format!("http://{}", listener.local_addr().unwrap());
     let app = weft_api::router(zone, oidc);
     let server = tokio::spawn(async move {
-        axum::serve(weft_api::no_delay(listener), app).await.unwrap();
+        axum::serve(
+            weft_api::no_delay(listener),
+            app.into_make_service_with_connect_info::<weft_api::PeerAddr>(),
+        )
+        .await
+        .unwrap();
     });
     TestZone {
         url,

@@ -1,7 +1,7 @@
 //! Access control: ACL entries on nodes, inherited downwards; owning a node counts as `own`.
 
 use super::rows;
-use super::{db, db_ctx, placeholders, subtree_range, SqlCatalog};
+use super::{audit, db, db_ctx, placeholders, subtree_range, SqlCatalog};
 use crate::Access;
 use crate::AclEntry;
 use async_trait::async_trait;
@@ -19,7 +19,7 @@ impl Access for SqlCatalog {
         let mut tx = self.begin_write().await?;
         // The node and the principal in one round trip.
         let row = sqlx::query(
-            "SELECT (SELECT id FROM nodes WHERE path = $1), (SELECT id FROM principals WHERE id = $2)",
+            "SELECT (SELECT id FROM nodes WHERE path = $1), (SELECT name FROM principals WHERE id = $2)",
         )
         .bind(path.as_str())
         .bind(principal_id)
@@ -29,9 +29,9 @@ impl Access for SqlCatalog {
         let Some(node_id) = rows::get::<Option<i64>>(&row, 0)? else {
             return Err(Error::not_found(path));
         };
-        if rows::get::<Option<i64>>(&row, 1)?.is_none() {
+        let Some(principal) = rows::get::<Option<String>>(&row, 1)? else {
             return Err(Error::not_found(format_args!("principal id {principal_id}")));
-        }
+        };
         let (lo, hi) = subtree_range(path);
         let r = match (permission, recursive) {
             (Permission::None, false) => {
@@ -80,6 +80,12 @@ impl Access for SqlCatalog {
             }
         };
         r.map_err(|e| db_ctx(e, format_args!("ACL entry on {path}")))?;
+        let detail = if recursive {
+            format!("{principal}: {permission} (recursive)")
+        } else {
+            format!("{principal}: {permission}")
+        };
+        audit::record(&mut tx, "acl", Some(path), detail).await?;
         tx.commit().await.map_err(db)
     }
 

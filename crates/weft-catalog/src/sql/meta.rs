@@ -3,12 +3,12 @@
 
 use super::policy::record_events;
 use super::rows::{self, NODE_COLS, NODE_FROM};
-use super::{affected, db, db_ctx, explain_sql, plan_text, subtree_range, SqlCatalog};
-use crate::{Avu, Dialect, FindQuery, MetaEdit, Metadata, Node};
+use super::{affected, audit, db, db_ctx, explain_sql, plan_text, subtree_range, SqlCatalog};
+use crate::{current_actor, Actor, Avu, Dialect, FindQuery, MetaEdit, Metadata, Node};
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use weft_types::meta::{parse_number, validate_avu_part};
-use weft_types::{Error, ErrorCode, MetaCondition, MetaOp};
+use weft_types::{Error, ErrorCode, LogicalPath, MetaCondition, MetaOp};
 
 fn validate(avu: &Avu) -> Result<(), Error> {
     validate_avu_part("attribute", &avu.attr)?;
@@ -68,6 +68,16 @@ impl Metadata for SqlCatalog {
             })
             .collect();
         record_events(&mut tx, "meta", &attrs).await?;
+        if !edits.is_empty() {
+            // The edits succeeded, so the node exists.
+            let path = node_path(&mut tx, node_id).await?;
+            let actor = current_actor();
+            let entries: Vec<(&Actor, Option<&LogicalPath>, String)> = edits
+                .iter()
+                .map(|e| (&actor, Some(&path), edit_detail(e)))
+                .collect();
+            audit::record_many(&mut tx, "meta", &entries).await?;
+        }
         tx.commit().await.map_err(db)
     }
 
@@ -238,7 +248,70 @@ pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(),
         items.iter().map(|(n, a)| (*n, a.attr.as_str())).collect();
     let changed: Vec<(i64, Option<&str>)> = changed.into_iter().map(|(n, a)| (n, Some(a))).collect();
     record_events(&mut tx, "meta", &changed).await?;
+    // One entry per node, not per AVU: a bulk import adds many to each.
+    let mut per_node: std::collections::BTreeMap<i64, Vec<&Avu>> = std::collections::BTreeMap::new();
+    for (node_id, avu) in items {
+        per_node.entry(*node_id).or_default().push(avu);
+    }
+    let ids: Vec<i64> = per_node.keys().copied().collect();
+    let mut paths: Vec<(i64, LogicalPath)> = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(super::rows_per_statement(1)) {
+        let sql = format!(
+            "SELECT id, path FROM nodes WHERE id IN ({})",
+            super::placeholders(1, chunk.len())
+        );
+        let sql = super::positional(c.dialect, sql);
+        let mut q = sqlx::query(&sql);
+        for id in chunk {
+            q = q.bind(*id);
+        }
+        for row in q.fetch_all(&mut *tx).await.map_err(db)? {
+            paths.push((rows::get(&row, 0)?, rows::path(&rows::get::<String>(&row, 1)?)?));
+        }
+    }
+    let actor = current_actor();
+    let entries: Vec<(&Actor, Option<&LogicalPath>, String)> = paths
+        .iter()
+        .map(|(id, path)| {
+            let detail = match per_node[id].as_slice() {
+                [one] => edit_detail(&MetaEdit::Add((*one).clone())),
+                many => format!("add {} AVUs", many.len()),
+            };
+            (&actor, Some(path), detail)
+        })
+        .collect();
+    audit::record_many(&mut tx, "meta", &entries).await?;
     tx.commit().await.map_err(db)
+}
+
+async fn node_path(tx: &mut Transaction<'static, Any>, node_id: i64) -> Result<LogicalPath, Error> {
+    let path: String = sqlx::query_scalar("SELECT path FROM nodes WHERE id = $1")
+        .bind(node_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db)?
+        .ok_or_else(|| Error::not_found(format_args!("node {node_id}")))?;
+    rows::path(&path)
+}
+
+/// An edit as the audit log shows it: `add attr=value unit`, `remove attr`.
+fn edit_detail(edit: &MetaEdit) -> String {
+    let avu = |verb: &str, a: &Avu| {
+        let unit = if a.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", audit::clip(&a.unit))
+        };
+        format!("{verb} {}={}{unit}", audit::clip(&a.attr), audit::clip(&a.value))
+    };
+    match edit {
+        MetaEdit::Add(a) => avu("add", a),
+        MetaEdit::Set(a) => avu("set", a),
+        MetaEdit::Remove { attr, value: None } => format!("remove {}", audit::clip(attr)),
+        MetaEdit::Remove { attr, value: Some(v) } => {
+            format!("remove {}={}", audit::clip(attr), audit::clip(v))
+        }
+    }
 }
 
 enum Arg {

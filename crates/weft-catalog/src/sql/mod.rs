@@ -5,9 +5,11 @@
 //! transactions, placeholders) and the catalog-wide [`Catalog`] methods; `rows` decodes rows;
 //! each other module implements one area trait: `principals`, `resources`, `zones`
 //! (`Federation`), `staging`, `transfers`, `namespace`, `replicas`, `pids`, `meta`
-//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`), `leases` (`Leases`) and `quotas` (`Quotas`).
+//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`), `leases` (`Leases`), `quotas` (`Quotas`), `uploads` (`Uploads`) and `audit` (`Audit`; and the
+//! audit rows every change writes in its transaction).
 
 mod acl;
+pub(crate) mod audit;
 mod leases;
 mod meta;
 mod namespace;
@@ -20,6 +22,7 @@ mod resources;
 mod rows;
 mod staging;
 mod transfers;
+mod uploads;
 mod zones;
 
 use crate::{Avu, Catalog, Dialect};
@@ -122,6 +125,16 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "quotas",
         include_str!("../../migrations/sqlite/0014_quotas.sql"),
     ),
+    (
+        15,
+        "uploads",
+        include_str!("../../migrations/sqlite/0015_uploads.sql"),
+    ),
+    (
+        16,
+        "audit",
+        include_str!("../../migrations/sqlite/0016_audit.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -185,6 +198,16 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         14,
         "quotas",
         include_str!("../../migrations/postgres/0014_quotas.sql"),
+    ),
+    (
+        15,
+        "uploads",
+        include_str!("../../migrations/postgres/0015_uploads.sql"),
+    ),
+    (
+        16,
+        "audit",
+        include_str!("../../migrations/postgres/0016_audit.sql"),
     ),
 ];
 

@@ -4,9 +4,12 @@
 use super::replicas::replicas_of;
 use super::rows::{self, NODE_COLS, NODE_FROM, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
 use super::{
-    db, db_ctx, dialect_of, now_ms, placeholders, positional, rows_per_statement, subtree_range, SqlCatalog,
+    affected, audit, db, db_ctx, dialect_of, now_ms, placeholders, positional, rows_per_statement,
+    subtree_range, SqlCatalog,
 };
-use crate::{ListedObject, LocatedNode, Namespace, NewObject, Node, Registered, Removed, Replica};
+use crate::{
+    current_actor, Actor, ListedObject, LocatedNode, Namespace, NewObject, Node, Registered, Removed, Replica,
+};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
@@ -90,18 +93,33 @@ impl Namespace for SqlCatalog {
         // Walk down from the zone root: existing ancestors must be collections; missing ones are
         // created with `parents` (all but the zone root: zones are created by the zone layer).
         let mut parent_id: Option<i64> = None;
+        let mut made: Vec<&LogicalPath> = Vec::new();
         for p in &chain[..chain.len() - 1] {
             match existing.get(p.as_str()) {
                 Some((_, NodeKind::Object)) => return Err(not_a_collection(p.as_str())),
                 Some((id, NodeKind::Collection)) => parent_id = Some(*id),
                 None if parents && !p.is_zone_root() => {
-                    parent_id = Some(insert_collection(&mut tx, parent_id, p, owner_id, now, true).await?);
+                    let (id, new) = insert_collection(&mut tx, parent_id, p, owner_id, now, true).await?;
+                    parent_id = Some(id);
+                    if new {
+                        made.push(p);
+                    }
                 }
                 None if p.is_zone_root() => return Err(Error::not_found(format_args!("zone root {p}"))),
                 None => return Err(Error::not_found(format_args!("collection {p}"))),
             }
         }
-        let id = insert_collection(&mut tx, parent_id, path, owner_id, now, parents).await?;
+        let (id, new) = insert_collection(&mut tx, parent_id, path, owner_id, now, parents).await?;
+        // Only what this call created: `mkdir -p` of what exists (a concurrent one won) is no change.
+        let actor = current_actor();
+        let mut entries: Vec<(&Actor, Option<&LogicalPath>, String)> = made
+            .iter()
+            .map(|p| (&actor, Some(*p), format!("owner {owner}, parent of {path}")))
+            .collect();
+        if new {
+            entries.push((&actor, Some(path), format!("owner {owner}")));
+        }
+        audit::record_many(&mut tx, "mkdir", &entries).await?;
         tx.commit().await.map_err(db)?;
         Ok(Node {
             id,
@@ -208,6 +226,7 @@ impl Namespace for SqlCatalog {
         let resolved = resolve(self, &mut tx, objects).await?;
 
         let mut out: Vec<Registered> = Vec::with_capacity(objects.len());
+        let mut overwrote: Vec<bool> = Vec::with_capacity(objects.len());
         let mut start = 0;
         while start < objects.len() {
             // A chunk never holds the same path twice, so a later duplicate meets the earlier
@@ -221,11 +240,24 @@ impl Namespace for SqlCatalog {
                 end += 1;
             }
             let chunk = &objects[start..end];
-            insert_chunk(&mut tx, &resolved, chunk, now, &mut out).await?;
+            insert_chunk(&mut tx, &resolved, chunk, now, &mut out, &mut overwrote).await?;
             start = end;
         }
         let written: Vec<(i64, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
         super::policy::record_events(&mut tx, "written", &written).await?;
+        let entries: Vec<(&Actor, Option<&LogicalPath>, String)> = objects
+            .iter()
+            .zip(&overwrote)
+            .map(|(o, &replaced)| {
+                let detail = if replaced {
+                    format!("{} bytes (replaced)", o.size)
+                } else {
+                    format!("{} bytes", o.size)
+                };
+                (&o.actor, Some(&o.path), detail)
+            })
+            .collect();
+        audit::record_many(&mut tx, "put", &entries).await?;
         tx.commit().await.map_err(db)?;
         Ok(out)
     }
@@ -357,13 +389,19 @@ impl Namespace for SqlCatalog {
                 .await
                 .map_err(db)?;
         }
-        sqlx::query("DELETE FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3)")
+        let gone = sqlx::query("DELETE FROM nodes WHERE path = $1 OR (path >= $2 AND path < $3)")
             .bind(path.as_str())
             .bind(&lo)
             .bind(&hi)
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        let detail = match (kind, recursive) {
+            (NodeKind::Object, _) => "data object".to_owned(),
+            (NodeKind::Collection, false) => "collection".to_owned(),
+            (NodeKind::Collection, true) => format!("collection, recursive: {} nodes", affected(gone)),
+        };
+        audit::record(&mut tx, "rm", Some(path), detail).await?;
         tx.commit().await.map_err(db)?;
         Ok(Removed { local, remote })
     }
@@ -472,6 +510,7 @@ impl Namespace for SqlCatalog {
             .await
             .map_err(|e| db_ctx(e, to))?;
         }
+        audit::record(&mut tx, "mv", Some(from), format!("to {to}")).await?;
         tx.commit().await.map_err(db)?;
         node.parent_id = Some(new_parent);
         node.path = to.clone();
@@ -524,8 +563,9 @@ fn not_a_collection(path: &str) -> Error {
     )
 }
 
-/// Inserts one collection; returns its id. When it exists already (a concurrent `mkdir -p`
-/// on PostgreSQL) it is used if `reuse` and it is a collection.
+/// Inserts one collection; returns its id and whether it was created. When it exists
+/// already (a concurrent `mkdir -p` on PostgreSQL) it is used if `reuse` and it is a
+/// collection.
 async fn insert_collection(
     conn: &mut AnyConnection,
     parent_id: Option<i64>,
@@ -533,7 +573,7 @@ async fn insert_collection(
     owner_id: i64,
     now: Millis,
     reuse: bool,
-) -> Result<i64, Error> {
+) -> Result<(i64, bool), Error> {
     let row = sqlx::query(
         "INSERT INTO nodes (parent_id, path, name, kind, size, checksum, owner_id, created, modified) \
          VALUES ($1, $2, $3, 'collection', 0, NULL, $4, $5, $5) ON CONFLICT DO NOTHING RETURNING id",
@@ -547,7 +587,7 @@ async fn insert_collection(
     .await
     .map_err(|e| db_ctx(e, path))?;
     if let Some(row) = row {
-        return rows::get(&row, 0);
+        return Ok((rows::get(&row, 0)?, true));
     }
     let row = sqlx::query("SELECT id, kind FROM nodes WHERE path = $1")
         .bind(path.as_str())
@@ -556,7 +596,7 @@ async fn insert_collection(
         .map_err(db)?;
     match row {
         Some(row) if reuse => match kind_of(&row, 1)? {
-            NodeKind::Collection => rows::get(&row, 0),
+            NodeKind::Collection => Ok((rows::get(&row, 0)?, false)),
             NodeKind::Object => Err(not_a_collection(path.as_str())),
         },
         _ => Err(Error::new(
@@ -665,6 +705,7 @@ async fn insert_chunk(
     chunk: &[NewObject],
     now: Millis,
     out: &mut Vec<Registered>,
+    overwrote: &mut Vec<bool>,
 ) -> Result<(), Error> {
     // 1. The nodes, in one statement; rows that exist already come back missing.
     let mut sql = String::with_capacity(200 + chunk.len() * 40);
@@ -715,6 +756,7 @@ async fn insert_chunk(
     let first = out.len();
     for (o, sum) in chunk.iter().zip(&checksums) {
         let parent = parent_of(o);
+        overwrote.push(!inserted.contains_key(o.path.as_str()));
         match inserted.get(o.path.as_str()) {
             Some(&id) => out.push(Registered {
                 node: Node {

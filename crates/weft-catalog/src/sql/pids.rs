@@ -1,7 +1,7 @@
 //! Persistent identifiers: bound to nodes by id, kept (as tombstones) after removal.
 
 use super::rows::{self, get};
-use super::{db, db_ctx, now_ms, SqlCatalog};
+use super::{audit, db, db_ctx, now_ms, SqlCatalog};
 use crate::PidRecord;
 use crate::Pids;
 use async_trait::async_trait;
@@ -81,6 +81,7 @@ impl Pids for SqlCatalog {
             .await
             .map_err(db)?;
         let out = pid(&row)?;
+        audit::record(&mut tx, "pid", Some(&out.path), format!("{prefix}/{suffix}")).await?;
         tx.commit().await.map_err(db)?;
         Ok(out)
     }

@@ -2,8 +2,11 @@
 //! they queue, QoS requirements, and where the copies of many objects are.
 
 use super::rows::{self, get, path, NODE_COLS, NODE_FROM};
-use super::{affected, db, db_ctx, now_ms, placeholders, SqlCatalog};
-use crate::{Avu, NewPolicyTask, Node, NodeEvent, Policies, PolicyRuleRecord, PolicyTask, QosRecord};
+use super::{affected, audit, db, db_ctx, now_ms, placeholders, SqlCatalog};
+use crate::{
+    current_actor, Actor, Avu, NewPolicyTask, Node, NodeEvent, Policies, PolicyRuleRecord, PolicyTask,
+    QosRecord,
+};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
@@ -140,6 +143,12 @@ impl Policies for SqlCatalog {
             .await
             .map_err(|e| db_ctx(e, format!("policy rule {name}")))?;
         }
+        let actor = current_actor();
+        let entries: Vec<(&Actor, Option<&LogicalPath>, String)> = rules
+            .iter()
+            .map(|(name, _)| (&actor, None, format!("put {name}")))
+            .collect();
+        audit::record_many(&mut tx, "policy", &entries).await?;
         tx.commit().await.map_err(db)
     }
 
@@ -175,6 +184,7 @@ impl Policies for SqlCatalog {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        audit::record(&mut tx, "policy", None, format!("remove {name}")).await?;
         tx.commit().await.map_err(db)
     }
 
@@ -328,6 +338,7 @@ impl Policies for SqlCatalog {
     }
 
     async fn add_qos(&self, p: &LogicalPath, expression: &str, owner_id: i64) -> Result<QosRecord, Error> {
+        let mut tx = self.begin_write().await?;
         let row = sqlx::query(&format!(
             "INSERT INTO qos (path, expression, owner_id, status, created) VALUES ($1, $2, $3, 'pending', $4) \
              RETURNING {QOS_COLS}"
@@ -336,10 +347,19 @@ impl Policies for SqlCatalog {
         .bind(expression)
         .bind(owner_id)
         .bind(now_ms())
-        .fetch_one(self.pool())
+        .fetch_one(&mut *tx)
         .await
         .map_err(|e| db_ctx(e, format!("QoS requirement `{expression}` on {p}")))?;
-        qos(&row)
+        let out = qos(&row)?;
+        audit::record(
+            &mut tx,
+            "qos",
+            Some(p),
+            format!("add {}", audit::clip(expression)),
+        )
+        .await?;
+        tx.commit().await.map_err(db)?;
+        Ok(out)
     }
 
     async fn list_qos(&self) -> Result<Vec<QosRecord>, Error> {
@@ -353,13 +373,18 @@ impl Policies for SqlCatalog {
     }
 
     async fn delete_qos(&self, id: i64) -> Result<QosRecord, Error> {
+        let mut tx = self.begin_write().await?;
         let row = sqlx::query(&format!("DELETE FROM qos WHERE id = $1 RETURNING {QOS_COLS}"))
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *tx)
             .await
             .map_err(db)?
             .ok_or_else(|| Error::not_found(format_args!("QoS requirement {id}")))?;
-        qos(&row)
+        let out = qos(&row)?;
+        let detail = format!("remove {}", audit::clip(&out.expression));
+        audit::record(&mut tx, "qos", Some(&out.path), detail).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(out)
     }
 
     async fn set_qos_status(

@@ -1,7 +1,7 @@
 //! Users, groups, memberships and API tokens.
 
 use super::rows::{self, PRINCIPAL_COLS, TOKEN_COLS};
-use super::{affected, db, db_ctx, now_ms, SqlCatalog};
+use super::{affected, audit, db, db_ctx, now_ms, SqlCatalog};
 use crate::{Principal, PrincipalKind, Principals, TokenRecord};
 use async_trait::async_trait;
 use weft_types::{Error, ErrorCode, Millis, PrincipalName};
@@ -14,8 +14,16 @@ impl Principals for SqlCatalog {
         kind: PrincipalKind,
         is_admin: bool,
     ) -> Result<Principal, Error> {
-        let mut conn = self.writer().acquire().await.map_err(db)?;
-        insert_principal(&mut conn, name, kind, is_admin).await
+        let mut tx = self.begin_write().await?;
+        let p = insert_principal(&mut tx, name, kind, is_admin).await?;
+        let detail = if is_admin {
+            format!("add {name} (admin)")
+        } else {
+            format!("add {name}")
+        };
+        audit::record(&mut tx, kind.as_str(), None, detail).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(p)
     }
 
     async fn get_principal(&self, name: &PrincipalName) -> Result<Option<Principal>, Error> {
@@ -43,15 +51,19 @@ impl Principals for SqlCatalog {
 
     async fn delete_principal(&self, name: &PrincipalName) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
-        let id: i64 = match sqlx::query("SELECT id FROM principals WHERE name = $1")
-            .bind(name.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?
-        {
-            Some(row) => rows::get(&row, 0)?,
-            None => return Err(Error::not_found(format_args!("principal {name}"))),
-        };
+        let (id, kind): (i64, PrincipalKind) =
+            match sqlx::query("SELECT id, kind FROM principals WHERE name = $1")
+                .bind(name.as_str())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?
+            {
+                Some(row) => (
+                    rows::get(&row, 0)?,
+                    rows::principal_kind(&rows::get::<String>(&row, 1)?)?,
+                ),
+                None => return Err(Error::not_found(format_args!("principal {name}"))),
+            };
         let owns = sqlx::query("SELECT 1 FROM nodes WHERE owner_id = $1 LIMIT 1")
             .bind(id)
             .fetch_optional(&mut *tx)
@@ -69,6 +81,7 @@ impl Principals for SqlCatalog {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        audit::record(&mut tx, kind.as_str(), None, format!("remove {name}")).await?;
         tx.commit().await.map_err(db)
     }
 
@@ -81,6 +94,7 @@ impl Principals for SqlCatalog {
             .execute(&mut *tx)
             .await
             .map_err(|e| db_ctx(e, format_args!("membership of {user} in {group}")))?;
+        audit::record(&mut tx, "group", None, format!("add {user} to {group}")).await?;
         tx.commit().await.map_err(db)
     }
 
@@ -99,6 +113,7 @@ impl Principals for SqlCatalog {
                 format!("{user} is not a member of {group}"),
             ));
         }
+        audit::record(&mut tx, "group", None, format!("remove {user} from {group}")).await?;
         tx.commit().await.map_err(db)
     }
 
@@ -150,23 +165,35 @@ impl Principals for SqlCatalog {
         expires: Option<Millis>,
     ) -> Result<TokenRecord, Error> {
         let created = now_ms();
-        let row = sqlx::query(
+        let mut tx = self.begin_write().await?;
+        let user: String = sqlx::query_scalar("SELECT name FROM principals WHERE id = $1 AND kind = 'user'")
+            .bind(user_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found(format_args!("user id {user_id}")))?;
+        let id: i64 = sqlx::query_scalar(
             "INSERT INTO tokens (user_id, secret_hash, label, created, expires) \
-             SELECT id, $2, $3, $4, $5 FROM principals WHERE id = $1 AND kind = 'user' RETURNING id",
+             VALUES ($1, $2, $3, $4, $5) RETURNING id",
         )
         .bind(user_id)
         .bind(secret_hash)
         .bind(label)
         .bind(created)
         .bind(expires)
-        .fetch_optional(self.pool())
+        .fetch_one(&mut *tx)
         .await
         .map_err(|e| db_ctx(e, "token"))?;
-        let Some(row) = row else {
-            return Err(Error::not_found(format_args!("user id {user_id}")));
+        // The label, never the secret nor its hash: readers of the log must learn neither.
+        let detail = if label.is_empty() {
+            format!("for {user}")
+        } else {
+            format!("for {user}: {}", audit::clip(label))
         };
+        audit::record(&mut tx, "token", None, detail).await?;
+        tx.commit().await.map_err(db)?;
         Ok(TokenRecord {
-            id: rows::get(&row, 0)?,
+            id,
             user_id,
             label: label.to_owned(),
             created,
@@ -223,6 +250,13 @@ impl Principals for SqlCatalog {
         .execute(&mut *tx)
         .await
         .map_err(|e| db_ctx(e, format_args!("OIDC identity {subject:?} of {issuer}")))?;
+        audit::record(
+            &mut tx,
+            "user",
+            None,
+            format!("add {name} from OIDC issuer {issuer}"),
+        )
+        .await?;
         tx.commit().await.map_err(db)?;
         Ok(user)
     }

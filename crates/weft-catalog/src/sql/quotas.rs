@@ -1,10 +1,11 @@
 //! Quotas of users and groups, and what they use, counted from the namespace.
 
 use super::rows::{self, get};
-use super::{db, now_ms, placeholders, positional, SqlCatalog};
+use super::{audit, db, now_ms, placeholders, positional, SqlCatalog};
 use crate::{Quota, Quotas, Usage};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
+use sqlx::{Any, Transaction};
 use weft_types::{Error, ResourceName};
 
 /// `PRINCIPAL_COLS`, then the resource and the limits.
@@ -18,6 +19,25 @@ fn delete_sql(resource_id: Option<i64>) -> &'static str {
         Some(_) => "DELETE FROM quotas WHERE principal_id = $1 AND resource_id = $2",
         None => "DELETE FROM quotas WHERE principal_id = $1 AND resource_id IS NULL",
     }
+}
+
+/// The principal's name and the resource's ("all resources" for none), for the audit log.
+async fn names(
+    tx: &mut Transaction<'static, Any>,
+    principal_id: i64,
+    resource_id: Option<i64>,
+) -> Result<(String, String), Error> {
+    let row = sqlx::query(
+        "SELECT (SELECT name FROM principals WHERE id = $1), (SELECT name FROM resources WHERE id = $2)",
+    )
+    .bind(principal_id)
+    .bind(resource_id)
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(db)?;
+    let who = get::<Option<String>>(&row, 0)?.unwrap_or_else(|| format!("principal id {principal_id}"));
+    let on = get::<Option<String>>(&row, 1)?.unwrap_or_else(|| "all resources".to_owned());
+    Ok((who, on))
 }
 
 fn quota(row: &AnyRow) -> Result<Quota, Error> {
@@ -61,17 +81,32 @@ impl Quotas for SqlCatalog {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        let (who, on) = names(&mut tx, principal_id, resource_id).await?;
+        let limit = |n: Option<u64>| n.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
+        let detail = format!(
+            "{who} on {on}: {} bytes, {} objects",
+            limit(max_bytes),
+            limit(max_objects)
+        );
+        audit::record(&mut tx, "quota", None, detail).await?;
         tx.commit().await.map_err(db)
     }
 
     async fn remove_quota(&self, principal_id: i64, resource_id: Option<i64>) -> Result<bool, Error> {
+        let mut tx = self.begin_write().await?;
         let sql = positional(self.dialect, delete_sql(resource_id).to_owned());
         let mut q = sqlx::query(&sql).bind(principal_id);
         if let Some(r) = resource_id {
             q = q.bind(r);
         }
-        let done = q.execute(self.writer()).await.map_err(db)?;
-        Ok(done.rows_affected() > 0)
+        let done = q.execute(&mut *tx).await.map_err(db)?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let (who, on) = names(&mut tx, principal_id, resource_id).await?;
+        audit::record(&mut tx, "quota", None, format!("remove {who} on {on}")).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(true)
     }
 
     async fn quotas(&self) -> Result<Vec<Quota>, Error> {

@@ -1,7 +1,7 @@
 //! Storage resources of the zone.
 
 use super::rows::{self, RESOURCE_COLS};
-use super::{db, db_ctx, now_ms, SqlCatalog};
+use super::{audit, db, db_ctx, now_ms, SqlCatalog};
 use crate::{NewResource, Resource, Resources};
 use async_trait::async_trait;
 use weft_types::{Error, ErrorCode, ResourceName};
@@ -10,6 +10,7 @@ use weft_types::{Error, ErrorCode, ResourceName};
 impl Resources for SqlCatalog {
     async fn create_resource(&self, r: &NewResource) -> Result<Resource, Error> {
         let created = now_ms();
+        let mut tx = self.begin_write().await?;
         // The first resource becomes the default; the partial unique index keeps it to one.
         let row = sqlx::query(
             "INSERT INTO resources (name, kind, config, tier, is_default, created) \
@@ -20,16 +21,22 @@ impl Resources for SqlCatalog {
         .bind(self.sealer.seal_settings(&r.config)?)
         .bind(&r.tier)
         .bind(created)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *tx)
         .await
         .map_err(|e| db_ctx(e, format_args!("resource {}", r.name)))?;
+        let is_default = rows::get_flag(&row, 1)?;
+        // Never the config: it holds the credentials.
+        let default = if is_default { ", default" } else { "" };
+        let detail = format!("add {} ({}{default})", r.name, r.kind);
+        audit::record(&mut tx, "resource", None, detail).await?;
+        tx.commit().await.map_err(db)?;
         Ok(Resource {
             id: rows::get(&row, 0)?,
             name: r.name.clone(),
             kind: r.kind,
             config: r.config.clone(),
             tier: r.tier.clone(),
-            is_default: rows::get_flag(&row, 1)?,
+            is_default,
             created,
         })
     }
@@ -98,6 +105,7 @@ impl Resources for SqlCatalog {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        audit::record(&mut tx, "resource", None, format!("remove {name}")).await?;
         tx.commit().await.map_err(db)
     }
 
@@ -123,6 +131,7 @@ impl Resources for SqlCatalog {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        audit::record(&mut tx, "resource", None, format!("default {name}")).await?;
         tx.commit().await.map_err(db)
     }
 }

@@ -1,7 +1,7 @@
 //! Managed transfers and their files.
 
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
-use super::{affected, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, SqlCatalog};
+use super::{affected, audit, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, SqlCatalog};
 use crate::{Dialect, TransferCounts, TransferFile, TransferRecord, Transfers};
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
@@ -17,6 +17,7 @@ impl Transfers for SqlCatalog {
         via_zone: Option<&ZoneName>,
         spec: &str,
     ) -> Result<TransferRecord, Error> {
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "INSERT INTO transfers (id, owner_id, via_zone, spec, state, created) VALUES ($1, $2, $3, $4, 'queued', $5)",
         )
@@ -25,9 +26,15 @@ impl Transfers for SqlCatalog {
         .bind(via_zone.map(|z| z.as_str().to_owned()))
         .bind(spec)
         .bind(now_ms())
-        .execute(self.writer())
+        .execute(&mut *tx)
         .await
         .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
+        let detail = match via_zone {
+            Some(z) => format!("{id} via zone {z}"),
+            None => id.to_string(),
+        };
+        audit::record(&mut tx, "transfer", None, detail).await?;
+        tx.commit().await.map_err(db)?;
         self.get_transfer(id)
             .await?
             .ok_or_else(|| Error::internal(format!("transfer {id} vanished after insert")))

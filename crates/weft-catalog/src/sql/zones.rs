@@ -1,7 +1,7 @@
 //! Federated peer zones.
 
 use super::rows::{self, PRINCIPAL_COLS, ZONE_COLS};
-use super::{affected, db, db_ctx, now_ms, SqlCatalog};
+use super::{affected, audit, db, db_ctx, now_ms, SqlCatalog};
 use crate::{Federation, PeerZone, Principal};
 use async_trait::async_trait;
 use weft_types::{Error, PrincipalName, ZoneName};
@@ -14,6 +14,14 @@ impl Federation for SqlCatalog {
         } else {
             ""
         };
+        let mut tx = self.begin_write().await?;
+        let existed = replace
+            && sqlx::query("SELECT 1 FROM zones WHERE name = $1")
+                .bind(z.name.as_str())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?
+                .is_some();
         sqlx::query(&format!(
             "INSERT INTO zones ({ZONE_COLS}) VALUES ($1, $2, $3, $4){conflict}"
         ))
@@ -21,10 +29,19 @@ impl Federation for SqlCatalog {
         .bind(&z.url)
         .bind(self.sealer.seal(&z.secret))
         .bind(now_ms())
-        .execute(self.writer())
+        .execute(&mut *tx)
         .await
         .map_err(|e| db_ctx(e, format_args!("zone {}", z.name)))?;
-        Ok(())
+        // Never the secret.
+        let verb = if existed { "update" } else { "add" };
+        audit::record(
+            &mut tx,
+            "zone",
+            None,
+            format!("{verb} {} {}", z.name, super::redact(&z.url)),
+        )
+        .await?;
+        tx.commit().await.map_err(db)
     }
 
     async fn list_zones(&self) -> Result<Vec<PeerZone>, Error> {
@@ -65,6 +82,7 @@ impl Federation for SqlCatalog {
         if affected(done) == 0 {
             return Err(Error::not_found(format_args!("zone {name}")));
         }
+        audit::record(&mut tx, "zone", None, format!("remove {name}")).await?;
         tx.commit().await.map_err(db)
     }
 
@@ -74,6 +92,7 @@ impl Federation for SqlCatalog {
         remote_user: &PrincipalName,
         local_id: i64,
     ) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "INSERT INTO user_maps (zone, remote_user, local_id, created) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (zone, remote_user) DO UPDATE SET local_id = excluded.local_id",
@@ -82,17 +101,26 @@ impl Federation for SqlCatalog {
         .bind(remote_user.as_str())
         .bind(local_id)
         .bind(now_ms())
-        .execute(self.writer())
+        .execute(&mut *tx)
         .await
         .map_err(|e| db_ctx(e, format_args!("mapping {remote_user} of zone {zone}")))?;
-        Ok(())
+        // The user exists: the insert checked its key.
+        let local: String = sqlx::query_scalar("SELECT name FROM principals WHERE id = $1")
+            .bind(local_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        let detail = format!("map {remote_user} of zone {zone} to {local}");
+        audit::record(&mut tx, "user", None, detail).await?;
+        tx.commit().await.map_err(db)
     }
 
     async fn unmap_user(&self, zone: &ZoneName, remote_user: &PrincipalName) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
         let done = sqlx::query("DELETE FROM user_maps WHERE zone = $1 AND remote_user = $2")
             .bind(zone.as_str())
             .bind(remote_user.as_str())
-            .execute(self.writer())
+            .execute(&mut *tx)
             .await
             .map_err(db)?;
         if affected(done) == 0 {
@@ -100,7 +128,9 @@ impl Federation for SqlCatalog {
                 "a mapping of {remote_user} of zone {zone}"
             )));
         }
-        Ok(())
+        let detail = format!("unmap {remote_user} of zone {zone}");
+        audit::record(&mut tx, "user", None, detail).await?;
+        tx.commit().await.map_err(db)
     }
 
     async fn user_maps(&self, zone: &ZoneName) -> Result<Vec<(PrincipalName, Principal)>, Error> {

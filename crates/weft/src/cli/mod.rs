@@ -1,6 +1,7 @@
 //! The client commands. They reach a zone only through `weft-client` (over HTTP), never
 //! through the server crates, so the CLI works against any zone, local or remote.
 
+mod audit;
 mod auth;
 mod bench;
 mod config;
@@ -90,6 +91,8 @@ pub enum Command {
     Resource(resource::ResourceArgs),
     /// Quotas: what a user or a group may store (administrators).
     Quota(quota::QuotaArgs),
+    /// The audit log: who changed what, when and from where (administrators).
+    Audit(audit::AuditArgs),
     /// Staging areas: external directories and buckets transfers may use.
     Staging(staging::StagingArgs),
     /// The zone itself: version and background workers.
@@ -135,6 +138,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Acl(a) => principals::acl(&ctx, a).await,
         Command::Resource(a) => resource::resource(&ctx, a).await,
         Command::Quota(a) => quota::quota(&ctx, a).await,
+        Command::Audit(a) => audit::audit(&ctx, a).await,
         Command::Staging(a) => staging::staging(&ctx, a).await,
         Command::Zone(a) => zone::zone(&ctx, a).await,
     }

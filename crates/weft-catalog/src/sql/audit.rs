@@ -1,0 +1,128 @@
+//! The audit log: rows written by every change in its own transaction, and read back.
+
+use super::rows::{self, get};
+use super::{db, dialect_of, now_ms, positional, subtree_range, SqlCatalog};
+use crate::{current_actor, Actor, Audit, AuditEntry, AuditQuery};
+use async_trait::async_trait;
+use sqlx::{Any, Transaction};
+use weft_types::{Error, LogicalPath};
+
+/// Records a change by the current actor ([`crate::current_actor`]) in `tx`.
+pub(crate) async fn record(
+    tx: &mut Transaction<'static, Any>,
+    action: &'static str,
+    path: Option<&LogicalPath>,
+    detail: impl Into<String>,
+) -> Result<(), Error> {
+    let actor = current_actor();
+    record_many(tx, action, &[(&actor, path, detail.into())]).await
+}
+
+/// Records changes of one kind by their own actors in `tx`, in few statements.
+pub(crate) async fn record_many(
+    tx: &mut Transaction<'static, Any>,
+    action: &'static str,
+    entries: &[(&Actor, Option<&LogicalPath>, String)],
+) -> Result<(), Error> {
+    let at = now_ms();
+    for chunk in entries.chunks(super::rows_per_statement(5)) {
+        let mut sql =
+            String::from("INSERT INTO audit (at, action, actor, origin, request_id, path, detail) VALUES ");
+        for i in 0..chunk.len() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            let n = 5 * i;
+            sql.push_str(&format!(
+                "({at}, '{action}', ${}, ${}, ${}, ${}, ${})",
+                n + 1,
+                n + 2,
+                n + 3,
+                n + 4,
+                n + 5
+            ));
+        }
+        let sql = positional(dialect_of(tx), sql);
+        let mut q = sqlx::query(&sql);
+        for (actor, path, detail) in chunk {
+            q = q
+                .bind(actor.user.clone())
+                .bind(actor.origin.clone())
+                .bind(actor.request_id.clone())
+                .bind(path.map(|p| p.as_str().to_owned()))
+                .bind(detail.clone());
+        }
+        q.execute(&mut **tx).await.map_err(db)?;
+    }
+    Ok(())
+}
+
+/// `s` cut to a length a log line can show (AVU values and QoS expressions run to kilobytes).
+pub(crate) fn clip(s: &str) -> String {
+    const MAX: usize = 120;
+    match s.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{}…", &s[..end]),
+        None => s.to_owned(),
+    }
+}
+
+#[async_trait]
+impl Audit for SqlCatalog {
+    async fn audit_log(&self, q: &AuditQuery) -> Result<Vec<AuditEntry>, Error> {
+        let mut sql = String::from(
+            "SELECT id, at, actor, origin, request_id, action, path, detail FROM audit WHERE 1 = 1",
+        );
+        let mut binds: Vec<String> = Vec::new();
+        let mut ints: Vec<i64> = Vec::new();
+        // Strings first, then integers, so the placeholders number in order of appearance.
+        if let Some(p) = &q.path {
+            let (lo, hi) = subtree_range(p);
+            sql.push_str(&format!(
+                " AND (path = ${} OR (path >= ${} AND path < ${}))",
+                binds.len() + 1,
+                binds.len() + 2,
+                binds.len() + 3
+            ));
+            binds.extend([p.as_str().to_owned(), lo, hi]);
+        }
+        if let Some(a) = &q.actor {
+            sql.push_str(&format!(" AND actor = ${}", binds.len() + 1));
+            binds.push(a.clone());
+        }
+        if let Some(since) = q.since {
+            sql.push_str(&format!(" AND at >= ${}", binds.len() + ints.len() + 1));
+            ints.push(since);
+        }
+        if let Some(before) = q.before {
+            sql.push_str(&format!(" AND id < ${}", binds.len() + ints.len() + 1));
+            ints.push(before);
+        }
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", q.limit.clamp(1, 10_000)));
+        let sql = positional(self.dialect, sql);
+        let mut query = sqlx::query(&sql);
+        for b in &binds {
+            query = query.bind(b.as_str());
+        }
+        for i in &ints {
+            query = query.bind(*i);
+        }
+        query
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|r| {
+                Ok(AuditEntry {
+                    id: get(r, 0)?,
+                    at: get(r, 1)?,
+                    actor: get(r, 2)?,
+                    origin: get(r, 3)?,
+                    request_id: get(r, 4)?,
+                    action: get(r, 5)?,
+                    path: get::<Option<String>>(r, 6)?.map(|p| rows::path(&p)).transpose()?,
+                    detail: get(r, 7)?,
+                })
+            })
+            .collect()
+    }
+}
