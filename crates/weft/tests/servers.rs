@@ -79,6 +79,9 @@ fn serve(port: u16, dir: &Path, catalog: &str) -> Killed {
             &format!("127.0.0.1:{port}"),
             "--catalog",
             catalog,
+            // A pass every 2 s, so that the tests see the scrubber run.
+            "--scrub-interval",
+            "20",
         ])
         .arg("--data-dir")
         .arg(dir)
@@ -352,7 +355,7 @@ fn wait_healthy(ports: &[u16], children: &mut [Killed], dirs: &[std::path::PathB
     }
 }
 
-/// Two servers of one zone racing for the same leases under load: transfers submitted to
+/// Two servers of one zone racing for the same leases under load for 60 s: transfers submitted to
 /// both in turn, as fast as four clients can, while both servers' queues look at every
 /// open transfer. Each transfer runs exactly once, on one server.
 #[test]
@@ -375,8 +378,8 @@ fn two_servers_racing_for_leases_run_each_transfer_once() {
     weft(ports[0], &["put", "seed.txt", "seed.txt"]).ok();
     weft(ports[0], &["mkdir", "copies"]).ok();
 
-    // 15 s of four clients submitting small transfers, alternating servers.
-    let until = Instant::now() + Duration::from_secs(15);
+    // 60 s of four clients submitting small transfers, alternating servers.
+    let until = Instant::now() + Duration::from_secs(60);
     let ids: Vec<String> = std::thread::scope(|s| {
         let clients: Vec<_> = (0..4)
             .map(|c| {
@@ -570,4 +573,129 @@ async fn three_servers_on_postgresql_and_minio_share_every_upload() {
         .await
         .unwrap();
     assert!(!open.contains("<Upload>"), "{open}");
+}
+
+/// A webhook receiver on 127.0.0.1: the path of each object it is told about, in order.
+fn hook_receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut conn = std::io::BufReader::new(conn);
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if std::io::BufRead::read_line(&mut conn, &mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0u8; len];
+            if conn.read_exact(&mut body).is_err() {
+                continue;
+            }
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body) {
+                if let Some(p) = v["path"].as_str() {
+                    kept.lock().unwrap().push(p.to_owned());
+                }
+            }
+            let _ = conn
+                .get_mut()
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    (url, seen)
+}
+
+/// Three servers of one zone up: a policy rule's webhook is called once for each object,
+/// whichever server it was put through, and every zone-wide worker (policies, scrubber,
+/// orphan sweep, upload sweeper) runs on exactly one server, the others standing by.
+#[test]
+fn policy_tasks_and_zone_workers_run_once_with_three_servers() {
+    let Servers {
+        _pg,
+        root,
+        ports,
+        servers: _servers,
+        admin,
+        ..
+    } = servers(3);
+    let weft = |port: u16, args: &[&str]| {
+        let mut cmd = clean_command(WEFT, root.path(), root.path());
+        cmd.env("WEFT_URL", format!("http://127.0.0.1:{port}"))
+            .env("WEFT_TOKEN", &admin);
+        run(cmd.args(args))
+    };
+    let (hook, seen) = hook_receiver();
+    std::fs::write(
+        root.path().join("policy.toml"),
+        format!(
+            "[[rule]]\nname = \"tell\"\non = \"created\"\n[rule.if]\npath = \"/z/home/admin/in/**\"\n[rule.do]\nwebhook = \"{hook}\"\n"
+        ),
+    )
+    .unwrap();
+    weft(ports[0], &["policy", "apply", "policy.toml"]).ok();
+    weft(ports[1], &["mkdir", "in"]).ok();
+    const OBJECTS: usize = 30;
+    for i in 0..OBJECTS {
+        let name = format!("f{i}.txt");
+        std::fs::write(root.path().join(&name), format!("object {i}")).unwrap();
+        weft(ports[i % 3], &["put", &name, &format!("in/{name}")]).ok();
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seen.lock().unwrap().len() < OBJECTS {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {OBJECTS} webhook calls",
+            seen.lock().unwrap().len()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Long enough for a second call of any task to arrive, were there one.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut paths = seen.lock().unwrap().clone();
+    paths.sort();
+    let calls = paths.len();
+    paths.dedup();
+    assert_eq!((calls, paths.len()), (OBJECTS, OBJECTS), "{paths:?}");
+
+    // Each zone-wide worker has run on one server by now or soon, and on that one only.
+    let workers = ["policies", "scrubber", "orphans", "upload-sweeper"];
+    let ran_on = |worker: &str| -> Vec<usize> {
+        ports
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                let s = weft(**p, &["zone", "status", "--json"]).ok().json();
+                let w = s["workers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|w| w["name"] == worker)
+                    .unwrap_or_else(|| panic!("no worker {worker}: {s}"))
+                    .clone();
+                w["runs"].as_u64().unwrap() > 0
+            })
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for worker in workers {
+        loop {
+            let servers = ran_on(worker);
+            assert!(servers.len() <= 1, "{worker} ran on servers {servers:?}");
+            if servers.len() == 1 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{worker} ran on no server");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }
