@@ -28,10 +28,10 @@ pub struct Metrics {
     /// How long requests took to answer, by route and method.
     pub http_duration: Family<Labels, Histogram, fn() -> Histogram>,
     /// Object bytes written to and read from each resource.
-    pub(crate) resource_written: Family<Labels, Counter>,
-    pub(crate) resource_read: Family<Labels, Counter>,
+    pub(crate) resource_written: PerResource,
+    pub(crate) resource_read: PerResource,
     /// Bytes of upload pieces stored (each acknowledged piece once per time it was sent).
-    pub(crate) upload_pieces: Family<Labels, Counter>,
+    pub(crate) upload_pieces: PerResource,
     /// Transfer files that ended, by state, and the failed ones by error code.
     pub(crate) transfer_files: Family<Labels, Counter>,
     pub(crate) transfer_failures: Family<Labels, Counter>,
@@ -58,9 +58,9 @@ impl Default for Metrics {
             registry: Mutex::new(Registry::with_prefix("weft")),
             http_requests: Family::default(),
             http_duration: Family::new_with_constructor(latency as fn() -> Histogram),
-            resource_written: Family::default(),
-            resource_read: Family::default(),
-            upload_pieces: Family::default(),
+            resource_written: PerResource::default(),
+            resource_read: PerResource::default(),
+            upload_pieces: PerResource::default(),
             transfer_files: Family::default(),
             transfer_failures: Family::default(),
             transfer_retries: Counter::default(),
@@ -92,19 +92,19 @@ impl Default for Metrics {
                 "resource_written",
                 "Object bytes written to each resource",
                 Unit::Bytes,
-                m.resource_written.clone(),
+                m.resource_written.family.clone(),
             );
             r.register_with_unit(
                 "upload_piece",
                 "Bytes of upload pieces stored on each resource",
                 Unit::Bytes,
-                m.upload_pieces.clone(),
+                m.upload_pieces.family.clone(),
             );
             r.register_with_unit(
                 "resource_read",
                 "Object bytes read from each resource",
                 Unit::Bytes,
-                m.resource_read.clone(),
+                m.resource_read.family.clone(),
             );
             r.register(
                 "transfer_files_ended",
@@ -176,27 +176,44 @@ impl Default for Metrics {
     }
 }
 
+/// A counter per resource, added to for every object written or read: its counters are
+/// kept by name, so that adding allocates no label set per object.
+#[derive(Default)]
+pub(crate) struct PerResource {
+    family: Family<Labels, Counter>,
+    by_name: std::sync::RwLock<std::collections::HashMap<String, Counter>>,
+}
+
+impl PerResource {
+    fn add(&self, resource: &str, n: u64) {
+        if let Some(c) = self.by_name.read().expect("not poisoned").get(resource) {
+            c.inc_by(n);
+            return;
+        }
+        let c = self.family.get_or_create(&label("resource", resource)).clone();
+        c.inc_by(n);
+        self.by_name
+            .write()
+            .expect("not poisoned")
+            .insert(resource.to_owned(), c);
+    }
+}
+
 fn label(name: &'static str, value: impl Into<String>) -> Labels {
     vec![(name, value.into())]
 }
 
 impl Metrics {
     pub(crate) fn written(&self, resource: &str, bytes: u64) {
-        self.resource_written
-            .get_or_create(&label("resource", resource))
-            .inc_by(bytes);
+        self.resource_written.add(resource, bytes);
     }
 
     pub(crate) fn piece_stored(&self, resource: &str, bytes: u64) {
-        self.upload_pieces
-            .get_or_create(&label("resource", resource))
-            .inc_by(bytes);
+        self.upload_pieces.add(resource, bytes);
     }
 
     pub(crate) fn read(&self, resource: &str, bytes: u64) {
-        self.resource_read
-            .get_or_create(&label("resource", resource))
-            .inc_by(bytes);
+        self.resource_read.add(resource, bytes);
     }
 
     /// A transfer file that ended in `state` after `attempts`, failed with `code` if so.

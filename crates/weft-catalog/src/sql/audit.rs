@@ -25,32 +25,34 @@ pub(crate) async fn record_many(
     entries: &[(&Actor, Option<&LogicalPath>, String)],
 ) -> Result<(), Error> {
     let at = now_ms();
-    for chunk in entries.chunks(super::rows_per_statement(5)) {
+    for chunk in super::pow2_chunks(entries, super::rows_per_statement(6)) {
         let mut sql =
-            String::from("INSERT INTO audit (at, action, actor, origin, request_id, path, detail) VALUES ");
+            String::from("INSERT INTO audit (action, at, actor, origin, request_id, path, detail) VALUES ");
         for i in 0..chunk.len() {
             if i > 0 {
                 sql.push_str(", ");
             }
-            let n = 5 * i;
+            let n = 6 * i;
             sql.push_str(&format!(
-                "({at}, '{action}', ${}, ${}, ${}, ${}, ${})",
+                "('{action}', ${}, ${}, ${}, ${}, ${}, ${})",
                 n + 1,
                 n + 2,
                 n + 3,
                 n + 4,
-                n + 5
+                n + 5,
+                n + 6
             ));
         }
         let sql = positional(dialect_of(tx), sql);
         let mut q = sqlx::query(&sql);
         for (actor, path, detail) in chunk {
             q = q
-                .bind(actor.user.clone())
-                .bind(actor.origin.clone())
-                .bind(actor.request_id.clone())
-                .bind(path.map(|p| p.as_str().to_owned()))
-                .bind(detail.clone());
+                .bind(at)
+                .bind(actor.user.as_str())
+                .bind(actor.origin.as_str())
+                .bind(actor.request_id.as_deref())
+                .bind(path.map(|p| p.as_str()))
+                .bind(detail.as_str());
         }
         q.execute(&mut **tx).await.map_err(db)?;
     }

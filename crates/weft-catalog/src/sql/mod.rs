@@ -593,6 +593,25 @@ pub(crate) fn rows_per_statement(params: usize) -> usize {
     (PARAMS_PER_STATEMENT / params).max(1)
 }
 
+/// `items` in runs whose lengths are powers of two, at most `max` (rounded down to one), for
+/// multi-row statements written in one transaction after another: such a statement then
+/// has one of few texts, which stay in the connection's prepared-statement cache. With a
+/// text for every length (and the time written into it), each was parsed anew and pushed
+/// the hot statements out of the cache.
+pub(crate) fn pow2_chunks<T>(items: &[T], max: usize) -> impl Iterator<Item = &[T]> {
+    let floor = |n: usize| 1usize << (usize::BITS - 1 - n.max(1).leading_zeros());
+    let cap = floor(max);
+    let mut rest = items;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (head, tail) = rest.split_at(cap.min(floor(rest.len())));
+        rest = tail;
+        Some(head)
+    })
+}
+
 /// `$first, $first+1, ... ` for `n` placeholders.
 pub(crate) fn placeholders(first: usize, n: usize) -> String {
     let mut s = String::with_capacity(n * 5);
@@ -742,6 +761,17 @@ mod tests {
     fn redacts_passwords() {
         assert_eq!(redact("postgres://u:secret@h:5/db"), "postgres://u:***@h:5/db");
         assert_eq!(redact("postgres://h/db"), "postgres://h/db");
+    }
+
+    #[test]
+    fn runs_of_powers_of_two() {
+        let items: Vec<u32> = (0..500).collect();
+        let lens: Vec<usize> = pow2_chunks(&items, 160).map(<[u32]>::len).collect();
+        assert_eq!(lens, [128, 128, 128, 64, 32, 16, 4]);
+        let again: Vec<u32> = pow2_chunks(&items, 160).flatten().copied().collect();
+        assert_eq!(again, items);
+        assert_eq!(pow2_chunks(&items[..1], 0).count(), 1);
+        assert_eq!(pow2_chunks::<u32>(&[], 8).count(), 0);
     }
 
     #[test]

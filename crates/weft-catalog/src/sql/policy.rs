@@ -63,25 +63,30 @@ fn qos(row: &AnyRow) -> Result<QosRecord, Error> {
 
 // --- events ---------------------------------------------------------------------------
 
-/// Records one event per `(node, attr)` inside the caller's transaction (one statement).
+/// Records one event per `(node, attr)` inside the caller's transaction (few statements).
 pub(super) async fn record_events(
     tx: &mut Transaction<'static, Any>,
     kind: &str,
     items: &[(i64, Option<&str>)],
 ) -> Result<(), Error> {
     let at = now_ms();
-    for chunk in items.chunks(super::rows_per_statement(2)) {
+    for chunk in super::pow2_chunks(items, super::rows_per_statement(3)) {
         let mut sql = String::from("INSERT INTO node_events (node_id, attr, kind, at) VALUES ");
         for i in 0..chunk.len() {
             if i > 0 {
                 sql.push_str(", ");
             }
-            sql.push_str(&format!("(${}, ${}, '{kind}', {at})", 2 * i + 1, 2 * i + 2));
+            sql.push_str(&format!(
+                "(${}, ${}, '{kind}', ${})",
+                3 * i + 1,
+                3 * i + 2,
+                3 * i + 3
+            ));
         }
         let sql = super::positional(super::dialect_of(tx), sql);
         let mut q = sqlx::query(&sql);
         for (node, attr) in chunk {
-            q = q.bind(*node).bind(attr.map(str::to_owned));
+            q = q.bind(*node).bind(*attr).bind(at);
         }
         q.execute(&mut **tx).await.map_err(db)?;
     }
