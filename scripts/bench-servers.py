@@ -130,6 +130,7 @@ def one_run(weft, pg, servers, tree, clients, scratch, run):
     zone_dir = os.path.join(scratch, f"z{servers}r{run}")
     procs, ports = [], []
     first = os.path.join(zone_dir, "server0")
+    os.makedirs(first)
     p, port = serve(weft, catalog, first, 0, first + ".log")
     procs.append(p)
     ports.append(port)
