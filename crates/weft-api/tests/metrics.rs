@@ -101,6 +101,11 @@ async fn metrics_are_for_administrators_and_move_with_the_work() {
     assert_eq!(written(&after) - written(&before), data.len() as f64);
     assert_eq!(read(&after) - read(&before), data.len() as f64);
     assert_eq!(puts(&after) - puts(&before), 1.0);
+    assert!(
+        value(&after, "weft_catalog_group_commit_seconds_count", &[]).unwrap()
+            > value(&before, "weft_catalog_group_commit_seconds_count", &[]).unwrap_or(0.0),
+        "the put's registration is timed"
+    );
     // Routes are labelled by their template, never by the path asked for.
     assert_eq!(
         value(
@@ -150,6 +155,42 @@ async fn metrics_are_for_administrators_and_move_with_the_work() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     };
     assert_eq!(value(&after, "weft_transfer_retries_total", &[]), Some(0.0));
+
+    // Pieces of an upload are counted as they are stored.
+    let up: serde_json::Value = z
+        .http
+        .post(z.api("uploads"))
+        .bearer_auth(&alice)
+        .json(
+            &serde_json::json!({"path": "/z/home/alice/pieces.bin", "size": 2 << 16, "piece_size": 1 << 16}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let upload = up["id"].as_str().unwrap();
+    for i in 0..2 {
+        let r = z
+            .http
+            .put(z.api(&format!("uploads/{upload}/{i}")))
+            .bearer_auth(&alice)
+            .body(vec![1u8; 1 << 16])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let pieces = scrape(&z, &admin).await;
+    assert_eq!(
+        value(
+            &pieces,
+            "weft_upload_piece_bytes_total",
+            &[("resource", "default")]
+        ),
+        Some((2 << 16) as f64)
+    );
 
     // Read at the scrape: workers, catalog counts, the pool.
     assert!(value(&after, "weft_worker_runs_total", &[("worker", "committer")]).is_some());

@@ -26,11 +26,12 @@ pub(crate) struct Committer {
 }
 
 impl Committer {
-    pub(crate) fn start(catalog: Arc<dyn Catalog>) -> Committer {
+    pub(crate) fn start(catalog: Arc<dyn Catalog>, metrics: Arc<crate::Metrics>) -> Committer {
         let (tx, rx) = mpsc::channel(4 * MAX_GROUP);
         let worker = WorkerState::new("committer");
         let groups = Groups {
             catalog,
+            metrics,
             rx,
             first: None,
         };
@@ -62,6 +63,7 @@ impl Committer {
 /// The registrations waiting, taken a group at a time.
 struct Groups {
     catalog: Arc<dyn Catalog>,
+    metrics: Arc<crate::Metrics>,
     rx: mpsc::Receiver<Job>,
     /// The job that ended the wait: the first of the next group.
     first: Option<Job>,
@@ -86,7 +88,10 @@ impl Worker for Groups {
             return Err(e);
         }
         let objects: Vec<NewObject> = group.iter().map(|j| j.object.clone()).collect();
-        match self.catalog.register_objects(&objects).await {
+        let began = std::time::Instant::now();
+        let registered = self.catalog.register_objects(&objects).await;
+        self.metrics.catalog_commit.observe(began.elapsed().as_secs_f64());
+        match registered {
             Ok(done) => {
                 for (job, r) in group.into_iter().zip(done) {
                     let _ = job.reply.send(Ok(r));

@@ -41,6 +41,13 @@ pub struct Metrics {
     pub(crate) transfer_takeovers: Counter,
     /// Leases this server found taken over by another (it had stalled past their expiry).
     pub(crate) leases_lost: Counter,
+    /// Bytes of transfer files done to and from each peer zone, by direction.
+    pub(crate) peer_bytes: Family<Labels, Counter>,
+    /// Replicas the scrubber re-read, by what it found (intact, damaged, unreadable).
+    pub(crate) scrubbed: Family<Labels, Counter>,
+    /// How long the catalog took to register each group of new objects (one transaction:
+    /// the statement latency of ingest, waits for a connection or the write lock included).
+    pub(crate) catalog_commit: Histogram,
     // Read at each scrape.
     transfers: Family<Labels, Gauge>,
     policy_tasks: Family<Labels, Gauge>,
@@ -66,6 +73,9 @@ impl Default for Metrics {
             transfer_retries: Counter::default(),
             transfer_takeovers: Counter::default(),
             leases_lost: Counter::default(),
+            peer_bytes: Family::default(),
+            scrubbed: Family::default(),
+            catalog_commit: latency(),
             transfers: Family::default(),
             policy_tasks: Family::default(),
             replicas: Family::default(),
@@ -130,6 +140,23 @@ impl Default for Metrics {
                 "leases_lost",
                 "Leases this server found taken over by another server",
                 m.leases_lost.clone(),
+            );
+            r.register_with_unit(
+                "peer_transfer",
+                "Bytes of transfer files done to (out) and from (in) each peer zone",
+                Unit::Bytes,
+                m.peer_bytes.clone(),
+            );
+            r.register_with_unit(
+                "catalog_group_commit",
+                "Time the catalog took to register a group of new objects (one transaction)",
+                Unit::Seconds,
+                m.catalog_commit.clone(),
+            );
+            r.register(
+                "scrubbed_replicas",
+                "Replicas the scrubber re-read, by what it found",
+                m.scrubbed.clone(),
             );
             r.register(
                 "transfers",
@@ -214,6 +241,21 @@ impl Metrics {
 
     pub(crate) fn read(&self, resource: &str, bytes: u64) {
         self.resource_read.add(resource, bytes);
+    }
+
+    /// `bytes` of a transfer file done to (`out`) or from (`in`) the peer zone `zone`.
+    pub(crate) fn peer_bytes(&self, zone: &str, direction: &'static str, bytes: u64) {
+        self.peer_bytes
+            .get_or_create(&vec![
+                ("zone", zone.to_owned()),
+                ("direction", direction.to_owned()),
+            ])
+            .inc_by(bytes);
+    }
+
+    /// A replica the scrubber re-read: `intact`, `damaged` or `unreadable`.
+    pub(crate) fn scrubbed(&self, result: &'static str) {
+        self.scrubbed.get_or_create(&label("result", result)).inc();
     }
 
     /// A transfer file that ended in `state` after `attempts`, failed with `code` if so.

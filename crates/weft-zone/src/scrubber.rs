@@ -125,6 +125,10 @@ impl Zone {
                 for copy in batch {
                     match self.check(&copy).await {
                         Ok(found) => {
+                            self.metrics.scrubbed(match found {
+                                Found::Intact => "intact",
+                                Found::Damaged(_) => "damaged",
+                            });
                             match &copy {
                                 Copy::Local(r) => self.settle_local(r, found).await?,
                                 Copy::Remote(r) => self.settle_remote(r, found).await?,
@@ -132,6 +136,7 @@ impl Zone {
                             checked += 1;
                         }
                         Err(e) => {
+                            self.metrics.scrubbed("unreadable");
                             unreadable.insert(copy.id());
                             last_error = Some(format!("{}: {e}", copy.describe()));
                         }

@@ -56,6 +56,7 @@ impl Zone {
         let journal = Arc::new(CatalogJournal {
             catalog: self.catalog.clone(),
             metrics: self.metrics.clone(),
+            zone: self.name.clone(),
         });
         Engine::new(journal, sides, RetryPolicy::default(), piece)
     }
@@ -454,6 +455,8 @@ fn lease_name(id: &TransferId) -> String {
 struct CatalogJournal {
     catalog: Arc<dyn Catalog>,
     metrics: Arc<crate::Metrics>,
+    /// This zone, to tell files that cross to a peer zone.
+    zone: ZoneName,
 }
 
 #[async_trait]
@@ -488,6 +491,19 @@ impl Journal for CatalogJournal {
                 let code = (f.state == FileState::Failed)
                     .then(|| f.error.as_ref().map_or(ErrorCode::Internal, |e| e.code));
                 self.metrics.file_ended(f.state.as_str(), f.attempts, code);
+            }
+            if f.state == FileState::Done {
+                let peer = |at: &Endpoint| match at {
+                    Endpoint::Logical(p) if p.zone() != self.zone.as_str() => Some(p.zone().to_owned()),
+                    Endpoint::Replica { zone, .. } if *zone != self.zone => Some(zone.to_string()),
+                    _ => None,
+                };
+                if let Some(z) = peer(&f.destination) {
+                    self.metrics.peer_bytes(&z, "out", f.size);
+                }
+                if let Some(z) = peer(&f.source) {
+                    self.metrics.peer_bytes(&z, "in", f.size);
+                }
             }
         }
         Ok(())

@@ -434,6 +434,13 @@ async fn destination_killed_mid_transfer_then_restarted_completes() {
     // The upload of big.bin outlived the restart: what it4i stored before the kill was not
     // sent again. Resent at most: the pieces stored whose answer the kill cut, one per stream.
     let stored_after = pieces_stored(&it4i).await;
+    // What lrz sent it4i, file by file as each was done: the tree once.
+    let sent = metric(
+        &lrz,
+        "weft_peer_transfer_bytes_total{zone=\"it4i\",direction=\"out\"}",
+    )
+    .await;
+    assert_eq!(Some(sent), t["bytes_total"].as_u64(), "{t}");
     let big = BIG as u64;
     eprintln!("bytes of pieces stored at it4i: {stored_before} before the kill, {stored_after} after");
     assert!(stored_before > 0, "pieces were stored before the kill");
@@ -476,6 +483,11 @@ async fn destination_killed_mid_transfer_then_restarted_completes() {
 
 /// Bytes of upload pieces the zone stored since it started (`/metrics`).
 async fn pieces_stored(zone: &Zone) -> u64 {
+    metric(zone, "weft_upload_piece_bytes_total{").await
+}
+
+/// The sum of the zone's samples whose line starts with `prefix` (`/metrics`).
+async fn metric(zone: &Zone, prefix: &str) -> u64 {
     let text = zone
         .http
         .get(format!("{}/metrics", zone.url()))
@@ -487,7 +499,7 @@ async fn pieces_stored(zone: &Zone) -> u64 {
         .await
         .unwrap();
     text.lines()
-        .filter(|l| l.starts_with("weft_upload_piece_bytes_total{"))
+        .filter(|l| l.starts_with(prefix))
         .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
         .sum()
 }
