@@ -68,39 +68,60 @@ pub(crate) fn clip(s: &str) -> String {
     }
 }
 
+/// The query of `q`: its text, and the strings and integers to bind, in that order.
+fn log_sql(dialect: crate::Dialect, q: &AuditQuery) -> (String, Vec<String>, Vec<i64>) {
+    let mut sql =
+        String::from("SELECT id, at, actor, origin, request_id, action, path, detail FROM audit WHERE 1 = 1");
+    let mut binds: Vec<String> = Vec::new();
+    let mut ints: Vec<i64> = Vec::new();
+    // Strings first, then integers, so the placeholders number in order of appearance.
+    if let Some(p) = &q.path {
+        let (lo, hi) = subtree_range(p);
+        sql.push_str(&format!(
+            " AND (path = ${} OR (path >= ${} AND path < ${}))",
+            binds.len() + 1,
+            binds.len() + 2,
+            binds.len() + 3
+        ));
+        binds.extend([p.as_str().to_owned(), lo, hi]);
+    }
+    if let Some(a) = &q.actor {
+        sql.push_str(&format!(" AND actor = ${}", binds.len() + 1));
+        binds.push(a.clone());
+    }
+    if let Some(since) = q.since {
+        sql.push_str(&format!(" AND at >= ${}", binds.len() + ints.len() + 1));
+        ints.push(since);
+    }
+    if let Some(before) = q.before {
+        sql.push_str(&format!(" AND id < ${}", binds.len() + ints.len() + 1));
+        ints.push(before);
+    }
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", q.limit.clamp(1, 10_000)));
+    (positional(dialect, sql), binds, ints)
+}
+
+impl SqlCatalog {
+    /// The query plan of an audit log query (tests keep it on the indexes).
+    pub async fn explain_audit(&self, q: &AuditQuery) -> Result<String, Error> {
+        let (sql, binds, ints) = log_sql(self.dialect, q);
+        let (sql, col) = super::explain_sql(self.dialect, &sql);
+        let mut query = sqlx::query(&sql);
+        for b in &binds {
+            query = query.bind(b.as_str());
+        }
+        for i in &ints {
+            query = query.bind(*i);
+        }
+        let rows = query.fetch_all(self.pool()).await.map_err(db)?;
+        super::plan_text(&rows, col)
+    }
+}
+
 #[async_trait]
 impl Audit for SqlCatalog {
     async fn audit_log(&self, q: &AuditQuery) -> Result<Vec<AuditEntry>, Error> {
-        let mut sql = String::from(
-            "SELECT id, at, actor, origin, request_id, action, path, detail FROM audit WHERE 1 = 1",
-        );
-        let mut binds: Vec<String> = Vec::new();
-        let mut ints: Vec<i64> = Vec::new();
-        // Strings first, then integers, so the placeholders number in order of appearance.
-        if let Some(p) = &q.path {
-            let (lo, hi) = subtree_range(p);
-            sql.push_str(&format!(
-                " AND (path = ${} OR (path >= ${} AND path < ${}))",
-                binds.len() + 1,
-                binds.len() + 2,
-                binds.len() + 3
-            ));
-            binds.extend([p.as_str().to_owned(), lo, hi]);
-        }
-        if let Some(a) = &q.actor {
-            sql.push_str(&format!(" AND actor = ${}", binds.len() + 1));
-            binds.push(a.clone());
-        }
-        if let Some(since) = q.since {
-            sql.push_str(&format!(" AND at >= ${}", binds.len() + ints.len() + 1));
-            ints.push(since);
-        }
-        if let Some(before) = q.before {
-            sql.push_str(&format!(" AND id < ${}", binds.len() + ints.len() + 1));
-            ints.push(before);
-        }
-        sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", q.limit.clamp(1, 10_000)));
-        let sql = positional(self.dialect, sql);
+        let (sql, binds, ints) = log_sql(self.dialect, q);
         let mut query = sqlx::query(&sql);
         for b in &binds {
             query = query.bind(b.as_str());
