@@ -666,6 +666,8 @@ pub struct AuditEntry {
     pub action: String,
     pub path: Option<LogicalPath>,
     pub detail: String,
+    /// The names of the objects a `put` of several into the collection `path` stored.
+    pub items: Vec<String>,
 }
 
 /// Which entries of the audit log, newest first.

@@ -345,6 +345,9 @@ pub struct AuditWire {
     pub action: String,
     pub path: Option<String>,
     pub detail: String,
+    /// For a `put` of several objects into the collection `path`: their names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<String>,
 }
 
 /// Sets a quota (replacing the one of the same principal and resource).

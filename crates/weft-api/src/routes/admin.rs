@@ -343,6 +343,7 @@ pub async fn audit(
                 action: e.action,
                 path: e.path.map(|p| p.to_string()),
                 detail: e.detail,
+                items: e.items,
             })
             .collect(),
         next_cursor: next.map(|n| n.to_string()),

@@ -2,7 +2,7 @@
 
 use super::rows::{self, get};
 use super::{db, dialect_of, now_ms, positional, subtree_range, SqlCatalog};
-use crate::{current_actor, Actor, Audit, AuditEntry, AuditQuery};
+use crate::{current_actor, Actor, Audit, AuditEntry, AuditQuery, NewObject};
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use weft_types::{Error, LogicalPath};
@@ -24,39 +24,124 @@ pub(crate) async fn record_many(
     action: &'static str,
     entries: &[(&Actor, Option<&LogicalPath>, String)],
 ) -> Result<(), Error> {
+    insert_rows(
+        tx,
+        action,
+        entries
+            .iter()
+            .map(|(a, p, d)| (*a, *p, d.as_str(), None))
+            .collect(),
+    )
+    .await
+}
+
+/// Rows with their `items`.
+async fn insert(
+    tx: &mut Transaction<'static, Any>,
+    action: &'static str,
+    entries: &[(&Actor, Option<&LogicalPath>, String, String)],
+) -> Result<(), Error> {
+    insert_rows(
+        tx,
+        action,
+        entries
+            .iter()
+            .map(|(a, p, d, i)| (*a, *p, d.as_str(), Some(i.as_str())))
+            .collect(),
+    )
+    .await
+}
+
+type Row<'a> = (&'a Actor, Option<&'a LogicalPath>, &'a str, Option<&'a str>);
+
+async fn insert_rows(
+    tx: &mut Transaction<'static, Any>,
+    action: &'static str,
+    rows: Vec<Row<'_>>,
+) -> Result<(), Error> {
     let at = now_ms();
-    for chunk in super::pow2_chunks(entries, super::rows_per_statement(6)) {
-        let mut sql =
-            String::from("INSERT INTO audit (action, at, actor, origin, request_id, path, detail) VALUES ");
+    for chunk in super::pow2_chunks(&rows, super::rows_per_statement(7)) {
+        let mut sql = String::from(
+            "INSERT INTO audit (action, at, actor, origin, request_id, path, detail, items) VALUES ",
+        );
         for i in 0..chunk.len() {
             if i > 0 {
                 sql.push_str(", ");
             }
-            let n = 6 * i;
+            let n = 7 * i;
             sql.push_str(&format!(
-                "('{action}', ${}, ${}, ${}, ${}, ${}, ${})",
+                "('{action}', ${}, ${}, ${}, ${}, ${}, ${}, ${})",
                 n + 1,
                 n + 2,
                 n + 3,
                 n + 4,
                 n + 5,
-                n + 6
+                n + 6,
+                n + 7
             ));
         }
         let sql = positional(dialect_of(tx), sql);
         let mut q = sqlx::query(&sql);
-        for (actor, path, detail) in chunk {
+        for (actor, path, detail, items) in chunk {
             q = q
                 .bind(at)
                 .bind(actor.user.as_str())
                 .bind(actor.origin.as_str())
                 .bind(actor.request_id.as_deref())
                 .bind(path.map(|p| p.as_str()))
-                .bind(detail.as_str());
+                .bind(*detail)
+                .bind(*items);
         }
         q.execute(&mut **tx).await.map_err(db)?;
     }
     Ok(())
+}
+
+/// Records new objects: one row for an object, one row for several that one actor put into
+/// one collection (`items` names them). Bulk ingest would otherwise pay an indexed row per
+/// object, most of the audit log's cost.
+pub(crate) async fn record_puts(
+    tx: &mut Transaction<'static, Any>,
+    objects: &[NewObject],
+    replaced: &[bool],
+) -> Result<(), Error> {
+    // Groups in the order of their first object, so that the log reads as they came.
+    let mut groups: Vec<(&Actor, LogicalPath, Vec<usize>)> = Vec::new();
+    for (i, o) in objects.iter().enumerate() {
+        let parent = o.path.parent().unwrap_or_else(|| o.path.clone());
+        match groups.iter_mut().find(|(a, p, _)| **a == o.actor && *p == parent) {
+            Some((_, _, members)) => members.push(i),
+            None => groups.push((&o.actor, parent, vec![i])),
+        }
+    }
+    let mut single: Vec<(&Actor, Option<&LogicalPath>, String)> = Vec::new();
+    let mut several: Vec<(&Actor, Option<&LogicalPath>, String, String)> = Vec::new();
+    for (actor, parent, members) in &groups {
+        if let [i] = members[..] {
+            let o = &objects[i];
+            let detail = if replaced[i] {
+                format!("{} bytes (replaced)", o.size)
+            } else {
+                format!("{} bytes", o.size)
+            };
+            single.push((actor, Some(&o.path), detail));
+            continue;
+        }
+        let bytes: i64 = members.iter().map(|&i| objects[i].size).sum();
+        let over = members.iter().filter(|&&i| replaced[i]).count();
+        let mut detail = format!("{} objects, {bytes} bytes", members.len());
+        if over > 0 {
+            detail.push_str(&format!(" ({over} replaced)"));
+        }
+        let mut items = String::from("\n");
+        for &i in members {
+            items.push_str(objects[i].path.name());
+            items.push('\n');
+        }
+        several.push((actor, Some(parent), detail, items));
+    }
+    record_many(tx, "put", &single).await?;
+    insert(tx, "put", &several).await
 }
 
 /// `s` cut to a length a log line can show (AVU values and QoS expressions run to kilobytes).
@@ -70,20 +155,35 @@ pub(crate) fn clip(s: &str) -> String {
 
 /// The query of `q`: its text, and the strings and integers to bind, in that order.
 fn log_sql(dialect: crate::Dialect, q: &AuditQuery) -> (String, Vec<String>, Vec<i64>) {
-    let mut sql =
-        String::from("SELECT id, at, actor, origin, request_id, action, path, detail FROM audit WHERE 1 = 1");
+    let mut sql = String::from(
+        "SELECT id, at, actor, origin, request_id, action, path, detail, items FROM audit WHERE 1 = 1",
+    );
     let mut binds: Vec<String> = Vec::new();
     let mut ints: Vec<i64> = Vec::new();
     // Strings first, then integers, so the placeholders number in order of appearance.
     if let Some(p) = &q.path {
         let (lo, hi) = subtree_range(p);
         sql.push_str(&format!(
-            " AND (path = ${} OR (path >= ${} AND path < ${}))",
+            " AND (path = ${} OR (path >= ${} AND path < ${})",
             binds.len() + 1,
             binds.len() + 2,
             binds.len() + 3
         ));
         binds.extend([p.as_str().to_owned(), lo, hi]);
+        // A put of several objects is recorded at their collection, naming them.
+        if let Some(parent) = p.parent() {
+            let find = match dialect {
+                crate::Dialect::Sqlite => "instr",
+                crate::Dialect::Postgres => "strpos",
+            };
+            sql.push_str(&format!(
+                " OR (path = ${} AND action = 'put' AND {find}(items, ${}) > 0)",
+                binds.len() + 1,
+                binds.len() + 2
+            ));
+            binds.extend([parent.as_str().to_owned(), format!("\n{}\n", p.name())]);
+        }
+        sql.push(')');
     }
     if let Some(a) = &q.actor {
         sql.push_str(&format!(" AND actor = ${}", binds.len() + 1));
@@ -144,6 +244,14 @@ impl Audit for SqlCatalog {
                     action: get(r, 5)?,
                     path: get::<Option<String>>(r, 6)?.map(|p| rows::path(&p)).transpose()?,
                     detail: get(r, 7)?,
+                    items: get::<Option<String>>(r, 8)?
+                        .map(|i| {
+                            i.split('\n')
+                                .filter(|n| !n.is_empty())
+                                .map(str::to_owned)
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 })
             })
             .collect()

@@ -135,6 +135,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "audit",
         include_str!("../../migrations/sqlite/0016_audit.sql"),
     ),
+    (
+        17,
+        "audit_items",
+        include_str!("../../migrations/sqlite/0017_audit_items.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -208,6 +213,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         16,
         "audit",
         include_str!("../../migrations/postgres/0016_audit.sql"),
+    ),
+    (
+        17,
+        "audit_items",
+        include_str!("../../migrations/postgres/0017_audit_items.sql"),
     ),
 ];
 

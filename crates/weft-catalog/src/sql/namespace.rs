@@ -245,19 +245,7 @@ impl Namespace for SqlCatalog {
         }
         let written: Vec<(i64, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
         super::policy::record_events(&mut tx, "written", &written).await?;
-        let entries: Vec<(&Actor, Option<&LogicalPath>, String)> = objects
-            .iter()
-            .zip(&overwrote)
-            .map(|(o, &replaced)| {
-                let detail = if replaced {
-                    format!("{} bytes (replaced)", o.size)
-                } else {
-                    format!("{} bytes", o.size)
-                };
-                (&o.actor, Some(&o.path), detail)
-            })
-            .collect();
-        audit::record_many(&mut tx, "put", &entries).await?;
+        audit::record_puts(&mut tx, objects, &overwrote).await?;
         tx.commit().await.map_err(db)?;
         Ok(out)
     }

@@ -74,8 +74,14 @@ pub async fn audit(ctx: &Ctx, a: AuditArgs) -> Result {
 fn print_entries(entries: &[weft_client::wire::AuditWire]) {
     for e in entries {
         let path = e.path.as_deref().unwrap_or("-");
+        // Objects put together are one entry; a few of their names say which.
+        let items = match e.items.len() {
+            0 => String::new(),
+            n if n <= 5 => format!(": {}", e.items.join(", ")),
+            n => format!(": {}, ... ({} more)", e.items[..5].join(", "), n - 5),
+        };
         println!(
-            "{}  {:<12} {:<24} {:<9} {path}  {}",
+            "{}  {:<12} {:<24} {:<9} {path}  {}{items}",
             format_millis(e.at),
             e.actor,
             e.origin,
