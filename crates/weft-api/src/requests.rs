@@ -96,6 +96,41 @@ fn origin(req: &Request) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// What a client claims in `x-forwarded-for` reaches the audit log only as address
+    /// characters, beside the address the connection really came from.
+    #[test]
+    fn forwarded_for_is_shown_as_claimed_and_cleaned() {
+        let req = |xff: Option<&str>| {
+            let mut b = http::Request::builder();
+            if let Some(v) = xff {
+                b = b.header("x-forwarded-for", v);
+            }
+            let mut r = b.body(axum::body::Body::empty()).unwrap();
+            r.extensions_mut()
+                .insert(axum::extract::ConnectInfo(crate::PeerAddr(
+                    "10.0.0.2:5000".parse().unwrap(),
+                )));
+            r
+        };
+        assert_eq!(super::origin(&req(None)), "10.0.0.2");
+        assert_eq!(
+            super::origin(&req(Some("203.0.113.5"))),
+            "203.0.113.5 via 10.0.0.2"
+        );
+        let hostile = super::origin(&req(Some("<script>alert(1)</script> zone ../..")));
+        assert!(hostile.ends_with(" via 10.0.0.2"), "{hostile}");
+        assert!(
+            hostile
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || " .:,via".contains(c)),
+            "{hostile}"
+        );
+        let long = super::origin(&req(Some(&"1".repeat(10_000))));
+        assert!(long.len() < 200, "{}", long.len());
+        let no_peer = axum::extract::Request::new(axum::body::Body::empty());
+        assert_eq!(super::origin(&no_peer), "unknown");
+    }
+
     #[test]
     fn only_plain_ids_are_taken() {
         for ok in ["abc", "0f1e-2d.3c_4b", &"a".repeat(128)] {
