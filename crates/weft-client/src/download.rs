@@ -10,6 +10,7 @@ use reqwest::header::RANGE;
 use reqwest::{Method, StatusCode};
 use std::ops::Range;
 use std::path::Path;
+use weft_types::wire::CHECKSUM_HEADER;
 use weft_types::{Checksum, LogicalPath};
 
 /// What a download produced.
@@ -31,6 +32,31 @@ impl Client {
             Some(resp) => resp.bytes().await.map_err(|e| self.transport(e)),
             None => Ok(Bytes::new()),
         }
+    }
+
+    /// A whole data object in memory, in one request, hashed and compared with the
+    /// checksum the zone sends with it: how small objects are best read many at a time.
+    pub async fn read_all(&self, logical: &LogicalPath) -> Result<Bytes, ClientError> {
+        let resp = self
+            .send(self.request(Method::GET, self.path_url("data", logical)))
+            .await?;
+        let expected = resp
+            .headers()
+            .get(CHECKSUM_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| Checksum::parse(v).ok());
+        let data = resp.bytes().await.map_err(|e| self.transport(e))?;
+        if let Some(expected) = expected {
+            let actual = Checksum::blake3(&blake3::hash(&data));
+            if actual != expected {
+                return Err(ClientError::Integrity {
+                    what: logical.to_string(),
+                    expected: expected.to_string(),
+                    actual: actual.to_string(),
+                });
+            }
+        }
+        Ok(data)
     }
 
     /// The bytes `range` of a data object as they arrive.

@@ -8,6 +8,7 @@
 //! flight, small ones in bundles, retried and resumed in one place.
 
 mod client;
+pub mod config;
 mod download;
 mod error;
 mod mover;

@@ -699,6 +699,14 @@ impl Engine {
         let (resume, file) = shared.into_inner().expect("not poisoned");
         *f = file;
         if let Some(e) = results.into_iter().find_map(Result::err) {
+            if cancel.load(Ordering::SeqCst) {
+                // A cancelled transfer is not resumed: what the destination staged for
+                // this file goes now rather than when its idle sweep finds it.
+                dst.abort(&upload).await;
+                f.resume = None;
+                f.bytes_done = 0;
+                return Err(e.into());
+            }
             if e.code == ErrorCode::NotFound {
                 if matches!(src.stat(src_at).await, Ok(None)) {
                     // The source is gone: that is permanent. Drop the upload opened for it.

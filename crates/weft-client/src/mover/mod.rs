@@ -54,6 +54,10 @@ pub struct MoveOptions {
     /// Piece size; `None`: [`DEFAULT_PIECE_SIZE`].
     pub piece_size: Option<u64>,
     pub progress: Option<Progress>,
+    /// Set to stop the batch: files in flight stop at their next piece, their uploads are
+    /// dropped (nothing becomes visible) and their part files removed; files not started
+    /// stay as they were. The Python SDK sets it on Ctrl-C.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for MoveOptions {
@@ -66,6 +70,7 @@ impl Default for MoveOptions {
             verify: true,
             piece_size: None,
             progress: None,
+            cancel: None,
         }
     }
 }
@@ -180,7 +185,7 @@ impl Client {
         };
         let id = TransferId::new("cli");
         let (recorded, _) = tokio::sync::oneshot::channel();
-        let cancel = AtomicBool::new(false);
+        let cancel = opts.cancel.clone().unwrap_or_default();
         let by_seq: BTreeMap<u64, &Planned> = files.iter().enumerate().map(|(i, f)| (i as u64, f)).collect();
         let run = async {
             let r = engine

@@ -1,220 +1,57 @@
-//! Where the CLI finds its zone, token and CA file: `WEFT_URL` / `WEFT_TOKEN` /
-//! `WEFT_CA_FILE` first, then the file `weft login` writes
-//! (`$XDG_CONFIG_HOME/weft/config.toml`, mode 0600 since it holds a secret).
+//! The CLI's view of weft-client's settings (`weft_client::config`): its errors as exit
+//! codes, and a warning when the saved token is readable by others.
 
 use super::output::{Failure, Result, EXIT_FAILURE, EXIT_UNAUTHENTICATED};
-use serde::{Deserialize, Serialize};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+pub use weft_client::config::{resolve as resolve_settings, ConfigError, ConfigFile, Settings};
 
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConfigFile {
-    pub url: Option<String>,
-    pub token: Option<String>,
-    /// PEM file of a CA that signed the zone's certificate (trusted besides the system
-    /// roots).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_file: Option<PathBuf>,
-}
-
-/// The zone, token and CA file a command uses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
-    pub url: String,
-    pub token: Option<String>,
-    pub ca_file: Option<PathBuf>,
+impl From<ConfigError> for Failure {
+    fn from(e: ConfigError) -> Failure {
+        match e {
+            ConfigError::NoZone => Failure::new(EXIT_UNAUTHENTICATED, e.code(), "no zone configured")
+                .hint("set WEFT_URL (and WEFT_TOKEN), or run `weft login URL --token T`"),
+            other => Failure::new(EXIT_FAILURE, other.code(), other.to_string()),
+        }
+    }
 }
 
 pub fn path() -> Result<PathBuf> {
-    dirs::config_dir()
-        .map(|d| d.join("weft").join("config.toml"))
-        .ok_or_else(|| {
-            Failure::new(
-                EXIT_FAILURE,
-                "config",
-                "no configuration directory (set HOME or XDG_CONFIG_HOME)",
-            )
-        })
+    Ok(weft_client::config::path()?)
 }
 
 /// The saved settings; none when the file does not exist.
 pub fn load(path: &Path) -> Result<ConfigFile> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
-        Err(e) => return Err(config_error(path, e)),
-    };
-    if let Ok(meta) = std::fs::metadata(path) {
-        if meta.permissions().mode() & 0o077 != 0 {
-            eprintln!(
-                "weft: warning: {} holds a token but others may read it; run chmod 600 on it",
-                path.display()
-            );
-        }
+    let file = weft_client::config::load(path)?;
+    if weft_client::config::readable_by_others(path) {
+        eprintln!(
+            "weft: warning: {} holds a token but others may read it; run chmod 600 on it",
+            path.display()
+        );
     }
-    toml::from_str(&text)
-        .map_err(|e| Failure::new(EXIT_FAILURE, "config", format!("{}: {e}", path.display())))
+    Ok(file)
 }
 
-/// Writes the file readable by its owner only, atomically (a crash leaves the old file).
 pub fn save(path: &Path, config: &ConfigFile) -> Result {
-    let dir = path.parent().expect("config path has a directory");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| config_error(dir, e))?;
-    let text = toml::to_string(config).map_err(|e| Failure::new(EXIT_FAILURE, "config", e.to_string()))?;
-    let tmp = dir.join(".config.toml.tmp");
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| config_error(&tmp, e))?;
-    f.write_all(text.as_bytes())
-        .and_then(|()| f.sync_all())
-        .map_err(|e| config_error(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| config_error(path, e))
+    Ok(weft_client::config::save(path, config)?)
 }
 
-/// Combines environment and file. A token saved for one zone is never sent to another:
-/// when `WEFT_URL` names a different zone than the file, the file's token (and CA file) is
-/// left out.
 pub fn resolve(
     env_url: Option<String>,
     env_token: Option<String>,
     env_ca_file: Option<String>,
     file: ConfigFile,
 ) -> Result<Settings> {
-    let env_url = env_url.filter(|u| !u.trim().is_empty());
-    let env_token = env_token.filter(|t| !t.trim().is_empty());
-    let env_ca_file = env_ca_file.filter(|f| !f.trim().is_empty()).map(PathBuf::from);
-    let same_zone = match (&env_url, &file.url) {
-        (Some(e), Some(f)) => same_url(e, f),
-        (None, _) => true,
-        (Some(_), None) => false,
-    };
-    let Some(url) = env_url.or(file.url) else {
-        return Err(
-            Failure::new(EXIT_UNAUTHENTICATED, "no_zone", "no zone configured")
-                .hint("set WEFT_URL (and WEFT_TOKEN), or run `weft login URL --token T`"),
-        );
-    };
-    let (token, ca_file) = match same_zone {
-        true => (env_token.or(file.token), env_ca_file.or(file.ca_file)),
-        false => (env_token, env_ca_file),
-    };
-    Ok(Settings { url, token, ca_file })
-}
-
-fn same_url(a: &str, b: &str) -> bool {
-    a.trim().trim_end_matches('/') == b.trim().trim_end_matches('/')
-}
-
-fn config_error(path: &Path, e: std::io::Error) -> Failure {
-    Failure::new(EXIT_FAILURE, "config", format!("{}: {e}", path.display()))
+    Ok(resolve_settings(env_url, env_token, env_ca_file, file)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn file(url: &str, token: &str) -> ConfigFile {
-        ConfigFile {
-            url: Some(url.into()),
-            token: Some(token.into()),
-            ca_file: None,
-        }
-    }
-
-    #[test]
-    fn environment_wins() {
-        let s = resolve(
-            Some("http://e".into()),
-            Some("te".into()),
-            None,
-            file("http://f", "tf"),
-        )
-        .unwrap();
-        assert_eq!(
-            s,
-            Settings {
-                url: "http://e".into(),
-                token: Some("te".into()),
-                ca_file: None,
-            }
-        );
-        let s = resolve(None, None, None, file("http://f", "tf")).unwrap();
-        assert_eq!(
-            s,
-            Settings {
-                url: "http://f".into(),
-                token: Some("tf".into()),
-                ca_file: None,
-            }
-        );
-        let s = resolve(None, Some("te".into()), None, file("http://f", "tf")).unwrap();
-        assert_eq!(s.token.as_deref(), Some("te"));
-    }
-
-    #[test]
-    fn saved_tokens_stay_with_their_zone() {
-        let s = resolve(Some("http://other".into()), None, None, file("http://f", "tf")).unwrap();
-        assert_eq!(s.token, None);
-        let s = resolve(Some("http://f/".into()), None, None, file("http://f", "tf")).unwrap();
-        assert_eq!(s.token.as_deref(), Some("tf"));
-    }
-
-    #[test]
-    fn ca_files_follow_their_zone() {
-        let saved = ConfigFile {
-            ca_file: Some("/etc/f-ca.pem".into()),
-            ..file("https://f", "tf")
-        };
-        let s = resolve(None, None, None, saved.clone()).unwrap();
-        assert_eq!(s.ca_file, Some(PathBuf::from("/etc/f-ca.pem")));
-        let s = resolve(None, None, Some("/e-ca.pem".into()), saved.clone()).unwrap();
-        assert_eq!(s.ca_file, Some(PathBuf::from("/e-ca.pem")));
-        let s = resolve(Some("https://other".into()), None, None, saved.clone()).unwrap();
-        assert_eq!(s.ca_file, None);
-        let s = resolve(Some("https://other".into()), None, Some(" ".into()), saved).unwrap();
-        assert_eq!(s.ca_file, None);
-    }
-
     #[test]
     fn nothing_configured_is_an_auth_failure() {
         let e = resolve(None, Some("t".into()), None, ConfigFile::default()).unwrap_err();
         assert_eq!(e.exit, EXIT_UNAUTHENTICATED);
-        let e = resolve(Some("  ".into()), None, None, ConfigFile::default()).unwrap_err();
         assert_eq!(e.code, "no_zone");
-    }
-
-    #[test]
-    fn saved_file_is_private_and_round_trips() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("sub").join("weft").join("config.toml");
-        let c = file("http://127.0.0.1:1", "secret");
-        save(&p, &c).unwrap();
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(
-            std::fs::metadata(p.parent().unwrap())
-                .unwrap()
-                .permissions()
-                .mode()
-                & 0o777,
-            0o700
-        );
-        assert_eq!(load(&p).unwrap(), c);
-        // Saving again over an existing file keeps it private.
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        save(&p, &file("http://x", "y")).unwrap();
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(
-            load(&dir.path().join("none.toml")).unwrap(),
-            ConfigFile::default()
-        );
     }
 }
