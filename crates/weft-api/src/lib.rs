@@ -3,6 +3,7 @@
 
 mod auth;
 mod convert;
+mod drain;
 mod error;
 mod extract;
 mod frames;
@@ -73,6 +74,7 @@ pub fn router(zone: Arc<Zone>, issuers: Vec<OidcIssuer>) -> Router {
             proxy::relay_remote,
         ))
         .fallback(no_route)
+        .layer(axum::middleware::from_fn(drain::unread_bodies))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             requests::observe,

@@ -1,0 +1,73 @@
+//! Request bodies a handler left unread (it refused the request first: a missing
+//! collection, an object that exists, no permission) are read to their end after the
+//! answer. Otherwise the server closes the connection with the client's bytes still
+//! arriving, and the client, still sending, meets a reset: it reports a broken pipe, or
+//! loses the connection it had pooled, instead of reading the zone's clear error.
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+use http_body::{Frame, SizeHint};
+use http_body_util::BodyExt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// Bodies up to this much are drained; a larger one is cut off, as before.
+const DRAIN_MAX: u64 = 64 << 20;
+
+/// How long a drain may take: a client that stops sending does not hold a task.
+const DRAIN_FOR: Duration = Duration::from_secs(30);
+
+/// The middleware: every request body is wrapped in [`Drained`].
+pub async fn unread_bodies(req: Request, next: Next) -> Response {
+    next.run(req.map(|b| Body::new(Drained { inner: Some(b) }))).await
+}
+
+/// A body that, dropped before its end, reads the rest in the background.
+struct Drained {
+    inner: Option<Body>,
+}
+
+impl HttpBody for Drained {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        match self.inner.as_mut() {
+            Some(b) => Pin::new(b).poll_frame(cx),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.as_ref().is_none_or(HttpBody::is_end_stream)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), HttpBody::size_hint)
+    }
+}
+
+impl Drop for Drained {
+    fn drop(&mut self) {
+        let Some(mut body) = self.inner.take() else { return };
+        let left = body.size_hint().upper();
+        if body.is_end_stream() || !left.is_some_and(|n| n <= DRAIN_MAX) {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ =
+                    tokio::time::timeout(DRAIN_FOR, async { while let Some(Ok(_)) = body.frame().await {} })
+                        .await;
+            });
+        }
+    }
+}
