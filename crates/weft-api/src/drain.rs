@@ -59,7 +59,7 @@ impl Drop for Drained {
     fn drop(&mut self) {
         let Some(mut body) = self.inner.take() else { return };
         let left = body.size_hint().upper();
-        if body.is_end_stream() || !left.is_some_and(|n| n <= DRAIN_MAX) {
+        if body.is_end_stream() || left.is_none_or(|n| n > DRAIN_MAX) {
             return;
         }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
