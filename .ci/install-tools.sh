@@ -176,5 +176,24 @@ else
   done_msg "unpacked $("$BIN/nginx" -v 2>&1)"
 fi
 
+# (i) The Python SDK's test stack (maturin, pytest, ruff, mypy, fsspec, pandas, pyarrow,
+# xarray, h5netcdf, zarr, dask, s3fs), pinned in python/requirements-test.txt, in a venv
+# rebuilt when that file changes. The SDK itself is built into it by scripts/test.
+step python-sdk
+REQS="$(cd "$(dirname "$0")/.." && pwd)/python/requirements-test.txt"
+PYSDK="$TOOLS/pysdk"
+REQS_SUM="$(sha256sum "$REQS" | cut -c1-16)"
+if [ -x "$PYSDK/bin/python" ] && [ -f "$PYSDK/.reqs-$REQS_SUM" ]; then
+  done_msg "present"
+else
+  # Built in place, as a venv's scripts name its path; the marker, written last, tells a
+  # complete one from what an interrupted run left.
+  rm -rf "$PYSDK"
+  quiet python3 -m venv "$PYSDK"
+  quiet "$PYSDK/bin/pip" install --no-input -r "$REQS"
+  touch "$PYSDK/.reqs-$REQS_SUM"
+  done_msg "installed $(wc -l <"$REQS") lines of requirements"
+fi
+
 STEP=""
 echo "install-tools: all tools ready in $TOOLS"

@@ -33,6 +33,8 @@ ALLOWED = {
     "weft-client": {"weft-types", "weft-fileio", "weft-transfer"},
     # The benchmarks are a client like any other.
     "weft-bench": {"weft-types", "weft-client"},
+    # The Python SDK: the client and its data path, behind a Python module.
+    "weft-py": {"weft-types", "weft-client"},
     "weft": {"weft-types", "weft-api", "weft-zone", "weft-client", "weft-bench"},
     "weft-testkit": set(),
 }

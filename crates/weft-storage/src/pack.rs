@@ -601,7 +601,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let packs = Packs::new(dir.path());
         let empty = Bytes::new();
-        let mut keys = packs.append(&[empty.clone(), empty.clone(), Bytes::from_static(b"x")]).unwrap().0;
+        let mut keys = packs
+            .append(&[empty.clone(), empty.clone(), Bytes::from_static(b"x")])
+            .unwrap()
+            .0;
         keys.extend(packs.append(&[empty.clone()]).unwrap().0);
         keys.extend(packs.append(&[empty, Bytes::from_static(b"y")]).unwrap().0);
         let distinct: std::collections::HashSet<&String> = keys.iter().collect();
