@@ -257,6 +257,11 @@ def test_settings_come_from_the_environment_then_weft_login(zone, isolated_confi
     monkeypatch.setenv("WEFT_URL", zone.url)
     monkeypatch.setenv("WEFT_TOKEN", zone.token)
     assert weft.Client().whoami()["user"] == "admin"
+    # A URL given explicitly does not take the environment's token for another zone.
+    other = zone.url.replace("127.0.0.1", "localhost")
+    with pytest.raises(weft.Unauthenticated):
+        weft.Client(other).whoami()
+    assert weft.Client(zone.url).whoami()["user"] == "admin"
     monkeypatch.delenv("WEFT_URL")
     monkeypatch.delenv("WEFT_TOKEN")
     # One `weft login` serves the CLI and Python.

@@ -4,7 +4,6 @@ from collections.abc import Callable, Sequence
 from os import PathLike
 
 ERROR_CODES: tuple[str, ...]
-PIECE_SIZE: int
 
 _Progress = Callable[[int], None] | None
 _Local = str | PathLike[str]

@@ -130,15 +130,30 @@ pub fn resolve(
     Ok(Settings { url, token, ca_file })
 }
 
-/// What `WEFT_URL`, `WEFT_TOKEN`, `WEFT_CA_FILE` and the saved file say, in that order.
-pub fn from_environment() -> Result<Settings, ConfigError> {
-    let file = load(&path()?)?;
-    resolve(
-        std::env::var("WEFT_URL").ok(),
-        std::env::var("WEFT_TOKEN").ok(),
-        std::env::var("WEFT_CA_FILE").ok(),
-        file,
-    )
+/// The settings of a client given a URL, token or CA file of its own (the Python SDK's
+/// arguments), the rest as the CLI finds it (`env` reads `WEFT_URL`, `WEFT_TOKEN` and
+/// `WEFT_CA_FILE`). A URL given takes the environment's token and CA file only when the
+/// environment names the same zone, and the saved ones only when saved for it: a token
+/// is never sent to a zone it was not meant for.
+pub fn resolve_with(
+    url: Option<String>,
+    token: Option<String>,
+    ca_file: Option<String>,
+    env: &dyn Fn(&str) -> Option<String>,
+    file: ConfigFile,
+) -> Result<Settings, ConfigError> {
+    let url = url.filter(|u| !u.trim().is_empty());
+    let env_applies = match &url {
+        None => true,
+        Some(u) => env("WEFT_URL").is_some_and(|e| same_url(&e, u)),
+    };
+    let (env_token, env_ca) = match env_applies {
+        true => (env("WEFT_TOKEN"), env("WEFT_CA_FILE")),
+        false => (None, None),
+    };
+    let token = token.filter(|t| !t.trim().is_empty()).or(env_token);
+    let ca_file = ca_file.filter(|f| !f.trim().is_empty()).or(env_ca);
+    resolve(url.or_else(|| env("WEFT_URL")), token, ca_file, file)
 }
 
 impl Settings {
@@ -220,6 +235,36 @@ mod tests {
         assert_eq!(s.ca_file, None);
         let s = resolve(Some("https://other".into()), None, Some(" ".into()), saved).unwrap();
         assert_eq!(s.ca_file, None);
+    }
+
+    #[test]
+    fn a_url_given_takes_only_the_tokens_meant_for_it() {
+        let env = |k: &str| match k {
+            "WEFT_URL" => Some("http://e".to_owned()),
+            "WEFT_TOKEN" => Some("te".to_owned()),
+            _ => None,
+        };
+        let with = |url: Option<&str>, token: Option<&str>| {
+            resolve_with(
+                url.map(Into::into),
+                token.map(Into::into),
+                None,
+                &env,
+                file("http://f", "tf"),
+            )
+            .unwrap()
+        };
+        // Nothing given: as the CLI.
+        assert_eq!(with(None, None).url, "http://e");
+        assert_eq!(with(None, None).token.as_deref(), Some("te"));
+        // The environment's zone: its token.
+        assert_eq!(with(Some("http://e/"), None).token.as_deref(), Some("te"));
+        // The saved zone: the saved token, not the environment's.
+        assert_eq!(with(Some("http://f"), None).token.as_deref(), Some("tf"));
+        // Another zone: no token at all, unless one is given.
+        assert_eq!(with(Some("http://other"), None).token, None);
+        assert_eq!(with(Some("http://other"), Some("t")).token.as_deref(), Some("t"));
+        assert_eq!(with(None, Some("t")).token.as_deref(), Some("t"));
     }
 
     #[test]

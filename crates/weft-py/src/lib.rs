@@ -104,7 +104,6 @@ fn codes(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
 fn _weft(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Native>()?;
     m.add("ERROR_CODES", codes(m.py())?)?;
-    m.add("PIECE_SIZE", weft_client::DEFAULT_PIECE_SIZE)?;
     Ok(())
 }
 
@@ -117,8 +116,8 @@ pub struct Native {
 #[pymethods]
 impl Native {
     /// Resolves the zone and token as the CLI does: the arguments, then `WEFT_URL`,
-    /// `WEFT_TOKEN` and `WEFT_CA_FILE`, then the file `weft login` wrote (whose token is
-    /// used only for the zone it was saved for).
+    /// `WEFT_TOKEN` and `WEFT_CA_FILE`, then the file `weft login` wrote; a token of the
+    /// environment or the file goes only to the zone it names (`config::resolve_with`).
     #[new]
     #[pyo3(signature = (url=None, token=None, ca_file=None))]
     fn new(
@@ -130,12 +129,7 @@ impl Native {
         let made = (|| -> Result<weft_client::Client, Failure> {
             let file = weft_client::config::load(&weft_client::config::path()?)?;
             let env = |k: &str| std::env::var(k).ok();
-            let settings = weft_client::config::resolve(
-                url.or_else(|| env("WEFT_URL")),
-                token.or_else(|| env("WEFT_TOKEN")),
-                ca_file.or_else(|| env("WEFT_CA_FILE")),
-                file,
-            )?;
+            let settings = weft_client::config::resolve_with(url, token, ca_file, &env, file)?;
             Ok(settings.connect()?)
         })();
         match made {

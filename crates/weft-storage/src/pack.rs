@@ -605,7 +605,7 @@ mod tests {
             .append(&[empty.clone(), empty.clone(), Bytes::from_static(b"x")])
             .unwrap()
             .0;
-        keys.extend(packs.append(&[empty.clone()]).unwrap().0);
+        keys.extend(packs.append(std::slice::from_ref(&empty)).unwrap().0);
         keys.extend(packs.append(&[empty, Bytes::from_static(b"y")]).unwrap().0);
         let distinct: std::collections::HashSet<&String> = keys.iter().collect();
         assert_eq!(distinct.len(), keys.len(), "{keys:?}");
