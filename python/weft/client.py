@@ -278,7 +278,9 @@ class Client:
         if local.is_dir():
             if not recursive:
                 raise IsACollection(f"{local} is a directory (use recursive=True)", code="is_a_collection")
-            total = sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
+            # The total is for the bar only: not walked when there is none.
+            shown = self.progress if progress is None else progress
+            total = sum(p.stat().st_size for p in local.rglob("*") if p.is_file()) if shown else None
             with self._bar(f"put {local.name}", total, 0, progress) as bar:
                 report = self._native.put_tree(local, target, overwrite, resource, streams, concurrency, bar)
         else:

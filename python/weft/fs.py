@@ -396,8 +396,12 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
         path = self._strip_protocol(path)
         if mode == "xb" and self.exists(path):
             raise FileExistsError(path)
-        if mode == "rb" and self.info(path)["type"] == "directory":
-            raise IsACollection(f"{path} is a collection, not a data object", code="is_a_collection")
+        if mode == "rb":
+            info = self.info(path)
+            if info["type"] == "directory":
+                raise IsACollection(f"{path} is a collection, not a data object", code="is_a_collection")
+            # Known now: the file object need not ask again.
+            kwargs.setdefault("size", info["size"])
         return WeftFile(
             self,
             path,
