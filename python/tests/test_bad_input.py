@@ -82,10 +82,13 @@ def test_a_local_destination_that_cannot_be_written(client, home, tmp_path) -> N
     assert not client.exists(f"{home}/g")
 
 
-def run_child(zone, code: str) -> subprocess.Popen[str]:
+def run_child(zone, code: str, cwd: pathlib.Path) -> subprocess.Popen[str]:
+    """``code`` in a Python process of its own, run from ``cwd`` (not the source tree,
+    whose ``weft`` has no native module: the installed package is the one to import)."""
     env = dict(os.environ, WEFT_URL=zone.url, WEFT_TOKEN=zone.token, PYTHONUNBUFFERED="1")
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -121,6 +124,7 @@ def test_ctrl_c_cancels_a_put_cleanly(zone, client, home, tmp_path) -> None:
             sys.exit(130)
         print("finished", flush=True)
         """,
+        tmp_path,
     )
     assert child.stdout is not None
     line = child.stdout.readline()
@@ -134,7 +138,7 @@ def test_ctrl_c_cancels_a_put_cleanly(zone, client, home, tmp_path) -> None:
     assert staged_uploads(zone) == []
 
 
-def test_a_writer_killed_mid_way_leaves_nothing(zone, client, home) -> None:
+def test_a_writer_killed_mid_way_leaves_nothing(zone, client, home, tmp_path) -> None:
     child = run_child(
         zone,
         f"""
@@ -145,6 +149,7 @@ def test_a_writer_killed_mid_way_leaves_nothing(zone, client, home) -> None:
         print("written", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
         """,
+        tmp_path,
     )
     assert child.stdout is not None
     assert child.stdout.readline() == "written\n"

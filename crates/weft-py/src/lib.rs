@@ -247,13 +247,21 @@ impl Native {
         runtime::wait(py, run, None, |_| Ok(()))
     }
 
-    /// Bytes `start..end` of a data object.
+    /// Bytes `start..end` of a data object (large ranges as parallel parts).
     fn read_range(&self, py: Python<'_>, remote: &str, start: u64, end: u64) -> PyResult<Py<PyBytes>> {
         let path = logical(remote).map_err(|f| f.into_py(py))?;
-        let c = self.client.clone();
-        let run = async move { Ok(c.read_range(&path, start..end.max(start)).await?) };
-        let data = runtime::wait(py, run, None, |_| Ok(()))?;
-        Ok(PyBytes::new(py, &data).unbind())
+        let run = data::read_range(self.client.clone(), path, start..end.max(start));
+        let parts = runtime::wait(py, run, None, |_| Ok(()))?;
+        let len = parts.iter().map(Bytes::len).sum();
+        let out = PyBytes::new_with(py, len, |buf| {
+            let mut at = 0;
+            for p in &parts {
+                buf[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+            Ok(())
+        })?;
+        Ok(out.unbind())
     }
 
     /// Whole objects, `in_flight` at a time, in order: for each, its bytes or the
