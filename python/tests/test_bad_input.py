@@ -63,7 +63,7 @@ def test_opening_a_collection_or_with_an_unsupported_mode(client, home, zone) ->
             client.open(f"{home}/f", mode)
     with pytest.raises(weft.NotFound):
         client.open(f"{home}/missing", "rb")
-    fs = fsspec.filesystem("weft", url=zone.url, token=zone.token)
+    fs = fsspec.filesystem("weft", endpoint_url=zone.url, token=zone.token)
     with pytest.raises(ValueError, match="not supported"):
         fs.open(f"weft://t{home.removeprefix('/t')}/f", "r+b")
     assert client.read_bytes(f"{home}/f") == b"abc"

@@ -29,12 +29,12 @@ class Counting:
 
 
 def test_found_by_protocol_with_storage_options(zone, home) -> None:
-    fs = fsspec.filesystem("weft", url=zone.url, token=zone.token)
+    fs = fsspec.filesystem("weft", endpoint_url=zone.url, token=zone.token)
     assert isinstance(fs, WeftFileSystem)
     url = f"weft://t{home.removeprefix('/t')}/x.txt"
-    with fsspec.open(url, "wt", url=zone.url, token=zone.token) as f:
+    with fsspec.open(url, "wt", endpoint_url=zone.url, token=zone.token) as f:
         f.write("hello")
-    with fsspec.open(url, "rt", url=zone.url, token=zone.token) as f:
+    with fsspec.open(url, "rt", endpoint_url=zone.url, token=zone.token) as f:
         assert f.read() == "hello"
     assert WeftFileSystem._strip_protocol(url) == f"{home}/x.txt"
     assert fs.unstrip_protocol(f"{home}/x.txt") == url

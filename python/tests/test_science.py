@@ -47,6 +47,17 @@ def test_pandas_csv_and_parquet(url: str, client, home) -> None:
         assert f.readline() == "station,t,n\n"
 
 
+def test_pandas_with_storage_options(zone, home) -> None:
+    # No environment: the zone and token as storage_options, as with s3fs.
+    options = {"endpoint_url": zone.url, "token": zone.token}
+    url = "weft://" + home.lstrip("/")
+    df = frame(100)
+    df.to_parquet(f"{url}/so.parquet", storage_options=options)
+    pd.testing.assert_frame_equal(pd.read_parquet(f"{url}/so.parquet", storage_options=options), df)
+    df.to_csv(f"{url}/so.csv", index=False, storage_options=options)
+    pd.testing.assert_frame_equal(pd.read_csv(f"{url}/so.csv", storage_options=options), df)
+
+
 def test_xarray_netcdf_through_h5netcdf(url: str) -> None:
     ds = xr.Dataset(
         {"temperature": (("time", "x"), np.arange(120.0).reshape(12, 10))},

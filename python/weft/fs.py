@@ -1,8 +1,8 @@
 """``weft://`` for fsspec, and so for pandas, xarray, zarr, dask and pyarrow.
 
 ``weft://lrz/home/alice/x.csv`` is the logical path ``/lrz/home/alice/x.csv`` (the
-zone's name first). The zone and token come from ``storage_options`` (``url``, ``token``,
-``ca_file``) or, as for :class:`weft.Client`, from ``WEFT_URL``/``WEFT_TOKEN`` and what
+zone's name first). The zone and token come from ``storage_options`` (``endpoint_url``,
+``token``, ``ca_file``) or, as for :class:`weft.Client`, from ``WEFT_URL``/``WEFT_TOKEN`` and what
 ``weft login`` saved.
 """
 
@@ -44,7 +44,7 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
     def __init__(
         self,
-        url: str | None = None,
+        endpoint_url: str | None = None,
         token: str | None = None,
         ca_file: str | None = None,
         *,
@@ -52,7 +52,8 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.client = client if client is not None else Client(url, token, ca_file=ca_file, progress=False)
+        # Not `url`: pandas passes storage_options to fsspec's url_to_fs(url, **options).
+        self.client = client if client is not None else Client(endpoint_url, token, ca_file=ca_file, progress=False)
         self._native = self.client._native
         # The batch a put or get of this thread is collecting (see put below).
         self._local = threading.local()
