@@ -105,20 +105,24 @@ def test_ctrl_c_cancels_a_put_cleanly(zone, client, home, tmp_path) -> None:
     big = tmp_path / "big.bin"
     with open(big, "wb") as f:
         f.write(os.urandom(1 << 20) * 512)
+    staged = zone.data_dir / "resources" / "default" / ".weft-tmp"
+    # Ctrl-C as soon as the zone has begun to stage the upload (progress is reported only
+    # every 300 ms, by when a fast machine is nearly done), with most of it still to go.
     child = run_child(
         zone,
         f"""
-        import os, signal, sys, time, weft
-        c = weft.Client(progress=False)
-        def progress(done):
-            # Ctrl-C once bytes are moving (and most are still to go).
-            if done > 64 << 20 and not sent:
-                sent.append(time.monotonic())
-                print("moving", flush=True)
-                os.kill(os.getpid(), signal.SIGINT)
+        import glob, os, signal, sys, threading, time, weft
         sent = []
+        def interrupt():
+            while not glob.glob({str(staged)!r} + "/up-*"):
+                time.sleep(0.002)
+            sent.append(time.monotonic())
+            print("moving", flush=True)
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=interrupt, daemon=True).start()
+        c = weft.Client(progress=False)
         try:
-            c._native.put_files([({str(big)!r}, {home + "/big.bin"!r})], False, None, 1, 8, progress)
+            c._native.put_files([({str(big)!r}, {home + "/big.bin"!r})], False, None, 1, 8, None)
         except KeyboardInterrupt:
             print("interrupted after", time.monotonic() - sent[0], flush=True)
             sys.exit(130)
