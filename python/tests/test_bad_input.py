@@ -101,7 +101,8 @@ def staged_uploads(zone) -> list[pathlib.Path]:
     return [p for p in tmp.glob("up-*")] if tmp.exists() else []
 
 
-def test_ctrl_c_cancels_a_put_cleanly(zone, client, home, tmp_path) -> None:
+@pytest.mark.parametrize("streams", [1, None])
+def test_ctrl_c_cancels_a_put_cleanly(zone, client, home, tmp_path, streams) -> None:
     big = tmp_path / "big.bin"
     with open(big, "wb") as f:
         f.write(os.urandom(1 << 20) * 512)
@@ -122,7 +123,7 @@ def test_ctrl_c_cancels_a_put_cleanly(zone, client, home, tmp_path) -> None:
         threading.Thread(target=interrupt, daemon=True).start()
         c = weft.Client(progress=False)
         try:
-            c._native.put_files([({str(big)!r}, {home + "/big.bin"!r})], False, None, 1, 8, None)
+            c._native.put_files([({str(big)!r}, {home + "/big.bin"!r})], False, None, {streams}, 8, None)
         except KeyboardInterrupt:
             print("interrupted after", time.monotonic() - sent[0], flush=True)
             sys.exit(130)

@@ -13,7 +13,7 @@ from typing import IO, Any, Union
 
 from . import _weft
 from ._progress import Bar
-from .errors import InvalidArgument, IsACollection, NotFound, from_native
+from .errors import InvalidPath, IsACollection, NotFound, from_native
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -102,6 +102,7 @@ class Client:
         self._args = (url, token, ca_file)
         self.progress = progress
         self._home: str | None = None
+        self._fs: Any = None
         self.transfers = Transfers(self)
         """Managed transfers: ``start``, ``wait``, ``show``, ``ls``, ``files``, ``cancel``."""
         self.pids = Pids(self)
@@ -135,9 +136,12 @@ class Client:
         """``path`` as an absolute logical path (relative ones are below the home)."""
         p = os.fspath(path)
         if not isinstance(p, str):
-            raise InvalidArgument(f"{p!r}: logical paths are text", code="invalid_path")
+            raise InvalidPath(f"{p!r}: logical paths are text")
         if "\x00" in p:
-            raise InvalidArgument(f"{p!r}: a logical path cannot hold NUL", code="invalid_path")
+            raise InvalidPath(f"{p!r}: a logical path cannot hold NUL")
+        if p.startswith("weft://"):
+            # A URL as fsspec writes it: the zone's name first.
+            return "/" + p[len("weft://") :].lstrip("/")
         if p.startswith("/"):
             return p
         base = self.home
@@ -146,7 +150,7 @@ class Client:
                 continue
             if part == "..":
                 if base.count("/") <= 1:
-                    raise InvalidArgument(f"{p}: climbs above the zone root", code="invalid_path")
+                    raise InvalidPath(f"{p}: climbs above the zone root")
                 base = base.rsplit("/", 1)[0]
             else:
                 base = f"{base}/{part}"
@@ -376,10 +380,16 @@ class Client:
         """A file object of a data object: ``"rb"`` (seekable, with ranged read-ahead) or
         ``"wb"`` (streamed to a local spool and uploaded in pieces at ``close()``; an
         exception inside ``with`` uploads nothing). ``"r"``/``"w"`` give text."""
-        from .fs import WeftFileSystem
+        from .fs import TextFile, WeftFileSystem
 
-        fs = WeftFileSystem(client=self)
-        return fs.open(self.path(path), mode, block_size=block_size, **kwargs)  # type: ignore[no-any-return]
+        if self._fs is None:
+            # Never from fsspec's shared instance cache: its key would not tell this
+            # client's token from another's.
+            self._fs = WeftFileSystem(client=self, skip_instance_cache=True)
+        if mode in ("r", "w", "x"):
+            raw = self._fs.open(self.path(path), mode + "b", block_size=block_size)
+            return TextFile(raw, encoding=kwargs.pop("encoding", "utf-8"), **kwargs)
+        return self._fs.open(self.path(path), mode, block_size=block_size, **kwargs)  # type: ignore[no-any-return]
 
     def _into(self, target: str, name: str) -> str:
         """``target/name`` when ``target`` is an existing collection, else ``target``."""

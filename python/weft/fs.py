@@ -21,7 +21,7 @@ from fsspec.callbacks import DEFAULT_CALLBACK
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
 
 from .client import Client, _raise_failures
-from .errors import Error, IsACollection, NotFound
+from .errors import AlreadyExists, Error, IsACollection, NotFound
 
 #: Reads of a file object fetch at least this much at a time (and read ahead as much).
 BLOCK_SIZE = 8 << 20
@@ -151,9 +151,21 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
     # -- namespace ---------------------------------------------------------------------
 
-    def _changed(self, *paths: str) -> None:
+    def _changed(self, *paths: str, tree: bool = False) -> None:
+        """Forgets what a write through this instance made stale: the listings of the
+        paths' parents, and with ``tree`` (a collection removed or moved) those below."""
         for p in paths:
-            self.invalidate_cache(self._strip_protocol(p))
+            p = self._strip_protocol(p)
+            if tree:
+                self.invalidate_cache(p)
+            else:
+                self._forget(p)
+
+    def _forget(self, path: str) -> None:
+        self.dircache.pop(path, None)
+        while path not in ("/", ""):
+            path = self._parent(path)
+            self.dircache.pop(path, None)
 
     def invalidate_cache(self, path: str | None = None) -> None:
         """Forgets cached listings of ``path``, of what is below it (a removed or moved
@@ -163,8 +175,15 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
             return
         path = self._strip_protocol(path)
         below = path.rstrip("/") + "/"
-        for cached in [k for k in self.dircache if k == path or k.startswith(below)]:
+        try:
+            stale = [k for k in list(self.dircache) if k.startswith(below)]
+        except RuntimeError:
+            # Another thread changed the cache meanwhile: forget all of it.
+            self.dircache.clear()
+            return
+        for cached in stale:
             self.dircache.pop(cached, None)
+        self._forget(path)
         while path not in ("/", ""):
             path = self._parent(path)
             self.dircache.pop(path, None)
@@ -186,7 +205,7 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
         """Removes an empty collection."""
         path = self._strip_protocol(path)
         self.client._call("rm", path=path, recursive=False)
-        self._changed(path)
+        self._changed(path, tree=True)
 
     def rm_file(self, path: str) -> None:
         """Removes a data object."""
@@ -205,7 +224,7 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
             except NotFound:
                 if not recursive:
                     raise
-            self._changed(p)
+            self._changed(p, tree=True)
         return None
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
@@ -239,8 +258,15 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
             if not self.isdir(p1) or recursive:
                 if self.isdir(p2):
                     p2 = f"{p2.rstrip('/')}/{p1.rsplit('/', 1)[-1]}"
-                self.client._call("mv", **{"from": p1, "to": p2})
-                self._changed(p1, p2)
+                try:
+                    self.client._call("mv", **{"from": p1, "to": p2})
+                except AlreadyExists:
+                    # As with local files and s3fs, an object at the target is replaced.
+                    if self.isdir(p2):
+                        raise
+                    self.client._call("rm", path=p2, recursive=False)
+                    self.client._call("mv", **{"from": p1, "to": p2})
+                self._changed(p1, p2, tree=True)
                 return
         super().mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
 
@@ -254,20 +280,30 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
             if isinstance(got, BaseException):
                 raise got
             return bytes(got)
-        size = self.info(path)["size"]
-        lo, hi = slice(start, end).indices(size)[:2]
+        if (start or 0) >= 0 and end is not None and end >= 0:
+            lo, hi = start or 0, end
+        else:
+            # Counted from the end: the size as the zone has it now, not as cached.
+            size = self.client._call("stat", path=path)["size"]
+            lo, hi = slice(start, end).indices(size)[:2]
         if hi <= lo:
             return b""
         return bytes(self._native.read_range(path, lo, hi))
 
     def cat(self, path: Any, recursive: bool = False, on_error: str = "raise", **kwargs: Any) -> Any:
         """Whole objects; many are read concurrently in one batch, not one at a time."""
-        paths = self.expand_path(path, recursive=recursive)
-        single = len(paths) == 1 and isinstance(path, str) and not self._has_magic(path) and not recursive
-        files = [p for p in paths if single or not self.isdir(p)]
+        if isinstance(path, (list, tuple)) and not recursive and not any(self._has_magic(p) for p in path):
+            # Paths given as they are: no listing, no stat, one batch.
+            paths = [self._strip_protocol(p) for p in path]
+        else:
+            paths = self.expand_path(path, recursive=recursive)
+        single = isinstance(path, str) and len(paths) == 1 and not self._has_magic(path) and not recursive
+        files = paths
         results = self._native.read_many(files, 64)
         out: dict[str, Any] = {}
         for p, got in zip(files, results, strict=True):
+            if isinstance(got, IsACollection) and not single:
+                continue  # a collection among the paths expanded: not a file to read
             if isinstance(got, BaseException):
                 if on_error == "raise":
                     raise got
@@ -398,15 +434,17 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
         if mode == "xb" and self.exists(path):
             raise FileExistsError(path)
         if mode == "rb":
-            info = self.info(path)
+            # Asked of the zone, not the listing cache: a size another writer changed
+            # since would cut the read short.
+            info = self._info(self.client._call("stat", path=path))
             if info["type"] == "directory":
                 raise IsACollection(f"{path} is a collection, not a data object", code="is_a_collection")
-            # Known now: the file object need not ask again.
             kwargs.setdefault("size", info["size"])
         return WeftFile(
             self,
             path,
             mode="rb" if mode == "rb" else "wb",
+            overwrite=mode == "wb",
             block_size=block_size or BLOCK_SIZE,
             autocommit=autocommit,
             cache_options=cache_options,
@@ -427,9 +465,10 @@ class WeftFile(AbstractBufferedFile):  # type: ignore[misc]
 
     fs: WeftFileSystem
 
-    def __init__(self, fs: WeftFileSystem, path: str, mode: str = "rb", **kwargs: Any) -> None:
+    def __init__(self, fs: WeftFileSystem, path: str, mode: str = "rb", overwrite: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("cache_type", "readahead")
         super().__init__(fs, path, mode=mode, **kwargs)
+        self._overwrite = overwrite
         self._spool: Any = None
         self._memory = io.BytesIO()
 
@@ -453,20 +492,24 @@ class WeftFile(AbstractBufferedFile):  # type: ignore[misc]
                 self._spool.write(self._memory.getvalue())
                 self._memory = io.BytesIO()
             self._spool.write(data)
-        if final:
-            self._commit_upload()
+        if final and self.autocommit:
+            self.commit()
         return True
 
-    def _commit_upload(self) -> None:
+    def commit(self) -> None:
+        """Uploads what was written: the object becomes visible (at ``close()``, or at
+        the end of ``fs.transaction`` when the file was opened in one)."""
+        overwrite = self._overwrite
         if self._spool is None:
             data = self._memory.getvalue()
-            self.fs._with_parent(self.path, lambda: self.fs._native.put_bytes(data, self.path, True, None))
+            self.fs._with_parent(self.path, lambda: self.fs._native.put_bytes(data, self.path, overwrite, None))
+            self._memory = io.BytesIO()
         else:
             self._spool.flush()
             # The engine reads the nameless file through this process's descriptor.
             spool = f"/proc/self/fd/{self._spool.fileno()}"
             try:
-                _check(self.fs._native.put_files([(spool, self.path)], True, None))
+                _check(self.fs._native.put_files([(spool, self.path)], overwrite, None))
             finally:
                 self._drop_spool()
         self.fs._changed(self.path)
@@ -480,7 +523,8 @@ class WeftFile(AbstractBufferedFile):  # type: ignore[misc]
     def discard(self) -> None:
         """Throws away what was written: nothing becomes visible."""
         self._drop_spool()
-        self.buffer = io.BytesIO()
+        if self.mode != "rb":
+            self.buffer = io.BytesIO()
         self.closed = True
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -493,3 +537,15 @@ class WeftFile(AbstractBufferedFile):  # type: ignore[misc]
         # A writer dropped without close() uploads nothing.
         if self.mode != "rb" and not self.closed:
             self.discard()
+
+
+class TextFile(io.TextIOWrapper):
+    """A data object opened as text (``Client.open(path, "w")``): an exception inside
+    ``with`` uploads nothing, as for the binary file under it."""
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        raw = self.buffer
+        if exc_type is not None and isinstance(raw, WeftFile) and raw.mode != "rb" and not raw.closed:
+            raw.discard()
+            return
+        self.close()

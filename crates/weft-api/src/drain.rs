@@ -13,12 +13,19 @@ use http_body_util::BodyExt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::sync::Semaphore;
 
 /// Bodies up to this much are drained; a larger one is cut off, as before.
 const DRAIN_MAX: u64 = 64 << 20;
 
 /// How long a drain may take: a client that stops sending does not hold a task.
 const DRAIN_FOR: Duration = Duration::from_secs(30);
+
+/// Drains at once, at most: past these, a refused body is cut off as before, so that
+/// clients refused in numbers (no token) hold no more than this many connections.
+const DRAINS: usize = 128;
+
+static DRAINING: Semaphore = Semaphore::const_new(DRAINS);
 
 /// The middleware: every request body is wrapped in [`Drained`].
 pub async fn unread_bodies(req: Request, next: Next) -> Response {
@@ -62,12 +69,13 @@ impl Drop for Drained {
         if body.is_end_stream() || left.is_none_or(|n| n > DRAIN_MAX) {
             return;
         }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let _ =
-                    tokio::time::timeout(DRAIN_FOR, async { while let Some(Ok(_)) = body.frame().await {} })
-                        .await;
-            });
-        }
+        let (Ok(rt), Ok(permit)) = (tokio::runtime::Handle::try_current(), DRAINING.try_acquire()) else {
+            return;
+        };
+        rt.spawn(async move {
+            let _permit = permit;
+            let _ = tokio::time::timeout(DRAIN_FOR, async { while let Some(Ok(_)) = body.frame().await {} })
+                .await;
+        });
     }
 }

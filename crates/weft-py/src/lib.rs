@@ -17,7 +17,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use weft_client::config::{ConfigFile, Settings};
 use weft_client::{ClientError, MoveOptions};
 use weft_types::{ErrorCode, LogicalPath};
 
@@ -110,7 +111,25 @@ fn _weft(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// One zone, as `weft.Client` and `weft.fs.WeftFileSystem` reach it.
 #[pyclass(frozen, module = "weft._weft")]
 pub struct Native {
-    client: weft_client::Client,
+    settings: Settings,
+    /// The HTTP client and the process it was made in. A child made by `fork`
+    /// (multiprocessing, dask, data loaders) makes its own: the inherited one's pooled
+    /// connections are shared with the parent and driven by the parent's runtime, whose
+    /// threads the child does not have, so a request on one would never be answered.
+    client: Mutex<(u32, weft_client::Client)>,
+}
+
+impl Native {
+    fn client(&self) -> weft_client::Client {
+        let mut slot = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        let pid = std::process::id();
+        if slot.0 != pid {
+            if let Ok(fresh) = self.settings.connect() {
+                *slot = (pid, fresh);
+            }
+        }
+        slot.1.clone()
+    }
 }
 
 #[pymethods]
@@ -126,14 +145,22 @@ impl Native {
         token: Option<String>,
         ca_file: Option<String>,
     ) -> PyResult<Self> {
-        let made = (|| -> Result<weft_client::Client, Failure> {
-            let file = weft_client::config::load(&weft_client::config::path()?)?;
+        let made = (|| -> Result<(Settings, weft_client::Client), Failure> {
+            // Given both, the saved file has nothing to add (and a broken one no say).
+            let file = match (&url, &token) {
+                (Some(_), Some(_)) => ConfigFile::default(),
+                _ => weft_client::config::load(&weft_client::config::path()?)?,
+            };
             let env = |k: &str| std::env::var(k).ok();
             let settings = weft_client::config::resolve_with(url, token, ca_file, &env, file)?;
-            Ok(settings.connect()?)
+            let client = settings.connect()?;
+            Ok((settings, client))
         })();
         match made {
-            Ok(client) => Ok(Native { client }),
+            Ok((settings, client)) => Ok(Native {
+                settings,
+                client: Mutex::new((std::process::id(), client)),
+            }),
             Err(f) => Err(f.into_py(py)),
         }
     }
@@ -141,13 +168,13 @@ impl Native {
     /// The zone's URL(s), as configured.
     #[getter]
     fn url(&self) -> String {
-        self.client.zone_urls()
+        self.client().zone_urls()
     }
 
     /// Whether a token is configured.
     #[getter]
     fn has_token(&self) -> bool {
-        self.client.has_token()
+        self.client().has_token()
     }
 
     /// Local files to data objects, `[(local, logical), ...]`, through the transfer
@@ -165,7 +192,7 @@ impl Native {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let opts = options(overwrite, resource, streams, concurrency, true, progress);
-        batch(py, opts, |o| data::put_files(self.client.clone(), pairs, o))
+        batch(py, opts, |o| data::put_files(self.client(), pairs, o))
     }
 
     /// The local directory `local` as the collection `remote`, with everything below.
@@ -183,9 +210,7 @@ impl Native {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let opts = options(overwrite, resource, streams, concurrency, true, progress);
-        batch(py, opts, |o| {
-            data::put_tree(self.client.clone(), local, remote, o)
-        })
+        batch(py, opts, |o| data::put_tree(self.client(), local, remote, o))
     }
 
     /// Data objects to local files, `[(logical, local), ...]`; returns the report as JSON.
@@ -200,7 +225,7 @@ impl Native {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let opts = options(false, None, streams, concurrency, verify, progress);
-        batch(py, opts, |o| data::get_files(self.client.clone(), pairs, o))
+        batch(py, opts, |o| data::get_files(self.client(), pairs, o))
     }
 
     /// The collection `remote` as the local directory `local`, with everything below.
@@ -217,9 +242,7 @@ impl Native {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let opts = options(false, None, streams, concurrency, verify, progress);
-        batch(py, opts, |o| {
-            data::get_tree(self.client.clone(), remote, local, o)
-        })
+        batch(py, opts, |o| data::get_tree(self.client(), remote, local, o))
     }
 
     /// `data` as the data object `remote`, in one request; returns its stat as JSON.
@@ -234,7 +257,7 @@ impl Native {
     ) -> PyResult<String> {
         let path = logical(remote).map_err(|f| f.into_py(py))?;
         let data = Bytes::copy_from_slice(data);
-        let c = self.client.clone();
+        let c = self.client();
         let opts = MoveOptions {
             overwrite,
             resource,
@@ -250,7 +273,7 @@ impl Native {
     /// Bytes `start..end` of a data object (large ranges as parallel parts).
     fn read_range(&self, py: Python<'_>, remote: &str, start: u64, end: u64) -> PyResult<Py<PyBytes>> {
         let path = logical(remote).map_err(|f| f.into_py(py))?;
-        let run = data::read_range(self.client.clone(), path, start..end.max(start));
+        let run = data::read_range(self.client(), path, start..end.max(start));
         let parts = runtime::wait(py, run, None, |_| Ok(()))?;
         let len = parts.iter().map(Bytes::len).sum();
         let out = PyBytes::new_with(py, len, |buf| {
@@ -268,7 +291,7 @@ impl Native {
     /// exception that says why not (returned, not raised).
     #[pyo3(signature = (paths, in_flight=64))]
     fn read_many(&self, py: Python<'_>, paths: Vec<String>, in_flight: usize) -> PyResult<Vec<Py<PyAny>>> {
-        let c = self.client.clone();
+        let c = self.client();
         let run = async move { Ok(data::read_many(c, paths, in_flight).await) };
         let results = runtime::wait(py, run, None, |_| Ok(()))?;
         results
@@ -284,7 +307,7 @@ impl Native {
     fn call(&self, py: Python<'_>, op: &str, args: &str) -> PyResult<String> {
         let args: serde_json::Value =
             serde_json::from_str(args).map_err(|e| Failure::invalid(format!("{op}: {e}")).into_py(py))?;
-        let client = self.client.clone();
+        let client = self.client();
         let op = op.to_owned();
         runtime::wait(
             py,

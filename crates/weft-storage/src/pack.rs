@@ -591,8 +591,6 @@ mod tests {
         assert_eq!(err.code, ErrorCode::StorageError);
     }
 
-    /// Appends bundles that span several aligned blocks; whether the pack was written
-    /// direct, after checking every object reads back.
     /// Empty objects side by side, in one bundle and across bundles, each get a key of
     /// their own (the fsspec suite put two empty files in one bundle and the second was
     /// refused as a duplicate key).
@@ -616,6 +614,8 @@ mod tests {
         }
     }
 
+    /// Appends bundles that span several aligned blocks; whether the pack was written
+    /// direct, after checking every object reads back.
     fn appends_read_back(dir: &Path) -> bool {
         let packs = Packs::new(dir);
         let bundles: Vec<Vec<Bytes>> = (0..3u8)

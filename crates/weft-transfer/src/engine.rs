@@ -84,6 +84,14 @@ pub struct Engine {
     piece: PieceSize,
 }
 
+/// Resolves once `cancel` is set (looked at every 50 ms: a flag, not a channel, as the
+/// zone and the client set it from wherever they are).
+async fn cancelled(cancel: &AtomicBool) {
+    while !cancel.load(Ordering::SeqCst) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Where a large file stands: the destination's upload and the digests of the pieces done.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Resume {
@@ -673,11 +681,15 @@ impl Engine {
                         return Err(Error::new(ErrorCode::Conflict, "cancelled"));
                     }
                     let range = self.piece.range(index, size);
-                    let digest = self
-                        .retrying(dst_at, index, || {
-                            self.move_piece(leg, upload, index, range.clone(), hash)
-                        })
-                        .await?;
+                    let moved = self.retrying(dst_at, index, || {
+                        self.move_piece(leg, upload, index, range.clone(), hash)
+                    });
+                    // A piece in flight stops at a cancel too (on a slow link it could take
+                    // long): the upload it belongs to is dropped below.
+                    let digest = tokio::select! {
+                        d = moved => d?,
+                        () = cancelled(cancel) => return Err(Error::new(ErrorCode::Conflict, "cancelled")),
+                    };
                     let mut guard = shared.lock().expect("not poisoned");
                     let (resume, file) = &mut *guard;
                     // A file of one piece is known by its root, not by a chaining value.
@@ -752,6 +764,14 @@ impl Engine {
                 sum
             }
         };
+        if cancel.load(Ordering::SeqCst) {
+            // Every piece arrived, but the transfer was cancelled meanwhile: nothing of it
+            // becomes visible.
+            dst.abort(&upload).await;
+            f.resume = None;
+            f.bytes_done = 0;
+            return Err(Error::new(ErrorCode::Conflict, "cancelled").into());
+        }
         match dst.complete(&upload, &sum).await {
             Ok(()) => Ok(sum),
             Err(e) if e.code == ErrorCode::NotFound => {

@@ -54,9 +54,10 @@ pub struct MoveOptions {
     /// Piece size; `None`: [`DEFAULT_PIECE_SIZE`].
     pub piece_size: Option<u64>,
     pub progress: Option<Progress>,
-    /// Set to stop the batch: files in flight stop at their next piece, their uploads are
-    /// dropped (nothing becomes visible) and their part files removed; files not started
-    /// stay as they were. The Python SDK sets it on Ctrl-C.
+    /// Set to stop the batch: large files in flight stop within 50 ms, their uploads are
+    /// dropped (nothing of them becomes visible) and their part files removed; files not
+    /// started stay as they were; a small file already sent whole may land. The Python SDK
+    /// sets it on Ctrl-C.
     pub cancel: Option<Arc<AtomicBool>>,
 }
 
