@@ -9,7 +9,7 @@
 
 use crate::data::{Committed, PutTarget};
 use crate::worker::{self, Worker, WorkerState};
-use crate::{Caller, PutOutcome, Zone};
+use crate::{now_ms, Caller, PutOutcome, Zone};
 use bytes::Bytes;
 use futures::Stream;
 use std::pin::Pin;
@@ -353,13 +353,6 @@ impl Zone {
             tracing::warn!(upload = %u.id, error = %e, "could not remove the pieces of an upload");
         }
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// A piece's body, which must be exactly `len` bytes: more or fewer is an error in the

@@ -206,30 +206,36 @@ impl SqlCatalog {
     pub async fn explain_audit(&self, q: &AuditQuery) -> Result<String, Error> {
         let (sql, binds, ints) = log_sql(self.dialect, q);
         let (sql, col) = super::explain_sql(self.dialect, &sql);
-        let mut query = sqlx::query(&sql);
-        for b in &binds {
-            query = query.bind(b.as_str());
-        }
-        for i in &ints {
-            query = query.bind(*i);
-        }
-        let rows = query.fetch_all(self.pool()).await.map_err(db)?;
+        let rows = bound(&sql, &binds, &ints)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?;
         super::plan_text(&rows, col)
     }
+}
+
+/// The log's query with its values bound: texts first, then integers, as `log_sql` numbers
+/// them.
+fn bound<'q>(
+    sql: &'q str,
+    binds: &'q [String],
+    ints: &[i64],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    let mut query = sqlx::query(sql);
+    for b in binds {
+        query = query.bind(b.as_str());
+    }
+    for i in ints {
+        query = query.bind(*i);
+    }
+    query
 }
 
 #[async_trait]
 impl Audit for SqlCatalog {
     async fn audit_log(&self, q: &AuditQuery) -> Result<Vec<AuditEntry>, Error> {
         let (sql, binds, ints) = log_sql(self.dialect, q);
-        let mut query = sqlx::query(&sql);
-        for b in &binds {
-            query = query.bind(b.as_str());
-        }
-        for i in &ints {
-            query = query.bind(*i);
-        }
-        query
+        bound(&sql, &binds, &ints)
             .fetch_all(self.pool())
             .await
             .map_err(db)?
