@@ -8,6 +8,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use weft_client::{
     create_dirs, leaf_collections, scan_local, BatchReport, Client, Direction, MoveOptions, Planned,
 };
@@ -86,6 +87,10 @@ pub(crate) async fn put_tree(
     let tree = tokio::task::spawn_blocking(move || scan_local(&local, &dest))
         .await
         .map_err(|e| Failure::new("internal", e.to_string()))??;
+    if opts.cancel.as_ref().is_some_and(|c| c.load(Ordering::SeqCst)) {
+        // Interrupted while the tree was read: make nothing of it.
+        return Ok(Report::of(BatchReport::default()));
+    }
     c.mkdirs(&leaf_collections(&tree.empty_leaves())).await?;
     let skipped = tree
         .skipped

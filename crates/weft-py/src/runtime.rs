@@ -74,11 +74,17 @@ where
                 return result.map_err(|f| f.into_py(py));
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                // The task ended without sending: it panicked (or was aborted below).
-                return Err(match interrupted {
-                    Some((e, _)) => e,
-                    None => PyRuntimeError::new_err("weft: the call failed inside the client (a bug)"),
-                });
+                // The task ended without sending: it panicked. Say with what, for a report.
+                if let Some((e, _)) = interrupted {
+                    return Err(e);
+                }
+                let why = match runtime().block_on(task) {
+                    Err(e) if e.is_panic() => panic_message(e.into_panic()),
+                    _ => "ended without an answer".to_owned(),
+                };
+                return Err(PyRuntimeError::new_err(format!(
+                    "weft: the call failed inside the client (a bug; please report it): {why}"
+                )));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
@@ -112,5 +118,15 @@ where
                 return Err(e);
             }
         }
+    }
+}
+
+/// What a panic said, when it said it in text.
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(s) => *s,
+        Err(payload) => payload
+            .downcast_ref::<&str>()
+            .map_or_else(|| "a panic".to_owned(), |s| (*s).to_owned()),
     }
 }
