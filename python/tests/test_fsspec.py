@@ -90,6 +90,9 @@ def test_ranges_and_many_paths_in_one_batch(fs, home) -> None:
     assert fs.cat_file(f"{home}/big", 1000, 1010) == data[1000:1010]
     assert fs.cat_file(f"{home}/big", -10) == data[-10:]
     assert fs.cat_file(f"{home}/big", 5, 5) == b""
+    # Past the end (up to 1 TiB): what there is, never an error or a flood of requests.
+    assert fs.cat_file(f"{home}/big", len(data) - 3, 1 << 40) == data[-3:]
+    assert fs.cat_file(f"{home}/big", 1 << 40, (1 << 40) + 5) == b""
     assert fs.read_block(f"{home}/big", 100, 50) == data[100:150]
     paths = [f"{home}/small/f{i}" for i in range(200)]
     fs.pipe({p: p.encode() for p in paths})

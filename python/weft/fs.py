@@ -280,12 +280,10 @@ class WeftFileSystem(AbstractFileSystem):  # type: ignore[misc]
             if isinstance(got, BaseException):
                 raise got
             return bytes(got)
-        if (start or 0) >= 0 and end is not None and end >= 0:
-            lo, hi = start or 0, end
-        else:
-            # Counted from the end: the size as the zone has it now, not as cached.
-            size = self.client._call("stat", path=path)["size"]
-            lo, hi = slice(start, end).indices(size)[:2]
+        # Clamped to the size as the zone has it now (not as cached): a range past the end
+        # gives what there is, as with local files, and asks nothing of the zone.
+        size = self.client._call("stat", path=path)["size"]
+        lo, hi = slice(start, end).indices(size)[:2]
         if hi <= lo:
             return b""
         return bytes(self._native.read_range(path, lo, hi))
