@@ -38,7 +38,7 @@ ALLOWED = {
     "weft": {"weft-types", "weft-api", "weft-zone", "weft-client", "weft-bench"},
     "weft-testkit": set(),
 }
-ONLY = {"opendal": "weft-storage", "sqlx": "weft-catalog"}
+ONLY = {"opendal": "weft-storage", "sqlx": "weft-catalog", "s3s": "weft-api"}
 
 errors = []
 for manifest in sorted(ROOT.glob("crates/*/Cargo.toml")):

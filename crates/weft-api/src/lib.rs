@@ -12,6 +12,7 @@ mod oidc;
 mod proxy;
 mod requests;
 pub mod routes;
+pub mod s3;
 pub mod tls;
 
 use axum::extract::State;
@@ -232,6 +233,12 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::federation::list_staging,
         routes::federation::add_staging,
         routes::federation::remove_staging,
+        routes::s3::list_keys,
+        routes::s3::create_key,
+        routes::s3::remove_key,
+        routes::s3::list_buckets,
+        routes::s3::add_bucket,
+        routes::s3::remove_bucket,
         routes::transfers::start,
         routes::transfers::plan,
         routes::transfers::list,

@@ -28,6 +28,11 @@ fn usable(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+/// The route a request is counted under where no route of the router matched it (the S3
+/// listener's requests, which have no routes of their own).
+#[derive(Debug, Clone, Copy)]
+pub struct RouteLabel(pub &'static str);
+
 pub async fn observe(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let id = req
         .headers()
@@ -35,10 +40,14 @@ pub async fn observe(State(s): State<Arc<AppState>>, req: Request, next: Next) -
         .and_then(|v| v.to_str().ok())
         .filter(|v| usable(v))
         .map_or_else(|| uuid::Uuid::new_v4().simple().to_string(), str::to_owned);
-    let route = req.extensions().get::<MatchedPath>().map_or_else(
-        || "unmatched".to_owned(),
-        |m| crate::metrics::route_label(m.as_str()),
-    );
+    let route = match (
+        req.extensions().get::<MatchedPath>(),
+        req.extensions().get::<RouteLabel>(),
+    ) {
+        (Some(m), _) => crate::metrics::route_label(m.as_str()),
+        (None, Some(label)) => label.0.to_owned(),
+        (None, None) => "unmatched".to_owned(),
+    };
     let method = req.method().as_str().to_owned();
     let span = tracing::info_span!("request", id = %id, method = %method, route = %route);
     let actor = weft_zone::Actor {

@@ -276,6 +276,8 @@ pub struct NewObject {
     pub overwrite: bool,
     /// Who puts it (registrations are grouped across requests, so each carries its own).
     pub actor: Actor,
+    /// Put through the S3 gateway: what it returns of the object later.
+    pub s3: Option<S3Attrs>,
 }
 
 /// What registering an object did.
@@ -742,6 +744,71 @@ pub trait Uploads: Send + Sync {
     async fn staged_uploads(&self, resource_id: i64) -> Result<Vec<String>, Error>;
 }
 
+/// An S3 access key: who it acts as. The secret is only in [`S3Gateway::s3_secret`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Key {
+    pub access_key: String,
+    pub user_id: i64,
+    pub user: PrincipalName,
+    pub created: Millis,
+}
+
+/// A bucket an administrator declared over a collection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Bucket {
+    pub name: String,
+    pub node_id: i64,
+    /// The collection's current path.
+    pub path: LogicalPath,
+    pub public_read: bool,
+    pub created: Millis,
+}
+
+/// What S3 clients need of an object besides weft's own record: the ETag they check and
+/// the content type. Registered with the object, in its transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Attrs {
+    pub etag: String,
+    pub content_type: Option<String>,
+}
+
+/// A data object as an S3 listing shows it, with its [`S3Attrs`] when they still hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Listed {
+    pub path: String,
+    pub size: i64,
+    pub checksum: Option<Checksum>,
+    pub modified: Millis,
+    pub attrs: Option<S3Attrs>,
+}
+
+/// The S3 gateway's keys, buckets and object attributes.
+#[async_trait]
+pub trait S3Gateway: Send + Sync {
+    /// Errors: `already_exists` (the access key), `not_found` (user).
+    async fn create_s3_key(&self, access_key: &str, user_id: i64, secret: &str) -> Result<S3Key, Error>;
+    /// Keys of `user_id`, or of everyone; by user, then creation.
+    async fn s3_keys(&self, user_id: Option<i64>) -> Result<Vec<S3Key>, Error>;
+    /// The key and its secret, opened.
+    async fn s3_secret(&self, access_key: &str) -> Result<Option<(S3Key, String)>, Error>;
+    /// Errors: `not_found`.
+    async fn delete_s3_key(&self, access_key: &str) -> Result<(), Error>;
+
+    /// Errors: `already_exists` (name), `not_found` (node).
+    async fn add_s3_bucket(&self, name: &str, node_id: i64, public_read: bool) -> Result<S3Bucket, Error>;
+    async fn s3_buckets(&self) -> Result<Vec<S3Bucket>, Error>;
+    async fn s3_bucket(&self, name: &str) -> Result<Option<S3Bucket>, Error>;
+    /// Errors: `not_found`.
+    async fn delete_s3_bucket(&self, name: &str) -> Result<S3Bucket, Error>;
+
+    /// The attributes of object `node_id` if they were registered for `checksum` (its
+    /// current content).
+    async fn s3_attrs(&self, node_id: i64, checksum: &Checksum) -> Result<Option<S3Attrs>, Error>;
+    /// Data objects with `lo <= path < hi` and `path > after`, by path (byte order, which is
+    /// S3's key order), at most `limit`.
+    async fn s3_list(&self, lo: &str, hi: &str, after: &str, limit: u32) -> Result<Vec<S3Listed>, Error>;
+}
+
 /// Managed transfers and their files.
 #[async_trait]
 pub trait Transfers: Send + Sync {
@@ -1053,6 +1120,7 @@ pub trait Catalog:
     + Quotas
     + Uploads
     + Audit
+    + S3Gateway
     + 'static
 {
     fn dialect(&self) -> Dialect;

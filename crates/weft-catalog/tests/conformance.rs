@@ -209,6 +209,7 @@ fn obj(path: &str, owner_id: i64, resource_id: i64, key: &str) -> NewObject {
         physical_key: key.to_owned(),
         overwrite: false,
         actor: weft_catalog::Actor::zone(),
+        s3: None,
     }
 }
 

@@ -17,6 +17,7 @@ mod policies;
 mod principals;
 mod progress;
 pub mod request_id;
+mod s3;
 mod tls;
 mod transfers;
 mod tree;

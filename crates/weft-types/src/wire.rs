@@ -699,3 +699,48 @@ pub struct QosWire {
     pub evaluated: Option<i64>,
     pub created: i64,
 }
+
+/// An S3 access key (`GET /s3/keys`); the secret is shown only when it is made.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct S3KeyWire {
+    pub access_key: String,
+    pub user: String,
+    pub created: i64,
+}
+
+/// `POST /s3/keys`: a key for `user` (default: the caller; another user needs an admin).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct NewS3Key {
+    pub user: Option<String>,
+}
+
+/// A new S3 access key: the secret is shown this once.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct S3KeyCreated {
+    pub access_key: String,
+    pub secret_key: String,
+    pub user: String,
+    /// The user's home collection as a bucket.
+    pub home_bucket: String,
+    pub created: i64,
+}
+
+/// A bucket of the S3 gateway over a collection.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct S3BucketWire {
+    pub name: String,
+    pub path: String,
+    pub public_read: bool,
+    /// A user's home rather than a bucket an administrator declared.
+    pub home: bool,
+    pub created: i64,
+}
+
+/// `POST /s3/buckets` (administrators): declare `name` over the collection `path`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NewS3Bucket {
+    pub name: String,
+    pub path: String,
+    #[serde(default)]
+    pub public_read: bool,
+}

@@ -22,6 +22,8 @@ pub struct ZoneConfig {
     pub resources: Vec<ResourceSpec>,
     /// Staging areas to declare at start when missing (by name).
     pub staging: Vec<crate::StagingSpec>,
+    /// S3 buckets to declare at start when missing (by name), their collections made too.
+    pub s3_buckets: Vec<crate::BucketSpec>,
     /// How often every replica is re-read and checked ([`crate::SCRUB_INTERVAL_DEFAULT`]).
     pub scrub_interval: std::time::Duration,
     /// PID prefix and outside registry.
@@ -206,6 +208,7 @@ impl Zone {
             committer,
             workers,
             auth_cache: Default::default(),
+            s3_keys: Default::default(),
             peers: crate::federation::Peers::new(config.trusted_cas.clone()),
             running: Default::default(),
             leases,
@@ -248,6 +251,7 @@ impl Zone {
         once_more_if_raced(|| zone.ensure_home(&admin)).await?;
         zone.ensure_resources(&config).await?;
         zone.ensure_staging(&config).await?;
+        zone.ensure_buckets(&config.s3_buckets, &admin).await?;
         for peer in zone.catalog.list_zones().await? {
             // Zones federated before replication existed get their area too. A failure
             // (an object where the collection should be) must not keep the zone down:

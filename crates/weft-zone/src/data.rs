@@ -6,7 +6,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use std::collections::HashMap;
 use std::ops::Range;
-use weft_catalog::{LocatedNode, NewObject, Node, Resource};
+use weft_catalog::{LocatedNode, NewObject, Node, Resource, S3Attrs};
 use weft_storage::{ByteStream, Store, Writer};
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, NodeKind, Permission, ReplicaState, ResourceName};
 
@@ -52,6 +52,8 @@ pub(crate) struct Committed<'a> {
     pub target: &'a PutTarget,
     pub key: String,
     pub durable: bool,
+    /// Put through the S3 gateway: what it returns of the object.
+    pub s3: Option<S3Attrs>,
 }
 
 impl Zone {
@@ -157,6 +159,23 @@ impl Zone {
     where
         S: Stream<Item = Result<Bytes, Error>> + Send,
     {
+        self.put_stream_with(caller, put, body, || Ok(None)).await
+    }
+
+    /// [`Zone::put_stream`], where `finish` runs once every byte arrived and before any
+    /// is committed: it may still refuse the object (a digest the client sent that the
+    /// body does not match) or give the S3 attributes to register with it.
+    pub async fn put_stream_with<S, F>(
+        &self,
+        caller: &Caller,
+        put: Put<'_>,
+        body: S,
+        finish: F,
+    ) -> Result<PutOutcome, Error>
+    where
+        S: Stream<Item = Result<Bytes, Error>> + Send,
+        F: FnOnce() -> Result<Option<S3Attrs>, Error> + Send,
+    {
         let Put {
             path,
             size,
@@ -170,8 +189,11 @@ impl Zone {
         let key = Store::new_key();
         let mut writer = target.store.writer(&key).await?;
         let received = copy_hashing(body, size, Some(&mut writer)).await;
-        let checksum = match received.and_then(|sum| check_expected(path, sum, expected)) {
-            Ok(sum) => sum,
+        let checked = received
+            .and_then(|sum| check_expected(path, sum, expected))
+            .and_then(|sum| Ok((sum, finish()?)));
+        let (checksum, s3) = match checked {
+            Ok(done) => done,
             Err(e) => {
                 writer.abort().await;
                 return Err(e);
@@ -186,6 +208,7 @@ impl Zone {
             target: &target,
             key,
             durable,
+            s3,
         };
         self.register(caller, committed, overwrite).await
     }
@@ -286,6 +309,7 @@ impl Zone {
                     target,
                     key,
                     durable: false,
+                    s3: None,
                 };
                 (i, self.register(caller, committed, overwrite).await)
             },
@@ -309,6 +333,7 @@ impl Zone {
             target,
             key,
             durable,
+            s3,
         } = committed;
         let object = NewObject {
             path: path.clone(),
@@ -319,6 +344,7 @@ impl Zone {
             physical_key: key.clone(),
             overwrite,
             actor: weft_catalog::current_actor(),
+            s3,
         };
         let unsynced = (!durable).then(|| target.store.clone());
         crate::failpoints::crash_point!("replica-visible");
@@ -491,7 +517,22 @@ impl Zone {
         resource: Option<&ResourceName>,
         overwrite: bool,
     ) -> Result<PutOutcome, Error> {
+        self.copy_with(caller, from, to, resource, overwrite, |_| None)
+            .await
+    }
+
+    /// [`Zone::copy`], registering the S3 attributes `s3` gives for the source node.
+    pub async fn copy_with(
+        &self,
+        caller: &Caller,
+        from: &LogicalPath,
+        to: &LogicalPath,
+        resource: Option<&ResourceName>,
+        overwrite: bool,
+        s3: impl FnOnce(&Node) -> Option<S3Attrs>,
+    ) -> Result<PutOutcome, Error> {
         let src = self.read(caller, from, None).await?;
+        let s3 = s3(&src.node);
         let size = src.node.size as u64;
         let target = self.prepare_put(caller, to, resource, overwrite).await?;
         let key = Store::new_key();
@@ -513,6 +554,7 @@ impl Zone {
             target: &target,
             key,
             durable,
+            s3,
         };
         self.register(caller, committed, overwrite).await
     }

@@ -26,6 +26,7 @@ mod qos;
 mod quotas;
 mod replication;
 mod resources;
+mod s3;
 mod scrubber;
 mod sides;
 mod staging;
@@ -61,6 +62,10 @@ pub use qos::QosInfo;
 pub use quotas::QuotaInfo;
 pub use replication::REPLICA_AREA;
 pub use resources::ResourceInfo;
+pub use s3::{
+    bucket_name_error, etag, home_bucket, BucketInfo, BucketSpec, NewS3Key, S3Object, S3Page, ANONYMOUS,
+    HOME_BUCKET_PREFIX, S3_LIST_MAX,
+};
 pub use scrubber::SCRUB_INTERVAL_DEFAULT;
 pub use staging::{StagingInfo, StagingSpec};
 pub use transfers::{TransferInfo, TRANSFER_PIECE};
@@ -71,6 +76,7 @@ pub use upload::{
 pub use weft_catalog::{act_as, acting, Actor, AuditEntry, AuditQuery};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};
 pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, TransferRecord};
+pub use weft_catalog::{S3Attrs, S3Key, S3Listed};
 pub use weft_policy::{Action, QosExpr, Rule, Trigger};
 pub use weft_transfer::{TransferSpec, Verify};
 pub use worker::{Phase, WorkerStatus};
@@ -90,6 +96,7 @@ pub struct Zone {
     committer: committer::Committer,
     workers: Vec<Arc<worker::WorkerState>>,
     auth_cache: access::AuthCache,
+    s3_keys: s3::KeyCache,
     peers: federation::Peers,
     running: transfers::Running,
     /// This server's leases on the zone's background work.

@@ -333,6 +333,7 @@ impl Zone {
             target: &target,
             key: u.physical_key.clone(),
             durable: true,
+            s3: None,
         };
         self.register(caller, committed, u.overwrite).await
     }

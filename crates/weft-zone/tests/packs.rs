@@ -64,6 +64,7 @@ async fn a_restart_frees_what_a_crash_left_in_packs_and_keeps_the_rest() {
             physical_key: packed.keys[0].clone(),
             overwrite: false,
             actor: weft_catalog::Actor::zone(),
+            s3: None,
         })
         .await
         .unwrap();

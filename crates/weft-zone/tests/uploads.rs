@@ -13,6 +13,7 @@ async fn open(dir: &Path) -> (std::sync::Arc<Zone>, Caller) {
         catalog_url: None,
         resources: vec![],
         staging: vec![],
+        s3_buckets: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         lease_ttl: weft_zone::LEASE_TTL_DEFAULT,

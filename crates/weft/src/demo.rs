@@ -146,6 +146,7 @@ async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
         catalog_url: None,
         resources: vec![],
         staging: vec![],
+        s3_buckets: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         lease_ttl: weft_zone::LEASE_TTL_DEFAULT,

@@ -55,10 +55,24 @@ pub struct ServeArgs {
     /// of the request they belong to.
     #[arg(long, env = "WEFT_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
-    /// TOML file with the settings above plus [tls], [[resources]], [[staging]], [[oidc]] and
-    /// [pid] tables.
+    /// Serve the S3 gateway on this address too (off unless set; [s3] listen in the
+    /// configuration file). It speaks HTTPS when the API does, with the same certificate.
+    #[arg(long, env = "WEFT_S3_LISTEN", value_name = "ADDR")]
+    pub s3_listen: Option<SocketAddr>,
+    /// TOML file with the settings above plus [tls], [s3], [[resources]], [[staging]],
+    /// [[oidc]] and [pid] tables.
     #[arg(long, env = "WEFT_CONFIG")]
     pub config: Option<PathBuf>,
+}
+
+/// `[s3]` of the configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3FileConfig {
+    pub listen: Option<SocketAddr>,
+    /// Buckets declared at start when missing: `name`, `path`, `public_read`.
+    #[serde(default)]
+    pub buckets: Vec<weft_zone::BucketSpec>,
 }
 
 /// How `weft serve` writes its log.
@@ -107,6 +121,9 @@ pub struct FileConfig {
     /// HTTPS (`cert`, `key`) and the CA file peers and issuers are checked against (`ca`).
     #[serde(default)]
     pub tls: TlsFileConfig,
+    /// The S3 gateway (`listen`, `[[s3.buckets]]`).
+    #[serde(default)]
+    pub s3: S3FileConfig,
 }
 
 pub struct Settings {
@@ -115,6 +132,8 @@ pub struct Settings {
     pub oidc: Vec<OidcIssuer>,
     /// HTTPS; plain HTTP when `None`.
     pub tls: Option<weft_api::tls::ServerConfig>,
+    /// Where the S3 gateway listens; off when `None`.
+    pub s3_listen: Option<SocketAddr>,
     pub log_format: LogFormat,
 }
 
@@ -158,6 +177,7 @@ impl ServeArgs {
                 catalog_url: self.catalog.or(file.catalog),
                 resources: file.resources,
                 staging: file.staging,
+                s3_buckets: file.s3.buckets,
                 scrub_interval: match self.scrub_interval.or(file.scrub_interval) {
                     Some(0) => anyhow::bail!("scrub_interval must be at least 1 second"),
                     Some(s) => std::time::Duration::from_secs(s),
@@ -180,6 +200,7 @@ impl ServeArgs {
             listen,
             oidc: file.oidc,
             tls,
+            s3_listen: self.s3_listen.or(file.s3.listen),
             log_format: self.log_format.or(file.log_format).unwrap_or_default(),
         })
     }
@@ -224,12 +245,46 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             file.display()
         );
     }
-    let app =
-        weft_api::router(zone, settings.oidc).into_make_service_with_connect_info::<weft_api::PeerAddr>();
-    match settings.tls {
+    let s3 = match settings.s3_listen {
+        Some(at) => {
+            let listener = tokio::net::TcpListener::bind(at)
+                .await
+                .with_context(|| format!("cannot listen for S3 on {at}"))?;
+            let addr = listener.local_addr()?;
+            tracing::info!(
+                endpoint = %format!("{scheme}://{addr}"),
+                "S3 gateway ready; create a key with `weft s3 key create`"
+            );
+            Some(serve_on(
+                listener,
+                weft_api::s3::router(zone.clone()),
+                settings.tls.clone(),
+            ))
+        }
+        None => None,
+    };
+    let api = serve_on(listener, weft_api::router(zone, settings.oidc), settings.tls);
+    let s3 = async {
+        match s3 {
+            Some(s3) => s3.await,
+            None => Ok(()),
+        }
+    };
+    tokio::try_join!(api, s3).context("server failed")?;
+    tracing::info!("zone stopped");
+    Ok(())
+}
+
+/// Serves `app` on `listener` (over TLS with `tls`) until the process is told to stop.
+async fn serve_on(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    tls: Option<weft_api::tls::ServerConfig>,
+) -> std::io::Result<()> {
+    let app = app.into_make_service_with_connect_info::<weft_api::PeerAddr>();
+    match tls {
         Some(tls) => {
-            let listener = weft_api::tls::listener(listener, tls).context("cannot serve TLS")?;
-            axum::serve(listener, app)
+            axum::serve(weft_api::tls::listener(listener, tls)?, app)
                 .with_graceful_shutdown(shutdown_signal())
                 .await
         }
@@ -239,9 +294,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .await
         }
     }
-    .context("server failed")?;
-    tracing::info!("zone stopped");
-    Ok(())
 }
 
 fn init_logging(format: LogFormat) {

@@ -8,6 +8,7 @@ pub mod meta;
 pub mod namespace;
 pub mod pids;
 pub mod policies;
+pub mod s3;
 pub mod transfers;
 
 use crate::AppState;
@@ -112,6 +113,12 @@ pub fn table() -> RouteTable {
         .add(M::GET, "/api/v1/staging", federation::list_staging)
         .add(M::POST, "/api/v1/staging", federation::add_staging)
         .add(M::DELETE, "/api/v1/staging/{name}", federation::remove_staging)
+        .add(M::GET, "/api/v1/s3/keys", s3::list_keys)
+        .add(M::POST, "/api/v1/s3/keys", s3::create_key)
+        .add(M::DELETE, "/api/v1/s3/keys/{access_key}", s3::remove_key)
+        .add(M::GET, "/api/v1/s3/buckets", s3::list_buckets)
+        .add(M::POST, "/api/v1/s3/buckets", s3::add_bucket)
+        .add(M::DELETE, "/api/v1/s3/buckets/{name}", s3::remove_bucket)
         .add(M::POST, "/api/v1/transfers", transfers::start)
         .add(M::POST, "/api/v1/transfers/plan", transfers::plan)
         .add(M::GET, "/api/v1/transfers", transfers::list)

@@ -58,6 +58,7 @@ async fn start_config(
         catalog_url,
         resources: vec![],
         staging: vec![],
+        s3_buckets: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         lease_ttl: weft_zone::LEASE_TTL_DEFAULT,

@@ -20,6 +20,7 @@ mod quotas;
 mod replicas;
 mod resources;
 mod rows;
+mod s3;
 mod staging;
 mod transfers;
 mod uploads;
@@ -140,6 +141,7 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "audit_items",
         include_str!("../../migrations/sqlite/0017_audit_items.sql"),
     ),
+    (18, "s3", include_str!("../../migrations/sqlite/0018_s3.sql")),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -219,6 +221,7 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         "audit_items",
         include_str!("../../migrations/postgres/0017_audit_items.sql"),
     ),
+    (18, "s3", include_str!("../../migrations/postgres/0018_s3.sql")),
 ];
 
 #[derive(Debug)]

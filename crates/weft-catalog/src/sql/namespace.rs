@@ -368,7 +368,14 @@ impl Namespace for SqlCatalog {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        for table in ["avus", "acls", "replicas", "remote_replicas"] {
+        for table in [
+            "avus",
+            "acls",
+            "replicas",
+            "remote_replicas",
+            "s3_objects",
+            "s3_buckets",
+        ] {
             sqlx::query(&format!("DELETE FROM {table} WHERE node_id IN {SUBTREE}"))
                 .bind(path.as_str())
                 .bind(&lo)
@@ -799,6 +806,11 @@ async fn insert_chunk(
     q.execute(&mut *conn)
         .await
         .map_err(|e| db_ctx(e, "replica key"))?;
+    for ((o, sum), r) in chunk.iter().zip(&checksums).zip(&out[first..]) {
+        if let Some(attrs) = &o.s3 {
+            super::s3::put_attrs(conn, r.node.id, sum, attrs).await?;
+        }
+    }
     Ok(())
 }
 

@@ -12,6 +12,7 @@ pub fn config(dir: &Path) -> ZoneConfig {
         catalog_url: None,
         resources: vec![],
         staging: vec![],
+        s3_buckets: vec![],
         scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
         orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
         lease_ttl: weft_zone::LEASE_TTL_DEFAULT,

@@ -17,6 +17,7 @@ pub(crate) mod progress;
 mod quota;
 mod replica;
 mod resource;
+mod s3;
 mod staging;
 mod transfer;
 mod zone;
@@ -95,6 +96,8 @@ pub enum Command {
     Audit(audit::AuditArgs),
     /// Staging areas: external directories and buckets transfers may use.
     Staging(staging::StagingArgs),
+    /// The S3 gateway: access keys and buckets.
+    S3(s3::S3Args),
     /// The zone itself: version and background workers.
     Zone(zone::ZoneArgs),
     /// Measure a zone as seeds/003 and seeds/002 did (stages, parallel files, directories,
@@ -140,6 +143,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Quota(a) => quota::quota(&ctx, a).await,
         Command::Audit(a) => audit::audit(&ctx, a).await,
         Command::Staging(a) => staging::staging(&ctx, a).await,
+        Command::S3(a) => s3::s3(&ctx, a).await,
         Command::Zone(a) => zone::zone(&ctx, a).await,
     }
 }

@@ -1,0 +1,126 @@
+//! Who an S3 request acts as. s3s verifies the signature with the secret [`Keys`] gives
+//! for the access key; [`Access`] then turns the key (or its absence) into the zone's
+//! `Caller`, which every operation reads back from the request's extensions.
+
+use s3s::access::{S3Access, S3AccessContext};
+use s3s::auth::{S3Auth, SecretKey};
+use s3s::{s3_error, S3Request, S3Result};
+use std::sync::Arc;
+use weft_zone::{Caller, Zone};
+
+/// The longest a presigned URL may stay valid, as on AWS (s3s checks the expiry itself,
+/// but takes any `X-Amz-Expires`).
+const PRESIGN_MAX_SECS: u64 = 7 * 24 * 3600;
+
+pub(super) struct Keys {
+    pub zone: Arc<Zone>,
+}
+
+#[async_trait::async_trait]
+impl S3Auth for Keys {
+    async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
+        match self.zone.s3_key_caller(access_key).await {
+            Ok(Some((secret, _))) => Ok(SecretKey::from(secret)),
+            Ok(None) => Err(s3_error!(
+                InvalidAccessKeyId,
+                "the access key is not known to this zone; create one with `weft s3 key create`"
+            )),
+            Err(e) => Err(super::errors::from_weft(e)),
+        }
+    }
+}
+
+pub(super) struct Access {
+    pub zone: Arc<Zone>,
+}
+
+#[async_trait::async_trait]
+impl S3Access for Access {
+    async fn check(&self, cx: &mut S3AccessContext<'_>) -> S3Result<()> {
+        refuse_unsupported(cx)?;
+        let caller = match cx.credentials() {
+            Some(c) => {
+                let found = self
+                    .zone
+                    .s3_key_caller(&c.access_key)
+                    .await
+                    .map_err(super::errors::from_weft)?;
+                found.ok_or_else(|| s3_error!(InvalidAccessKeyId))?.1
+            }
+            None => {
+                // Unsigned requests may only read; what they read is what ACLs grant the
+                // group `anonymous` (a public-read bucket).
+                if !is_read(cx.s3_op().name()) {
+                    return Err(s3_error!(
+                        AccessDenied,
+                        "anonymous requests may only read; sign the request with an access key"
+                    ));
+                }
+                self.zone
+                    .anonymous_caller()
+                    .await
+                    .map_err(super::errors::from_weft)?
+            }
+        };
+        // The changes this request makes are audited as this caller's.
+        weft_zone::act_as(caller.name.as_str());
+        cx.extensions_mut().insert(caller);
+        Ok(())
+    }
+}
+
+fn is_read(op: &str) -> bool {
+    matches!(
+        op,
+        "GetObject" | "HeadObject" | "ListObjects" | "ListObjectsV2" | "HeadBucket" | "GetBucketLocation"
+    )
+}
+
+/// What s3s 0.14 would accept but weft does not: SigV2 (MD5-era HMAC-SHA1 signatures),
+/// presigned URLs valid for longer than AWS allows, and POST-object form uploads (s3s
+/// gathers the file in memory).
+fn refuse_unsupported(cx: &S3AccessContext<'_>) -> S3Result<()> {
+    let v2_header = cx
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .is_some_and(|v| v.as_bytes().starts_with(b"AWS "));
+    let query = cx.uri().query().unwrap_or("");
+    let v2_query = query.split('&').any(|p| p.starts_with("AWSAccessKeyId="));
+    if v2_header || v2_query {
+        return Err(s3_error!(
+            AccessDenied,
+            "signature version 2 is not accepted; sign requests with SigV4 (every current SDK does)"
+        ));
+    }
+    for pair in query.split('&') {
+        if let Some(v) = pair.strip_prefix("X-Amz-Expires=") {
+            let secs: u64 = v.parse().map_err(|_| {
+                s3_error!(
+                    AuthorizationQueryParametersError,
+                    "X-Amz-Expires must be a number of seconds"
+                )
+            })?;
+            if secs > PRESIGN_MAX_SECS {
+                return Err(s3_error!(
+                    AuthorizationQueryParametersError,
+                    "X-Amz-Expires must be at most {PRESIGN_MAX_SECS} seconds (7 days)"
+                ));
+            }
+        }
+    }
+    if cx.s3_op().name() == "PostObject" {
+        return Err(s3_error!(
+            NotImplemented,
+            "POST object (browser form uploads) is not supported; use PUT"
+        ));
+    }
+    Ok(())
+}
+
+/// The caller [`Access`] decided for `req`.
+pub(super) fn caller<T>(req: &S3Request<T>) -> S3Result<Caller> {
+    req.extensions
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(|| s3_error!(InternalError, "the request reached an operation without a caller"))
+}

@@ -1,0 +1,29 @@
+-- The S3 gateway. Access keys act as their user; SigV4 needs the secret itself on the
+-- server (an HMAC key), so it is sealed under the zone's key like peer secrets, not hashed
+-- like API tokens. A key goes with its user.
+CREATE TABLE s3_keys (
+    access_key TEXT PRIMARY KEY,
+    user_id    BIGINT NOT NULL REFERENCES principals(id) ON DELETE CASCADE,
+    secret     TEXT NOT NULL,
+    created    BIGINT NOT NULL
+);
+CREATE INDEX s3_keys_user ON s3_keys (user_id);
+
+-- Buckets an administrator declared, bound to their collection by id (a move keeps them);
+-- removing the collection removes the bucket.
+CREATE TABLE s3_buckets (
+    name        TEXT PRIMARY KEY,
+    node_id     BIGINT NOT NULL REFERENCES nodes(id),
+    public_read BOOLEAN NOT NULL,
+    created     BIGINT NOT NULL
+);
+
+-- What S3 clients need of an object that weft itself does not keep: the ETag they check
+-- (an MD5, or AWS's multipart form) and the content type. Valid only while the object's
+-- checksum is still `checksum`: content written later by another door (REST) has none.
+CREATE TABLE s3_objects (
+    node_id      BIGINT PRIMARY KEY REFERENCES nodes(id),
+    checksum     TEXT NOT NULL,
+    etag         TEXT NOT NULL,
+    content_type TEXT
+);

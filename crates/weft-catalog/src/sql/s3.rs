@@ -1,0 +1,257 @@
+//! The S3 gateway's keys (secrets sealed), buckets and object attributes.
+
+use super::rows::{self, get, get_flag};
+use super::{audit, db, db_ctx, now_ms, SqlCatalog};
+use crate::{S3Attrs, S3Bucket, S3Gateway, S3Key, S3Listed};
+use async_trait::async_trait;
+use sqlx::any::AnyRow;
+use weft_types::{Checksum, Error};
+
+const KEY_SELECT: &str = "SELECT k.access_key, k.user_id, p.name, k.created, k.secret \
+     FROM s3_keys k JOIN principals p ON p.id = k.user_id";
+
+const BUCKET_SELECT: &str = "SELECT b.name, b.node_id, n.path, b.public_read, b.created \
+     FROM s3_buckets b JOIN nodes n ON n.id = b.node_id";
+
+fn key(row: &AnyRow) -> Result<S3Key, Error> {
+    Ok(S3Key {
+        access_key: get(row, 0)?,
+        user_id: get(row, 1)?,
+        user: rows::principal_name(&get::<String>(row, 2)?)?,
+        created: get(row, 3)?,
+    })
+}
+
+fn bucket(row: &AnyRow) -> Result<S3Bucket, Error> {
+    Ok(S3Bucket {
+        name: get(row, 0)?,
+        node_id: get(row, 1)?,
+        path: rows::path(&get::<String>(row, 2)?)?,
+        public_read: get_flag(row, 3)?,
+        created: get(row, 4)?,
+    })
+}
+
+#[async_trait]
+impl S3Gateway for SqlCatalog {
+    async fn create_s3_key(&self, access_key: &str, user_id: i64, secret: &str) -> Result<S3Key, Error> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query("INSERT INTO s3_keys (access_key, user_id, secret, created) VALUES ($1, $2, $3, $4)")
+            .bind(access_key)
+            .bind(user_id)
+            .bind(self.sealer.seal(secret))
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_ctx(e, format_args!("S3 key {access_key}")))?;
+        let row = sqlx::query(&format!("{KEY_SELECT} WHERE k.access_key = $1"))
+            .bind(access_key)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        let out = key(&row)?;
+        // Never the secret.
+        audit::record(
+            &mut tx,
+            "s3-key",
+            None,
+            format!("add {access_key} for {}", out.user),
+        )
+        .await?;
+        tx.commit().await.map_err(db)?;
+        Ok(out)
+    }
+
+    async fn s3_keys(&self, user_id: Option<i64>) -> Result<Vec<S3Key>, Error> {
+        let order = " ORDER BY p.name, k.created, k.access_key";
+        let rows = match user_id {
+            Some(id) => {
+                sqlx::query(&format!("{KEY_SELECT} WHERE k.user_id = $1{order}"))
+                    .bind(id)
+                    .fetch_all(self.pool())
+                    .await
+            }
+            None => {
+                sqlx::query(&format!("{KEY_SELECT}{order}"))
+                    .fetch_all(self.pool())
+                    .await
+            }
+        }
+        .map_err(db)?;
+        rows.iter().map(key).collect()
+    }
+
+    async fn s3_secret(&self, access_key: &str) -> Result<Option<(S3Key, String)>, Error> {
+        let row = sqlx::query(&format!("{KEY_SELECT} WHERE k.access_key = $1"))
+            .bind(access_key)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?;
+        match row {
+            None => Ok(None),
+            Some(row) => {
+                let sealed: String = get(&row, 4)?;
+                Ok(Some((key(&row)?, self.sealer.open(&sealed)?)))
+            }
+        }
+    }
+
+    async fn delete_s3_key(&self, access_key: &str) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
+        let gone = sqlx::query("DELETE FROM s3_keys WHERE access_key = $1")
+            .bind(access_key)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if super::affected(gone) == 0 {
+            return Err(Error::not_found(format_args!("S3 key {access_key}")));
+        }
+        audit::record(&mut tx, "s3-key", None, format!("remove {access_key}")).await?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn add_s3_bucket(&self, name: &str, node_id: i64, public_read: bool) -> Result<S3Bucket, Error> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query("INSERT INTO s3_buckets (name, node_id, public_read, created) VALUES ($1, $2, $3, $4)")
+            .bind(name)
+            .bind(node_id)
+            .bind(public_read)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_ctx(e, format_args!("bucket {name}")))?;
+        let row = sqlx::query(&format!("{BUCKET_SELECT} WHERE b.name = $1"))
+            .bind(name)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        let out = bucket(&row)?;
+        let public = if public_read { ", public-read" } else { "" };
+        audit::record(
+            &mut tx,
+            "s3-bucket",
+            Some(&out.path),
+            format!("add {name}{public}"),
+        )
+        .await?;
+        tx.commit().await.map_err(db)?;
+        Ok(out)
+    }
+
+    async fn s3_buckets(&self) -> Result<Vec<S3Bucket>, Error> {
+        sqlx::query(&format!("{BUCKET_SELECT} ORDER BY b.name"))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(bucket)
+            .collect()
+    }
+
+    async fn s3_bucket(&self, name: &str) -> Result<Option<S3Bucket>, Error> {
+        sqlx::query(&format!("{BUCKET_SELECT} WHERE b.name = $1"))
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?
+            .as_ref()
+            .map(bucket)
+            .transpose()
+    }
+
+    async fn delete_s3_bucket(&self, name: &str) -> Result<S3Bucket, Error> {
+        let mut tx = self.begin_write().await?;
+        let row = sqlx::query(&format!("{BUCKET_SELECT} WHERE b.name = $1"))
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found(format_args!("bucket {name}")))?;
+        let out = bucket(&row)?;
+        sqlx::query("DELETE FROM s3_buckets WHERE name = $1")
+            .bind(name)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        audit::record(&mut tx, "s3-bucket", Some(&out.path), format!("remove {name}")).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(out)
+    }
+
+    async fn s3_attrs(&self, node_id: i64, checksum: &Checksum) -> Result<Option<S3Attrs>, Error> {
+        let row =
+            sqlx::query("SELECT etag, content_type FROM s3_objects WHERE node_id = $1 AND checksum = $2")
+                .bind(node_id)
+                .bind(checksum.to_string())
+                .fetch_optional(self.pool())
+                .await
+                .map_err(db)?;
+        row.map(|r| {
+            Ok(S3Attrs {
+                etag: get(&r, 0)?,
+                content_type: get(&r, 1)?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn s3_list(&self, lo: &str, hi: &str, after: &str, limit: u32) -> Result<Vec<S3Listed>, Error> {
+        // The path index gives the order; the attributes hold only for the content they
+        // were registered with.
+        let rows = sqlx::query(
+            "SELECT n.path, n.size, n.checksum, n.modified, s.etag, s.content_type \
+             FROM nodes n LEFT JOIN s3_objects s ON s.node_id = n.id AND s.checksum = n.checksum \
+             WHERE n.path >= $1 AND n.path < $2 AND n.path > $3 AND n.kind = 'object' \
+             ORDER BY n.path LIMIT $4",
+        )
+        .bind(lo)
+        .bind(hi)
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|r| {
+                let etag: Option<String> = get(r, 4)?;
+                Ok(S3Listed {
+                    path: get(r, 0)?,
+                    size: get(r, 1)?,
+                    checksum: rows::checksum(get(r, 2)?)?,
+                    modified: get(r, 3)?,
+                    attrs: etag
+                        .map(|etag| -> Result<S3Attrs, Error> {
+                            Ok(S3Attrs {
+                                etag,
+                                content_type: get(r, 5)?,
+                            })
+                        })
+                        .transpose()?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Records `attrs` for the object `node_id` whose content hashes to `checksum` (in the
+/// registering transaction).
+pub(super) async fn put_attrs(
+    conn: &mut sqlx::AnyConnection,
+    node_id: i64,
+    checksum: &str,
+    attrs: &S3Attrs,
+) -> Result<(), Error> {
+    sqlx::query(
+        "INSERT INTO s3_objects (node_id, checksum, etag, content_type) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (node_id) DO UPDATE SET checksum = excluded.checksum, etag = excluded.etag, \
+         content_type = excluded.content_type",
+    )
+    .bind(node_id)
+    .bind(checksum)
+    .bind(attrs.etag.as_str())
+    .bind(attrs.content_type.as_deref())
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(())
+}

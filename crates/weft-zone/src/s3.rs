@@ -1,0 +1,551 @@
+//! The use cases behind the S3 gateway: access keys (which act as their user), buckets
+//! (collections an administrator declared, and each user's home), listings in S3's key
+//! order, and what S3 clients need of an object besides its bytes (ETag, content type).
+//! The protocol itself is weft-api's; every check is here, as for REST.
+
+use crate::{Caller, Zone};
+use rand::RngCore;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use weft_catalog::{Avu, Node, PrincipalKind, S3Attrs, S3Bucket, S3Key, S3Listed};
+use weft_types::{Checksum, Error, ErrorCode, LogicalPath, NodeKind, Permission, PrincipalName};
+
+/// The group whose ACL grants are what anonymous S3 requests may do. `weft s3 bucket add
+/// --public-read` grants it `read` on the bucket's collection.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// Home buckets are `home-<user>`; declared buckets may not look like one.
+pub const HOME_BUCKET_PREFIX: &str = "home-";
+
+/// Listings return at most this many keys per page, as S3 does.
+pub const S3_LIST_MAX: usize = 1000;
+
+/// A bucket declared in the configuration file (`[[s3.buckets]]`).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BucketSpec {
+    pub name: String,
+    pub path: LogicalPath,
+    #[serde(default)]
+    pub public_read: bool,
+}
+
+/// A new access key: the secret is shown once.
+pub struct NewS3Key {
+    pub key: S3Key,
+    pub secret: String,
+    /// The user's home bucket.
+    pub home_bucket: String,
+}
+
+/// A bucket as a caller sees it.
+#[derive(Debug, Clone)]
+pub struct BucketInfo {
+    pub name: String,
+    pub path: LogicalPath,
+    pub public_read: bool,
+    /// When it was declared; for a home bucket, when the home was made.
+    pub created: weft_types::Millis,
+    /// A user's home rather than a declared bucket.
+    pub home: bool,
+}
+
+/// One page of a listing: objects (key relative to the bucket) and common prefixes, in
+/// key order, and the key a next page starts after.
+#[derive(Debug, Default)]
+pub struct S3Page {
+    pub objects: Vec<(String, S3Listed)>,
+    pub prefixes: Vec<String>,
+    pub truncated: bool,
+    /// The last key or common prefix of this page.
+    pub last: Option<String>,
+}
+
+/// An object as HEAD and GET need it.
+#[derive(Debug, Clone)]
+pub struct S3Object {
+    pub node: Node,
+    /// The ETag: the registered one while the content is unchanged, else the BLAKE3 hex.
+    pub etag: String,
+    pub content_type: Option<String>,
+    pub meta: Vec<Avu>,
+}
+
+/// Access keys recently used, with their secret and caller, so that a request costs no
+/// catalog round trip to authenticate. Emptied by any change that empties the token cache.
+#[derive(Default)]
+pub(crate) struct KeyCache {
+    entries: Mutex<HashMap<String, (u64, Instant, String, Caller)>>,
+}
+
+const KEY_CACHE_LIFETIME: Duration = Duration::from_secs(10);
+const KEY_CACHE_SIZE: usize = 10_000;
+
+/// `home-<user>` when that is a valid bucket name, else `home-` and 16 hex digits of the
+/// user's BLAKE3 (names with `_`, `#`, `..` or over 58 bytes).
+pub fn home_bucket(user: &PrincipalName) -> String {
+    let plain = format!("{HOME_BUCKET_PREFIX}{user}");
+    if bucket_name_error(&plain).is_none() {
+        return plain;
+    }
+    let h = blake3::hash(user.as_str().as_bytes()).to_hex();
+    format!("{HOME_BUCKET_PREFIX}{}", &h[..16])
+}
+
+/// Why `name` is not a bucket name S3 clients accept (3-63 of `[a-z0-9.-]`, starting and
+/// ending with a letter or digit, no `..`, not an IP address).
+pub fn bucket_name_error(name: &str) -> Option<String> {
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-';
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if !(3..=63).contains(&name.len()) {
+        return Some(format!("bucket name {name:?} must have 3 to 63 characters"));
+    }
+    if !name.chars().all(ok_char) || !edge(name.chars().next()) || !edge(name.chars().last()) {
+        return Some(format!(
+            "bucket name {name:?} may hold only a-z, 0-9, '.' and '-', and must start and end with a letter or digit"
+        ));
+    }
+    if name.contains("..") || name.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Some(format!(
+            "bucket name {name:?} may not hold '..' or be an IP address"
+        ));
+    }
+    None
+}
+
+fn random_text(alphabet: &[u8], len: usize) -> String {
+    let mut bytes = vec![0u8; len];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    // 256 is a multiple of both alphabets' sizes (32, 64): no bias.
+    bytes
+        .iter()
+        .map(|b| alphabet[*b as usize % alphabet.len()] as char)
+        .collect()
+}
+
+/// Whether `caller` may manage the keys of `owner`.
+fn may_manage(caller: &Caller, owner: &PrincipalName) -> bool {
+    caller.is_admin || *owner == caller.name
+}
+
+impl Zone {
+    /// A new access key for `user` (default: the caller; another user needs an admin).
+    pub async fn create_s3_key(
+        &self,
+        caller: &Caller,
+        user: Option<&PrincipalName>,
+    ) -> Result<NewS3Key, Error> {
+        if let Some(zone) = &caller.via_zone {
+            return Err(Error::forbidden(format!(
+                "{} acts through zone {zone}; S3 keys are for this zone's own users",
+                caller.name
+            )));
+        }
+        let name = user.unwrap_or(&caller.name);
+        if !may_manage(caller, name) {
+            caller.require_admin("creating an S3 key for another user")?;
+        }
+        let principal = self
+            .catalog
+            .get_principal(name)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("user {name}")))?;
+        if principal.kind != PrincipalKind::User {
+            return Err(Error::invalid(format!(
+                "{name} is a group; S3 keys belong to users"
+            )));
+        }
+        // 20 characters like AWS's, 100 random bits; the secret has 240.
+        let access_key = format!("WEFT{}", random_text(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16));
+        let secret = random_text(
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+            40,
+        );
+        let key = self
+            .catalog
+            .create_s3_key(&access_key, principal.id, &secret)
+            .await?;
+        Ok(NewS3Key {
+            home_bucket: home_bucket(&key.user),
+            key,
+            secret,
+        })
+    }
+
+    /// The caller's keys; an administrator's `user` (or everyone's, with `all`).
+    pub async fn list_s3_keys(
+        &self,
+        caller: &Caller,
+        user: Option<&PrincipalName>,
+        all: bool,
+    ) -> Result<Vec<S3Key>, Error> {
+        if all {
+            caller.require_admin("listing every user's S3 keys")?;
+            return self.catalog.s3_keys(None).await;
+        }
+        let name = user.unwrap_or(&caller.name);
+        if !may_manage(caller, name) {
+            caller.require_admin("listing another user's S3 keys")?;
+        }
+        let principal = self
+            .catalog
+            .get_principal(name)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("user {name}")))?;
+        self.catalog.s3_keys(Some(principal.id)).await
+    }
+
+    /// Removes a key of the caller's (any, for an administrator). Another user's key is
+    /// `not_found`, as if absent.
+    pub async fn remove_s3_key(&self, caller: &Caller, access_key: &str) -> Result<(), Error> {
+        let missing = || Error::not_found(format!("S3 key {access_key}"));
+        let (key, _) = self.catalog.s3_secret(access_key).await?.ok_or_else(missing)?;
+        if !may_manage(caller, &key.user) {
+            return Err(missing());
+        }
+        self.catalog.delete_s3_key(access_key).await?;
+        self.auth_cache.invalidate();
+        Ok(())
+    }
+
+    /// The secret of `access_key` and the caller it acts as; `None` for an unknown key.
+    pub async fn s3_key_caller(&self, access_key: &str) -> Result<Option<(String, Caller)>, Error> {
+        let generation = self.auth_cache.generation();
+        {
+            let entries = self.s3_keys.entries.lock().expect("not poisoned");
+            if let Some((g, at, secret, caller)) = entries.get(access_key) {
+                if *g == generation && at.elapsed() < KEY_CACHE_LIFETIME {
+                    return Ok(Some((secret.clone(), caller.clone())));
+                }
+            }
+        }
+        let Some((key, secret)) = self.catalog.s3_secret(access_key).await? else {
+            return Ok(None);
+        };
+        let user = self
+            .catalog
+            .get_principal(&key.user)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("user {}", key.user)))?;
+        let caller = self.caller_for(&user, &[]).await?;
+        let mut entries = self.s3_keys.entries.lock().expect("not poisoned");
+        if entries.len() >= KEY_CACHE_SIZE {
+            entries.clear();
+        }
+        entries.insert(
+            access_key.to_owned(),
+            (generation, Instant::now(), secret.clone(), caller.clone()),
+        );
+        Ok(Some((secret, caller)))
+    }
+
+    /// Who an unsigned request acts as: the group [`ANONYMOUS`], which holds only what
+    /// ACLs grant it (nothing, until a bucket is declared public-read).
+    pub async fn anonymous_caller(&self) -> Result<Caller, Error> {
+        let name = PrincipalName::parse(ANONYMOUS)?;
+        let ids = match self.catalog.get_principal(&name).await? {
+            Some(p) if p.kind == PrincipalKind::Group => vec![p.id],
+            _ => Vec::new(),
+        };
+        Ok(Caller {
+            user_id: ids.first().copied().unwrap_or(-1),
+            name,
+            is_admin: false,
+            principal_ids: ids,
+            via_zone: None,
+        })
+    }
+
+    /// Declares bucket `name` over the collection `path`; `public_read` grants the group
+    /// [`ANONYMOUS`] `read` on it.
+    pub async fn add_s3_bucket(
+        &self,
+        caller: &Caller,
+        name: &str,
+        path: &LogicalPath,
+        public_read: bool,
+    ) -> Result<BucketInfo, Error> {
+        caller.require_admin("declaring an S3 bucket")?;
+        if let Some(why) = bucket_name_error(name) {
+            return Err(Error::invalid(why));
+        }
+        if name.starts_with(HOME_BUCKET_PREFIX) {
+            return Err(Error::invalid(format!(
+                "bucket names starting {HOME_BUCKET_PREFIX:?} are the users' homes; choose another name"
+            )));
+        }
+        let node = self.node_as(caller, path, Permission::Own).await?;
+        if node.kind != NodeKind::Collection {
+            return Err(Error::new(
+                ErrorCode::NotACollection,
+                format!("{path} is a data object; a bucket is a collection"),
+            ));
+        }
+        if public_read {
+            let group = self.anonymous_group().await?;
+            self.set_acl(caller, path, &group, Permission::Read, false)
+                .await?;
+        }
+        let b = self.catalog.add_s3_bucket(name, node.id, public_read).await?;
+        Ok(declared(b))
+    }
+
+    /// Declares the configured buckets that are missing, making their collections (owned by
+    /// the administrator) where needed. A name already declared keeps its collection.
+    pub(crate) async fn ensure_buckets(
+        &self,
+        specs: &[BucketSpec],
+        admin: &weft_catalog::Principal,
+    ) -> Result<(), Error> {
+        if specs.is_empty() {
+            return Ok(());
+        }
+        let caller = self.caller_for(admin, &[]).await?;
+        for spec in specs {
+            let named = |e: Error| Error::new(e.code, format!("[[s3.buckets]] {}: {}", spec.name, e.message));
+            match self.catalog.s3_bucket(&spec.name).await? {
+                Some(b) if b.path != spec.path => tracing::warn!(
+                    bucket = %spec.name, declared = %b.path, configured = %spec.path,
+                    "bucket already declared over another collection; `weft s3 bucket rm` it to move it"
+                ),
+                Some(_) => {}
+                None => {
+                    self.mkdir(&caller, &spec.path, true).await.map_err(named)?;
+                    match self
+                        .add_s3_bucket(&caller, &spec.name, &spec.path, spec.public_read)
+                        .await
+                    {
+                        Ok(_) => {}
+                        // Another server of the zone starting at the same time.
+                        Err(e) if e.code == ErrorCode::AlreadyExists => {}
+                        Err(e) => return Err(named(e)),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The group [`ANONYMOUS`], made on first use.
+    async fn anonymous_group(&self) -> Result<PrincipalName, Error> {
+        let name = PrincipalName::parse(ANONYMOUS)?;
+        match self.catalog.get_principal(&name).await? {
+            Some(p) if p.kind == PrincipalKind::Group => Ok(name),
+            Some(_) => Err(Error::new(
+                ErrorCode::Conflict,
+                format!("a user is named {ANONYMOUS:?}; public-read buckets need that name for their group"),
+            )),
+            None => match self
+                .catalog
+                .create_principal(&name, PrincipalKind::Group, false)
+                .await
+            {
+                Ok(_) => Ok(name),
+                Err(e) if e.code == ErrorCode::AlreadyExists => Ok(name),
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// Removes a declared bucket (its collection and data stay), and the anonymous read
+    /// grant it made.
+    pub async fn remove_s3_bucket(&self, caller: &Caller, name: &str) -> Result<BucketInfo, Error> {
+        caller.require_admin("removing an S3 bucket")?;
+        let b = self.catalog.delete_s3_bucket(name).await?;
+        if b.public_read {
+            let anonymous = PrincipalName::parse(ANONYMOUS)?;
+            if let Err(e) = self
+                .set_acl(caller, &b.path, &anonymous, Permission::None, false)
+                .await
+            {
+                tracing::warn!(bucket = name, error = %e, "could not revoke the anonymous read grant");
+            }
+        }
+        Ok(declared(b))
+    }
+
+    /// Declared buckets whose collection the caller may read, and the caller's home.
+    /// Administrators see every declared bucket.
+    pub async fn list_s3_buckets(&self, caller: &Caller) -> Result<Vec<BucketInfo>, Error> {
+        let mut out = Vec::new();
+        for b in self.catalog.s3_buckets().await? {
+            if self.require(caller, &b.path, Permission::Read).await.is_ok() {
+                out.push(declared(b));
+            }
+        }
+        if let Some(home) = self.home_of(&caller.name).await? {
+            out.push(home);
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    async fn home_of(&self, user: &PrincipalName) -> Result<Option<BucketInfo>, Error> {
+        let path = LogicalPath::zone_root(&self.name)
+            .join("home")?
+            .join(user.as_str())?;
+        Ok(self.catalog.get_node(&path).await?.map(|n| BucketInfo {
+            name: home_bucket(user),
+            path,
+            public_read: false,
+            created: n.created,
+            home: true,
+        }))
+    }
+
+    /// The collection of bucket `name`: a declared one, or the home of the user whose
+    /// home bucket it is. Unknown: `not_found`. Permissions are the operation's to check.
+    pub async fn s3_bucket_path(&self, name: &str) -> Result<LogicalPath, Error> {
+        if let Some(b) = self.catalog.s3_bucket(name).await? {
+            return Ok(b.path);
+        }
+        let unknown = || Error::not_found(format!("bucket {name}"));
+        let Some(rest) = name.strip_prefix(HOME_BUCKET_PREFIX) else {
+            return Err(unknown());
+        };
+        // `home-<user>` names its user; a hashed name needs the users searched.
+        let by_name = PrincipalName::parse(rest).ok().filter(|u| home_bucket(u) == name);
+        let user = match by_name {
+            Some(u) => Some(u),
+            None => self
+                .catalog
+                .list_principals(PrincipalKind::User)
+                .await?
+                .into_iter()
+                .map(|p| p.name)
+                .find(|u| home_bucket(u) == name),
+        };
+        match user {
+            Some(u) => Ok(self.home_of(&u).await?.ok_or_else(unknown)?.path),
+            None => Err(unknown()),
+        }
+    }
+
+    /// Checks that the caller may read the collection `path` (HeadBucket).
+    pub async fn s3_head_bucket(&self, caller: &Caller, path: &LogicalPath) -> Result<(), Error> {
+        self.node_as(caller, path, Permission::Read).await.map(|_| ())
+    }
+
+    /// A page of the data objects below `bucket` whose key (path relative to it) starts
+    /// with `prefix` and sorts after `after`; with a `delimiter`, keys holding it past the
+    /// prefix are rolled up into common prefixes. The caller must read the collection the
+    /// prefix is in (and so everything below it).
+    pub async fn s3_list(
+        &self,
+        caller: &Caller,
+        bucket: &LogicalPath,
+        prefix: &str,
+        delimiter: Option<&str>,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<S3Page, Error> {
+        let dir = match prefix.rfind('/') {
+            Some(i) => {
+                LogicalPath::parse(&format!("{bucket}/{}", &prefix[..i])).unwrap_or_else(|_| bucket.clone())
+            }
+            None => bucket.clone(),
+        };
+        self.require(caller, &dir, Permission::Read).await?;
+        self.node_as(caller, bucket, Permission::Read).await?;
+        let base = format!("{bucket}/");
+        let lo = format!("{base}{prefix}");
+        // Every path starting with `lo`: below `x/` is below `x0`; else, append the
+        // largest character.
+        let hi = match lo.strip_suffix('/') {
+            Some(stem) => format!("{stem}0"),
+            None => format!("{lo}\u{10FFFF}"),
+        };
+        let mut cursor = match after {
+            Some(a) if a.as_bytes() >= prefix.as_bytes() => format!("{base}{a}"),
+            _ => String::new(),
+        };
+        let delimiter = delimiter.filter(|d| !d.is_empty());
+        let mut page = S3Page::default();
+        let mut count = 0usize;
+        'pages: loop {
+            let want = (max + 1 - count).min(S3_LIST_MAX + 1) as u32;
+            let rows = self.catalog.s3_list(&lo, &hi, &cursor, want).await?;
+            let ended = rows.len() < want as usize;
+            for row in rows {
+                let key = row.path[base.len()..].to_owned();
+                let rolled = delimiter.and_then(|d| {
+                    let rest = &key[prefix.len()..];
+                    rest.find(d).map(|i| format!("{prefix}{}", &rest[..i + d.len()]))
+                });
+                if let Some(cp) = rolled {
+                    // Everything below a common prefix is one entry: seek past it.
+                    cursor = format!("{base}{cp}\u{10FFFF}");
+                    if after.is_some_and(|a| a.starts_with(&cp)) {
+                        continue 'pages; // shown on the page before
+                    }
+                    if count == max {
+                        page.truncated = true;
+                        break 'pages;
+                    }
+                    count += 1;
+                    page.last = Some(cp.clone());
+                    page.prefixes.push(cp);
+                    continue 'pages;
+                }
+                if count == max {
+                    page.truncated = true;
+                    break 'pages;
+                }
+                count += 1;
+                cursor = row.path.clone();
+                page.last = Some(key.clone());
+                page.objects.push((key, row));
+            }
+            if ended {
+                break;
+            }
+        }
+        Ok(page)
+    }
+
+    /// Whether `path` is a collection the caller may read (a folder key `dir/`).
+    pub async fn s3_is_collection(&self, caller: &Caller, path: &LogicalPath) -> Result<bool, Error> {
+        let node = self.node_as(caller, path, Permission::Read).await?;
+        Ok(node.kind == NodeKind::Collection)
+    }
+
+    /// The data object at `path` with its ETag, content type and metadata (read needed).
+    pub async fn s3_object(&self, caller: &Caller, path: &LogicalPath) -> Result<S3Object, Error> {
+        let node = self.node_as(caller, path, Permission::Read).await?;
+        if node.kind != NodeKind::Object {
+            return Err(Error::not_found(path));
+        }
+        let attrs = match &node.checksum {
+            Some(sum) => self.catalog.s3_attrs(node.id, sum).await?,
+            None => None,
+        };
+        let meta = self.catalog.list_avus(node.id).await?;
+        Ok(S3Object {
+            etag: etag(attrs.as_ref(), node.checksum.as_ref()),
+            content_type: attrs.and_then(|a| a.content_type),
+            node,
+            meta,
+        })
+    }
+}
+
+/// The ETag of an object with `checksum`: the one registered with its content, else its
+/// BLAKE3 in hex (64 digits, so that no client takes it for an MD5).
+pub fn etag(attrs: Option<&S3Attrs>, checksum: Option<&Checksum>) -> String {
+    match (attrs, checksum) {
+        (Some(a), _) => a.etag.clone(),
+        (None, Some(sum)) => sum.hex.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+fn declared(b: S3Bucket) -> BucketInfo {
+    BucketInfo {
+        name: b.name,
+        path: b.path,
+        public_read: b.public_read,
+        created: b.created,
+        home: false,
+    }
+}
