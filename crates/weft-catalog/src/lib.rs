@@ -711,6 +711,21 @@ pub struct UploadRecord {
     pub created: Millis,
     /// When a piece last arrived (or the upload began).
     pub touched: Millis,
+    /// An S3 multipart upload (parts, not pieces): what to register with the object at
+    /// completion (JSON of the gateway's). `None` for uploads in pieces.
+    pub s3: Option<String>,
+}
+
+/// A part of an S3 multipart upload, stored durably under a key of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadPart {
+    /// 1 to 10,000.
+    pub part: u32,
+    pub physical_key: String,
+    pub size: u64,
+    /// Its MD5 in hex: the part's ETag.
+    pub md5: String,
+    pub created: Millis,
 }
 
 /// A piece of an upload, received and durable.
@@ -742,6 +757,16 @@ pub trait Uploads: Send + Sync {
     async fn idle_uploads(&self, before: Millis) -> Result<Vec<UploadRecord>, Error>;
     /// Where the open uploads onto `resource_id` keep their pieces (sweeps spare them).
     async fn staged_uploads(&self, resource_id: i64) -> Result<Vec<String>, Error>;
+    /// Records a part (replacing an earlier one of that number, whose key is returned: its
+    /// bytes are garbage now) and touches its upload. Errors: `not_found` (upload gone).
+    async fn put_upload_part(&self, id: &str, part: &UploadPart) -> Result<Option<String>, Error>;
+    /// The parts received, by number.
+    async fn upload_parts(&self, id: &str) -> Result<Vec<UploadPart>, Error>;
+    /// [`Uploads::claim_upload`] that returns the parts the upload had at that moment
+    /// (`None`: someone else claimed it).
+    async fn claim_upload_parts(&self, id: &str) -> Result<Option<Vec<UploadPart>>, Error>;
+    /// `owner_id`'s open S3 multipart uploads with `lo <= path < hi`, by path and start.
+    async fn s3_uploads(&self, owner_id: i64, lo: &str, hi: &str) -> Result<Vec<UploadRecord>, Error>;
 }
 
 /// An S3 access key: who it acts as. The secret is only in [`S3Gateway::s3_secret`].
@@ -931,7 +956,8 @@ pub trait Namespace: Send + Sync {
 pub trait Replicas: Send + Sync {
     async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error>;
 
-    /// The physical keys of replicas on `resource_id` in `[lo, hi)` (an index range).
+    /// The physical keys of replicas (and of the parts of open S3 multipart uploads) on
+    /// `resource_id` in `[lo, hi)` (an index range): what the orphan sweep must spare.
     async fn physical_keys_between(&self, resource_id: i64, lo: &str, hi: &str)
         -> Result<Vec<String>, Error>;
 

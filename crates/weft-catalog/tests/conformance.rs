@@ -2999,6 +2999,7 @@ async fn uploads_and_their_pieces(c: &SqlCatalog) {
         replica_of: None,
         created: touched,
         touched,
+        s3: None,
     };
     let a = record("z.a", 1000);
     c.create_upload(&a).await.unwrap();

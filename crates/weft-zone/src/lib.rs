@@ -14,6 +14,7 @@ pub mod keys;
 mod leases;
 mod meta;
 mod metrics;
+mod multipart;
 mod namespace;
 mod oidc;
 mod orphans;
@@ -51,6 +52,7 @@ pub use federation::{
 };
 pub use leases::LEASE_TTL_DEFAULT;
 pub use metrics::{Labels, Metrics};
+pub use multipart::{MULTIPART_IDLE_LIMIT, PART_NUMBER_MAX, PART_SIZE_MAX};
 pub use namespace::{Listing, NodeInfo, ReplicaInfo};
 pub use oidc::{derived_oidc_name, plain_oidc_name, OidcLogin};
 pub use orphans::ORPHAN_GRACE_DEFAULT;
@@ -73,10 +75,10 @@ pub use upload::{
     UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT, UPLOAD_PIECES_MAX, UPLOAD_PIECE_MAX, UPLOAD_PIECE_MIN,
     UPLOAD_SESSIONS_PER_USER, UPLOAD_SESSIONS_PER_ZONE,
 };
-pub use weft_catalog::{act_as, acting, Actor, AuditEntry, AuditQuery};
+pub use weft_catalog::{act_as, acting, current_actor, Actor, AuditEntry, AuditQuery};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};
 pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, TransferRecord};
-pub use weft_catalog::{S3Attrs, S3Key, S3Listed};
+pub use weft_catalog::{S3Attrs, S3Key, S3Listed, UploadPart, UploadRecord};
 pub use weft_policy::{Action, QosExpr, Rule, Trigger};
 pub use weft_transfer::{TransferSpec, Verify};
 pub use worker::{Phase, WorkerStatus};

@@ -44,7 +44,7 @@ pub const UPLOAD_SESSIONS_PER_ZONE: u64 = 512;
 
 /// Fails with `limit_exceeded` when a user holding `mine` uploads, in a zone holding
 /// `all`, may open no more.
-fn check_room(mine: u64, all: u64) -> Result<(), Error> {
+pub(crate) fn check_room(mine: u64, all: u64) -> Result<(), Error> {
     let limit = |what: String| {
         Err(Error::new(
             ErrorCode::LimitExceeded,
@@ -173,6 +173,7 @@ impl Zone {
             replica_of,
             created: now,
             touched: now,
+            s3: None,
         };
         if let Err(e) = self.catalog.create_upload(&record).await {
             self.discard_staged(&record, &target.store).await;
@@ -190,7 +191,7 @@ impl Zone {
     /// The upload `id` if `caller` opened it (anyone else's is `not_found`, as if absent).
     async fn upload_of(&self, caller: &Caller, id: &str) -> Result<(UploadRecord, PieceSize), Error> {
         match self.catalog.get_upload(id).await? {
-            Some(u) if u.owner_id == caller.user_id => {
+            Some(u) if u.owner_id == caller.user_id && u.s3.is_none() => {
                 let piece = PieceSize::new(u.piece_size)?;
                 Ok((u, piece))
             }
@@ -457,7 +458,17 @@ impl Zone {
     pub async fn sweep_uploads(&self, idle: std::time::Duration) -> Result<u64, Error> {
         let before = now_ms().saturating_sub(i64::try_from(idle.as_millis()).unwrap_or(i64::MAX));
         let mut n = 0;
+        let s3_before = now_ms().saturating_sub(crate::multipart::MULTIPART_IDLE_LIMIT.as_millis() as i64);
         for u in self.catalog.idle_uploads(before).await? {
+            if u.s3.is_some() {
+                // S3 clients resume multipart uploads after longer pauses.
+                if u.touched < s3_before {
+                    tracing::info!(upload = %u.id, path = %u.path, "aborting abandoned multipart upload");
+                    self.drop_multipart(&u).await?;
+                    n += 1;
+                }
+                continue;
+            }
             if !self.catalog.claim_upload(&u.id).await? {
                 continue; // completed or aborted meanwhile
             }

@@ -51,3 +51,12 @@ pub(super) fn bucket(e: Error) -> S3Error {
         from_weft(e)
     }
 }
+
+/// As [`from_weft`], with `not_found` meaning the upload.
+pub(super) fn upload(e: Error) -> S3Error {
+    if e.code == ErrorCode::NotFound {
+        S3Error::with_message(S3ErrorCode::NoSuchUpload, e.message)
+    } else {
+        from_weft(e)
+    }
+}

@@ -7,6 +7,7 @@
 mod auth;
 mod body;
 mod errors;
+mod multipart;
 mod names;
 mod ops;
 

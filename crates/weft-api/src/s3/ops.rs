@@ -44,7 +44,7 @@ struct Listed {
     prefixes: Vec<CommonPrefix>,
 }
 
-fn time(ms: Millis) -> Timestamp {
+pub(super) fn time(ms: Millis) -> Timestamp {
     Timestamp::from(SystemTime::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64))
 }
 
@@ -54,20 +54,20 @@ fn whole_seconds(ms: Millis) -> Timestamp {
 }
 
 impl Gateway {
-    async fn bucket(&self, name: &str) -> S3Result<LogicalPath> {
+    pub(super) async fn bucket(&self, name: &str) -> S3Result<LogicalPath> {
         self.zone.s3_bucket_path(name).await.map_err(errors::bucket)
     }
 
     /// The bucket's collection, which the caller must be able to see: an unknown bucket
     /// and one the caller may not read answer alike only where S3 does (NoSuchBucket vs
     /// AccessDenied).
-    async fn object_path(&self, bucket: &str, key: &str) -> S3Result<LogicalPath> {
+    pub(super) async fn object_path(&self, bucket: &str, key: &str) -> S3Result<LogicalPath> {
         let b = self.bucket(bucket).await?;
         key_path(&b, key)
     }
 
     /// The bucket's collection, checked readable (HeadBucket).
-    async fn readable_bucket(&self, caller: &Caller, name: &str) -> S3Result<LogicalPath> {
+    pub(super) async fn readable_bucket(&self, caller: &Caller, name: &str) -> S3Result<LogicalPath> {
         let path = self.bucket(name).await?;
         self.zone
             .s3_head_bucket(caller, &path)
@@ -99,13 +99,18 @@ impl Gateway {
         })
     }
 
-    async fn object(&self, caller: &Caller, path: &LogicalPath) -> S3Result<S3Object> {
+    pub(super) async fn object(&self, caller: &Caller, path: &LogicalPath) -> S3Result<S3Object> {
         self.zone.s3_object(caller, path).await.map_err(from_weft)
     }
 
     /// The parent collections of `path` below the bucket, made when missing (`mkdir -p`,
     /// with the checks of `mkdir`).
-    async fn parents(&self, caller: &Caller, bucket: &LogicalPath, path: &LogicalPath) -> S3Result<()> {
+    pub(super) async fn parents(
+        &self,
+        caller: &Caller,
+        bucket: &LogicalPath,
+        path: &LogicalPath,
+    ) -> S3Result<()> {
         match path.parent() {
             Some(parent) if parent != *bucket => self
                 .zone
@@ -117,27 +122,34 @@ impl Gateway {
         }
     }
 
-    /// Sets the object's `x-amz-meta-*` as AVUs, each replacing the attribute's values.
     async fn set_meta(&self, caller: &Caller, path: &LogicalPath, meta: Option<&Metadata>) -> S3Result<()> {
-        let Some(meta) = meta.filter(|m| !m.is_empty()) else {
-            return Ok(());
-        };
-        let mut edits: Vec<MetaEdit> = meta
-            .iter()
-            .map(|(k, v)| {
-                MetaEdit::Set(weft_zone::Avu {
-                    attr: k.to_ascii_lowercase(),
-                    value: v.clone(),
-                    unit: String::new(),
-                })
-            })
-            .collect();
-        edits.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
-        self.zone
-            .edit_meta_many(caller, path, edits)
-            .await
-            .map_err(from_weft)
+        set_meta(&self.zone, caller, path, meta).await
     }
+}
+
+/// Sets an object's `x-amz-meta-*` as AVUs, each replacing the attribute's values.
+pub(super) async fn set_meta(
+    zone: &Zone,
+    caller: &Caller,
+    path: &LogicalPath,
+    meta: Option<&Metadata>,
+) -> S3Result<()> {
+    let Some(meta) = meta.filter(|m| !m.is_empty()) else {
+        return Ok(());
+    };
+    let mut edits: Vec<MetaEdit> = meta
+        .iter()
+        .map(|(k, v)| {
+            MetaEdit::Set(weft_zone::Avu {
+                attr: k.to_ascii_lowercase(),
+                value: v.clone(),
+                unit: String::new(),
+            })
+        })
+        .collect();
+    // In a stable order, so that an error names the same attribute every time.
+    edits.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    zone.edit_meta_many(caller, path, edits).await.map_err(from_weft)
 }
 
 /// AVUs as `x-amz-meta-*`: those whose attribute is a header-safe name and whose value is
@@ -164,7 +176,7 @@ fn metadata(avus: &[weft_zone::Avu]) -> Option<Metadata> {
 
 /// S3's evaluation of conditional headers for GET and HEAD (RFC 9110 §13.2.2): If-Match
 /// before If-Unmodified-Since, If-None-Match before If-Modified-Since.
-fn preconditions(
+pub(super) fn preconditions(
     etag: &str,
     modified: Millis,
     if_match: Option<&ETagCondition>,
@@ -588,6 +600,49 @@ impl S3 for Gateway {
         let bucket = self.bucket(&req.input.bucket).await?;
         delete(&self.zone, &caller, &bucket, &req.input.key).await?;
         Ok(S3Response::new(DeleteObjectOutput::default()))
+    }
+
+    async fn create_multipart_upload(
+        &self,
+        req: S3Request<CreateMultipartUploadInput>,
+    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        self.create_multipart(req).await
+    }
+
+    async fn upload_part(&self, req: S3Request<UploadPartInput>) -> S3Result<S3Response<UploadPartOutput>> {
+        Gateway::upload_part(self, req).await
+    }
+
+    async fn upload_part_copy(
+        &self,
+        req: S3Request<UploadPartCopyInput>,
+    ) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        Gateway::upload_part_copy(self, req).await
+    }
+
+    async fn complete_multipart_upload(
+        &self,
+        req: S3Request<CompleteMultipartUploadInput>,
+    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        self.complete(req).await
+    }
+
+    async fn abort_multipart_upload(
+        &self,
+        req: S3Request<AbortMultipartUploadInput>,
+    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
+        self.abort(req).await
+    }
+
+    async fn list_parts(&self, req: S3Request<ListPartsInput>) -> S3Result<S3Response<ListPartsOutput>> {
+        Gateway::list_parts(self, req).await
+    }
+
+    async fn list_multipart_uploads(
+        &self,
+        req: S3Request<ListMultipartUploadsInput>,
+    ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
+        self.list_uploads(req).await
     }
 
     async fn delete_objects(

@@ -27,3 +27,20 @@ CREATE TABLE s3_objects (
     etag         TEXT NOT NULL,
     content_type TEXT
 );
+
+-- S3 multipart uploads are upload sessions too (limits, owner, idle sweep, one completer):
+-- `s3` holds what to register at completion (content type, metadata), NULL for uploads
+-- in pieces. Their parts arrive numbered, sized only by their request, in any order and
+-- possibly more than once; each is stored under a physical key of its own on the upload's
+-- resource (the orphan sweep spares those keys) and assembled at completion.
+ALTER TABLE uploads ADD COLUMN s3 TEXT;
+CREATE TABLE upload_parts (
+    upload_id    TEXT NOT NULL REFERENCES uploads(id) ON DELETE CASCADE,
+    part         BIGINT NOT NULL,
+    physical_key TEXT NOT NULL,
+    size         BIGINT NOT NULL,
+    md5          TEXT NOT NULL,
+    created      BIGINT NOT NULL,
+    PRIMARY KEY (upload_id, part)
+);
+CREATE INDEX upload_parts_key ON upload_parts (physical_key);

@@ -234,7 +234,9 @@ impl Replicas for SqlCatalog {
         hi: &str,
     ) -> Result<Vec<String>, Error> {
         let found = sqlx::query(
-            "SELECT physical_key FROM replicas WHERE resource_id = $1 AND physical_key >= $2 AND physical_key < $3",
+            "SELECT physical_key FROM replicas WHERE resource_id = $1 AND physical_key >= $2 AND physical_key < $3 \
+             UNION ALL SELECT p.physical_key FROM upload_parts p JOIN uploads u ON u.id = p.upload_id \
+             WHERE u.resource_id = $1 AND p.physical_key >= $2 AND p.physical_key < $3",
         )
         .bind(resource_id)
         .bind(lo)

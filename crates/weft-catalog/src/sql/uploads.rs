@@ -2,13 +2,13 @@
 
 use super::rows::{self, get, get_flag};
 use super::{db, now_ms, positional, SqlCatalog};
-use crate::{UploadPiece, UploadRecord, Uploads};
+use crate::{UploadPart, UploadPiece, UploadRecord, Uploads};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use weft_types::{Error, Millis};
 
 const UPLOAD_COLS: &str = "id, path, owner_id, size, piece_size, resource_id, physical_key, staged, \
-     overwrite, replica_of, created, touched";
+     overwrite, replica_of, created, touched, s3";
 
 fn upload(row: &AnyRow) -> Result<UploadRecord, Error> {
     Ok(UploadRecord {
@@ -24,6 +24,17 @@ fn upload(row: &AnyRow) -> Result<UploadRecord, Error> {
         replica_of: get(row, 9)?,
         created: get(row, 10)?,
         touched: get(row, 11)?,
+        s3: get(row, 12)?,
+    })
+}
+
+fn part(r: &AnyRow) -> Result<UploadPart, Error> {
+    Ok(UploadPart {
+        part: get::<i64>(r, 0)? as u32,
+        physical_key: get(r, 1)?,
+        size: get::<i64>(r, 2)? as u64,
+        md5: get(r, 3)?,
+        created: get(r, 4)?,
     })
 }
 
@@ -32,7 +43,7 @@ impl Uploads for SqlCatalog {
     async fn create_upload(&self, u: &UploadRecord) -> Result<(), Error> {
         let sql = positional(
             self.dialect,
-            format!("INSERT INTO uploads ({UPLOAD_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"),
+            format!("INSERT INTO uploads ({UPLOAD_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"),
         );
         sqlx::query(&sql)
             .bind(&u.id)
@@ -47,6 +58,7 @@ impl Uploads for SqlCatalog {
             .bind(u.replica_of)
             .bind(u.created)
             .bind(u.touched)
+            .bind(u.s3.as_deref())
             .execute(self.writer())
             .await
             .map_err(db)?;
@@ -136,24 +148,7 @@ impl Uploads for SqlCatalog {
     }
 
     async fn claim_upload(&self, id: &str) -> Result<bool, Error> {
-        let mut tx = self.begin_write().await?;
-        let pieces = positional(
-            self.dialect,
-            "DELETE FROM upload_pieces WHERE upload_id = $1".to_owned(),
-        );
-        sqlx::query(&pieces)
-            .bind(id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        let upload = positional(self.dialect, "DELETE FROM uploads WHERE id = $1".to_owned());
-        let done = sqlx::query(&upload)
-            .bind(id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        tx.commit().await.map_err(db)?;
-        Ok(done.rows_affected() == 1)
+        Ok(self.claim_upload_parts(id).await?.is_some())
     }
 
     async fn idle_uploads(&self, before: Millis) -> Result<Vec<UploadRecord>, Error> {
@@ -184,5 +179,99 @@ impl Uploads for SqlCatalog {
             .iter()
             .map(|r| get(r, 0))
             .collect()
+    }
+
+    async fn put_upload_part(&self, id: &str, part: &UploadPart) -> Result<Option<String>, Error> {
+        let mut tx = self.begin_write().await?;
+        let touched = sqlx::query("UPDATE uploads SET touched = $1 WHERE id = $2")
+            .bind(now_ms())
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if touched.rows_affected() == 0 {
+            return Err(Error::not_found(format!("upload {id:?}")));
+        }
+        let replaced: Option<String> =
+            sqlx::query_scalar("SELECT physical_key FROM upload_parts WHERE upload_id = $1 AND part = $2")
+                .bind(id)
+                .bind(i64::from(part.part))
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
+        sqlx::query(
+            "INSERT INTO upload_parts (upload_id, part, physical_key, size, md5, created) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (upload_id, part) DO UPDATE SET \
+             physical_key = excluded.physical_key, size = excluded.size, md5 = excluded.md5, \
+             created = excluded.created",
+        )
+        .bind(id)
+        .bind(i64::from(part.part))
+        .bind(&part.physical_key)
+        .bind(part.size as i64)
+        .bind(&part.md5)
+        .bind(part.created)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(replaced)
+    }
+
+    async fn upload_parts(&self, id: &str) -> Result<Vec<UploadPart>, Error> {
+        sqlx::query(
+            "SELECT part, physical_key, size, md5, created FROM upload_parts WHERE upload_id = $1 ORDER BY part",
+        )
+        .bind(id)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(part)
+        .collect()
+    }
+
+    async fn claim_upload_parts(&self, id: &str) -> Result<Option<Vec<UploadPart>>, Error> {
+        let mut tx = self.begin_write().await?;
+        let parts = sqlx::query(
+            "SELECT part, physical_key, size, md5, created FROM upload_parts WHERE upload_id = $1 ORDER BY part",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(part)
+        .collect::<Result<Vec<_>, Error>>()?;
+        for table in ["upload_pieces", "upload_parts"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE upload_id = $1"))
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        let done = sqlx::query("DELETE FROM uploads WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok((done.rows_affected() == 1).then_some(parts))
+    }
+
+    async fn s3_uploads(&self, owner_id: i64, lo: &str, hi: &str) -> Result<Vec<UploadRecord>, Error> {
+        sqlx::query(&format!(
+            "SELECT {UPLOAD_COLS} FROM uploads WHERE owner_id = $1 AND s3 IS NOT NULL \
+             AND path >= $2 AND path < $3 ORDER BY path, created, id"
+        ))
+        .bind(owner_id)
+        .bind(lo)
+        .bind(hi)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db)?
+        .iter()
+        .map(upload)
+        .collect()
     }
 }
