@@ -14,6 +14,7 @@ use weft_catalog::Principals;
 use weft_catalog::Quotas;
 use weft_catalog::Replicas;
 use weft_catalog::Resources;
+use weft_catalog::S3Gateway;
 use weft_catalog::Staging;
 use weft_catalog::Transfers;
 use weft_catalog::Uploads;
@@ -102,6 +103,8 @@ conformance!(
     audit_records_every_change_with_its_actor,
     audit_records_a_put_of_several_as_one_entry,
     uploads_and_their_pieces,
+    multipart_parts_are_kept_replaced_and_claimed,
+    s3_keys_buckets_and_object_attributes,
     leases_go_to_one_holder_at_a_time,
     quotas_and_usage,
     stats_count_by_state,
@@ -3074,6 +3077,172 @@ async fn uploads_and_their_pieces(c: &SqlCatalog) {
         ErrorCode::NotFound
     );
     assert_eq!(c.count_uploads(owner).await.unwrap(), (1, 1));
+}
+
+async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
+    let (owner, resource) = zone(c).await;
+    let upload = |id: &str, path: &str| UploadRecord {
+        id: id.into(),
+        path: p(path),
+        owner_id: owner,
+        size: 0,
+        piece_size: 0,
+        resource_id: resource,
+        physical_key: String::new(),
+        staged: String::new(),
+        overwrite: true,
+        replica_of: None,
+        created: 1,
+        touched: 1,
+        s3: Some(r#"{"content_type":"text/csv"}"#.into()),
+    };
+    c.create_upload(&upload("z.m", "/z/b/big")).await.unwrap();
+    c.create_upload(&upload("z.n", "/z/c/other")).await.unwrap();
+    assert_eq!(
+        c.get_upload("z.m").await.unwrap().unwrap().s3.as_deref(),
+        Some(r#"{"content_type":"text/csv"}"#)
+    );
+    let part = |n: u32, key: &str| weft_catalog::UploadPart {
+        part: n,
+        physical_key: format!("data/pp/{key}"),
+        size: 5 << 20,
+        md5: format!("{n:032x}"),
+        created: 7,
+    };
+    assert_eq!(c.put_upload_part("z.m", &part(2, "b")).await.unwrap(), None);
+    assert_eq!(c.put_upload_part("z.m", &part(1, "a")).await.unwrap(), None);
+    // A part sent again replaces the record; the bytes of the first are garbage now.
+    assert_eq!(
+        c.put_upload_part("z.m", &part(1, "a2")).await.unwrap().as_deref(),
+        Some("data/pp/a")
+    );
+    assert_eq!(
+        c.upload_parts("z.m").await.unwrap(),
+        [part(1, "a2"), part(2, "b")]
+    );
+    assert!(c.get_upload("z.m").await.unwrap().unwrap().touched > 1);
+    // The orphan sweep spares the parts of open uploads, on their resource only.
+    let mut live = c
+        .physical_keys_between(resource, "data/pp/", "data/pp0")
+        .await
+        .unwrap();
+    live.sort();
+    assert_eq!(live, ["data/pp/a2", "data/pp/b"]);
+    assert!(c
+        .physical_keys_between(resource + 100, "data/pp/", "data/pp0")
+        .await
+        .unwrap()
+        .is_empty());
+    // The caller's open multipart uploads below a path.
+    let ids = |v: Vec<UploadRecord>| v.into_iter().map(|u| u.id).collect::<Vec<_>>();
+    assert_eq!(ids(c.s3_uploads(owner, "/z/b/", "/z/b0").await.unwrap()), ["z.m"]);
+    assert_eq!(
+        ids(c.s3_uploads(owner, "/z/", "/z0").await.unwrap()),
+        ["z.m", "z.n"]
+    );
+    assert!(c.s3_uploads(owner + 100, "/z/", "/z0").await.unwrap().is_empty());
+    // Claimed once, with the parts it had; then nothing is spared or recorded.
+    let claimed = c.claim_upload_parts("z.m").await.unwrap().unwrap();
+    assert_eq!(claimed, [part(1, "a2"), part(2, "b")]);
+    assert_eq!(c.claim_upload_parts("z.m").await.unwrap(), None);
+    assert!(c.upload_parts("z.m").await.unwrap().is_empty());
+    assert!(c
+        .physical_keys_between(resource, "data/pp/", "data/pp0")
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        code(c.put_upload_part("z.m", &part(3, "c")).await),
+        ErrorCode::NotFound
+    );
+}
+
+async fn s3_keys_buckets_and_object_attributes(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let alice = c
+        .create_principal(&name("alice"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    // Keys: the secret comes back opened, listings never hold it; a key goes with its user.
+    let k = c.create_s3_key("WEFTAAAA", alice.id, "s3cret").await.unwrap();
+    assert_eq!((k.access_key.as_str(), k.user.as_str()), ("WEFTAAAA", "alice"));
+    assert_eq!(
+        code(c.create_s3_key("WEFTAAAA", admin, "x").await),
+        ErrorCode::AlreadyExists
+    );
+    c.create_s3_key("WEFTBBBB", admin, "other").await.unwrap();
+    let (found, secret) = c.s3_secret("WEFTAAAA").await.unwrap().unwrap();
+    assert_eq!((found, secret.as_str()), (k.clone(), "s3cret"));
+    assert_eq!(c.s3_secret("WEFTNONE").await.unwrap(), None);
+    assert_eq!(c.s3_keys(Some(alice.id)).await.unwrap(), [k.clone()]);
+    assert_eq!(c.s3_keys(None).await.unwrap().len(), 2);
+    c.delete_s3_key("WEFTBBBB").await.unwrap();
+    assert_eq!(code(c.delete_s3_key("WEFTBBBB").await), ErrorCode::NotFound);
+    c.delete_principal(&name("alice")).await.unwrap();
+    assert_eq!(c.s3_secret("WEFTAAAA").await.unwrap(), None);
+
+    // Buckets follow their collection when it moves and go when it is removed.
+    let col = c.create_collection(&p("/z/proj"), admin, false).await.unwrap();
+    let b = c.add_s3_bucket("proj", col.id, true).await.unwrap();
+    assert_eq!((b.path.as_str(), b.public_read), ("/z/proj", true));
+    assert_eq!(
+        code(c.add_s3_bucket("proj", col.id, false).await),
+        ErrorCode::AlreadyExists
+    );
+    c.move_node(&p("/z/proj"), &p("/z/moved")).await.unwrap();
+    assert_eq!(
+        c.s3_bucket("proj").await.unwrap().unwrap().path.as_str(),
+        "/z/moved"
+    );
+    assert_eq!(c.s3_buckets().await.unwrap().len(), 1);
+    c.delete_node(&p("/z/moved"), true).await.unwrap();
+    assert_eq!(c.s3_bucket("proj").await.unwrap(), None);
+    let col = c.create_collection(&p("/z/b2"), admin, false).await.unwrap();
+    c.add_s3_bucket("b2", col.id, false).await.unwrap();
+    assert_eq!(c.delete_s3_bucket("b2").await.unwrap().name, "b2");
+    assert_eq!(code(c.delete_s3_bucket("b2").await), ErrorCode::NotFound);
+
+    // Attributes hold for the content they were registered with, not a later one.
+    let attrs = weft_catalog::S3Attrs {
+        etag: "0123456789abcdef0123456789abcdef".into(),
+        content_type: Some("text/csv".into()),
+    };
+    let f = c
+        .register_object(&NewObject {
+            s3: Some(attrs.clone()),
+            ..obj("/z/f.csv", admin, disk, "k1")
+        })
+        .await
+        .unwrap()
+        .node;
+    let sum = f.checksum.clone().unwrap();
+    assert_eq!(c.s3_attrs(f.id, &sum).await.unwrap(), Some(attrs.clone()));
+    c.register_object(&obj("/z/g", admin, disk, "k2")).await.unwrap();
+    let listed = c.s3_list("/z/", "/z0", "", 10).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|l| l.path.as_str()).collect::<Vec<_>>(),
+        ["/z/f.csv", "/z/g"]
+    );
+    assert_eq!(listed[0].attrs, Some(attrs.clone()));
+    assert_eq!(listed[1].attrs, None);
+    assert_eq!(c.s3_list("/z/", "/z0", "/z/f.csv", 10).await.unwrap().len(), 1);
+    assert_eq!(c.s3_list("/z/", "/z0", "", 1).await.unwrap().len(), 1);
+    let other = weft_types::Checksum::blake3(&blake3::hash(b"other content"));
+    c.register_object(&NewObject {
+        checksum: other.clone(),
+        overwrite: true,
+        ..obj("/z/f.csv", admin, disk, "k3")
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        c.s3_attrs(f.id, &other).await.unwrap(),
+        None,
+        "stale after new content"
+    );
+    assert_eq!(c.s3_list("/z/", "/z0", "", 10).await.unwrap()[0].attrs, None);
+    c.delete_node(&p("/z/f.csv"), false).await.unwrap();
+    assert_eq!(c.s3_attrs(f.id, &sum).await.unwrap(), None);
 }
 
 async fn leases_go_to_one_holder_at_a_time(c: &SqlCatalog) {

@@ -32,6 +32,8 @@ pub struct DemoArgs {
 struct Running {
     name: &'static str,
     url: String,
+    /// The zone's S3 gateway.
+    s3_url: String,
     token_file: PathBuf,
     client: Client,
 }
@@ -162,14 +164,21 @@ async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
     let token = std::fs::read_to_string(&token_file)?.trim().to_owned();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
+    let s3_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let s3_url = format!("http://{}", s3_listener.local_addr()?);
+    let s3 = weft_api::s3::router(zone.clone()).into_make_service_with_connect_info::<weft_api::PeerAddr>();
     let app = weft_api::router(zone, vec![]).into_make_service_with_connect_info::<weft_api::PeerAddr>();
     tokio::spawn(async move {
         let _ = axum::serve(weft_api::no_delay(listener), app).await;
+    });
+    tokio::spawn(async move {
+        let _ = axum::serve(weft_api::no_delay(s3_listener), s3).await;
     });
     Ok(Running {
         name,
         client: Client::new(&url, Some(token))?,
         url,
+        s3_url,
         token_file,
     })
 }
@@ -214,9 +223,10 @@ fn print_next_steps(lrz: &Running, it4i: &Running, id: &str) {
     println!("Two federated zones are running:");
     for z in [lrz, it4i] {
         println!(
-            "  {:5} {}   admin token in {}",
+            "  {:5} {}   S3 {}   admin token in {}",
             z.name,
             z.url,
+            z.s3_url,
             z.token_file.display()
         );
     }
@@ -233,6 +243,11 @@ fn print_next_steps(lrz: &Running, it4i: &Running, id: &str) {
     println!("  weft transfer show {id}    # per-file state, attempts, rate");
     println!("  weft transfer start -r --sync sample /it4i/incoming --wait   # nothing differs: all skipped");
     println!("  weft transfer start --dry-run -r /it4i/incoming/sample /lrz/home/admin/back");
+    println!("  weft s3 key create                            # an access key for S3 clients, then:");
+    println!(
+        "  aws --endpoint-url {} s3 ls s3://home-admin/sample/",
+        lrz.s3_url
+    );
 }
 
 pub(crate) fn random_hex(bytes: usize) -> anyhow::Result<String> {

@@ -89,6 +89,19 @@ fn demo_transfers_between_two_zones_and_its_suggestions_work() {
     ])
     .ok();
 
+    // The S3 gateway it prints answers as S3 does: a key is made with the CLI, and an
+    // unsigned listing of buckets is refused with S3's error document.
+    let key = weft(&["s3", "key", "create", "--json"]).ok().json();
+    assert_eq!(key["home_bucket"], "home-admin", "{key}");
+    let s3 = printed
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("aws --endpoint-url http://"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no S3 endpoint: {printed}"));
+    let answer = http_get(s3, "/");
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("<Code>AccessDenied</Code>"), "{answer}");
+
     // Ctrl-C stops both zones.
     unsafe_sigint(demo.id());
     let status = demo.wait().unwrap();
@@ -102,6 +115,20 @@ fn demo_transfers_between_two_zones_and_its_suggestions_work() {
         .unwrap();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a demo"));
+}
+
+/// A plain GET of `path` at `addr`, the whole answer as text.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        tcp,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    tcp.read_to_string(&mut out).unwrap();
+    out
 }
 
 fn unsafe_sigint(pid: u32) {
