@@ -3172,9 +3172,9 @@ async fn s3_keys_buckets_and_object_attributes(c: &SqlCatalog) {
     );
     c.create_s3_key("WEFTBBBB", admin, "other").await.unwrap();
     let (found, secret) = c.s3_secret("WEFTAAAA").await.unwrap().unwrap();
-    assert_eq!((found, secret.as_str()), (k.clone(), "s3cret"));
+    assert_eq!((&found, secret.as_str()), (&k, "s3cret"));
     assert_eq!(c.s3_secret("WEFTNONE").await.unwrap(), None);
-    assert_eq!(c.s3_keys(Some(alice.id)).await.unwrap(), [k.clone()]);
+    assert_eq!(c.s3_keys(Some(alice.id)).await.unwrap(), std::slice::from_ref(&k));
     assert_eq!(c.s3_keys(None).await.unwrap().len(), 2);
     c.delete_s3_key("WEFTBBBB").await.unwrap();
     assert_eq!(code(c.delete_s3_key("WEFTBBBB").await), ErrorCode::NotFound);
