@@ -28,36 +28,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, Zone, build_weft, free_port, settle, timed  # noqa: E402
+from benchlib import MINIO_KEY, MINIO_SECRET, ROOT, Minio, Zone, build_weft, settle, timed  # noqa: E402
 
-MINIO_KEY, MINIO_SECRET = "benchadmin", "benchadmin-secret"
-
-
-class Minio:
-    """A MinIO server of the test tools, on loopback, its data on the same disk as the zone's."""
-
-    def __init__(self, scratch: str) -> None:
-        binary = os.path.join(os.environ.get("WEFT_CACHE", os.path.expanduser("~/.cache/weft")), "tools/bin/minio")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        data = os.path.join(scratch, "minio")
-        os.makedirs(data, exist_ok=True)
-        env = dict(os.environ, MINIO_ROOT_USER=MINIO_KEY, MINIO_ROOT_PASSWORD=MINIO_SECRET, MINIO_UPDATE="off")
-        self.proc = subprocess.Popen(
-            [binary, "server", data, "--address", f"127.0.0.1:{self.port}",
-             "--console-address", f"127.0.0.1:{free_port()}"],
-            env=env, stdout=subprocess.DEVNULL, stderr=open(os.path.join(scratch, "minio.log"), "w"))
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{self.url}/minio/health/ready", timeout=1)
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("MinIO did not start")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait()
 
 
 def clock(f):  # type: ignore[no-untyped-def]

@@ -50,13 +50,16 @@ def settle(*warm_files, drop=True):
 class Zone:
     """`weft serve` with embedded defaults on a free port, data under `scratch/name`."""
 
-    def __init__(self, weft, name, scratch):
+    def __init__(self, weft, name, scratch, s3=False):
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data = os.path.join(scratch, name)
+        # With `s3`, the S3 gateway too, at `s3_url`.
+        self.s3_url = f"http://127.0.0.1:{free_port()}" if s3 else None
+        s3_args = ["--s3-listen", self.s3_url[len("http://"):]] if s3 else []
         self.proc = subprocess.Popen(
-            [weft, "serve", "--zone", name, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data],
+            [weft, "serve", "--zone", name, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data, *s3_args],
             stderr=open(os.path.join(scratch, f"{name}.log"), "w"))
         for _ in range(300):
             try:
@@ -89,6 +92,36 @@ class Zone:
         """The files of the zone's resources (objects and packs), to warm with `settle`."""
         root = os.path.join(self.data, "resources")
         return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+MINIO_KEY, MINIO_SECRET = "benchadmin", "benchadmin-secret"
+
+
+class Minio:
+    """A MinIO server of the test tools, on loopback, its data on the same disk as the zone's."""
+
+    def __init__(self, scratch):
+        binary = os.path.join(os.environ.get("WEFT_CACHE", os.path.expanduser("~/.cache/weft")), "tools/bin/minio")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        data = os.path.join(scratch, "minio")
+        os.makedirs(data, exist_ok=True)
+        env = dict(os.environ, MINIO_ROOT_USER=MINIO_KEY, MINIO_ROOT_PASSWORD=MINIO_SECRET, MINIO_UPDATE="off")
+        self.proc = subprocess.Popen(
+            [binary, "server", data, "--address", f"127.0.0.1:{self.port}",
+             "--console-address", f"127.0.0.1:{free_port()}"],
+            env=env, stdout=subprocess.DEVNULL, stderr=open(os.path.join(scratch, "minio.log"), "w"))
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{self.url}/minio/health/ready", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("MinIO did not start")
 
     def stop(self):
         self.proc.terminate()

@@ -11,6 +11,8 @@ use axum::response::Response;
 use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -27,14 +29,39 @@ const DRAINS: usize = 128;
 
 static DRAINING: Semaphore = Semaphore::const_new(DRAINS);
 
-/// The middleware: every request body is wrapped in [`Drained`].
+/// The middleware: every request body is wrapped in [`Drained`]. A client that sent
+/// `Expect: 100-continue` sends its body only once the server asks for it by reading it;
+/// refused before that, it sends nothing, and the answer closes the connection (else the
+/// server would take the client's next request for the body it is owed).
 pub async fn unread_bodies(req: Request, next: Next) -> Response {
-    next.run(req.map(|b| Body::new(Drained { inner: Some(b) }))).await
+    let waits = req
+        .headers()
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let polled = Arc::new(AtomicBool::new(false));
+    let seen = polled.clone();
+    let mut resp = next
+        .run(req.map(|b| {
+            Body::new(Drained {
+                inner: Some(b),
+                waits,
+                polled: seen,
+            })
+        }))
+        .await;
+    if waits && !polled.load(Ordering::SeqCst) {
+        resp.headers_mut()
+            .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    }
+    resp
 }
 
 /// A body that, dropped before its end, reads the rest in the background.
 struct Drained {
     inner: Option<Body>,
+    /// The client waits for `100 Continue`, which reading the body sends.
+    waits: bool,
+    polled: Arc<AtomicBool>,
 }
 
 impl HttpBody for Drained {
@@ -45,6 +72,7 @@ impl HttpBody for Drained {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        self.polled.store(true, Ordering::SeqCst);
         match self.inner.as_mut() {
             Some(b) => Pin::new(b).poll_frame(cx),
             None => Poll::Ready(None),
@@ -65,6 +93,9 @@ impl HttpBody for Drained {
 impl Drop for Drained {
     fn drop(&mut self) {
         let Some(mut body) = self.inner.take() else { return };
+        if self.waits && !self.polled.load(Ordering::SeqCst) {
+            return; // never asked for: the client sends nothing
+        }
         let left = body.size_hint().upper();
         if body.is_end_stream() || left.is_none_or(|n| n > DRAIN_MAX) {
             return;

@@ -277,7 +277,7 @@ pub struct NewObject {
     /// Who puts it (registrations are grouped across requests, so each carries its own).
     pub actor: Actor,
     /// Put through the S3 gateway: what it returns of the object later.
-    pub s3: Option<S3Attrs>,
+    pub s3: Option<S3Write>,
 }
 
 /// What registering an object did.
@@ -795,6 +795,18 @@ pub struct S3Bucket {
 pub struct S3Attrs {
     pub etag: String,
     pub content_type: Option<String>,
+}
+
+/// The unit of the AVUs that hold an object's `x-amz-meta-*`: a write through the S3
+/// gateway replaces those and leaves the object's other metadata alone.
+pub const S3_META_UNIT: &str = "s3";
+
+/// What a write through the S3 gateway registers with its object, in its transaction: the
+/// attributes, and the `x-amz-meta-*` pairs that replace its AVUs of [`S3_META_UNIT`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Write {
+    pub attrs: S3Attrs,
+    pub meta: Vec<(String, String)>,
 }
 
 /// A data object as an S3 listing shows it, with its [`S3Attrs`] when they still hold.

@@ -3209,7 +3209,10 @@ async fn s3_keys_buckets_and_object_attributes(c: &SqlCatalog) {
     };
     let f = c
         .register_object(&NewObject {
-            s3: Some(attrs.clone()),
+            s3: Some(weft_catalog::S3Write {
+                attrs: attrs.clone(),
+                meta: vec![("station".into(), "lrz".into())],
+            }),
             ..obj("/z/f.csv", admin, disk, "k1")
         })
         .await
@@ -3217,6 +3220,50 @@ async fn s3_keys_buckets_and_object_attributes(c: &SqlCatalog) {
         .node;
     let sum = f.checksum.clone().unwrap();
     assert_eq!(c.s3_attrs(f.id, &sum).await.unwrap(), Some(attrs.clone()));
+    // x-amz-meta-* become AVUs of unit s3; a later S3 write replaces those, not others.
+    c.add_avu(
+        f.id,
+        &Avu {
+            attr: "mine".into(),
+            value: "1".into(),
+            unit: String::new(),
+        },
+    )
+    .await
+    .unwrap();
+    let s3_meta = |v: Vec<Avu>| {
+        v.into_iter()
+            .map(|a| (a.attr, a.value, a.unit))
+            .collect::<Vec<_>>()
+    };
+    let mut had = s3_meta(c.list_avus(f.id).await.unwrap());
+    had.sort();
+    assert_eq!(
+        had,
+        [
+            ("mine".into(), "1".into(), String::new()),
+            ("station".into(), "lrz".into(), "s3".into())
+        ]
+    );
+    c.register_object(&NewObject {
+        overwrite: true,
+        s3: Some(weft_catalog::S3Write {
+            attrs: attrs.clone(),
+            meta: vec![("run".into(), "7".into())],
+        }),
+        ..obj("/z/f.csv", admin, disk, "k0")
+    })
+    .await
+    .unwrap();
+    let mut now = s3_meta(c.list_avus(f.id).await.unwrap());
+    now.sort();
+    assert_eq!(
+        now,
+        [
+            ("mine".into(), "1".into(), String::new()),
+            ("run".into(), "7".into(), "s3".into())
+        ]
+    );
     c.register_object(&obj("/z/g", admin, disk, "k2")).await.unwrap();
     let listed = c.s3_list("/z/", "/z0", "", 10).await.unwrap();
     assert_eq!(

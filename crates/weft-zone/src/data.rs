@@ -6,7 +6,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use std::collections::HashMap;
 use std::ops::Range;
-use weft_catalog::{LocatedNode, NewObject, Node, Resource, S3Attrs};
+use weft_catalog::{LocatedNode, NewObject, Node, Resource, S3Write};
 use weft_storage::{ByteStream, Store, Writer};
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, NodeKind, Permission, ReplicaState, ResourceName};
 
@@ -41,6 +41,8 @@ pub struct Put<'a> {
     pub expected: Option<&'a Checksum>,
     pub resource: Option<&'a ResourceName>,
     pub overwrite: bool,
+    /// Make the missing parent collections (`mkdir -p`), once the bytes are in.
+    pub parents: bool,
 }
 
 /// Bytes committed to a resource at `key`, to be registered as the object `path`; `durable`
@@ -53,7 +55,7 @@ pub(crate) struct Committed<'a> {
     pub key: String,
     pub durable: bool,
     /// Put through the S3 gateway: what it returns of the object.
-    pub s3: Option<S3Attrs>,
+    pub s3: Option<S3Write>,
 }
 
 impl Zone {
@@ -174,7 +176,7 @@ impl Zone {
     ) -> Result<PutOutcome, Error>
     where
         S: Stream<Item = Result<Bytes, Error>> + Send,
-        F: FnOnce() -> Result<Option<S3Attrs>, Error> + Send,
+        F: FnOnce() -> Result<Option<S3Write>, Error> + Send,
     {
         let Put {
             path,
@@ -182,8 +184,11 @@ impl Zone {
             expected,
             resource,
             overwrite,
+            parents,
         } = put;
-        let target = self.prepare_put(caller, path, resource, overwrite).await?;
+        let (target, missing) = self
+            .prepare_put_parents(caller, path, resource, overwrite, parents)
+            .await?;
         self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
             .await?;
         let key = Store::new_key();
@@ -201,6 +206,7 @@ impl Zone {
         };
         let durable = size >= OWN_SYNC_THRESHOLD;
         writer.commit(durable).await?;
+        self.make_parents(caller, missing, &target.store, &key).await?;
         let committed = Committed {
             path,
             size,
@@ -211,6 +217,57 @@ impl Zone {
             s3,
         };
         self.register(caller, committed, overwrite).await
+    }
+
+    /// [`Zone::prepare_put`]; with `parents`, a missing parent collection is allowed where
+    /// the caller may make it, and returned to be made once the bytes are in (so that a
+    /// put refused for its body leaves no collections behind).
+    pub(crate) async fn prepare_put_parents(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        resource: Option<&ResourceName>,
+        overwrite: bool,
+        parents: bool,
+    ) -> Result<(PutTarget, Option<LogicalPath>), Error> {
+        match self.prepare_put(caller, path, resource, overwrite).await {
+            Err(e) if parents && e.code == ErrorCode::NotFound => {
+                let dir = path
+                    .parent()
+                    .ok_or_else(|| Error::invalid("a zone root is a collection, not a data object"))?;
+                if self.check_mkdir(caller, &dir).await?.is_some() {
+                    return Err(e); // it exists after all: the error was about something else
+                }
+                let (resource, store) = self.store_for_write(resource).await?;
+                Ok((PutTarget { resource, store }, Some(dir)))
+            }
+            other => other.map(|t| (t, None)),
+        }
+    }
+
+    /// Makes the collections `missing` (from [`Zone::prepare_put_parents`]) before bytes
+    /// committed under `key` are registered; if that fails, the bytes go.
+    pub(crate) async fn make_parents(
+        &self,
+        caller: &Caller,
+        missing: Option<LogicalPath>,
+        store: &Store,
+        key: &str,
+    ) -> Result<(), Error> {
+        let Some(dir) = missing else { return Ok(()) };
+        if let Err(e) = self.mkdir(caller, &dir, true).await {
+            self.delete_unregistered(store, key).await;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Removes bytes committed for an object that will not be registered; a failure is
+    /// only logged (the orphan sweep removes them).
+    pub(crate) async fn delete_unregistered(&self, store: &Store, key: &str) {
+        if let Err(e) = store.delete(key).await {
+            tracing::warn!(%key, error = %e, "could not remove bytes of a refused write");
+        }
     }
 
     /// Stores several small objects at once (`POST /bundles`): each is checked and made
@@ -253,6 +310,7 @@ impl Zone {
                 expected: Some(&sum),
                 resource,
                 overwrite,
+                parents: false,
             };
             (i, self.put_stream(caller, put, body).await)
         }));
@@ -335,6 +393,12 @@ impl Zone {
             durable,
             s3,
         } = committed;
+        if let Some(w) = &s3 {
+            if let Err(e) = crate::s3::check_meta(&w.meta) {
+                self.delete_unregistered(&target.store, &key).await;
+                return Err(e);
+            }
+        }
         let object = NewObject {
             path: path.clone(),
             owner_id: caller.user_id,
@@ -517,24 +581,41 @@ impl Zone {
         resource: Option<&ResourceName>,
         overwrite: bool,
     ) -> Result<PutOutcome, Error> {
-        self.copy_with(caller, from, to, resource, overwrite, |_| None)
+        self.copy_into(caller, from, to, resource, overwrite, false, |_| None)
             .await
     }
 
-    /// [`Zone::copy`], registering the S3 attributes `s3` gives for the source node.
+    /// The S3 gateway's copy: onto `to` (replacing what is there with `overwrite`), its
+    /// missing parent collections made, registered with what `s3` gives for the source.
     pub async fn copy_with(
+        &self,
+        caller: &Caller,
+        from: &LogicalPath,
+        to: &LogicalPath,
+        overwrite: bool,
+        s3: impl FnOnce(&Node) -> S3Write,
+    ) -> Result<PutOutcome, Error> {
+        self.copy_into(caller, from, to, None, overwrite, true, |n| Some(s3(n)))
+            .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn copy_into(
         &self,
         caller: &Caller,
         from: &LogicalPath,
         to: &LogicalPath,
         resource: Option<&ResourceName>,
         overwrite: bool,
-        s3: impl FnOnce(&Node) -> Option<S3Attrs>,
+        parents: bool,
+        s3: impl FnOnce(&Node) -> Option<S3Write>,
     ) -> Result<PutOutcome, Error> {
         let src = self.read(caller, from, None).await?;
         let s3 = s3(&src.node);
         let size = src.node.size as u64;
-        let target = self.prepare_put(caller, to, resource, overwrite).await?;
+        let (target, missing) = self
+            .prepare_put_parents(caller, to, resource, overwrite, parents)
+            .await?;
         let key = Store::new_key();
         let mut writer = target.store.writer(&key).await?;
         let copied = copy_hashing(src.stream, size, Some(&mut writer)).await;
@@ -547,6 +628,7 @@ impl Zone {
         };
         let durable = size >= OWN_SYNC_THRESHOLD;
         writer.commit(durable).await?;
+        self.make_parents(caller, missing, &target.store, &key).await?;
         let committed = Committed {
             path: to,
             size,

@@ -78,7 +78,7 @@ pub use upload::{
 pub use weft_catalog::{act_as, acting, current_actor, Actor, AuditEntry, AuditQuery};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};
 pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, TransferRecord};
-pub use weft_catalog::{S3Attrs, S3Key, S3Listed, UploadPart, UploadRecord};
+pub use weft_catalog::{S3Attrs, S3Key, S3Listed, S3Write, UploadPart, UploadRecord, S3_META_UNIT};
 pub use weft_policy::{Action, QosExpr, Rule, Trigger};
 pub use weft_transfer::{TransferSpec, Verify};
 pub use worker::{Phase, WorkerStatus};

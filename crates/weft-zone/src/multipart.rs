@@ -10,7 +10,7 @@ use crate::upload::check_room;
 use crate::{now_ms, Caller, PutOutcome, Zone};
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
-use weft_catalog::{S3Attrs, UploadPart, UploadRecord};
+use weft_catalog::{S3Write, UploadPart, UploadRecord};
 use weft_storage::Store;
 use weft_types::{Error, ErrorCode, LogicalPath};
 
@@ -23,15 +23,16 @@ pub const PART_NUMBER_MAX: u32 = 10_000;
 pub const PART_SIZE_MAX: u64 = 5 << 30;
 
 impl Zone {
-    /// Opens a multipart upload of `path` (the caller must be allowed to put there);
-    /// `s3` is what the gateway wants back at completion.
+    /// Opens a multipart upload of `path` (the caller must be allowed to put there, making
+    /// the missing parent collections at completion); `s3` is what the gateway wants back
+    /// at completion.
     pub async fn begin_multipart(
         &self,
         caller: &Caller,
         path: &LogicalPath,
         s3: String,
     ) -> Result<UploadRecord, Error> {
-        let target = self.prepare_put(caller, path, None, true).await?;
+        let (target, _) = self.prepare_put_parents(caller, path, None, true, true).await?;
         let (mine, all) = self.catalog.count_uploads(caller.user_id).await?;
         check_room(mine, all)?;
         let now = now_ms();
@@ -152,7 +153,7 @@ impl Zone {
     }
 
     /// Makes the object of upload `id` from the parts `chosen` (numbers, ascending, each
-    /// with the MD5 the caller was shown for it), registered with `attrs`. Parts not
+    /// with the MD5 the caller was shown for it), registered with `s3`. Parts not
     /// chosen are dropped. The parts are checked before the upload is claimed, so a list
     /// that does not fit leaves the upload as it was.
     pub async fn complete_multipart(
@@ -160,13 +161,15 @@ impl Zone {
         caller: &Caller,
         id: &str,
         chosen: &[(u32, String)],
-        attrs: S3Attrs,
+        s3: S3Write,
     ) -> Result<PutOutcome, Error> {
         let u = self.multipart_of(caller, id).await?;
         let have = self.catalog.upload_parts(id).await?;
         let picked = pick(&have, chosen)?;
         let size: u64 = picked.iter().map(|p| p.size).sum();
-        let target = self.prepare_put(caller, &u.path, None, true).await?;
+        let (target, missing) = self
+            .prepare_put_parents(caller, &u.path, None, true, true)
+            .await?;
         self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
             .await?;
         let Some(claimed) = self.catalog.claim_upload_parts(id).await? else {
@@ -216,6 +219,10 @@ impl Zone {
         .await;
         let outcome = match assembled {
             Ok(checksum) => {
+                if let Err(e) = self.make_parents(caller, missing, &target.store, &key).await {
+                    self.delete_parts(&parts_store, keys).await;
+                    return Err(e);
+                }
                 let committed = Committed {
                     path: &u.path,
                     size,
@@ -223,7 +230,7 @@ impl Zone {
                     target: &target,
                     key,
                     durable: size >= OWN_SYNC_THRESHOLD,
-                    s3: Some(attrs),
+                    s3: Some(s3),
                 };
                 self.register(caller, committed, true).await
             }

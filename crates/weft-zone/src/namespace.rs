@@ -133,8 +133,29 @@ impl Zone {
     }
 
     pub async fn mkdir(&self, caller: &Caller, path: &LogicalPath, parents: bool) -> Result<Node, Error> {
+        match self.check_mkdir(caller, path).await? {
+            Some(n) if parents && n.kind == NodeKind::Collection => Ok(n),
+            Some(n) => Err(Error::new(
+                ErrorCode::AlreadyExists,
+                format!("{path} already exists as a {}", n.kind),
+            )),
+            None => {
+                self.catalog
+                    .create_collection(path, caller.user_id, parents)
+                    .await
+            }
+        }
+    }
+
+    /// Checks that `caller` may make the collection `path` with its missing parents: the
+    /// deepest node that exists on the way is a collection the caller may write (the
+    /// permission is checked there). Returns the node at `path` when it exists already.
+    pub(crate) async fn check_mkdir(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+    ) -> Result<Option<Node>, Error> {
         self.local(path)?;
-        // Permission is checked on the deepest collection that exists already.
         let mut existing = None;
         for p in path.ancestors_and_self().iter().rev() {
             if let Some(n) = self.catalog.get_node(p).await? {
@@ -149,13 +170,7 @@ impl Zone {
             ))?));
         };
         if anchor.path == *path {
-            if parents && anchor.kind == NodeKind::Collection {
-                return Ok(anchor);
-            }
-            return Err(Error::new(
-                ErrorCode::AlreadyExists,
-                format!("{path} already exists as a {}", anchor.kind),
-            ));
+            return Ok(Some(anchor));
         }
         if anchor.kind == NodeKind::Object {
             return Err(Error::new(
@@ -164,9 +179,7 @@ impl Zone {
             ));
         }
         self.require(caller, &anchor.path, Permission::Write).await?;
-        self.catalog
-            .create_collection(path, caller.user_id, parents)
-            .await
+        Ok(None)
     }
 
     pub async fn remove(&self, caller: &Caller, path: &LogicalPath, recursive: bool) -> Result<(), Error> {

@@ -228,7 +228,9 @@ impl Zone {
             .get_principal(&key.user)
             .await?
             .ok_or_else(|| Error::not_found(format!("user {}", key.user)))?;
-        let caller = self.caller_for(&user, &[]).await?;
+        // What is public is readable with a key too.
+        let anonymous = self.anonymous_caller().await?.principal_ids;
+        let caller = self.caller_for(&user, &anonymous).await?;
         let mut entries = self.s3_keys.entries.lock().expect("not poisoned");
         if entries.len() >= KEY_CACHE_SIZE {
             entries.clear();
@@ -538,6 +540,21 @@ pub fn etag(attrs: Option<&S3Attrs>, checksum: Option<&Checksum>) -> String {
         (None, Some(sum)) => sum.hex.clone(),
         (None, None) => String::new(),
     }
+}
+
+/// Checks `x-amz-meta-*` pairs as the AVUs they become. DataCite fields are checked
+/// together, with `weft meta`, not one header at a time.
+pub(crate) fn check_meta(meta: &[(String, String)]) -> Result<(), Error> {
+    for (attr, value) in meta {
+        weft_types::meta::validate_avu_part("attribute", attr)?;
+        weft_types::meta::validate_avu_part("value", value)?;
+        if attr.starts_with(crate::datacite::PREFIX) {
+            return Err(Error::invalid(format!(
+                "x-amz-meta-{attr}: DataCite fields are set with `weft meta`, where they are checked together"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn declared(b: S3Bucket) -> BucketInfo {

@@ -63,6 +63,7 @@ pub async fn put(
                 expected: expected.as_ref(),
                 resource: resource.as_ref(),
                 overwrite: q.flag("overwrite")?,
+                parents: false,
             },
             body_stream(body),
         )

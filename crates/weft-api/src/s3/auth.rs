@@ -76,22 +76,38 @@ fn is_read(op: &str) -> bool {
     )
 }
 
-/// What s3s 0.14 would accept but weft does not: SigV2 (MD5-era HMAC-SHA1 signatures),
-/// presigned URLs valid for longer than AWS allows, and POST-object form uploads (s3s
-/// gathers the file in memory).
-fn refuse_unsupported(cx: &S3AccessContext<'_>) -> S3Result<()> {
-    let v2_header = cx
+/// Signature version 2 (HMAC-SHA1, deprecated by AWS) is refused before s3s looks at it:
+/// s3s 0.14 would verify it, and answer a request it cannot verify with a misleading
+/// SignatureDoesNotMatch.
+pub(super) async fn refuse_sigv2(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let v2_header = req
         .headers()
         .get(http::header::AUTHORIZATION)
         .is_some_and(|v| v.as_bytes().starts_with(b"AWS "));
-    let query = cx.uri().query().unwrap_or("");
-    let v2_query = query.split('&').any(|p| p.starts_with("AWSAccessKeyId="));
-    if v2_header || v2_query {
-        return Err(s3_error!(
-            AccessDenied,
-            "signature version 2 is not accepted; sign requests with SigV4 (every current SDK does)"
-        ));
+    let v2_query = req
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p.starts_with("AWSAccessKeyId=")));
+    if !(v2_header || v2_query) {
+        return next.run(req).await;
     }
+    let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>\
+        <Message>signature version 2 is not accepted; sign requests with SigV4 (boto3: \
+        Config(signature_version=\"s3v4\"))</Message></Error>";
+    axum::response::Response::builder()
+        .status(http::StatusCode::FORBIDDEN)
+        .header(http::header::CONTENT_TYPE, "application/xml")
+        .body(axum::body::Body::from(body))
+        .expect("a valid response")
+}
+
+/// What s3s 0.14 would accept but weft does not: presigned URLs valid for longer than AWS
+/// allows, and POST-object form uploads (s3s gathers the file in memory).
+fn refuse_unsupported(cx: &S3AccessContext<'_>) -> S3Result<()> {
+    let query = cx.uri().query().unwrap_or("");
     for pair in query.split('&') {
         if let Some(v) = pair.strip_prefix("X-Amz-Expires=") {
             let secs: u64 = v.parse().map_err(|_| {

@@ -14,7 +14,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 use serde::{Deserialize, Serialize};
 use weft_types::LogicalPath;
-use weft_zone::{Caller, S3Attrs, UploadRecord};
+use weft_zone::{Caller, S3Attrs, S3Write, UploadRecord};
 
 /// Every part but the last must be at least this large, as on AWS.
 const PART_MIN: u64 = 5 << 20;
@@ -52,10 +52,9 @@ impl Gateway {
         let i = req.input;
         let bucket = self.bucket(&i.bucket).await?;
         let path = key_path(&bucket, &i.key)?;
-        self.parents(&caller, &bucket, &path).await?;
         let pending = Pending {
             content_type: i.content_type,
-            metadata: i.metadata.unwrap_or_default().into_iter().collect(),
+            metadata: super::ops::meta_pairs(i.metadata.as_ref())?.into_iter().collect(),
         };
         let s3 = serde_json::to_string(&pending).map_err(|e| s3_error!(InternalError, "{e}"))?;
         let u = self
@@ -252,26 +251,24 @@ impl Gateway {
         }
         let etag = format!("{}-{}", hex(&md5s.finalize()), chosen.len());
         let pending: Pending = serde_json::from_str(u.s3.as_deref().unwrap_or("{}")).unwrap_or_default();
-        let attrs = S3Attrs {
-            etag: etag.clone(),
-            content_type: pending.content_type.clone(),
+        let s3 = S3Write {
+            attrs: S3Attrs {
+                etag: etag.clone(),
+                content_type: pending.content_type,
+            },
+            meta: pending.metadata.into_iter().collect(),
         };
         // The assembly of a large object takes a while: the answer starts now and the
         // client is kept waiting with whitespace (as AWS does). It runs on a task of its own
         // so that a client that hangs up does not stop it halfway.
         let zone = self.zone.clone();
         let id = i.upload_id.clone();
-        let path = u.path.clone();
         let (bucket, key) = (i.bucket.clone(), i.key.clone());
         let actor = weft_zone::current_actor();
         let work = tokio::spawn(weft_zone::acting(actor, async move {
-            zone.complete_multipart(&caller, &id, &chosen, attrs)
+            zone.complete_multipart(&caller, &id, &chosen, s3)
                 .await
                 .map_err(errors::upload)?;
-            if !pending.metadata.is_empty() {
-                let meta: Metadata = pending.metadata.into_iter().collect();
-                super::ops::set_meta(&zone, &caller, &path, Some(&meta)).await?;
-            }
             Ok(CompleteMultipartUploadOutput {
                 bucket: Some(bucket),
                 key: Some(key),

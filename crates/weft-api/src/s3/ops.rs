@@ -12,7 +12,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result, S3};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use weft_types::{ErrorCode, LogicalPath, Millis};
-use weft_zone::{Caller, MetaEdit, S3Attrs, S3Object, Zone};
+use weft_zone::{Caller, S3Attrs, S3Object, S3Write, Zone};
 
 /// The largest single PUT, as on AWS: larger objects go in a multipart upload.
 const PUT_MAX: i64 = 5 << 30;
@@ -102,54 +102,27 @@ impl Gateway {
     pub(super) async fn object(&self, caller: &Caller, path: &LogicalPath) -> S3Result<S3Object> {
         self.zone.s3_object(caller, path).await.map_err(from_weft)
     }
-
-    /// The parent collections of `path` below the bucket, made when missing (`mkdir -p`,
-    /// with the checks of `mkdir`).
-    pub(super) async fn parents(
-        &self,
-        caller: &Caller,
-        bucket: &LogicalPath,
-        path: &LogicalPath,
-    ) -> S3Result<()> {
-        match path.parent() {
-            Some(parent) if parent != *bucket => self
-                .zone
-                .mkdir(caller, &parent, true)
-                .await
-                .map(|_| ())
-                .map_err(from_weft),
-            _ => Ok(()),
-        }
-    }
-
-    async fn set_meta(&self, caller: &Caller, path: &LogicalPath, meta: Option<&Metadata>) -> S3Result<()> {
-        set_meta(&self.zone, caller, path, meta).await
-    }
 }
 
-/// Sets an object's `x-amz-meta-*` as AVUs, each replacing the attribute's values.
-pub(super) async fn set_meta(
-    zone: &Zone,
-    caller: &Caller,
-    path: &LogicalPath,
-    meta: Option<&Metadata>,
-) -> S3Result<()> {
-    let Some(meta) = meta.filter(|m| !m.is_empty()) else {
-        return Ok(());
+/// The `x-amz-meta-*` of a request as the pairs the zone stores (names lower-case, as S3
+/// answers them), within S3's 2 KiB.
+pub(super) fn meta_pairs(meta: Option<&Metadata>) -> S3Result<Vec<(String, String)>> {
+    let Some(meta) = meta else {
+        return Ok(Vec::new());
     };
-    let mut edits: Vec<MetaEdit> = meta
+    let size: usize = meta.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if size > META_MAX {
+        return Err(s3_error!(
+            MetadataTooLarge,
+            "x-amz-meta-* hold {size} bytes; S3 allows {META_MAX}"
+        ));
+    }
+    let mut pairs: Vec<(String, String)> = meta
         .iter()
-        .map(|(k, v)| {
-            MetaEdit::Set(weft_zone::Avu {
-                attr: k.to_ascii_lowercase(),
-                value: v.clone(),
-                unit: String::new(),
-            })
-        })
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
         .collect();
-    // In a stable order, so that an error names the same attribute every time.
-    edits.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
-    zone.edit_meta_many(caller, path, edits).await.map_err(from_weft)
+    pairs.sort();
+    Ok(pairs)
 }
 
 /// AVUs as `x-amz-meta-*`: those whose attribute is a header-safe name and whose value is
@@ -217,6 +190,9 @@ pub(super) fn preconditions(
 }
 
 const DEFAULT_CONTENT_TYPE: &str = "binary/octet-stream";
+
+/// User metadata (`x-amz-meta-*` names and values) may hold this much, as on AWS.
+const META_MAX: usize = 2048;
 
 /// The MD5 of nothing: the ETag of an empty object.
 const EMPTY_MD5: &str = "d41d8cd98f00b204e9800998ecf8427e";
@@ -472,7 +448,7 @@ impl S3 for Gateway {
             }));
         }
         let path = key_path(&bucket, &i.key)?;
-        self.parents(&caller, &bucket, &path).await?;
+        let meta = meta_pairs(i.metadata.as_ref())?;
         let body = i
             .body
             .take()
@@ -485,6 +461,7 @@ impl S3 for Gateway {
             expected: None,
             resource: None,
             overwrite: true,
+            parents: true,
         };
         let mut checksums = None;
         let stored = self
@@ -493,13 +470,15 @@ impl S3 for Gateway {
                 let d = digest.check()?;
                 let etag = hex(&d.md5);
                 checksums = Some((etag.clone(), d.checksums));
-                Ok(Some(S3Attrs { etag, content_type }))
+                Ok(Some(S3Write {
+                    attrs: S3Attrs { etag, content_type },
+                    meta,
+                }))
             })
             .await;
         if let Err(e) = stored {
             return Err(digest.error().unwrap_or_else(|| from_weft(e)));
         }
-        self.set_meta(&caller, &path, i.metadata.as_ref()).await?;
         let (etag, sums) =
             checksums.ok_or_else(|| s3_error!(InternalError, "the object was stored unchecked"))?;
         Ok(S3Response::new(PutObjectOutput {
@@ -556,32 +535,34 @@ impl S3 for Gateway {
                 "copying an object onto itself needs MetadataDirective REPLACE"
             ));
         }
-        self.parents(&caller, &bucket, &to).await?;
-        let content_type = if replace {
-            i.content_type.clone()
+        let (content_type, meta) = if replace {
+            (i.content_type.clone(), meta_pairs(i.metadata.as_ref())?)
         } else {
-            src.content_type.clone()
+            (
+                src.content_type.clone(),
+                meta_pairs(metadata(&src.meta).as_ref())?,
+            )
         };
-        let etag = src.etag.clone();
+        let mut etag = src.etag.clone();
         // Onto itself too (a change of metadata): the bytes are copied and checked again.
         let copied = self
             .zone
-            .copy_with(&caller, &from, &to, None, true, |node| {
-                // The source's ETag describes the same bytes while it is still theirs.
-                (node.checksum == src.node.checksum).then(|| S3Attrs {
-                    etag: etag.clone(),
-                    content_type: content_type.clone(),
-                })
+            .copy_with(&caller, &from, &to, true, |node| {
+                // The source's ETag describes the bytes copied while they are still its.
+                if node.checksum != src.node.checksum {
+                    etag = weft_zone::etag(None, node.checksum.as_ref());
+                }
+                S3Write {
+                    attrs: S3Attrs {
+                        etag: etag.clone(),
+                        content_type,
+                    },
+                    meta,
+                }
             })
             .await
             .map_err(from_weft)?
             .node;
-        if replace {
-            self.set_meta(&caller, &to, i.metadata.as_ref()).await?;
-        } else if from != to {
-            let m = metadata(&src.meta);
-            self.set_meta(&caller, &to, m.as_ref()).await?;
-        }
         Ok(S3Response::new(CopyObjectOutput {
             copy_object_result: Some(CopyObjectResult {
                 e_tag: Some(ETag::Strong(etag)),

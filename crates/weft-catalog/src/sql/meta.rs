@@ -124,7 +124,7 @@ impl Metadata for SqlCatalog {
 }
 
 /// `sql` with $1..$6 bound to the node, the AVU and its numeric reading.
-fn insert_avu<'q>(
+pub(super) fn insert_avu<'q>(
     sql: &'q str,
     node_id: i64,
     avu: &'q Avu,

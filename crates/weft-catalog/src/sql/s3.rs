@@ -2,7 +2,7 @@
 
 use super::rows::{self, get, get_flag};
 use super::{audit, db, db_ctx, now_ms, SqlCatalog};
-use crate::{S3Attrs, S3Bucket, S3Gateway, S3Key, S3Listed};
+use crate::{Avu, S3Attrs, S3Bucket, S3Gateway, S3Key, S3Listed, S3Write, S3_META_UNIT};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use weft_types::{Checksum, Error};
@@ -233,13 +233,14 @@ impl S3Gateway for SqlCatalog {
     }
 }
 
-/// Records `attrs` for the object `node_id` whose content hashes to `checksum` (in the
-/// registering transaction).
+/// Records what an S3 write gives the object `node_id` whose content hashes to `checksum`
+/// (in the registering transaction): its attributes, and its `x-amz-meta-*` in place of
+/// those it had.
 pub(super) async fn put_attrs(
     conn: &mut sqlx::AnyConnection,
     node_id: i64,
     checksum: &str,
-    attrs: &S3Attrs,
+    w: &S3Write,
 ) -> Result<(), Error> {
     sqlx::query(
         "INSERT INTO s3_objects (node_id, checksum, etag, content_type) VALUES ($1, $2, $3, $4) \
@@ -248,10 +249,31 @@ pub(super) async fn put_attrs(
     )
     .bind(node_id)
     .bind(checksum)
-    .bind(attrs.etag.as_str())
-    .bind(attrs.content_type.as_deref())
+    .bind(w.attrs.etag.as_str())
+    .bind(w.attrs.content_type.as_deref())
     .execute(&mut *conn)
     .await
     .map_err(db)?;
+    sqlx::query("DELETE FROM avus WHERE node_id = $1 AND unit = $2")
+        .bind(node_id)
+        .bind(S3_META_UNIT)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    for (attr, value) in &w.meta {
+        let avu = Avu {
+            attr: attr.clone(),
+            value: value.clone(),
+            unit: S3_META_UNIT.to_owned(),
+        };
+        super::meta::insert_avu(
+            "INSERT INTO avus (node_id, attr, value, unit, value_num) VALUES ($1, $2, $3, $4, CASE WHEN $6 THEN $5 END)",
+            node_id,
+            &avu,
+        )
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    }
     Ok(())
 }

@@ -86,6 +86,7 @@ impl Side for LocalSide {
             expected: Some(checksum),
             resource: None,
             overwrite: true,
+            parents: false,
         };
         self.zone.put_stream(&self.caller, put, body).await.map(|_| ())
     }

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""weft's S3 gateway against a MinIO on the same disk, with the same clients, in one run on
+one machine. Run with the venv the tests use (it has aws-cli; rclone is a test tool):
+
+    ~/.cache/weft/tools/pysdk/bin/python scripts/bench-s3.py --rounds 3
+
+Steps, each measured once per round after a warm-up round, the two servers alternating
+which goes first:
+  - `aws s3 cp` of a 1 GiB file up (multipart, aws-cli's defaults: 8 MiB parts, 10 at once)
+    and down;
+  - `rclone copy` of 10,000 files of 64 KiB (100 directories) up, rclone's defaults
+    (4 transfers, 8 checkers), each round into a new prefix.
+Both servers get the same client settings (`AWS_REQUEST_CHECKSUM_CALCULATION=when_required`,
+which MinIO's multipart needs with botocore 1.36 and later). Reports medians and ratios.
+Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import MINIO_KEY, MINIO_SECRET, ROOT, Minio, Zone, build_weft, settle, timed  # noqa: E402
+
+TOOLS = os.path.join(os.environ.get("WEFT_CACHE", os.path.expanduser("~/.cache/weft")), "tools")
+AWS = os.path.join(os.path.dirname(sys.executable), "aws")
+RCLONE = os.path.join(TOOLS, "bin", "rclone")
+BIG = 1 << 30
+SMALL, SMALL_COUNT, DIRS = 64 << 10, 10_000, 100
+
+
+class Server:
+    """One side of the comparison: an S3 endpoint, its keys and a bucket `bench`."""
+
+    def __init__(self, name: str, url: str, key: str, secret: str, scratch: str) -> None:
+        self.name = name
+        self.url = url
+        home = os.path.join(scratch, f"home-{name}")
+        os.makedirs(home, exist_ok=True)
+        self.env = dict(
+            os.environ,
+            HOME=home,
+            AWS_ACCESS_KEY_ID=key,
+            AWS_SECRET_ACCESS_KEY=secret,
+            AWS_DEFAULT_REGION="us-east-1",
+            AWS_REQUEST_CHECKSUM_CALCULATION="when_required",
+            AWS_CONFIG_FILE=os.path.join(home, "aws-config"),
+            RCLONE_CONFIG=os.path.join(home, "rclone.conf"),
+            RCLONE_CONFIG_S_TYPE="s3",
+            RCLONE_CONFIG_S_PROVIDER="Other" if name == "weft" else "Minio",
+            RCLONE_CONFIG_S_ENDPOINT=url,
+            RCLONE_CONFIG_S_ACCESS_KEY_ID=key,
+            RCLONE_CONFIG_S_SECRET_ACCESS_KEY=secret,
+        )
+
+    def aws(self, *args: str) -> list[str]:
+        quiet = ["--only-show-errors"] if args[1] in ("cp", "rm") else []
+        return [AWS, "--endpoint-url", self.url, *args, *quiet]
+
+
+def make_inputs(data: str) -> tuple[str, str]:
+    big = os.path.join(data, "big.bin")
+    if not os.path.exists(big) or os.path.getsize(big) != BIG:
+        with open(big, "wb") as f:
+            for _ in range(BIG >> 20):
+                f.write(os.urandom(1 << 20))
+    tree = os.path.join(data, "small")
+    if not os.path.isdir(tree) or sum(len(fs) for _, _, fs in os.walk(tree)) != SMALL_COUNT:
+        shutil.rmtree(tree, ignore_errors=True)
+        for i in range(SMALL_COUNT):
+            d = os.path.join(tree, f"d{i % DIRS:03}")
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, f"f{i:05}.bin"), "wb") as f:
+                f.write(os.urandom(SMALL))
+    return big, tree
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    binary = build_weft()
+    data = os.path.join(ROOT, "target", "bench-s3")
+    os.makedirs(data, exist_ok=True)
+    big, tree = make_inputs(data)
+    scratch = os.path.join(data, "run")
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    zone = Zone(binary, "bench", scratch, s3=True)
+    minio = Minio(scratch)
+    try:
+        subprocess.run([binary, "mkdir", "-p", "/bench/bench"], env=zone.env, check=True)
+        subprocess.run([binary, "s3", "bucket", "add", "bench", "/bench/bench"], env=zone.env, check=True,
+                       stdout=subprocess.DEVNULL)
+        key = json.loads(subprocess.run([binary, "s3", "key", "create", "--json"], env=zone.env, check=True,
+                                        capture_output=True, text=True).stdout)
+        assert zone.s3_url is not None
+        sides = [
+            Server("weft", zone.s3_url, key["access_key"], key["secret_key"], scratch),
+            Server("minio", minio.url, MINIO_KEY, MINIO_SECRET, scratch),
+        ]
+        subprocess.run(sides[1].aws("s3", "mb", "s3://bench"), env=sides[1].env, check=True)
+        run(args.rounds, sides, big, tree, scratch)
+    finally:
+        zone.stop()
+        minio.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run(rounds: int, sides: list[Server], big: str, tree: str, scratch: str) -> None:
+    times: dict[tuple[str, str], list[float]] = {}
+    got = os.path.join(scratch, "got.bin")
+    for r in range(rounds + 1):
+        order = sides if r % 2 == 0 else sides[::-1]
+        for s in order:
+            settle(big)
+            up = timed(s.aws("s3", "cp", big, "s3://bench/big.bin"), env=s.env)
+            settle()
+            down = timed(s.aws("s3", "cp", "s3://bench/big.bin", got), env=s.env)
+            os.remove(got)
+            settle(drop=False)
+            small = timed([RCLONE, "copy", tree, f"s:bench/small-{r}"], env=s.env)
+            subprocess.run(s.aws("s3", "rm", "--recursive", f"s3://bench/small-{r}"), env=s.env, check=True)
+            if r == 0:
+                continue  # warm-up
+            for step, t in (("1 GiB up", up), ("1 GiB down", down), ("10,000 x 64 KiB up", small)):
+                times.setdefault((step, s.name), []).append(t)
+            print(f"round {r} {s.name}: up {up:.2f} s, down {down:.2f} s, small {small:.2f} s", flush=True)
+    print()
+    print("| step | weft | MinIO | weft / MinIO rate |")
+    print("|---|---|---|---|")
+    for step in ("1 GiB up", "1 GiB down", "10,000 x 64 KiB up"):
+        w = statistics.median(times[(step, "weft")])
+        m = statistics.median(times[(step, "minio")])
+        print(f"| {step} | {w:.2f} s | {m:.2f} s | {m / w:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
