@@ -32,7 +32,7 @@ from conftest import Zone, clean_env, free_port, weft_bin
 MiB = 1 << 20
 REGION = "us-east-1"
 # ~/.cache/weft/tools/bin holds rclone; the aws CLI lives next to the test interpreter.
-TOOLS_BIN = pathlib.Path.home() / ".cache" / "weft" / "tools" / "bin"
+TOOLS_BIN = pathlib.Path(os.environ.get("WEFT_CACHE", pathlib.Path.home() / ".cache" / "weft")) / "tools" / "bin"
 AWS = str(pathlib.Path(sys.executable).parent / "aws")
 
 
