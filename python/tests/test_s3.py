@@ -16,6 +16,7 @@ import time
 import urllib.parse
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -407,6 +408,16 @@ def test_folder_keys_are_collections(gw: Gateway, s3: Any, p: str) -> None:
     # Deleting the folder key removes the (empty) collection.
     s3.delete_object(Bucket=HOME, Key=f"{p}folder/")
     assert gw.zone.weft("stat", home_path(f"{p}folder")).returncode != 0
+
+
+def test_concurrent_puts_into_a_new_folder(s3: Any, p: str) -> None:
+    # Each finds the folder missing; all of them make it (once) and land in it.
+    keys = [f"{p}new/deep/k{i}" for i in range(24)]
+    with ThreadPoolExecutor(8) as pool:
+        etags = list(pool.map(lambda k: s3.put_object(Bucket=HOME, Key=k, Body=k.encode())["ETag"], keys))
+    assert etags == [f'"{md5_hex(k.encode())}"' for k in keys]
+    for k in keys:
+        assert s3.get_object(Bucket=HOME, Key=k)["Body"].read() == k.encode()
 
 
 def test_copy_object(gw: Gateway, s3: Any, p: str) -> None:

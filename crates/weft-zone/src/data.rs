@@ -191,6 +191,17 @@ impl Zone {
             .await?;
         self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
             .await?;
+        if parents && size <= weft_storage::PACKED_MAX {
+            return self
+                .put_small(
+                    caller,
+                    (path, size, expected, overwrite),
+                    (target, missing),
+                    body,
+                    finish,
+                )
+                .await;
+        }
         let key = Store::new_key();
         let mut writer = target.store.writer(&key).await?;
         let received = copy_hashing(body, size, Some(&mut writer)).await;
@@ -219,6 +230,51 @@ impl Zone {
         self.register(caller, committed, overwrite).await
     }
 
+    /// A put of at most [`weft_storage::PACKED_MAX`] bytes: received into memory, then
+    /// appended to a pack (no file made for it) and registered through the committer, so
+    /// that concurrent small puts share their syncs and catalog transactions.
+    async fn put_small<S, F>(
+        &self,
+        caller: &Caller,
+        (path, size, expected, overwrite): (&LogicalPath, u64, Option<&Checksum>, bool),
+        (target, missing): (PutTarget, Option<LogicalPath>),
+        body: S,
+        finish: F,
+    ) -> Result<PutOutcome, Error>
+    where
+        S: Stream<Item = Result<Bytes, Error>> + Send,
+        F: FnOnce() -> Result<Option<S3Write>, Error> + Send,
+    {
+        let mut chunks = Vec::new();
+        let body = body.inspect(|c| {
+            if let Ok(c) = c {
+                chunks.push(c.clone());
+            }
+        });
+        let checksum = copy_hashing(body, size, None)
+            .await
+            .and_then(|sum| check_expected(path, sum, expected))?;
+        let s3 = finish()?;
+        let packed = target
+            .store
+            .put_packed(vec![weft_storage::concat(chunks)])
+            .await?;
+        let key = packed.keys[0].clone();
+        self.make_parents(caller, missing, &target.store, &key).await?;
+        let committed = Committed {
+            path,
+            size,
+            checksum,
+            target: &target,
+            key,
+            durable: false,
+            s3,
+        };
+        let done = self.register(caller, committed, overwrite).await;
+        drop(packed); // only now may a sweep look at the pack
+        done
+    }
+
     /// [`Zone::prepare_put`]; with `parents`, a missing parent collection is allowed where
     /// the caller may make it, and returned to be made once the bytes are in (so that a
     /// put refused for its body leaves no collections behind).
@@ -236,7 +292,11 @@ impl Zone {
                     .parent()
                     .ok_or_else(|| Error::invalid("a zone root is a collection, not a data object"))?;
                 if self.check_mkdir(caller, &dir).await?.is_some() {
-                    return Err(e); // it exists after all: the error was about something else
+                    // Made meanwhile (a concurrent put into the same new collection).
+                    return self
+                        .prepare_put(caller, path, resource, overwrite)
+                        .await
+                        .map(|t| (t, None));
                 }
                 let (resource, store) = self.store_for_write(resource).await?;
                 Ok((PutTarget { resource, store }, Some(dir)))

@@ -72,14 +72,18 @@ pub struct S3Object {
     pub meta: Vec<Avu>,
 }
 
-/// Access keys recently used, with their secret and caller, so that a request costs no
-/// catalog round trip to authenticate. Emptied by any change that empties the token cache.
+/// Access keys recently used, with their secret and caller, and buckets recently named,
+/// so that a request costs no catalog round trip to authenticate and find its bucket.
+/// Emptied by any change that empties the token cache, and by changes to buckets.
 #[derive(Default)]
 pub(crate) struct KeyCache {
     entries: Mutex<HashMap<String, (u64, Instant, String, Caller)>>,
+    /// Bucket names and their collections, as briefly (a `weft mv` of a bucket's
+    /// collection shows within this lifetime).
+    buckets: Mutex<HashMap<String, (u64, Instant, LogicalPath)>>,
 }
 
-const KEY_CACHE_LIFETIME: Duration = Duration::from_secs(10);
+const KEY_CACHE_LIFETIME: Duration = Duration::from_secs(5);
 const KEY_CACHE_SIZE: usize = 10_000;
 
 /// `home-<user>` when that is a valid bucket name, else `home-` and 16 hex digits of the
@@ -290,6 +294,7 @@ impl Zone {
                 .await?;
         }
         let b = self.catalog.add_s3_bucket(name, node.id, public_read).await?;
+        self.auth_cache.invalidate();
         Ok(declared(b))
     }
 
@@ -355,6 +360,7 @@ impl Zone {
     pub async fn remove_s3_bucket(&self, caller: &Caller, name: &str) -> Result<BucketInfo, Error> {
         caller.require_admin("removing an S3 bucket")?;
         let b = self.catalog.delete_s3_bucket(name).await?;
+        self.auth_cache.invalidate();
         if b.public_read {
             let anonymous = PrincipalName::parse(ANONYMOUS)?;
             if let Err(e) = self
@@ -399,6 +405,22 @@ impl Zone {
     /// The collection of bucket `name`: a declared one, or the home of the user whose
     /// home bucket it is. Unknown: `not_found`. Permissions are the operation's to check.
     pub async fn s3_bucket_path(&self, name: &str) -> Result<LogicalPath, Error> {
+        let generation = self.auth_cache.generation();
+        if let Some((g, at, path)) = self.s3_keys.buckets.lock().expect("not poisoned").get(name) {
+            if *g == generation && at.elapsed() < KEY_CACHE_LIFETIME {
+                return Ok(path.clone());
+            }
+        }
+        let path = self.find_bucket(name).await?;
+        let mut buckets = self.s3_keys.buckets.lock().expect("not poisoned");
+        if buckets.len() >= KEY_CACHE_SIZE {
+            buckets.clear();
+        }
+        buckets.insert(name.to_owned(), (generation, Instant::now(), path.clone()));
+        Ok(path)
+    }
+
+    async fn find_bucket(&self, name: &str) -> Result<LogicalPath, Error> {
         if let Some(b) = self.catalog.s3_bucket(name).await? {
             return Ok(b.path);
         }

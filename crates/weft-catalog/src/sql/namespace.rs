@@ -806,9 +806,14 @@ async fn insert_chunk(
     q.execute(&mut *conn)
         .await
         .map_err(|e| db_ctx(e, "replica key"))?;
-    for ((o, sum), r) in chunk.iter().zip(&checksums).zip(&out[first..]) {
-        if let Some(attrs) = &o.s3 {
-            super::s3::put_attrs(conn, r.node.id, sum, attrs).await?;
+    for (((o, sum), r), replaced) in chunk
+        .iter()
+        .zip(&checksums)
+        .zip(&out[first..])
+        .zip(&overwrote[first..])
+    {
+        if let Some(w) = &o.s3 {
+            super::s3::put_attrs(conn, r.node.id, sum, w, *replaced).await?;
         }
     }
     Ok(())

@@ -235,12 +235,13 @@ impl S3Gateway for SqlCatalog {
 
 /// Records what an S3 write gives the object `node_id` whose content hashes to `checksum`
 /// (in the registering transaction): its attributes, and its `x-amz-meta-*` in place of
-/// those it had.
+/// those it had (an object just made, not `replaced`, had none).
 pub(super) async fn put_attrs(
     conn: &mut sqlx::AnyConnection,
     node_id: i64,
     checksum: &str,
     w: &S3Write,
+    replaced: bool,
 ) -> Result<(), Error> {
     sqlx::query(
         "INSERT INTO s3_objects (node_id, checksum, etag, content_type) VALUES ($1, $2, $3, $4) \
@@ -254,12 +255,14 @@ pub(super) async fn put_attrs(
     .execute(&mut *conn)
     .await
     .map_err(db)?;
-    sqlx::query("DELETE FROM avus WHERE node_id = $1 AND unit = $2")
-        .bind(node_id)
-        .bind(S3_META_UNIT)
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
+    if replaced {
+        sqlx::query("DELETE FROM avus WHERE node_id = $1 AND unit = $2")
+            .bind(node_id)
+            .bind(S3_META_UNIT)
+            .execute(&mut *conn)
+            .await
+            .map_err(db)?;
+    }
     for (attr, value) in &w.meta {
         let avu = Avu {
             attr: attr.clone(),
