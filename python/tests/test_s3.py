@@ -996,6 +996,20 @@ def test_a_users_key_cannot_touch_another_users_home(gw: Gateway, p: str) -> Non
     assert ha not in [b["Name"] for b in bob.list_buckets()["Buckets"]]
 
 
+def test_a_collection_shared_inside_a_bucket_lists_with_its_prefix(gw: Gateway, p: str) -> None:
+    alice, bob = client(gw.url, gw.alice), client(gw.url, gw.bob)
+    alice.put_object(Bucket="home-alice", Key=f"{p}shared/a.txt", Body=b"for bob")
+    alice.put_object(Bucket="home-alice", Key=f"{p}private.txt", Body=b"not for bob")
+    gw.zone.ok("acl", "set", home_path(f"{p}shared", "alice"), "bob", "read")
+    # The grant is on the collection: bob lists and reads it with its prefix, not more.
+    got = bob.list_objects_v2(Bucket="home-alice", Prefix=f"{p}shared/")
+    assert [o["Key"] for o in got["Contents"]] == [f"{p}shared/a.txt"]
+    assert bob.get_object(Bucket="home-alice", Key=f"{p}shared/a.txt")["Body"].read() == b"for bob"
+    assert error_of(bob.list_objects_v2, Bucket="home-alice", Prefix=p) == (403, "AccessDenied")
+    assert error_of(bob.get_object, Bucket="home-alice", Key=f"{p}private.txt") == (403, "AccessDenied")
+    assert error_of(bob.put_object, Bucket="home-alice", Key=f"{p}shared/b.txt", Body=b"x") == (403, "AccessDenied")
+
+
 def test_wrong_secret_is_signature_does_not_match(gw: Gateway, s3: Any, p: str) -> None:
     forged = client(gw.url, gw.admin, secret="x" * 40)
     assert error_of(forged.put_object, Bucket=HOME, Key=f"{p}forged", Body=b"x") == (403, "SignatureDoesNotMatch")

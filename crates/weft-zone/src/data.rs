@@ -43,6 +43,10 @@ pub struct Put<'a> {
     pub overwrite: bool,
     /// Make the missing parent collections (`mkdir -p`), once the bytes are in.
     pub parents: bool,
+    /// At most [`weft_storage::PACKED_MAX`] bytes: append them to a pack and register them
+    /// through the committer, so that concurrent small puts share syncs and transactions
+    /// (the body is then held in memory).
+    pub pack: bool,
 }
 
 /// Bytes committed to a resource at `key`, to be registered as the object `path`; `durable`
@@ -185,13 +189,14 @@ impl Zone {
             resource,
             overwrite,
             parents,
+            pack,
         } = put;
         let (target, missing) = self
             .prepare_put_parents(caller, path, resource, overwrite, parents)
             .await?;
         self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
             .await?;
-        if parents && size <= weft_storage::PACKED_MAX {
+        if pack && size <= weft_storage::PACKED_MAX {
             return self
                 .put_small(
                     caller,
@@ -371,6 +376,7 @@ impl Zone {
                 resource,
                 overwrite,
                 parents: false,
+                pack: false,
             };
             (i, self.put_stream(caller, put, body).await)
         }));

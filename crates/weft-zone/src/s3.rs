@@ -454,7 +454,7 @@ impl Zone {
     /// A page of the data objects below `bucket` whose key (path relative to it) starts
     /// with `prefix` and sorts after `after`; with a `delimiter`, keys holding it past the
     /// prefix are rolled up into common prefixes. The caller must read the collection the
-    /// prefix is in (and so everything below it).
+    /// prefix is in (and so everything below it), not necessarily the bucket's.
     pub async fn s3_list(
         &self,
         caller: &Caller,
@@ -470,8 +470,9 @@ impl Zone {
             }
             None => bucket.clone(),
         };
+        // Read on the prefix's collection covers everything below it; a user granted a
+        // collection inside someone's bucket lists it with that prefix.
         self.require(caller, &dir, Permission::Read).await?;
-        self.node_as(caller, bucket, Permission::Read).await?;
         let base = format!("{bucket}/");
         let lo = format!("{base}{prefix}");
         // Every path starting with `lo`: below `x/` is below `x0`; else, append the

@@ -64,6 +64,7 @@ pub async fn put(
                 resource: resource.as_ref(),
                 overwrite: q.flag("overwrite")?,
                 parents: false,
+                pack: false,
             },
             body_stream(body),
         )

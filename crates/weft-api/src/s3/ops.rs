@@ -462,6 +462,7 @@ impl S3 for Gateway {
             resource: None,
             overwrite: true,
             parents: true,
+            pack: true,
         };
         let mut checksums = None;
         let stored = self

@@ -87,6 +87,7 @@ impl Side for LocalSide {
             resource: None,
             overwrite: true,
             parents: false,
+            pack: false,
         };
         self.zone.put_stream(&self.caller, put, body).await.map(|_| ())
     }
