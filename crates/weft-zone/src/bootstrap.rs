@@ -270,7 +270,7 @@ impl Zone {
             );
         }
         report.temporary_removed = zone.remove_temporary(others == 0).await?;
-        crate::upload::start_sweeper(&zone, sweeper);
+        crate::upload_sweep::start_sweeper(&zone, sweeper);
         crate::transfers::start_worker(&zone, transfer_worker);
         crate::scrubber::start(&zone, scrubber, config.scrub_interval);
         crate::policy_engine::start(&zone, policies);

@@ -33,6 +33,7 @@ mod sides;
 mod staging;
 mod transfers;
 mod upload;
+mod upload_sweep;
 mod worker;
 
 use std::collections::HashMap;
