@@ -420,6 +420,67 @@ def test_concurrent_puts_into_a_new_folder(s3: Any, p: str) -> None:
         assert s3.get_object(Bucket=HOME, Key=k)["Body"].read() == k.encode()
 
 
+def test_a_listing_ends_whatever_the_keys(s3: Any, p: str) -> None:
+    # U+10FFFF sorts after every other character: a listing that seeks past a common
+    # prefix must still skip a key that starts with the prefix and then that character.
+    for k in (f"{p}loop/\U0010ffffx", f"{p}loop/a", f"{p}loop\U0010ffff", f"{p}z"):
+        s3.put_object(Bucket=HOME, Key=k, Body=b"k")
+    got = s3.list_objects_v2(Bucket=HOME, Prefix=p, Delimiter="/")
+    assert [c["Prefix"] for c in got["CommonPrefixes"]] == [f"{p}loop/"]
+    assert [o["Key"] for o in got["Contents"]] == [f"{p}loop\U0010ffff", f"{p}z"]
+    assert not got["IsTruncated"]
+    seen, token = [], None
+    for _ in range(10):
+        kw = {"ContinuationToken": token} if token else {}
+        page = s3.list_objects_v2(Bucket=HOME, Prefix=p, Delimiter="/", MaxKeys=1, **kw)
+        seen += [c["Prefix"] for c in page.get("CommonPrefixes", [])] + [o["Key"] for o in page.get("Contents", [])]
+        if not page["IsTruncated"]:
+            break
+        token = page["NextContinuationToken"]
+    assert seen == [f"{p}loop/", f"{p}loop\U0010ffff", f"{p}z"]
+    empty = s3.list_objects_v2(Bucket=HOME, Prefix=p, MaxKeys=0)
+    assert (empty["KeyCount"], empty["IsTruncated"]) == (0, False)
+
+
+def test_folder_keys_are_not_objects(s3: Any, p: str) -> None:
+    s3.put_object(Bucket=HOME, Key=f"{p}f", Body=b"file")
+    # What tools probe to tell a folder from a file: no object `f/`, and none is made.
+    assert error_of(s3.head_object, Bucket=HOME, Key=f"{p}f/") == (404, "404")
+    assert error_of(s3.get_object, Bucket=HOME, Key=f"{p}f/") == (404, "NoSuchKey")
+    assert error_of(s3.copy_object, Bucket=HOME, Key=f"{p}f/", CopySource={"Bucket": HOME, "Key": f"{p}f"}) == (
+        400,
+        "InvalidArgument",
+    )
+    assert s3.get_object(Bucket=HOME, Key=f"{p}f")["Body"].read() == b"file"
+
+
+def test_a_completion_that_fails_leaves_the_upload_open(gw: Gateway, s3: Any, p: str) -> None:
+    key = f"{p}dir/obj.bin"
+    up = s3.create_multipart_upload(Bucket=HOME, Key=key)["UploadId"]
+    data = payload(3 * MiB, 11)
+    etag = s3.upload_part(Bucket=HOME, Key=key, UploadId=up, PartNumber=1, Body=data)["ETag"]
+    # An object where the folder of the key should be: the completion cannot make it.
+    s3.put_object(Bucket=HOME, Key=f"{p}dir", Body=b"in the way")
+    parts = {"Parts": [{"PartNumber": 1, "ETag": etag}]}
+    err = error_of(s3.complete_multipart_upload, Bucket=HOME, Key=key, UploadId=up, MultipartUpload=parts)
+    assert err == (400, "XMinioParentIsObject"), err
+    assert [x["PartNumber"] for x in s3.list_parts(Bucket=HOME, Key=key, UploadId=up)["Parts"]] == [1]
+    # Out of the way, the same completion succeeds.
+    s3.delete_object(Bucket=HOME, Key=f"{p}dir")
+    s3.complete_multipart_upload(Bucket=HOME, Key=key, UploadId=up, MultipartUpload=parts)
+    assert s3.get_object(Bucket=HOME, Key=key)["Body"].read() == data
+
+
+def test_copy_keeps_metadata_set_in_weft_with_the_source(gw: Gateway, s3: Any, p: str) -> None:
+    src = f"{p}src.bin"
+    s3.put_object(Bucket=HOME, Key=src, Body=b"x", Metadata={"station": "lrz"})
+    gw.zone.ok("meta", "add", home_path(src), "datacite.title", "A dataset")
+    gw.zone.ok("meta", "add", home_path(src), "note", "kept here")
+    s3.copy_object(Bucket=HOME, Key=f"{p}dst.bin", CopySource={"Bucket": HOME, "Key": src})
+    assert s3.head_object(Bucket=HOME, Key=f"{p}dst.bin")["Metadata"] == {"station": "lrz"}
+    assert s3.head_object(Bucket=HOME, Key=src)["Metadata"]["note"] == "kept here"
+
+
 def test_copy_object(gw: Gateway, s3: Any, p: str) -> None:
     data = payload(50_000, 4)
     src = f"{p}src.bin"

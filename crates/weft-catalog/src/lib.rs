@@ -758,14 +758,21 @@ pub trait Uploads: Send + Sync {
     /// Where the open uploads onto `resource_id` keep their pieces (sweeps spare them).
     async fn staged_uploads(&self, resource_id: i64) -> Result<Vec<String>, Error>;
     /// Records a part (replacing an earlier one of that number, whose key is returned: its
-    /// bytes are garbage now) and touches its upload. Errors: `not_found` (upload gone).
+    /// bytes are garbage now) and touches its upload. Errors: `not_found` (upload gone or
+    /// completing).
     async fn put_upload_part(&self, id: &str, part: &UploadPart) -> Result<Option<String>, Error>;
     /// The parts received, by number.
     async fn upload_parts(&self, id: &str) -> Result<Vec<UploadPart>, Error>;
-    /// [`Uploads::claim_upload`] that returns the parts the upload had at that moment
-    /// (`None`: someone else claimed it).
-    async fn claim_upload_parts(&self, id: &str) -> Result<Option<Vec<UploadPart>>, Error>;
-    /// `owner_id`'s open S3 multipart uploads with `lo <= path < hi`, by path and start.
+    /// Claims an upload to abort it (also one whose completion began before `stale`, a
+    /// completer that died) and returns the parts it had; `None`: someone else has it.
+    async fn claim_upload_parts(&self, id: &str, stale: Millis) -> Result<Option<Vec<UploadPart>>, Error>;
+    /// Marks an upload as completing (no more parts, one completer) and returns its parts;
+    /// `None` when it is gone or another completion holds it. Its records stay until
+    /// [`Uploads::claim_upload`] or [`Uploads::release_upload`].
+    async fn begin_completion(&self, id: &str) -> Result<Option<Vec<UploadPart>>, Error>;
+    /// Ends a completion that failed: the upload takes parts and completions again.
+    async fn release_upload(&self, id: &str) -> Result<(), Error>;
+    /// `owner_id`'s open S3 multipart uploads with `lo <= path < hi`, by path and id.
     async fn s3_uploads(&self, owner_id: i64, lo: &str, hi: &str) -> Result<Vec<UploadRecord>, Error>;
 }
 

@@ -3142,9 +3142,45 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
     );
     assert!(c.s3_uploads(owner + 100, "/z/", "/z0").await.unwrap().is_empty());
     // Claimed once, with the parts it had; then nothing is spared or recorded.
-    let claimed = c.claim_upload_parts("z.m").await.unwrap().unwrap();
-    assert_eq!(claimed, [part(1, "a2"), part(2, "b")]);
-    assert_eq!(c.claim_upload_parts("z.m").await.unwrap(), None);
+    // Completion: no more parts, the parts still recorded and spared; released, it
+    // takes parts again.
+    assert_eq!(
+        c.begin_completion("z.m").await.unwrap().unwrap(),
+        [part(1, "a2"), part(2, "b")]
+    );
+    assert_eq!(c.begin_completion("z.m").await.unwrap(), None, "one completer");
+    assert_eq!(
+        code(c.put_upload_part("z.m", &part(3, "c")).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        c.physical_keys_between(resource, "data/pp/", "data/pp0")
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        c.claim_upload_parts("z.m", 0).await.unwrap(),
+        None,
+        "not while completing"
+    );
+    c.release_upload("z.m").await.unwrap();
+    assert_eq!(c.put_upload_part("z.m", &part(3, "c")).await.unwrap(), None);
+    // Aborted (claimed with its parts), once; or a completion stale since `stale`.
+    let claimed = c.claim_upload_parts("z.m", 0).await.unwrap().unwrap();
+    assert_eq!(claimed, [part(1, "a2"), part(2, "b"), part(3, "c")]);
+    assert_eq!(c.claim_upload_parts("z.m", 0).await.unwrap(), None);
+    c.begin_completion("z.n").await.unwrap().unwrap();
+    assert_eq!(
+        c.claim_upload_parts("z.n", 0).await.unwrap(),
+        None,
+        "completing since after 0"
+    );
+    assert!(
+        c.claim_upload_parts("z.n", i64::MAX).await.unwrap().is_some(),
+        "stale"
+    );
     assert!(c.upload_parts("z.m").await.unwrap().is_empty());
     assert!(c
         .physical_keys_between(resource, "data/pp/", "data/pp0")

@@ -66,8 +66,8 @@ pub use quotas::QuotaInfo;
 pub use replication::REPLICA_AREA;
 pub use resources::ResourceInfo;
 pub use s3::{
-    bucket_name_error, etag, home_bucket, BucketInfo, BucketSpec, NewS3Key, S3Object, S3Page, ANONYMOUS,
-    HOME_BUCKET_PREFIX, S3_LIST_MAX,
+    bucket_name_error, check_meta as check_s3_meta, etag, home_bucket, BucketInfo, BucketSpec, NewS3Key,
+    S3Object, S3Page, ANONYMOUS, HOME_BUCKET_PREFIX, S3_LIST_MAX,
 };
 pub use scrubber::SCRUB_INTERVAL_DEFAULT;
 pub use staging::{StagingInfo, StagingSpec};

@@ -18,6 +18,15 @@ use weft_types::{Error, ErrorCode, LogicalPath};
 /// one idle this long is aborted.
 pub const MULTIPART_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
+/// A completion, checked and about to begin.
+struct Prepared {
+    u: UploadRecord,
+    picked: Vec<UploadPart>,
+    size: u64,
+    target: crate::data::PutTarget,
+    missing: Option<LogicalPath>,
+}
+
 /// A part may be numbered 1 to 10,000 and hold up to 5 GiB, as on AWS.
 pub const PART_NUMBER_MAX: u32 = 10_000;
 pub const PART_SIZE_MAX: u64 = 5 << 30;
@@ -92,6 +101,10 @@ impl Zone {
             ));
         }
         let u = self.multipart_of(caller, id).await?;
+        // The caller may still write there (a permission revoked since the upload began
+        // ends it).
+        self.prepare_put_parents(caller, &u.path, None, true, true)
+            .await?;
         let (resource, store) = self.store_by_id(u.resource_id).await?;
         self.check_quota(&caller.principal_ids, &resource.name, size, 0, false)
             .await?;
@@ -142,20 +155,25 @@ impl Zone {
         Ok((u, parts))
     }
 
-    /// The caller's open multipart uploads of paths from `lo` up to `hi`.
+    /// The caller's open multipart uploads of keys below `bucket` starting with `prefix`,
+    /// by key and id.
     pub async fn multipart_uploads(
         &self,
         caller: &Caller,
-        lo: &str,
-        hi: &str,
+        bucket: &LogicalPath,
+        prefix: &str,
     ) -> Result<Vec<UploadRecord>, Error> {
-        self.catalog.s3_uploads(caller.user_id, lo, hi).await
+        let lo = format!("{bucket}/{prefix}");
+        let hi =
+            crate::s3::successor(&lo).ok_or_else(|| Error::invalid("a prefix of nothing but U+10FFFF"))?;
+        self.catalog.s3_uploads(caller.user_id, &lo, &hi).await
     }
 
     /// Makes the object of upload `id` from the parts `chosen` (numbers, ascending, each
-    /// with the MD5 the caller was shown for it), registered with `s3`. Parts not
-    /// chosen are dropped. The parts are checked before the upload is claimed, so a list
-    /// that does not fit leaves the upload as it was.
+    /// with the MD5 the caller was shown for it), registered with `s3`. Parts not chosen
+    /// are dropped. The list is checked before the upload is marked completing, and a
+    /// completion that fails afterwards (storage, a collection in the way) leaves the
+    /// upload with its parts, to be completed again or aborted.
     pub async fn complete_multipart(
         &self,
         caller: &Caller,
@@ -163,87 +181,138 @@ impl Zone {
         chosen: &[(u32, String)],
         s3: S3Write,
     ) -> Result<PutOutcome, Error> {
-        let u = self.multipart_of(caller, id).await?;
-        let have = self.catalog.upload_parts(id).await?;
-        let picked = pick(&have, chosen)?;
-        let size: u64 = picked.iter().map(|p| p.size).sum();
-        let (target, missing) = self
-            .prepare_put_parents(caller, &u.path, None, true, true)
-            .await?;
-        self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
-            .await?;
-        let Some(claimed) = self.catalog.claim_upload_parts(id).await? else {
+        let Prepared {
+            u,
+            picked,
+            size,
+            target,
+            missing,
+        } = self.prepare_completion(caller, id, chosen, &s3.meta).await?;
+        let Some(claimed) = self.catalog.begin_completion(id).await? else {
             return Err(Error::new(
                 ErrorCode::Conflict,
                 format!("upload {id} is already completing or was aborted"),
             ));
         };
-        let (_, parts_store) = self.store_by_id(u.resource_id).await?;
-        let keys: Vec<String> = claimed.iter().map(|p| p.physical_key.clone()).collect();
-        // A part sent again between the check and the claim: the bytes are not the ones
+        let done = self
+            .assemble(caller, &u, &claimed, (&picked, size), (target, missing), s3)
+            .await;
+        match &done {
+            Ok(_) => {
+                // The parts are recorded until now, so the orphan sweep spares them.
+                self.catalog.claim_upload(id).await?;
+                let (_, store) = self.store_by_id(u.resource_id).await?;
+                self.delete_parts(&store, claimed.into_iter().map(|p| p.physical_key))
+                    .await;
+            }
+            Err(e) => {
+                tracing::info!(upload = %id, error = %e, "a completion failed; the upload stays open");
+                self.catalog.release_upload(id).await?;
+            }
+        }
+        done
+    }
+
+    /// The checks [`Zone::complete_multipart`] makes before it begins, which change
+    /// nothing: the gateway makes them before it answers, so that their errors keep their
+    /// status (a completion that has begun answers 200 and keeps the client waiting).
+    pub async fn check_completion(
+        &self,
+        caller: &Caller,
+        id: &str,
+        chosen: &[(u32, String)],
+        meta: &[(String, String)],
+    ) -> Result<(), Error> {
+        self.prepare_completion(caller, id, chosen, meta).await.map(drop)
+    }
+
+    async fn prepare_completion(
+        &self,
+        caller: &Caller,
+        id: &str,
+        chosen: &[(u32, String)],
+        meta: &[(String, String)],
+    ) -> Result<Prepared, Error> {
+        let u = self.multipart_of(caller, id).await?;
+        let have = self.catalog.upload_parts(id).await?;
+        let picked = pick(&have, chosen)?;
+        let size: u64 = picked.iter().map(|p| p.size).sum();
+        crate::s3::check_meta(meta)?;
+        let (target, missing) = self
+            .prepare_put_parents(caller, &u.path, None, true, true)
+            .await?;
+        self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
+            .await?;
+        Ok(Prepared {
+            u,
+            picked,
+            size,
+            target,
+            missing,
+        })
+    }
+
+    /// The parts `picked` (as they were when claimed) into one new replica of `u.path`,
+    /// hashed on the way, registered with `s3`.
+    async fn assemble(
+        &self,
+        caller: &Caller,
+        u: &UploadRecord,
+        claimed: &[UploadPart],
+        (picked, size): (&[UploadPart], u64),
+        (target, missing): (crate::data::PutTarget, Option<LogicalPath>),
+        s3: S3Write,
+    ) -> Result<PutOutcome, Error> {
+        // A part sent again between the check and the claim: its bytes are not the ones
         // the client listed.
-        let picked = match pick(&claimed, chosen) {
-            Ok(p) if p == picked => p,
-            _ => {
-                self.delete_parts(&parts_store, keys).await;
+        let chosen: Vec<(u32, String)> = picked.iter().map(|p| (p.part, p.md5.clone())).collect();
+        if pick(claimed, &chosen).ok().as_deref() != Some(picked) {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "a part of upload {} was sent again while it completed; complete it again",
+                    u.id
+                ),
+            ));
+        }
+        let (_, parts_store) = self.store_by_id(u.resource_id).await?;
+        let key = Store::new_key();
+        let mut writer = target.store.writer(&key).await?;
+        // Boxed: the compiler proves the chain `Send` here, where its types are known.
+        let body: futures::stream::BoxStream<'static, Result<Bytes, Error>> =
+            futures::stream::iter(picked.to_vec())
+                .then(move |p| {
+                    let store = parts_store.clone();
+                    async move { store.read(&p.physical_key, 0..p.size).await }
+                })
+                .try_flatten()
+                .boxed();
+        let checksum = match copy_hashing(body, size, Some(&mut writer)).await {
+            Ok(sum) => sum,
+            Err(e) => {
+                writer.abort().await;
                 return Err(Error::new(
-                    ErrorCode::Conflict,
-                    format!("a part of upload {id} was sent again while it completed; upload it again"),
+                    e.code,
+                    format!(
+                        "{}: assembling the parts of upload {} failed: {}",
+                        u.path, u.id, e.message
+                    ),
                 ));
             }
         };
-        let key = Store::new_key();
-        let assembled = async {
-            let mut writer = target.store.writer(&key).await?;
-            let store = parts_store.clone();
-            // Boxed: the compiler proves the chain `Send` here, where its types are known.
-            let body: futures::stream::BoxStream<'static, Result<Bytes, Error>> =
-                futures::stream::iter(picked)
-                    .then(move |p| {
-                        let store = store.clone();
-                        async move { store.read(&p.physical_key, 0..p.size).await }
-                    })
-                    .try_flatten()
-                    .boxed();
-            match copy_hashing(body, size, Some(&mut writer)).await {
-                Ok(sum) => {
-                    writer.commit(size >= OWN_SYNC_THRESHOLD).await?;
-                    Ok(sum)
-                }
-                Err(e) => {
-                    writer.abort().await;
-                    Err(e)
-                }
-            }
-        }
-        .await;
-        let outcome = match assembled {
-            Ok(checksum) => {
-                if let Err(e) = self.make_parents(caller, missing, &target.store, &key).await {
-                    self.delete_parts(&parts_store, keys).await;
-                    return Err(e);
-                }
-                let committed = Committed {
-                    path: &u.path,
-                    size,
-                    checksum,
-                    target: &target,
-                    key,
-                    durable: size >= OWN_SYNC_THRESHOLD,
-                    s3: Some(s3),
-                };
-                self.register(caller, committed, true).await
-            }
-            Err(e) => Err(Error::new(
-                e.code,
-                format!(
-                    "{}: assembling the parts of upload {id} failed: {}",
-                    u.path, e.message
-                ),
-            )),
+        let durable = size >= OWN_SYNC_THRESHOLD;
+        writer.commit(durable).await?;
+        self.make_parents(caller, missing, &target.store, &key).await?;
+        let committed = Committed {
+            path: &u.path,
+            size,
+            checksum,
+            target: &target,
+            key,
+            durable,
+            s3: Some(s3),
         };
-        self.delete_parts(&parts_store, keys).await;
-        outcome
+        self.register(caller, committed, true).await
     }
 
     /// Aborts the caller's upload `id`: its parts are removed.
@@ -254,7 +323,9 @@ impl Zone {
 
     /// Claims `u` and removes its parts (abort, or the idle sweep).
     pub(crate) async fn drop_multipart(&self, u: &UploadRecord) -> Result<(), Error> {
-        if let Some(parts) = self.catalog.claim_upload_parts(&u.id).await? {
+        // A completion that began a day ago and never ended: its server died.
+        let stale = now_ms().saturating_sub(MULTIPART_IDLE_LIMIT.as_millis() as i64);
+        if let Some(parts) = self.catalog.claim_upload_parts(&u.id, stale).await? {
             let (_, store) = self.store_by_id(u.resource_id).await?;
             self.delete_parts(&store, parts.into_iter().map(|p| p.physical_key))
                 .await;

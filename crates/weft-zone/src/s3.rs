@@ -21,6 +21,26 @@ pub const HOME_BUCKET_PREFIX: &str = "home-";
 /// Listings return at most this many keys per page, as S3 does.
 pub const S3_LIST_MAX: usize = 1000;
 
+/// Rows a listing with a delimiter fetches at a time.
+const ROLLED_FETCH: usize = 64;
+
+/// The least string greater than every string that starts with `s` (code point order is
+/// UTF-8's byte order), or `None` when there is none (`s` is all U+10FFFF).
+pub(crate) fn successor(s: &str) -> Option<String> {
+    let mut chars: Vec<char> = s.chars().collect();
+    while let Some(c) = chars.pop() {
+        let next = match c as u32 + 1 {
+            0xD800 => 0xE000, // no surrogates in a str
+            n => n,
+        };
+        if let Some(next) = char::from_u32(next) {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 /// A bucket declared in the configuration file (`[[s3.buckets]]`).
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -475,22 +495,29 @@ impl Zone {
         self.require(caller, &dir, Permission::Read).await?;
         let base = format!("{bucket}/");
         let lo = format!("{base}{prefix}");
-        // Every path starting with `lo`: below `x/` is below `x0`; else, append the
-        // largest character.
-        let hi = match lo.strip_suffix('/') {
-            Some(stem) => format!("{stem}0"),
-            None => format!("{lo}\u{10FFFF}"),
-        };
-        let mut cursor = match after {
+        let hi = successor(&lo).ok_or_else(|| Error::invalid("a prefix of nothing but U+10FFFF"))?;
+        let mut page = S3Page::default();
+        if max == 0 {
+            return Ok(page);
+        }
+        // `from` is where the next query starts (inclusive), `after` the last key seen.
+        let mut from = lo.clone();
+        let mut after_path = match after {
             Some(a) if a.as_bytes() >= prefix.as_bytes() => format!("{base}{a}"),
             _ => String::new(),
         };
         let delimiter = delimiter.filter(|d| !d.is_empty());
-        let mut page = S3Page::default();
         let mut count = 0usize;
         'pages: loop {
-            let want = (max + 1 - count).min(S3_LIST_MAX + 1) as u32;
-            let rows = self.catalog.s3_list(&lo, &hi, &cursor, want).await?;
+            // With a delimiter, a common prefix ends the query (the next one seeks past
+            // it): fetch a few rows at a time rather than a page that is thrown away.
+            let cap = if delimiter.is_some() {
+                ROLLED_FETCH
+            } else {
+                S3_LIST_MAX + 1
+            };
+            let want = (max + 1 - count).min(cap) as u32;
+            let rows = self.catalog.s3_list(&from, &hi, &after_path, want).await?;
             let ended = rows.len() < want as usize;
             for row in rows {
                 let key = row.path[base.len()..].to_owned();
@@ -499,8 +526,13 @@ impl Zone {
                     rest.find(d).map(|i| format!("{prefix}{}", &rest[..i + d.len()]))
                 });
                 if let Some(cp) = rolled {
-                    // Everything below a common prefix is one entry: seek past it.
-                    cursor = format!("{base}{cp}\u{10FFFF}");
+                    // Everything below a common prefix is one entry: the next query starts
+                    // at the first path past all of them.
+                    match successor(&format!("{base}{cp}")) {
+                        Some(next) => from = next,
+                        None => break 'pages,
+                    }
+                    after_path.clear();
                     if after.is_some_and(|a| a.starts_with(&cp)) {
                         continue 'pages; // shown on the page before
                     }
@@ -518,7 +550,7 @@ impl Zone {
                     break 'pages;
                 }
                 count += 1;
-                cursor = row.path.clone();
+                after_path = row.path.clone();
                 page.last = Some(key.clone());
                 page.objects.push((key, row));
             }
@@ -567,7 +599,7 @@ pub fn etag(attrs: Option<&S3Attrs>, checksum: Option<&Checksum>) -> String {
 
 /// Checks `x-amz-meta-*` pairs as the AVUs they become. DataCite fields are checked
 /// together, with `weft meta`, not one header at a time.
-pub(crate) fn check_meta(meta: &[(String, String)]) -> Result<(), Error> {
+pub fn check_meta(meta: &[(String, String)]) -> Result<(), Error> {
     for (attr, value) in meta {
         weft_types::meta::validate_avu_part("attribute", attr)?;
         weft_types::meta::validate_avu_part("value", value)?;
@@ -587,5 +619,22 @@ fn declared(b: S3Bucket) -> BucketInfo {
         public_read: b.public_read,
         created: b.created,
         home: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::successor;
+
+    #[test]
+    fn successor_is_past_every_extension() {
+        assert_eq!(successor("/z/b/p/").as_deref(), Some("/z/b/p0"));
+        assert_eq!(successor("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(successor("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+        assert_eq!(successor("\u{10FFFF}"), None);
+        let s = successor("p/").unwrap();
+        for k in ["p/", "p/\u{10FFFF}x", "p/\u{10FFFF}\u{10FFFF}"] {
+            assert!(k < s.as_str(), "{k:?}");
+        }
     }
 }

@@ -19,9 +19,9 @@ pub(super) fn from_weft(e: Error) -> S3Error {
         | ErrorCode::InvalidName
         | ErrorCode::InvalidArgument
         | ErrorCode::InvalidJson => S::InvalidArgument,
-        ErrorCode::LimitExceeded | ErrorCode::ServiceUnavailable | ErrorCode::StorageUnavailable => {
-            S::SlowDown
-        }
+        ErrorCode::ServiceUnavailable | ErrorCode::StorageUnavailable => S::SlowDown,
+        // A bound of the zone (open uploads): waiting does not help, finishing some does.
+        ErrorCode::LimitExceeded => return custom("LimitExceeded", http::StatusCode::BAD_REQUEST, e),
         ErrorCode::QuotaExceeded => return custom("QuotaExceeded", http::StatusCode::FORBIDDEN, e),
         // S3 lets `a` and `a/b` be keys side by side; a namespace cannot (MinIO's codes,
         // which clients already know).

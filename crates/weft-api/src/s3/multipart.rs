@@ -52,9 +52,12 @@ impl Gateway {
         let i = req.input;
         let bucket = self.bucket(&i.bucket).await?;
         let path = key_path(&bucket, &i.key)?;
+        let meta = super::ops::meta_pairs(i.metadata.as_ref())?;
+        // Refused now rather than after every part arrived.
+        weft_zone::check_s3_meta(&meta).map_err(from_weft)?;
         let pending = Pending {
             content_type: i.content_type,
-            metadata: super::ops::meta_pairs(i.metadata.as_ref())?.into_iter().collect(),
+            metadata: meta.into_iter().collect(),
         };
         let s3 = serde_json::to_string(&pending).map_err(|e| s3_error!(InternalError, "{e}"))?;
         let u = self
@@ -82,6 +85,13 @@ impl Gateway {
             .content_length
             .ok_or_else(|| s3_error!(MissingContentLength, "UploadPart needs a Content-Length"))?;
         let number = part_number(i.part_number)?;
+        if size as u64 > weft_zone::PART_SIZE_MAX {
+            return Err(s3_error!(
+                EntityTooLarge,
+                "a part holds at most {} bytes",
+                weft_zone::PART_SIZE_MAX
+            ));
+        }
         let body = i
             .body
             .take()
@@ -251,6 +261,12 @@ impl Gateway {
         }
         let etag = format!("{}-{}", hex(&md5s.finalize()), chosen.len());
         let pending: Pending = serde_json::from_str(u.s3.as_deref().unwrap_or("{}")).unwrap_or_default();
+        // What can fail before the completion begins fails with its own status.
+        let meta: Vec<(String, String)> = pending.metadata.clone().into_iter().collect();
+        self.zone
+            .check_completion(&caller, &i.upload_id, &chosen, &meta)
+            .await
+            .map_err(errors::upload)?;
         let s3 = S3Write {
             attrs: S3Attrs {
                 etag: etag.clone(),
@@ -352,13 +368,11 @@ impl Gateway {
             .as_ref()
             .is_some_and(|e| e.as_str() == EncodingType::URL);
         let prefix = i.prefix.clone().unwrap_or_default();
-        let lo = format!("{bucket}/{prefix}");
-        let hi = format!("{lo}\u{10FFFF}");
         let base = format!("{bucket}/");
         let max = i.max_uploads.unwrap_or(1000).clamp(1, 1000) as usize;
         let all = self
             .zone
-            .multipart_uploads(&caller, &lo, &hi)
+            .multipart_uploads(&caller, &bucket, &prefix)
             .await
             .map_err(from_weft)?;
         let after_key = i.key_marker.clone().unwrap_or_default();

@@ -13,6 +13,12 @@ pub(super) fn key_path(bucket: &LogicalPath, key: &str) -> S3Result<LogicalPath>
     if key.len() > 1024 {
         return Err(s3_error!(KeyTooLongError, "an object key has at most 1024 bytes"));
     }
+    if is_folder(key) {
+        return Err(s3_error!(
+            InvalidArgument,
+            "key {key:?} ends in '/', which names a folder: only an empty PUT or a DELETE takes one"
+        ));
+    }
     LogicalPath::parse(&format!("{bucket}/{key}")).map_err(|e| {
         s3_error!(
             InvalidArgument,
@@ -74,7 +80,7 @@ mod tests {
     fn keys_weft_refuses_are_refused() {
         let b = LogicalPath::parse("/z/b").unwrap();
         assert_eq!(key_path(&b, "a/b.txt").unwrap().as_str(), "/z/b/a/b.txt");
-        for bad in ["", "a//b", "../x", "a/./b", "/a"] {
+        for bad in ["", "a//b", "../x", "a/./b", "/a", "dir/"] {
             assert!(key_path(&b, bad).is_err(), "{bad:?}");
         }
         assert!(key_path(&b, &"k".repeat(1025)).is_err());

@@ -58,11 +58,14 @@ impl Gateway {
         self.zone.s3_bucket_path(name).await.map_err(errors::bucket)
     }
 
-    /// The bucket's collection, which the caller must be able to see: an unknown bucket
-    /// and one the caller may not read answer alike only where S3 does (NoSuchBucket vs
-    /// AccessDenied).
+    /// The path of `key` in bucket `bucket`, to read or copy from: a key naming a folder
+    /// is no object.
     pub(super) async fn object_path(&self, bucket: &str, key: &str) -> S3Result<LogicalPath> {
         let b = self.bucket(bucket).await?;
+        if is_folder(key) {
+            // What tools probe to tell a folder from a file: a folder is no object.
+            return Err(s3_error!(NoSuchKey, "key {key:?} names a folder, not an object"));
+        }
         key_path(&b, key)
     }
 
@@ -541,7 +544,12 @@ impl S3 for Gateway {
         } else {
             (
                 src.content_type.clone(),
-                meta_pairs(metadata(&src.meta).as_ref())?,
+                // What S3 set on the source; metadata set in weft stays with it.
+                src.meta
+                    .iter()
+                    .filter(|a| a.unit == weft_zone::S3_META_UNIT)
+                    .map(|a| (a.attr.clone(), a.value.clone()))
+                    .collect(),
             )
         };
         let mut etag = src.etag.clone();

@@ -34,6 +34,10 @@ CREATE TABLE s3_objects (
 -- possibly more than once; each is stored under a physical key of its own on the upload's
 -- resource (the orphan sweep spares those keys) and assembled at completion.
 ALTER TABLE uploads ADD COLUMN s3 TEXT;
+-- When a server began completing it (ms): parts can no longer be added, and the parts stay
+-- recorded (spared by the orphan sweep) until the object is registered; a failure clears it
+-- so that the client may complete again.
+ALTER TABLE uploads ADD COLUMN completing BIGINT;
 CREATE TABLE upload_parts (
     upload_id    TEXT NOT NULL REFERENCES uploads(id) ON DELETE CASCADE,
     part         BIGINT NOT NULL,

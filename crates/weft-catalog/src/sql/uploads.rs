@@ -28,6 +28,39 @@ fn upload(row: &AnyRow) -> Result<UploadRecord, Error> {
     })
 }
 
+async fn parts_of(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    id: &str,
+) -> Result<Vec<UploadPart>, Error> {
+    sqlx::query(
+        "SELECT part, physical_key, size, md5, created FROM upload_parts WHERE upload_id = $1 ORDER BY part",
+    )
+    .bind(id)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(part)
+    .collect()
+}
+
+/// Removes an upload and what was recorded of its pieces or parts; whether it was there.
+async fn delete_upload(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &str) -> Result<bool, Error> {
+    for table in ["upload_pieces", "upload_parts"] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE upload_id = $1"))
+            .bind(id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db)?;
+    }
+    let done = sqlx::query("DELETE FROM uploads WHERE id = $1")
+        .bind(id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(done.rows_affected() == 1)
+}
+
 fn part(r: &AnyRow) -> Result<UploadPart, Error> {
     Ok(UploadPart {
         part: get::<i64>(r, 0)? as u32,
@@ -148,7 +181,10 @@ impl Uploads for SqlCatalog {
     }
 
     async fn claim_upload(&self, id: &str) -> Result<bool, Error> {
-        Ok(self.claim_upload_parts(id).await?.is_some())
+        let mut tx = self.begin_write().await?;
+        let done = delete_upload(&mut tx, id).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(done)
     }
 
     async fn idle_uploads(&self, before: Millis) -> Result<Vec<UploadRecord>, Error> {
@@ -183,14 +219,16 @@ impl Uploads for SqlCatalog {
 
     async fn put_upload_part(&self, id: &str, part: &UploadPart) -> Result<Option<String>, Error> {
         let mut tx = self.begin_write().await?;
-        let touched = sqlx::query("UPDATE uploads SET touched = $1 WHERE id = $2")
+        let touched = sqlx::query("UPDATE uploads SET touched = $1 WHERE id = $2 AND completing IS NULL")
             .bind(now_ms())
             .bind(id)
             .execute(&mut *tx)
             .await
             .map_err(db)?;
         if touched.rows_affected() == 0 {
-            return Err(Error::not_found(format!("upload {id:?}")));
+            return Err(Error::not_found(format!(
+                "upload {id:?} (completed, completing or aborted)"
+            )));
         }
         let replaced: Option<String> =
             sqlx::query_scalar("SELECT physical_key FROM upload_parts WHERE upload_id = $1 AND part = $2")
@@ -231,38 +269,58 @@ impl Uploads for SqlCatalog {
         .collect()
     }
 
-    async fn claim_upload_parts(&self, id: &str) -> Result<Option<Vec<UploadPart>>, Error> {
+    async fn claim_upload_parts(&self, id: &str, stale: Millis) -> Result<Option<Vec<UploadPart>>, Error> {
         let mut tx = self.begin_write().await?;
-        let parts = sqlx::query(
-            "SELECT part, physical_key, size, md5, created FROM upload_parts WHERE upload_id = $1 ORDER BY part",
+        // The row first: on PostgreSQL this locks it before the parts are read, so a part
+        // recorded meanwhile is either seen here or refused.
+        let claimed = sqlx::query(
+            "UPDATE uploads SET completing = $2 WHERE id = $1 AND (completing IS NULL OR completing < $3)",
         )
         .bind(id)
-        .fetch_all(&mut *tx)
+        .bind(now_ms())
+        .bind(stale)
+        .execute(&mut *tx)
         .await
-        .map_err(db)?
-        .iter()
-        .map(part)
-        .collect::<Result<Vec<_>, Error>>()?;
-        for table in ["upload_pieces", "upload_parts"] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE upload_id = $1"))
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
+        .map_err(db)?;
+        if claimed.rows_affected() == 0 {
+            return Ok(None);
         }
-        let done = sqlx::query("DELETE FROM uploads WHERE id = $1")
+        let parts = parts_of(&mut tx, id).await?;
+        delete_upload(&mut tx, id).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(Some(parts))
+    }
+
+    async fn begin_completion(&self, id: &str) -> Result<Option<Vec<UploadPart>>, Error> {
+        let mut tx = self.begin_write().await?;
+        let claimed = sqlx::query("UPDATE uploads SET completing = $2 WHERE id = $1 AND completing IS NULL")
             .bind(id)
+            .bind(now_ms())
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        if claimed.rows_affected() == 0 {
+            return Ok(None);
+        }
+        let parts = parts_of(&mut tx, id).await?;
         tx.commit().await.map_err(db)?;
-        Ok((done.rows_affected() == 1).then_some(parts))
+        Ok(Some(parts))
+    }
+
+    async fn release_upload(&self, id: &str) -> Result<(), Error> {
+        sqlx::query("UPDATE uploads SET completing = NULL, touched = $2 WHERE id = $1")
+            .bind(id)
+            .bind(now_ms())
+            .execute(self.writer())
+            .await
+            .map_err(db)?;
+        Ok(())
     }
 
     async fn s3_uploads(&self, owner_id: i64, lo: &str, hi: &str) -> Result<Vec<UploadRecord>, Error> {
         sqlx::query(&format!(
             "SELECT {UPLOAD_COLS} FROM uploads WHERE owner_id = $1 AND s3 IS NOT NULL \
-             AND path >= $2 AND path < $3 ORDER BY path, created, id"
+             AND path >= $2 AND path < $3 ORDER BY path, id"
         ))
         .bind(owner_id)
         .bind(lo)
