@@ -1071,6 +1071,21 @@ def test_a_collection_shared_inside_a_bucket_lists_with_its_prefix(gw: Gateway, 
     assert error_of(bob.put_object, Bucket="home-alice", Key=f"{p}shared/b.txt", Body=b"x") == (403, "AccessDenied")
 
 
+def test_home_buckets_of_names_that_are_not_bucket_names(gw: Gateway, p: str) -> None:
+    gw.zone.ok("user", "add", "data_mgr")
+    key = Key(gw.zone.json("s3", "key", "create", "--user", "data_mgr"))
+    assert re.fullmatch(r"home-[0-9a-f]{16}", key.home_bucket), key.home_bucket
+    mine = client(gw.url, key)
+    mine.put_object(Bucket=key.home_bucket, Key=f"{p}x", Body=b"hashed home")
+    assert mine.get_object(Bucket=key.home_bucket, Key=f"{p}x")["Body"].read() == b"hashed home"
+    assert key.home_bucket in [b["Name"] for b in mine.list_buckets()["Buckets"]]
+    assert gw.zone.weft("stat", f"/{ZONE}/home/data_mgr/{p}x").returncode == 0
+    # Homes that are nobody's answer as others' do: names do not tell who has an account.
+    bob = client(gw.url, gw.bob)
+    for name in ("home-nobody", "home-0123456789abcdef", "home-alice"):
+        assert error_of(bob.list_objects_v2, Bucket=name) == (403, "AccessDenied"), name
+
+
 def test_wrong_secret_is_signature_does_not_match(gw: Gateway, s3: Any, p: str) -> None:
     forged = client(gw.url, gw.admin, secret="x" * 40)
     assert error_of(forged.put_object, Bucket=HOME, Key=f"{p}forged", Body=b"x") == (403, "SignatureDoesNotMatch")

@@ -444,25 +444,33 @@ impl Zone {
         if let Some(b) = self.catalog.s3_bucket(name).await? {
             return Ok(b.path);
         }
-        let unknown = || Error::not_found(format!("bucket {name}"));
         let Some(rest) = name.strip_prefix(HOME_BUCKET_PREFIX) else {
-            return Err(unknown());
+            return Err(Error::not_found(format!("bucket {name}")));
         };
-        // `home-<user>` names its user; a hashed name needs the users searched.
-        let by_name = PrincipalName::parse(rest).ok().filter(|u| home_bucket(u) == name);
-        let user = match by_name {
-            Some(u) => Some(u),
-            None => self
-                .catalog
-                .list_principals(PrincipalKind::User)
-                .await?
-                .into_iter()
-                .map(|p| p.name)
-                .find(|u| home_bucket(u) == name),
-        };
+        // A home bucket that is nobody's is refused as another's is, so that bucket names
+        // do not tell who has an account.
+        let nobodys = || Error::forbidden(format!("bucket {name} is not a home you may use"));
+        // `home-<user>` names its user; a hashed name (16 hex digits) needs the users
+        // searched.
+        if let Some(u) = PrincipalName::parse(rest).ok().filter(|u| home_bucket(u) == name) {
+            if let Some(home) = self.home_of(&u).await? {
+                return Ok(home.path);
+            }
+        }
+        let hashed = rest.len() == 16 && rest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !hashed {
+            return Err(nobodys());
+        }
+        let user = self
+            .catalog
+            .list_principals(PrincipalKind::User)
+            .await?
+            .into_iter()
+            .map(|p| p.name)
+            .find(|u| home_bucket(u) == name);
         match user {
-            Some(u) => Ok(self.home_of(&u).await?.ok_or_else(unknown)?.path),
-            None => Err(unknown()),
+            Some(u) => Ok(self.home_of(&u).await?.ok_or_else(nobodys)?.path),
+            None => Err(nobodys()),
         }
     }
 
