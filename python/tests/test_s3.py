@@ -1086,6 +1086,22 @@ def test_home_buckets_of_names_that_are_not_bucket_names(gw: Gateway, p: str) ->
         assert error_of(bob.list_objects_v2, Bucket=name) == (403, "AccessDenied"), name
 
 
+def test_parts_count_against_the_quota(gw: Gateway, p: str) -> None:
+    gw.zone.ok("user", "add", "carol")
+    gw.zone.ok("quota", "set", "carol", "--bytes", "12M")
+    carol = client(gw.url, Key(gw.zone.json("s3", "key", "create", "--user", "carol")))
+    key = f"{p}big.bin"
+    up = carol.create_multipart_upload(Bucket="home-carol", Key=key)["UploadId"]
+    for n in (1, 2):
+        carol.upload_part(Bucket="home-carol", Key=key, UploadId=up, PartNumber=n, Body=payload(5 * MiB, n))
+    # Parts not yet an object hold the disk all the same.
+    err = error_of(carol.upload_part, Bucket="home-carol", Key=key, UploadId=up, PartNumber=3, Body=payload(5 * MiB))
+    assert err == (403, "QuotaExceeded"), err
+    assert [x["PartNumber"] for x in carol.list_parts(Bucket="home-carol", Key=key, UploadId=up)["Parts"]] == [1, 2]
+    carol.abort_multipart_upload(Bucket="home-carol", Key=key, UploadId=up)
+    carol.put_object(Bucket="home-carol", Key=f"{p}fits.bin", Body=payload(5 * MiB))
+
+
 def test_wrong_secret_is_signature_does_not_match(gw: Gateway, s3: Any, p: str) -> None:
     forged = client(gw.url, gw.admin, secret="x" * 40)
     assert error_of(forged.put_object, Bucket=HOME, Key=f"{p}forged", Body=b"x") == (403, "SignatureDoesNotMatch")

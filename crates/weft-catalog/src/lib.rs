@@ -763,6 +763,9 @@ pub trait Uploads: Send + Sync {
     async fn put_upload_part(&self, id: &str, part: &UploadPart) -> Result<Option<String>, Error>;
     /// The parts received, by number.
     async fn upload_parts(&self, id: &str) -> Result<Vec<UploadPart>, Error>;
+    /// Bytes of the parts of `owner_id`'s open multipart uploads on `resource_id`: stored,
+    /// not yet any object's, and counted against the owner's quota all the same.
+    async fn open_part_bytes(&self, owner_id: i64, resource_id: i64) -> Result<u64, Error>;
     /// Claims an upload to abort it (also one whose completion began before `stale`, a
     /// completer that died) and returns the parts it had; `None`: someone else has it.
     async fn claim_upload_parts(&self, id: &str, stale: Millis) -> Result<Option<Vec<UploadPart>>, Error>;

@@ -3121,6 +3121,13 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
         [part(1, "a2"), part(2, "b")]
     );
     assert!(c.get_upload("z.m").await.unwrap().unwrap().touched > 1);
+    assert_eq!(
+        c.open_part_bytes(owner, resource).await.unwrap(),
+        10 << 20,
+        "the replaced part no longer"
+    );
+    assert_eq!(c.open_part_bytes(owner + 100, resource).await.unwrap(), 0);
+    assert_eq!(c.open_part_bytes(owner, resource + 100).await.unwrap(), 0);
     // The orphan sweep spares the parts of open uploads, on their resource only.
     let mut live = c
         .physical_keys_between(resource, "data/pp/", "data/pp0")

@@ -106,7 +106,12 @@ impl Zone {
         self.prepare_put_parents(caller, &u.path, None, true, true)
             .await?;
         let (resource, store) = self.store_by_id(u.resource_id).await?;
-        self.check_quota(&caller.principal_ids, &resource.name, size, 0, false)
+        // Parts already stored count too: they hold the disk until completed or aborted.
+        let held = self
+            .catalog
+            .open_part_bytes(caller.user_id, u.resource_id)
+            .await?;
+        self.check_quota(&caller.principal_ids, &resource.name, held + size, 0, false)
             .await?;
         let key = Store::new_key();
         let mut writer = store.writer(&key).await?;
