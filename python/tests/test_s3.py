@@ -10,6 +10,7 @@ import hashlib
 import os
 import pathlib
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -831,6 +832,32 @@ def make_tree(root: pathlib.Path) -> dict[str, bytes]:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
     return files
+
+
+def test_a_multipart_upload_survives_a_killed_zone(zone_root: pathlib.Path, aws_isolated: None) -> None:
+    # Parts acknowledged are durable and recorded: after SIGKILL and a restart on the same
+    # data, the upload lists them, takes the rest and completes with the right bytes.
+    z = S3Zone("s3crash", zone_root / "s3crash")
+    z.run()
+    try:
+        s3 = client(z.s3_url, Key(z.json("s3", "key", "create")))
+        key = "crash/big.bin"
+        up = s3.create_multipart_upload(Bucket=HOME, Key=key)["UploadId"]
+        one, two = payload(6 * MiB, 21), payload(MiB + 17, 22)
+        e1 = s3.upload_part(Bucket=HOME, Key=key, UploadId=up, PartNumber=1, Body=one)["ETag"]
+        z.stop(signal.SIGKILL)
+        z.run()
+        s3 = client(z.s3_url, Key(z.json("s3", "key", "create")))
+        listed = s3.list_parts(Bucket=HOME, Key=key, UploadId=up)["Parts"]
+        assert [(x["PartNumber"], x["ETag"], x["Size"]) for x in listed] == [(1, e1, len(one))]
+        e2 = s3.upload_part(Bucket=HOME, Key=key, UploadId=up, PartNumber=2, Body=two)["ETag"]
+        parts = {"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]}
+        done = s3.complete_multipart_upload(Bucket=HOME, Key=key, UploadId=up, MultipartUpload=parts)
+        assert done["ETag"] == multipart_etag([one, two])
+        assert s3.get_object(Bucket=HOME, Key=key)["Body"].read() == one + two
+        assert z.weft("checksum", "--verify", f"/s3crash/home/admin/{key}").returncode == 0
+    finally:
+        z.stop()
 
 
 def test_aws_cli_cp_sync_ls_rm(gw: Gateway, s3: Any, p: str, tmp_path: pathlib.Path) -> None:
