@@ -743,8 +743,9 @@ pub struct UploadPiece {
 pub trait Uploads: Send + Sync {
     async fn create_upload(&self, upload: &UploadRecord) -> Result<(), Error>;
     async fn get_upload(&self, id: &str) -> Result<Option<UploadRecord>, Error>;
-    /// Open uploads of `owner_id`, and of the whole zone.
-    async fn count_uploads(&self, owner_id: i64) -> Result<(u64, u64), Error>;
+    /// Open uploads of `owner_id`, and of the whole zone, of one kind: in pieces, or S3
+    /// multipart uploads (`s3`), which stay open for longer and so are bounded apart.
+    async fn count_uploads(&self, owner_id: i64, s3: bool) -> Result<(u64, u64), Error>;
     /// Records a piece (replacing an earlier record of it) and touches its upload.
     /// Errors: `not_found` when the upload is gone (completed, aborted).
     async fn record_piece(&self, id: &str, piece: &UploadPiece) -> Result<(), Error>;

@@ -3017,8 +3017,8 @@ async fn uploads_and_their_pieces(c: &SqlCatalog) {
     assert_eq!(c.get_upload("z.a").await.unwrap(), Some(a.clone()));
     assert_eq!(c.get_upload("z.b").await.unwrap().unwrap().replica_of, Some(7));
     assert_eq!(c.get_upload("z.none").await.unwrap(), None);
-    assert_eq!(c.count_uploads(owner).await.unwrap(), (2, 2));
-    assert_eq!(c.count_uploads(owner + 100).await.unwrap(), (0, 2));
+    assert_eq!(c.count_uploads(owner, false).await.unwrap(), (2, 2));
+    assert_eq!(c.count_uploads(owner + 100, false).await.unwrap(), (0, 2));
 
     // Pieces: a piece sent again replaces its record; a piece touches its upload.
     let piece = |i: u64, d: &str| UploadPiece {
@@ -3076,7 +3076,7 @@ async fn uploads_and_their_pieces(c: &SqlCatalog) {
         code(c.record_piece("z.a", &piece(1, "11")).await),
         ErrorCode::NotFound
     );
-    assert_eq!(c.count_uploads(owner).await.unwrap(), (1, 1));
+    assert_eq!(c.count_uploads(owner, false).await.unwrap(), (1, 1));
 }
 
 async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
@@ -3098,6 +3098,9 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
     };
     c.create_upload(&upload("z.m", "/z/b/big")).await.unwrap();
     c.create_upload(&upload("z.n", "/z/c/other")).await.unwrap();
+    // Counted apart from uploads in pieces: they stay open for longer.
+    assert_eq!(c.count_uploads(owner, true).await.unwrap(), (2, 2));
+    assert_eq!(c.count_uploads(owner, false).await.unwrap(), (0, 0));
     assert_eq!(
         c.get_upload("z.m").await.unwrap().unwrap().s3.as_deref(),
         Some(r#"{"content_type":"text/csv"}"#)

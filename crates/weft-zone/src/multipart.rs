@@ -42,8 +42,8 @@ impl Zone {
         s3: String,
     ) -> Result<UploadRecord, Error> {
         let (target, _) = self.prepare_put_parents(caller, path, None, true, true).await?;
-        let (mine, all) = self.catalog.count_uploads(caller.user_id).await?;
-        check_room(mine, all)?;
+        let (mine, all) = self.catalog.count_uploads(caller.user_id, true).await?;
+        check_room(mine, all, MULTIPART_IDLE_LIMIT)?;
         let now = now_ms();
         let record = UploadRecord {
             id: format!("{}.{}", self.name, uuid::Uuid::new_v4().simple()),

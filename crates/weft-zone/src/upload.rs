@@ -42,13 +42,13 @@ pub const UPLOAD_SESSIONS_PER_ZONE: u64 = 512;
 
 /// Fails with `limit_exceeded` when a user holding `mine` uploads, in a zone holding
 /// `all`, may open no more.
-pub(crate) fn check_room(mine: u64, all: u64) -> Result<(), Error> {
+pub(crate) fn check_room(mine: u64, all: u64, idle: std::time::Duration) -> Result<(), Error> {
     let limit = |what: String| {
         Err(Error::new(
             ErrorCode::LimitExceeded,
             format!(
                 "{what}; finish or abort one (idle ones are removed after {} minutes)",
-                UPLOAD_IDLE_LIMIT.as_secs() / 60
+                idle.as_secs() / 60
             ),
         ))
     };
@@ -151,8 +151,8 @@ impl Zone {
                 target.resource.name
             )));
         }
-        let (mine, all) = self.catalog.count_uploads(caller.user_id).await?;
-        check_room(mine, all)?;
+        let (mine, all) = self.catalog.count_uploads(caller.user_id, false).await?;
+        check_room(mine, all, UPLOAD_IDLE_LIMIT)?;
         let key = Store::new_key();
         let staged = target.store.stage(&key, size).await?;
         let now = now_ms();

@@ -113,11 +113,14 @@ impl Uploads for SqlCatalog {
             .transpose()
     }
 
-    async fn count_uploads(&self, owner_id: i64) -> Result<(u64, u64), Error> {
+    async fn count_uploads(&self, owner_id: i64, s3: bool) -> Result<(u64, u64), Error> {
+        let kind = if s3 { "s3 IS NOT NULL" } else { "s3 IS NULL" };
         let sql = positional(
             self.dialect,
-            "SELECT (SELECT count(*) FROM uploads WHERE owner_id = $1), (SELECT count(*) FROM uploads)"
-                .to_owned(),
+            format!(
+                "SELECT (SELECT count(*) FROM uploads WHERE owner_id = $1 AND {kind}), \
+                 (SELECT count(*) FROM uploads WHERE {kind})"
+            ),
         );
         let row = sqlx::query(&sql)
             .bind(owner_id)
