@@ -455,6 +455,24 @@ def test_folder_keys_are_not_objects(s3: Any, p: str) -> None:
     assert s3.get_object(Bucket=HOME, Key=f"{p}f")["Body"].read() == b"file"
 
 
+def test_a_completion_asked_again_gets_the_same_answer(s3: Any, p: str) -> None:
+    # A client that lost the answer completes again: as on AWS, it learns the outcome.
+    key = f"{p}again.bin"
+    up = s3.create_multipart_upload(Bucket=HOME, Key=key)["UploadId"]
+    data = payload(MiB, 31)
+    etag = s3.upload_part(Bucket=HOME, Key=key, UploadId=up, PartNumber=1, Body=data)["ETag"]
+    parts = {"Parts": [{"PartNumber": 1, "ETag": etag}]}
+    first = s3.complete_multipart_upload(Bucket=HOME, Key=key, UploadId=up, MultipartUpload=parts)["ETag"]
+    again = s3.complete_multipart_upload(Bucket=HOME, Key=key, UploadId=up, MultipartUpload=parts)["ETag"]
+    assert first == again == multipart_etag([data])
+    # Not for another key, and the upload takes nothing more.
+    err = error_of(s3.complete_multipart_upload, Bucket=HOME, Key=f"{p}other", UploadId=up, MultipartUpload=parts)
+    assert err == (404, "NoSuchUpload"), err
+    err = error_of(s3.upload_part, Bucket=HOME, Key=key, UploadId=up, PartNumber=2, Body=b"x")
+    assert err == (404, "NoSuchUpload"), err
+    assert s3.get_object(Bucket=HOME, Key=key)["Body"].read() == data
+
+
 def test_a_completion_that_fails_leaves_the_upload_open(gw: Gateway, s3: Any, p: str) -> None:
     key = f"{p}dir/obj.bin"
     up = s3.create_multipart_upload(Bucket=HOME, Key=key)["UploadId"]

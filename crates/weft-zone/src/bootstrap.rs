@@ -209,6 +209,7 @@ impl Zone {
             workers,
             auth_cache: Default::default(),
             s3_keys: Default::default(),
+            completed: Default::default(),
             peers: crate::federation::Peers::new(config.trusted_cas.clone()),
             running: Default::default(),
             leases,

@@ -100,6 +100,7 @@ pub struct Zone {
     workers: Vec<Arc<worker::WorkerState>>,
     auth_cache: access::AuthCache,
     s3_keys: s3::KeyCache,
+    completed: multipart::Completed,
     peers: federation::Peers,
     running: transfers::Running,
     /// This server's leases on the zone's background work.

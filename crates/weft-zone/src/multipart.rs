@@ -18,6 +18,31 @@ use weft_types::{Error, ErrorCode, LogicalPath};
 /// one idle this long is aborted.
 pub const MULTIPART_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
+/// Uploads this server completed lately, so that a client that lost the answer and
+/// completes again gets the same one (as on AWS) rather than NoSuchUpload.
+#[derive(Default)]
+pub(crate) struct Completed {
+    entries:
+        std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, i64, LogicalPath, String)>>,
+}
+
+impl Completed {
+    fn remember(&self, id: &str, owner: i64, path: &LogicalPath, etag: String) {
+        let mut recent = self.entries.lock().expect("not poisoned");
+        recent.retain(|_, (at, ..)| at.elapsed() < COMPLETED_FOR);
+        if recent.len() < COMPLETED_MAX {
+            recent.insert(
+                id.to_owned(),
+                (std::time::Instant::now(), owner, path.clone(), etag),
+            );
+        }
+    }
+}
+
+/// How long, and how many, completions are remembered.
+const COMPLETED_FOR: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+const COMPLETED_MAX: usize = 10_000;
+
 /// A completion, checked and about to begin.
 struct Prepared {
     u: UploadRecord,
@@ -199,11 +224,13 @@ impl Zone {
                 format!("upload {id} is already completing or was aborted"),
             ));
         };
+        let etag = s3.attrs.etag.clone();
         let done = self
             .assemble(caller, &u, &claimed, (&picked, size), (target, missing), s3)
             .await;
         match &done {
             Ok(_) => {
+                self.completed.remember(id, caller.user_id, &u.path, etag);
                 // The parts are recorded until now, so the orphan sweep spares them.
                 self.catalog.claim_upload(id).await?;
                 let (_, store) = self.store_by_id(u.resource_id).await?;
@@ -216,6 +243,15 @@ impl Zone {
             }
         }
         done
+    }
+
+    /// The path and ETag of the caller's upload `id` if this server completed it lately.
+    pub fn completed_multipart(&self, caller: &Caller, id: &str) -> Option<(LogicalPath, String)> {
+        let recent = self.completed.entries.lock().expect("not poisoned");
+        recent
+            .get(id)
+            .filter(|(at, owner, ..)| *owner == caller.user_id && at.elapsed() < COMPLETED_FOR)
+            .map(|(_, _, path, etag)| (path.clone(), etag.clone()))
     }
 
     /// The checks [`Zone::complete_multipart`] makes before it begins, which change

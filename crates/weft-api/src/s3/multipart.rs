@@ -212,6 +212,17 @@ impl Gateway {
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
         let caller = caller(&req)?;
         let i = req.input;
+        // Completed already (the client lost the answer and asks again): the same answer.
+        if let Some((path, etag)) = self.zone.completed_multipart(&caller, &i.upload_id) {
+            if path == self.object_path(&i.bucket, &i.key).await? {
+                return Ok(S3Response::new(CompleteMultipartUploadOutput {
+                    bucket: Some(i.bucket),
+                    key: Some(i.key),
+                    e_tag: Some(ETag::Strong(etag)),
+                    ..Default::default()
+                }));
+            }
+        }
         let (_, u) = self.upload(&caller, &i.bucket, &i.key, &i.upload_id).await?;
         let (_, have) = self
             .zone
