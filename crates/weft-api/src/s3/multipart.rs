@@ -144,20 +144,13 @@ impl Gateway {
         }
         let from = self.object_path(bucket, key).await?;
         let src = self.object(&caller, &from).await?;
-        super::ops::preconditions(
-            &src.etag,
-            src.node.modified,
+        super::ops::copy_source_conditions(
+            &src,
             i.copy_source_if_match.as_ref(),
             i.copy_source_if_none_match.as_ref(),
             i.copy_source_if_modified_since.as_ref(),
             i.copy_source_if_unmodified_since.as_ref(),
-        )
-        .map_err(|e| match e.code() {
-            s3s::S3ErrorCode::NotModified => {
-                s3_error!(PreconditionFailed, "the copy source's condition failed")
-            }
-            _ => e,
-        })?;
+        )?;
         let size = src.node.size as u64;
         let range = match &i.copy_source_range {
             None => 0..size,

@@ -192,6 +192,29 @@ pub(super) fn preconditions(
     Ok(())
 }
 
+/// `x-amz-copy-source-if-*` of CopyObject and UploadPartCopy: GET's rules, failing with
+/// 412 where GET answers 304.
+pub(super) fn copy_source_conditions(
+    src: &S3Object,
+    if_match: Option<&ETagCondition>,
+    if_none_match: Option<&ETagCondition>,
+    if_modified_since: Option<&Timestamp>,
+    if_unmodified_since: Option<&Timestamp>,
+) -> S3Result<()> {
+    preconditions(
+        &src.etag,
+        src.node.modified,
+        if_match,
+        if_none_match,
+        if_modified_since,
+        if_unmodified_since,
+    )
+    .map_err(|e| match e.code() {
+        s3s::S3ErrorCode::NotModified => s3_error!(PreconditionFailed, "the copy source's condition failed"),
+        _ => e,
+    })
+}
+
 const DEFAULT_CONTENT_TYPE: &str = "binary/octet-stream";
 
 /// User metadata (`x-amz-meta-*` names and values) may hold this much, as on AWS.
@@ -514,21 +537,13 @@ impl S3 for Gateway {
         let bucket = self.bucket(&i.bucket).await?;
         let to = key_path(&bucket, &i.key)?;
         let src = self.object(&caller, &from).await?;
-        // x-amz-copy-source-if-*: the same rules, failing with 412 where GET says 304.
-        preconditions(
-            &src.etag,
-            src.node.modified,
+        copy_source_conditions(
+            &src,
             i.copy_source_if_match.as_ref(),
             i.copy_source_if_none_match.as_ref(),
             i.copy_source_if_modified_since.as_ref(),
             i.copy_source_if_unmodified_since.as_ref(),
-        )
-        .map_err(|e| match e.code() {
-            s3s::S3ErrorCode::NotModified => {
-                s3_error!(PreconditionFailed, "the copy source's condition failed")
-            }
-            _ => e,
-        })?;
+        )?;
         let replace = i
             .metadata_directive
             .as_ref()

@@ -28,6 +28,29 @@ fn upload(row: &AnyRow) -> Result<UploadRecord, Error> {
     })
 }
 
+/// Marks an upload completing unless another completion holds it (one that began before
+/// `stale` does not), and reads its parts. The row first: on PostgreSQL this locks it
+/// before the parts are read, so a part recorded meanwhile is either seen here or refused.
+async fn mark_completing(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    id: &str,
+    stale: Option<Millis>,
+) -> Result<Option<Vec<UploadPart>>, Error> {
+    let claimed = sqlx::query(
+        "UPDATE uploads SET completing = $2 WHERE id = $1 AND (completing IS NULL OR completing < $3)",
+    )
+    .bind(id)
+    .bind(now_ms())
+    .bind(stale.unwrap_or(i64::MIN))
+    .execute(&mut **tx)
+    .await
+    .map_err(db)?;
+    if claimed.rows_affected() == 0 {
+        return Ok(None);
+    }
+    parts_of(tx, id).await.map(Some)
+}
+
 async fn parts_of(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     id: &str,
@@ -287,21 +310,9 @@ impl Uploads for SqlCatalog {
 
     async fn claim_upload_parts(&self, id: &str, stale: Millis) -> Result<Option<Vec<UploadPart>>, Error> {
         let mut tx = self.begin_write().await?;
-        // The row first: on PostgreSQL this locks it before the parts are read, so a part
-        // recorded meanwhile is either seen here or refused.
-        let claimed = sqlx::query(
-            "UPDATE uploads SET completing = $2 WHERE id = $1 AND (completing IS NULL OR completing < $3)",
-        )
-        .bind(id)
-        .bind(now_ms())
-        .bind(stale)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        if claimed.rows_affected() == 0 {
+        let Some(parts) = mark_completing(&mut tx, id, Some(stale)).await? else {
             return Ok(None);
-        }
-        let parts = parts_of(&mut tx, id).await?;
+        };
         delete_upload(&mut tx, id).await?;
         tx.commit().await.map_err(db)?;
         Ok(Some(parts))
@@ -309,18 +320,9 @@ impl Uploads for SqlCatalog {
 
     async fn begin_completion(&self, id: &str) -> Result<Option<Vec<UploadPart>>, Error> {
         let mut tx = self.begin_write().await?;
-        let claimed = sqlx::query("UPDATE uploads SET completing = $2 WHERE id = $1 AND completing IS NULL")
-            .bind(id)
-            .bind(now_ms())
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        if claimed.rows_affected() == 0 {
-            return Ok(None);
-        }
-        let parts = parts_of(&mut tx, id).await?;
+        let parts = mark_completing(&mut tx, id, None).await?;
         tx.commit().await.map_err(db)?;
-        Ok(Some(parts))
+        Ok(parts)
     }
 
     async fn release_upload(&self, id: &str) -> Result<(), Error> {
