@@ -46,6 +46,8 @@ class Zone:
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.log = data_dir.parent / f"{name}.log"
+        # Set for the next run() (e.g. FAILPOINTS).
+        self.env: dict[str, str] = {}
 
     @classmethod
     def start(cls, name: str, root: pathlib.Path) -> Zone:
@@ -66,19 +68,28 @@ class Zone:
                         self.name,
                         "--listen",
                         f"127.0.0.1:{port}",
+                        *self.more_listeners(port),
                         "--data-dir",
                         str(self.data_dir),
                     ],
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=clean_env(),
+                    env={**clean_env(), **self.env},
                 )
-            if self._ready():
+            if self._ready() and self.more_ready():
                 return
             self.stop()
             if "Address already in use" not in self.log.read_text():
                 break
         raise RuntimeError(f"weft serve did not start: {self.log.read_text()[-2000:]}")
+
+    def more_listeners(self, port: int) -> list[str]:
+        """Arguments for listeners besides the API's on ``port`` (a subclass's)."""
+        return []
+
+    def more_ready(self) -> bool:
+        """Whether those listeners answer."""
+        return True
 
     def _ready(self) -> bool:
         deadline = time.monotonic() + 60

@@ -27,7 +27,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
-from conftest import Zone, clean_env, free_port, weft_bin
+from conftest import Zone, clean_env, free_port
 
 MiB = 1 << 20
 REGION = "us-east-1"
@@ -43,39 +43,15 @@ class S3Zone(Zone):
         super().__init__(name, data_dir)
         self.s3_url = ""
 
-    def run(self) -> None:
-        for _ in range(5):
-            port, s3_port = free_port(), free_port()
-            if port == s3_port:
-                continue
-            self.url = f"http://127.0.0.1:{port}"
-            self.s3_url = f"http://127.0.0.1:{s3_port}"
-            with open(self.log, "ab") as log:
-                self.proc = subprocess.Popen(
-                    [
-                        weft_bin(),
-                        "serve",
-                        "--zone",
-                        self.name,
-                        "--listen",
-                        f"127.0.0.1:{port}",
-                        "--s3-listen",
-                        f"127.0.0.1:{s3_port}",
-                        "--data-dir",
-                        str(self.data_dir),
-                    ],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=clean_env(),
-                )
-            if self._ready() and self._s3_ready(s3_port):
-                return
-            self.stop()
-            if "Address already in use" not in self.log.read_text():
-                break
-        raise RuntimeError(f"weft serve --s3-listen did not start: {self.log.read_text()[-2000:]}")
+    def more_listeners(self, port: int) -> list[str]:
+        s3_port = free_port()
+        while s3_port == port:
+            s3_port = free_port()
+        self.s3_url = f"http://127.0.0.1:{s3_port}"
+        return ["--s3-listen", f"127.0.0.1:{s3_port}"]
 
-    def _s3_ready(self, port: int) -> bool:
+    def more_ready(self) -> bool:
+        port = int(self.s3_url.rsplit(":", 1)[1])
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             assert self.proc is not None

@@ -716,15 +716,22 @@ pub struct UploadRecord {
     pub s3: Option<String>,
 }
 
-/// A part of an S3 multipart upload, stored durably under a key of its own.
+/// A part of an S3 multipart upload, stored durably: in place in its upload's staged file
+/// or under a key of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadPart {
     /// 1 to 10,000.
     pub part: u32,
+    /// Empty for a part in place.
     pub physical_key: String,
+    /// Where the part lies in the upload's staged file, if it is there.
+    pub staged_offset: Option<u64>,
     pub size: u64,
     /// Its MD5 in hex: the part's ETag.
     pub md5: String,
+    /// Its BLAKE3 chaining value in hex at its place in the object, when the upload's
+    /// stride let it be hashed there.
+    pub digest: Option<String>,
     pub created: Millis,
 }
 
@@ -776,6 +783,17 @@ pub trait Uploads: Send + Sync {
     async fn begin_completion(&self, id: &str) -> Result<Option<Vec<UploadPart>>, Error>;
     /// Ends a completion that failed: the upload takes parts and completions again.
     async fn release_upload(&self, id: &str) -> Result<(), Error>;
+    /// Sets the stride of an S3 multipart upload's staged file unless it is set; the
+    /// stride it has.
+    async fn set_upload_stride(&self, id: &str, stride: u64) -> Result<u64, Error>;
+    /// Claims the place of part `part` in the upload's staged file for one write: `false`
+    /// when it was claimed before (the part goes under a key of its own). Errors:
+    /// `not_found` (upload gone or completing).
+    async fn claim_part_slot(&self, id: &str, part: u32) -> Result<bool, Error>;
+    /// Ends the write that claimed the place of `part` (recorded or failed).
+    async fn end_part_slot(&self, id: &str, part: u32) -> Result<(), Error>;
+    /// Whether a write into the upload's staged file is running (or its server died).
+    async fn part_slots_writing(&self, id: &str) -> Result<bool, Error>;
     /// `owner_id`'s open S3 multipart uploads with `lo <= path < hi`, by path and id.
     async fn s3_uploads(&self, owner_id: i64, lo: &str, hi: &str) -> Result<Vec<UploadRecord>, Error>;
 }

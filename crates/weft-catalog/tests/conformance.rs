@@ -3108,8 +3108,10 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
     let part = |n: u32, key: &str| weft_catalog::UploadPart {
         part: n,
         physical_key: format!("data/pp/{key}"),
+        staged_offset: None,
         size: 5 << 20,
         md5: format!("{n:032x}"),
+        digest: None,
         created: 7,
     };
     assert_eq!(c.put_upload_part("z.m", &part(2, "b")).await.unwrap(), None);
@@ -3151,6 +3153,41 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
         ["z.m", "z.n"]
     );
     assert!(c.s3_uploads(owner + 100, "/z/", "/z0").await.unwrap().is_empty());
+    // Parts in place: the stride is set once; a place is claimed for one write, whose end
+    // is recorded with its part (or alone, when the write failed).
+    assert_eq!(c.set_upload_stride("z.n", 8 << 20).await.unwrap(), 8 << 20);
+    assert_eq!(
+        c.set_upload_stride("z.n", 5 << 20).await.unwrap(),
+        8 << 20,
+        "set once"
+    );
+    assert_eq!(code(c.set_upload_stride("z.gone", 5).await), ErrorCode::NotFound);
+    assert!(!c.part_slots_writing("z.n").await.unwrap());
+    assert!(c.claim_part_slot("z.n", 3).await.unwrap());
+    assert!(!c.claim_part_slot("z.n", 3).await.unwrap(), "once only");
+    assert!(c.part_slots_writing("z.n").await.unwrap());
+    let placed = weft_catalog::UploadPart {
+        physical_key: String::new(),
+        staged_offset: Some(16 << 20),
+        digest: Some("ab".repeat(32)),
+        ..part(3, "")
+    };
+    assert_eq!(c.put_upload_part("z.n", &placed).await.unwrap(), None);
+    assert!(
+        !c.part_slots_writing("z.n").await.unwrap(),
+        "the write ended with its record"
+    );
+    assert_eq!(c.upload_parts("z.n").await.unwrap(), [placed]);
+    assert!(c.claim_part_slot("z.n", 4).await.unwrap());
+    c.end_part_slot("z.n", 4).await.unwrap();
+    assert!(
+        !c.part_slots_writing("z.n").await.unwrap(),
+        "a failed write ended"
+    );
+    assert!(
+        !c.claim_part_slot("z.n", 4).await.unwrap(),
+        "its place stays claimed"
+    );
     // Claimed once, with the parts it had; then nothing is spared or recorded.
     // Completion: no more parts, the parts still recorded and spared; released, it
     // takes parts again.
@@ -3159,6 +3196,11 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
         [part(1, "a2"), part(2, "b")]
     );
     assert_eq!(c.begin_completion("z.m").await.unwrap(), None, "one completer");
+    assert_eq!(
+        code(c.claim_part_slot("z.m", 9).await),
+        ErrorCode::NotFound,
+        "no write in place begins once a completion has"
+    );
     assert_eq!(
         code(c.put_upload_part("z.m", &part(3, "c")).await),
         ErrorCode::NotFound

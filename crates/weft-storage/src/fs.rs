@@ -52,6 +52,19 @@ impl FsStore {
     }
 
     /// Removes the staged file `name` (see staged.rs); gone already is fine.
+    /// Reads bytes `range` of the staged file `name`.
+    pub(crate) async fn read_staged(&self, name: &str, range: Range<u64>) -> Result<ByteStream, Error> {
+        let rel = format!("{TMP_DIR}/{name}");
+        let path = self.root().join(&rel);
+        let root = self.root.clone();
+        let file = blocking(move || {
+            root.open(&rel, rustix::fs::OFlags::RDONLY)
+                .map_err(|e| beneath::error("cannot open", &root.path().join(&rel), e))
+        })
+        .await?;
+        Ok(read_file_range(file, path, range))
+    }
+
     pub(crate) async fn remove_staged(&self, name: &str) -> Result<(), Error> {
         let (root, rel) = (self.root.clone(), format!("{TMP_DIR}/{name}"));
         blocking(move || match root.remove_file(&rel) {
@@ -612,6 +625,23 @@ impl OffsetWriter {
         let temp = self.temp.clone();
         Self::close(self.writer).await.map_err(|e| temp.write_error(e))?;
         blocking(move || temp.sync()).await
+    }
+
+    /// Allocates bytes `range` of a staged file before a part is written there.
+    pub(crate) async fn allocate(&self, range: Range<u64>) -> Result<(), Error> {
+        let temp = self.temp.clone();
+        blocking(move || temp.allocate_range(range)).await
+    }
+
+    /// Cuts a staged file to `size` and links it, durable, under its key; the staged name
+    /// stays (see [`Temp::link`]).
+    pub(crate) async fn link(self, size: u64) -> Result<(), Error> {
+        let (temp, target) = (self.temp.clone(), self.target);
+        Self::close(self.writer).await.map_err(|e| temp.write_error(e))?;
+        match target {
+            Target::Fs(name) => blocking(move || temp.link(&name, size)).await,
+            Target::S3(..) => Err(Error::internal("an S3 upload's scratch file cannot be linked")),
+        }
     }
 
     pub(crate) async fn staged_for_s3(

@@ -68,18 +68,7 @@ impl Store {
         match self {
             Store::Fs(s) => {
                 let w = OffsetWriter::reopen_staged(s, key, staged, size).await?;
-                let written = async {
-                    let mut run = w.run(range.start);
-                    let mut body = std::pin::pin!(body);
-                    while let Some(chunk) = body.next().await {
-                        run.push(chunk?).await?;
-                    }
-                    run.finish().await
-                }
-                .await;
-                let settled = w.settle().await;
-                written?;
-                settled.map(|()| None)
+                write_run(w, range.start, body).await.map(|()| None)
             }
             Store::S3(s) => s
                 .uploads()
@@ -109,6 +98,67 @@ impl Store {
         }
     }
 
+    /// Whether S3 multipart uploads write their parts in place, into one staged file of
+    /// a size the parts make ([`Store::stage_parts`]). An S3 resource keeps each part as
+    /// an object of its own: its own multipart upload takes each part once, 5 MiB or more.
+    pub fn stages_parts(&self) -> bool {
+        matches!(self, Store::Fs(_))
+    }
+
+    /// An empty staged file for the parts of an S3 multipart upload that will become
+    /// `key`; its staged name.
+    pub async fn stage_parts(&self, key: &str) -> Result<String, Error> {
+        match self {
+            Store::Fs(_) => self.stage(key, 0).await,
+            Store::S3(_) => Err(Error::internal("an S3 resource does not stage parts in place")),
+        }
+    }
+
+    /// Writes `body`, exactly the bytes `range`, into the staged file at their place,
+    /// durable when this returns `Ok`.
+    pub async fn put_staged_at<S>(
+        &self,
+        key: &str,
+        staged: &str,
+        range: Range<u64>,
+        body: S,
+    ) -> Result<(), Error>
+    where
+        S: Stream<Item = Result<Bytes, Error>> + Send,
+    {
+        match self {
+            Store::Fs(s) => {
+                let w = OffsetWriter::reopen_staged(s, key, staged, range.end).await?;
+                w.allocate(range.clone()).await?;
+                write_run(w, range.start, body).await
+            }
+            Store::S3(_) => Err(Error::internal("an S3 resource does not stage parts in place")),
+        }
+    }
+
+    /// Reads bytes `range` of a staged file.
+    pub async fn read_staged(&self, staged: &str, range: Range<u64>) -> Result<crate::ByteStream, Error> {
+        match self {
+            Store::Fs(s) => s.read_staged(staged, range).await,
+            Store::S3(_) => Err(Error::internal("an S3 resource does not stage parts in place")),
+        }
+    }
+
+    /// Cuts the staged file to `size` and makes it, durable, the bytes of `key`. The
+    /// staged name stays until [`Store::discard_staged`]: a completion that fails after
+    /// this deletes `key`, and the staged file still holds every part.
+    pub async fn link_staged(&self, key: &str, staged: &str, size: u64) -> Result<(), Error> {
+        match self {
+            Store::Fs(s) => {
+                OffsetWriter::reopen_staged(s, key, staged, size)
+                    .await?
+                    .link(size)
+                    .await
+            }
+            Store::S3(_) => Err(Error::internal("an S3 resource does not stage parts in place")),
+        }
+    }
+
     /// Throws the staged pieces away.
     pub async fn discard_staged(&self, key: &str, staged: &str) -> Result<(), Error> {
         match self {
@@ -131,4 +181,23 @@ impl Store {
             Store::S3(s) => s.uploads().abort_stale(older_than, live).await,
         }
     }
+}
+
+/// Writes `body` from `offset` on through `w`, then makes it durable.
+async fn write_run<S>(w: OffsetWriter, offset: u64, body: S) -> Result<(), Error>
+where
+    S: Stream<Item = Result<Bytes, Error>> + Send,
+{
+    let written = async {
+        let mut run = w.run(offset);
+        let mut body = std::pin::pin!(body);
+        while let Some(chunk) = body.next().await {
+            run.push(chunk?).await?;
+        }
+        run.finish().await
+    }
+    .await;
+    let settled = w.settle().await;
+    written?;
+    settled
 }

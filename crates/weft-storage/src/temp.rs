@@ -218,6 +218,37 @@ impl Temp {
         Ok(())
     }
 
+    /// Allocates bytes `range` of the file, growing it as needed (see [`allocate`]): a
+    /// part written in place meets a full disk before its first byte.
+    pub fn allocate_range(&self, range: std::ops::Range<u64>) -> Result<(), Error> {
+        allocate_at(&self.file, range.start, range.end - range.start)
+            .map_err(|e| crate::io_error(&format!("cannot size {}", self.describe()), e))
+    }
+
+    /// Cuts the file to `size`, makes it durable and links it as `name` in its directory,
+    /// keeping its staged name: a completion that fails after this removes `name` and the
+    /// staged file still holds what it held.
+    pub fn link(&self, name: &str, size: u64) -> Result<(), Error> {
+        let Some((tmp, tmp_name)) = &self.named else {
+            return Err(Error::internal("only a staged file can be linked"));
+        };
+        self.file
+            .set_len(size)
+            .map_err(|e| crate::io_error(&format!("cannot cut {} to {size} bytes", self.describe()), e))?;
+        self.sync()?;
+        let dir = &*self.dir.fd;
+        let target = self.dir.path.join(name);
+        rustix::fs::linkat(&*tmp.fd, tmp_name.as_str(), dir, name, AtFlags::empty()).map_err(|e| {
+            beneath::error(
+                &format!("cannot link {} into place at", self.describe()),
+                &target,
+                e.into(),
+            )
+        })?;
+        rustix::fs::fsync(dir)
+            .map_err(|e| crate::io_error(&format!("cannot sync {}", self.dir.path.display()), e.into()))
+    }
+
     /// Throws the file away (an unnamed one vanishes when its last descriptor closes).
     pub fn discard(&self) {
         if let Some((tmp, name)) = &self.named {
@@ -230,14 +261,22 @@ impl Temp {
 /// a full disk fails here, before any byte is received, and direct writes into allocated
 /// (unwritten) blocks run in parallel, where writes into holes are serialised by ext4.
 fn allocate(file: &File, size: u64) -> std::io::Result<()> {
+    allocate_at(file, 0, size)
+}
+
+fn allocate_at(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
     // SAFETY: a valid descriptor; fallocate only changes the file's allocation.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset as libc::off_t, len as libc::off_t) };
     if rc == 0 {
         return Ok(());
     }
     let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
-        Some(libc::EOPNOTSUPP) => file.set_len(size),
+        Some(libc::EOPNOTSUPP) if file.metadata()?.len() < offset + len => file.set_len(offset + len),
+        Some(libc::EOPNOTSUPP) => Ok(()),
         _ => Err(e),
     }
 }

@@ -1,18 +1,27 @@
 //! S3 multipart uploads as upload sessions: the same limits, owner check, idle sweep and
 //! single completer as uploads in pieces, but with parts as S3 has them: numbered 1 to
-//! 10,000, each sized by its own request, sent in any order and possibly again. Each part
-//! is stored durably under a physical key of its own (never visible, spared by the orphan
-//! sweep while its upload is open); completion streams the chosen parts, in order, into a
-//! new replica hashed on the way, which becomes visible as any other put does.
+//! 10,000, each sized by its own request, sent in any order and possibly again. Every part
+//! is durable before it is acknowledged, and never visible until completion.
+//!
+//! On a file-system resource the parts go in place: part n at (n - 1) x the stride, which
+//! the first part of 5 MiB or more sets (clients send every part but the last at one
+//! size), into one staged file per upload. Each part is hashed at its place when the
+//! stride is a power of two, so completion merges BLAKE3 subtrees and links the file as
+//! the object: no byte is copied. A place is written once: a part sent again, one larger
+//! than the stride, and every part on an S3 resource go under a key of their own (spared
+//! by the orphan sweep while the upload is open). Completion copies those into place, or,
+//! when the parts chosen do not make that layout, streams every part into a new replica.
 
-use crate::data::{copy_hashing, Committed, OWN_SYNC_THRESHOLD};
-use crate::upload::check_room;
+use crate::data::{copy_hashing, Committed, PutTarget, OWN_SYNC_THRESHOLD};
+use crate::upload::{check_room, Exact};
 use crate::{now_ms, Caller, PutOutcome, Zone};
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
 use weft_catalog::{S3Write, UploadPart, UploadRecord};
-use weft_storage::Store;
-use weft_types::{Error, ErrorCode, LogicalPath};
+use weft_storage::{Store, S3_PART_MIN};
+use weft_types::{
+    Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, PieceDigest, PieceHasher, PieceSize,
+};
 
 /// An S3 client may leave a multipart upload open for days and resume it (ListParts);
 /// one idle this long is aborted.
@@ -69,6 +78,11 @@ impl Zone {
         let (target, _) = self.prepare_put_parents(caller, path, None, true, true).await?;
         let (mine, all) = self.catalog.count_uploads(caller.user_id, true).await?;
         check_room(mine, all, MULTIPART_IDLE_LIMIT)?;
+        let key = Store::new_key();
+        let staged = match target.store.stages_parts() {
+            true => target.store.stage_parts(&key).await?,
+            false => String::new(),
+        };
         let now = now_ms();
         let record = UploadRecord {
             id: format!("{}.{}", self.name, uuid::Uuid::new_v4().simple()),
@@ -77,15 +91,18 @@ impl Zone {
             size: 0,
             piece_size: 0,
             resource_id: target.resource.id,
-            physical_key: String::new(),
-            staged: String::new(),
+            physical_key: key,
+            staged,
             overwrite: true,
             replica_of: None,
             created: now,
             touched: now,
             s3: Some(s3),
         };
-        self.catalog.create_upload(&record).await?;
+        if let Err(e) = self.catalog.create_upload(&record).await {
+            self.drop_bytes(&record, &target.store, []).await;
+            return Err(e);
+        }
         Ok(record)
     }
 
@@ -138,33 +155,51 @@ impl Zone {
             .await?;
         self.check_quota(&caller.principal_ids, &resource.name, held + size, 0, false)
             .await?;
-        let key = Store::new_key();
-        let mut writer = store.writer(&key).await?;
-        let received = copy_hashing(body, size, Some(&mut writer))
-            .await
-            .and_then(|_| finish());
+        let place = self.place_part(&u, part, size).await?;
+        let mut hasher = place.hash_at.map(PieceHasher::new);
+        let what = format!("part {part} of upload {id}");
+        let body = Exact::new(body, size, hasher.as_mut(), what);
+        // Acknowledged parts survive a crash (both writes are durable): the client will
+        // not send them again.
+        let (key, stored) = match place.in_place {
+            Some(at) => {
+                let stored = store
+                    .put_staged_at(&u.physical_key, &u.staged, at..at + size, body)
+                    .await;
+                (String::new(), stored)
+            }
+            None => {
+                let key = Store::new_key();
+                let stored = write_part(&store, &key, body).await;
+                (key, stored)
+            }
+        };
+        if place.in_place.is_some() {
+            crate::failpoints::crash_point!("part-in-place-written");
+        }
+        let received = stored.and_then(|()| finish());
         let md5 = match received {
             Ok(md5) => md5,
             Err(e) => {
-                writer.abort().await;
+                if place.in_place.is_some() {
+                    self.catalog.end_part_slot(id, part).await?;
+                }
                 return Err(e);
             }
         };
-        // Acknowledged parts survive a crash: the client will not send them again.
-        writer.commit(true).await?;
         let record = UploadPart {
             part,
             physical_key: key.clone(),
+            staged_offset: place.in_place,
             size,
             md5,
+            digest: hasher.map(|h| blake3::Hash::from_bytes(h.finish().cv).to_hex().to_string()),
             created: now_ms(),
         };
         match self.catalog.put_upload_part(id, &record).await {
             Ok(replaced) => {
                 self.metrics.piece_stored(resource.name.as_str(), size);
-                if let Some(old) = replaced {
-                    self.delete_parts(&store, [old]).await;
-                }
+                self.delete_parts(&store, replaced).await;
                 Ok(record)
             }
             Err(e) => {
@@ -172,6 +207,29 @@ impl Zone {
                 Err(e)
             }
         }
+    }
+
+    /// Where part `part` of `size` bytes of `u` goes.
+    async fn place_part(&self, u: &UploadRecord, part: u32, size: u64) -> Result<Place, Error> {
+        let none = Place {
+            in_place: None,
+            hash_at: None,
+        };
+        if u.staged.is_empty() {
+            return Ok(none);
+        }
+        // Every part but the last is 5 MiB or more: a smaller one cannot tell the stride.
+        let stride = match u.piece_size {
+            0 if size >= S3_PART_MIN => self.catalog.set_upload_stride(&u.id, size).await?,
+            stride => stride,
+        };
+        if stride == 0 || size > stride {
+            return Ok(none);
+        }
+        let at = u64::from(part - 1) * stride;
+        let hash_at = PieceSize::new(stride).is_ok().then_some(at);
+        let in_place = (size > 0 && self.catalog.claim_part_slot(&u.id, part).await?).then_some(at);
+        Ok(Place { in_place, hash_at })
     }
 
     /// The parts of the caller's upload `id` received so far, by number.
@@ -234,8 +292,7 @@ impl Zone {
                 // The parts are recorded until now, so the orphan sweep spares them.
                 self.catalog.claim_upload(id).await?;
                 let (_, store) = self.store_by_id(u.resource_id).await?;
-                self.delete_parts(&store, claimed.into_iter().map(|p| p.physical_key))
-                    .await;
+                self.drop_bytes(&u, &store, claimed).await;
             }
             Err(e) => {
                 tracing::info!(upload = %id, error = %e, "a completion failed; the upload stays open");
@@ -316,15 +373,21 @@ impl Zone {
                 ),
             ));
         }
+        if self.fits_in_place(u, claimed, picked, &target).await? {
+            return self
+                .complete_in_place(caller, u, (picked, size), (target, missing), s3)
+                .await;
+        }
         let (_, parts_store) = self.store_by_id(u.resource_id).await?;
         let key = Store::new_key();
         let mut writer = target.store.writer(&key).await?;
+        let staged = u.staged.clone();
         // Boxed: the compiler proves the chain `Send` here, where its types are known.
         let body: futures::stream::BoxStream<'static, Result<Bytes, Error>> =
             futures::stream::iter(picked.to_vec())
                 .then(move |p| {
-                    let store = parts_store.clone();
-                    async move { store.read(&p.physical_key, 0..p.size).await }
+                    let (store, staged) = (parts_store.clone(), staged.clone());
+                    async move { read_part(&store, &staged, &p).await }
                 })
                 .try_flatten()
                 .boxed();
@@ -343,6 +406,22 @@ impl Zone {
         };
         let durable = size >= OWN_SYNC_THRESHOLD;
         writer.commit(durable).await?;
+        let object = (key, size, checksum, durable);
+        self.register_completion(caller, u, (target, missing), object, s3, "by copying its parts")
+            .await
+    }
+
+    /// Makes the bytes under `key` (`size` bytes hashing to `checksum`) the object of `u`,
+    /// its missing parents made first.
+    async fn register_completion(
+        &self,
+        caller: &Caller,
+        u: &UploadRecord,
+        (target, missing): (PutTarget, Option<LogicalPath>),
+        (key, size, checksum, durable): (String, u64, Checksum, bool),
+        s3: S3Write,
+        how: &str,
+    ) -> Result<PutOutcome, Error> {
         self.make_parents(caller, missing, &target.store, &key).await?;
         let committed = Committed {
             path: &u.path,
@@ -353,7 +432,87 @@ impl Zone {
             durable,
             s3: Some(s3),
         };
-        self.register(caller, committed, true).await
+        let done = self.register(caller, committed, true).await?;
+        tracing::info!(upload = %u.id, path = %u.path, size, "multipart upload completed {how}");
+        Ok(done)
+    }
+
+    /// Whether the parts `picked` are the layout of `u`'s staged file (parts 1 to k, all
+    /// one stride long but the last, which is no longer), no other part is in place
+    /// beyond them (the file is cut after them), no write into it runs, and the object
+    /// goes onto the resource of the parts.
+    async fn fits_in_place(
+        &self,
+        u: &UploadRecord,
+        claimed: &[UploadPart],
+        picked: &[UploadPart],
+        target: &PutTarget,
+    ) -> Result<bool, Error> {
+        let stride = u.piece_size;
+        let k = picked.len();
+        let layout = picked.iter().enumerate().all(|(i, p)| {
+            p.part as usize == i + 1
+                && match i + 1 == k {
+                    false => p.size == stride,
+                    true => p.size > 0 && p.size <= stride,
+                }
+        });
+        let beyond = claimed
+            .iter()
+            .any(|p| p.staged_offset.is_some() && p.part as usize > k);
+        Ok(!u.staged.is_empty()
+            && stride > 0
+            && target.resource.id == u.resource_id
+            && layout
+            && !beyond
+            && !self.catalog.part_slots_writing(&u.id).await?)
+    }
+
+    /// Completes `u` by linking its staged file as the object, once the parts not in
+    /// place are copied there; hashed from the parts' digests, or read back once when
+    /// they cannot be merged.
+    async fn complete_in_place(
+        &self,
+        caller: &Caller,
+        u: &UploadRecord,
+        (picked, size): (&[UploadPart], u64),
+        (target, missing): (PutTarget, Option<LogicalPath>),
+        s3: S3Write,
+    ) -> Result<PutOutcome, Error> {
+        let store = &target.store;
+        let fail = |e: Error| {
+            Error::new(
+                e.code,
+                format!("{}: completing upload {} failed: {}", u.path, u.id, e.message),
+            )
+        };
+        for p in picked.iter().filter(|p| p.staged_offset.is_none()) {
+            let at = u64::from(p.part - 1) * u.piece_size;
+            let what = format!("part {} of upload {}", p.part, u.id);
+            let body = Exact::new(read_part(store, &u.staged, p).await?, p.size, None, what);
+            store
+                .put_staged_at(&u.physical_key, &u.staged, at..at + p.size, body)
+                .await
+                .map_err(fail)?;
+        }
+        let key = u.physical_key.clone();
+        store.link_staged(&key, &u.staged, size).await.map_err(fail)?;
+        let checksum = match merged_checksum(picked, u.piece_size, size) {
+            Some(sum) => sum,
+            None => {
+                let read = async { copy_hashing(store.read(&key, 0..size).await?, size, None).await };
+                match read.await {
+                    Ok(sum) => sum,
+                    Err(e) => {
+                        self.delete_unregistered(store, &key).await;
+                        return Err(fail(e));
+                    }
+                }
+            }
+        };
+        let object = (key, size, checksum, true);
+        self.register_completion(caller, u, (target, missing), object, s3, "in place")
+            .await
     }
 
     /// Aborts the caller's upload `id`: its parts are removed.
@@ -368,21 +527,87 @@ impl Zone {
         let stale = now_ms().saturating_sub(MULTIPART_IDLE_LIMIT.as_millis() as i64);
         if let Some(parts) = self.catalog.claim_upload_parts(&u.id, stale).await? {
             let (_, store) = self.store_by_id(u.resource_id).await?;
-            self.delete_parts(&store, parts.into_iter().map(|p| p.physical_key))
-                .await;
+            self.drop_bytes(u, &store, parts).await;
         }
         Ok(())
     }
 
-    /// Removes parts' bytes; a failure is only logged (the orphan sweep removes what is
-    /// left, now that nothing references it).
+    /// Removes the bytes of `u`'s `parts` and its staged file (which, completed in place,
+    /// is the object's too under another name: that one stays).
+    async fn drop_bytes(&self, u: &UploadRecord, store: &Store, parts: impl IntoIterator<Item = UploadPart>) {
+        self.delete_parts(store, parts.into_iter().map(|p| p.physical_key))
+            .await;
+        if !u.staged.is_empty() {
+            if let Err(e) = store.discard_staged(&u.physical_key, &u.staged).await {
+                tracing::warn!(upload = %u.id, error = %e, "could not remove the staged file of a multipart upload");
+            }
+        }
+    }
+
+    /// Removes parts' bytes (those under keys of their own); a failure is only logged (the
+    /// orphan sweep removes what is left, now that nothing references it).
     async fn delete_parts(&self, store: &Store, keys: impl IntoIterator<Item = String>) {
-        for r in store.delete_many(keys.into_iter().collect()).await {
+        let keys: Vec<String> = keys.into_iter().filter(|k| !k.is_empty()).collect();
+        if keys.is_empty() {
+            return;
+        }
+        for r in store.delete_many(keys).await {
             if let Err(e) = r {
                 tracing::warn!(error = %e, "could not remove a part of a multipart upload");
             }
         }
     }
+}
+
+/// Where a part goes: its offset in the staged file if it is written there, and the
+/// offset it is hashed at (its place in the object) when the stride allows that.
+struct Place {
+    in_place: Option<u64>,
+    hash_at: Option<u64>,
+}
+
+/// Writes a part under a key of its own, durable.
+async fn write_part<S>(store: &Store, key: &str, body: S) -> Result<(), Error>
+where
+    S: Stream<Item = Result<Bytes, Error>> + Send,
+{
+    let mut writer = store.writer(key).await?;
+    let mut body = std::pin::pin!(body);
+    while let Some(chunk) = body.next().await {
+        if let Err(e) = async { writer.write(chunk?).await }.await {
+            writer.abort().await;
+            return Err(e);
+        }
+    }
+    writer.commit(true).await.map(drop)
+}
+
+/// The bytes of part `p`, in the staged file `staged` or under its key.
+async fn read_part(store: &Store, staged: &str, p: &UploadPart) -> Result<weft_storage::ByteStream, Error> {
+    match p.staged_offset {
+        Some(at) => store.read_staged(staged, at..at + p.size).await,
+        None => store.read(&p.physical_key, 0..p.size).await,
+    }
+}
+
+/// The object's checksum from its parts' chaining values, when each was hashed at its
+/// place and the stride is a BLAKE3 subtree (a power of two); `None`: read it back.
+fn merged_checksum(picked: &[UploadPart], stride: u64, size: u64) -> Option<Checksum> {
+    let piece = PieceSize::new(stride).ok()?;
+    if picked.len() < 2 {
+        return None;
+    }
+    let digests = picked
+        .iter()
+        .map(|p| {
+            let cv = blake3::Hash::from_hex(p.digest.as_deref()?).ok()?;
+            Some(PieceDigest {
+                cv: *cv.as_bytes(),
+                root_if_whole: None,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    ChunkedBlake3::combine(piece, size, &digests).ok()
 }
 
 /// The parts `chosen` names, from those the upload `have`s, in order. Errors name the

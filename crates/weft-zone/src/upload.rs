@@ -219,14 +219,12 @@ impl Zone {
         let range = piece.range(index, u.size);
         let (resource, store) = self.store_by_id(u.resource_id).await?;
         let mut hasher = PieceHasher::new(range.start);
-        let exact = Exact {
-            body: Box::pin(body),
-            left: range.end - range.start,
-            len: range.end - range.start,
-            hasher: &mut hasher,
-            what: format!("piece {index} of upload {id}"),
-            ended: false,
-        };
+        let exact = Exact::new(
+            body,
+            range.end - range.start,
+            Some(&mut hasher),
+            format!("piece {index} of upload {id}"),
+        );
         let etag = store
             .put_staged_piece(&u.physical_key, &u.staged, u.size, index, range.clone(), exact)
             .await?;
@@ -355,15 +353,29 @@ impl Zone {
     }
 }
 
-/// A piece's body, which must be exactly `len` bytes: more or fewer is an error in the
-/// stream, so the storage writing it stops and stores nothing for it. Hashed on the way.
-struct Exact<'a, S> {
+/// A piece's (or part's) body, which must be exactly `len` bytes: more or fewer is an
+/// error in the stream, so the storage writing it stops and stores nothing for it. Hashed
+/// on the way when given a hasher.
+pub(crate) struct Exact<'a, S> {
     body: Pin<Box<S>>,
     left: u64,
     len: u64,
-    hasher: &'a mut PieceHasher,
+    hasher: Option<&'a mut PieceHasher>,
     what: String,
     ended: bool,
+}
+
+impl<'a, S> Exact<'a, S> {
+    pub(crate) fn new(body: S, len: u64, hasher: Option<&'a mut PieceHasher>, what: String) -> Self {
+        Exact {
+            body: Box::pin(body),
+            left: len,
+            len,
+            hasher,
+            what,
+            ended: false,
+        }
+    }
 }
 
 impl<S: Stream<Item = Result<Bytes, Error>>> Stream for Exact<'_, S> {
@@ -388,7 +400,9 @@ impl<S: Stream<Item = Result<Bytes, Error>>> Stream for Exact<'_, S> {
             }
             Some(Ok(chunk)) => {
                 this.left -= chunk.len() as u64;
-                this.hasher.update(&chunk);
+                if let Some(h) = this.hasher.as_mut() {
+                    h.update(&chunk);
+                }
                 Some(Ok(chunk))
             }
             Some(Err(e)) => {

@@ -142,6 +142,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         include_str!("../../migrations/sqlite/0017_audit_items.sql"),
     ),
     (18, "s3", include_str!("../../migrations/sqlite/0018_s3.sql")),
+    (
+        19,
+        "parts_in_place",
+        include_str!("../../migrations/sqlite/0019_parts_in_place.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -222,6 +227,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         include_str!("../../migrations/postgres/0017_audit_items.sql"),
     ),
     (18, "s3", include_str!("../../migrations/postgres/0018_s3.sql")),
+    (
+        19,
+        "parts_in_place",
+        include_str!("../../migrations/postgres/0019_parts_in_place.sql"),
+    ),
 ];
 
 #[derive(Debug)]

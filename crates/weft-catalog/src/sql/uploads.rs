@@ -56,7 +56,8 @@ async fn parts_of(
     id: &str,
 ) -> Result<Vec<UploadPart>, Error> {
     sqlx::query(
-        "SELECT part, physical_key, size, md5, created FROM upload_parts WHERE upload_id = $1 ORDER BY part",
+        "SELECT part, physical_key, size, md5, created, staged_offset, digest FROM upload_parts \
+         WHERE upload_id = $1 ORDER BY part",
     )
     .bind(id)
     .fetch_all(&mut **tx)
@@ -68,8 +69,18 @@ async fn parts_of(
 }
 
 /// Removes an upload and what was recorded of its pieces or parts; whether it was there.
+async fn end_slot(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &str, part: u32) -> Result<(), Error> {
+    sqlx::query("UPDATE upload_slots SET writing = 0 WHERE upload_id = $1 AND part = $2")
+        .bind(id)
+        .bind(i64::from(part))
+        .execute(&mut **tx)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
 async fn delete_upload(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &str) -> Result<bool, Error> {
-    for table in ["upload_pieces", "upload_parts"] {
+    for table in ["upload_pieces", "upload_parts", "upload_slots"] {
         sqlx::query(&format!("DELETE FROM {table} WHERE upload_id = $1"))
             .bind(id)
             .execute(&mut **tx)
@@ -91,6 +102,8 @@ fn part(r: &AnyRow) -> Result<UploadPart, Error> {
         size: get::<i64>(r, 2)? as u64,
         md5: get(r, 3)?,
         created: get(r, 4)?,
+        staged_offset: get::<Option<i64>>(r, 5)?.map(|o| o as u64),
+        digest: get(r, 6)?,
     })
 }
 
@@ -264,10 +277,10 @@ impl Uploads for SqlCatalog {
                 .await
                 .map_err(db)?;
         sqlx::query(
-            "INSERT INTO upload_parts (upload_id, part, physical_key, size, md5, created) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (upload_id, part) DO UPDATE SET \
+            "INSERT INTO upload_parts (upload_id, part, physical_key, size, md5, created, staged_offset, digest) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (upload_id, part) DO UPDATE SET \
              physical_key = excluded.physical_key, size = excluded.size, md5 = excluded.md5, \
-             created = excluded.created",
+             created = excluded.created, staged_offset = excluded.staged_offset, digest = excluded.digest",
         )
         .bind(id)
         .bind(i64::from(part.part))
@@ -275,16 +288,22 @@ impl Uploads for SqlCatalog {
         .bind(part.size as i64)
         .bind(&part.md5)
         .bind(part.created)
+        .bind(part.staged_offset.map(|o| o as i64))
+        .bind(&part.digest)
         .execute(&mut *tx)
         .await
         .map_err(db)?;
+        if part.staged_offset.is_some() {
+            end_slot(&mut tx, id, part.part).await?;
+        }
         tx.commit().await.map_err(db)?;
         Ok(replaced)
     }
 
     async fn upload_parts(&self, id: &str) -> Result<Vec<UploadPart>, Error> {
         sqlx::query(
-            "SELECT part, physical_key, size, md5, created FROM upload_parts WHERE upload_id = $1 ORDER BY part",
+            "SELECT part, physical_key, size, md5, created, staged_offset, digest FROM upload_parts \
+         WHERE upload_id = $1 ORDER BY part",
         )
         .bind(id)
         .fetch_all(self.pool())
@@ -333,6 +352,68 @@ impl Uploads for SqlCatalog {
             .await
             .map_err(db)?;
         Ok(())
+    }
+
+    async fn set_upload_stride(&self, id: &str, stride: u64) -> Result<u64, Error> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query("UPDATE uploads SET piece_size = $1 WHERE id = $2 AND piece_size = 0")
+            .bind(stride as i64)
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let set: Option<i64> = sqlx::query_scalar("SELECT piece_size FROM uploads WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        set.map(|s| s as u64)
+            .ok_or_else(|| Error::not_found(format!("upload {id:?}")))
+    }
+
+    async fn claim_part_slot(&self, id: &str, part: u32) -> Result<bool, Error> {
+        let mut tx = self.begin_write().await?;
+        // Through the upload's row, as begin_completion goes: on PostgreSQL the row lock
+        // orders a claim and a completion, so a completion sees every write begun before it.
+        let open = sqlx::query("UPDATE uploads SET touched = $1 WHERE id = $2 AND completing IS NULL")
+            .bind(now_ms())
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if open.rows_affected() == 0 {
+            return Err(Error::not_found(format!(
+                "upload {id:?} (completed, completing or aborted)"
+            )));
+        }
+        let claimed = sqlx::query(
+            "INSERT INTO upload_slots (upload_id, part, writing) VALUES ($1, $2, 1) \
+             ON CONFLICT (upload_id, part) DO NOTHING",
+        )
+        .bind(id)
+        .bind(i64::from(part))
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(claimed.rows_affected() == 1)
+    }
+
+    async fn end_part_slot(&self, id: &str, part: u32) -> Result<(), Error> {
+        let mut tx = self.begin_write().await?;
+        end_slot(&mut tx, id, part).await?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn part_slots_writing(&self, id: &str) -> Result<bool, Error> {
+        let n: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM upload_slots WHERE upload_id = $1 AND writing = 1")
+                .bind(id)
+                .fetch_one(self.pool())
+                .await
+                .map_err(db)?;
+        Ok(n > 0)
     }
 
     async fn s3_uploads(&self, owner_id: i64, lo: &str, hi: &str) -> Result<Vec<UploadRecord>, Error> {
