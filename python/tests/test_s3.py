@@ -1436,7 +1436,7 @@ def raw_request(
     headers = signed_headers(url, method, gw.admin, body=body if sign_body else None, unsigned_payload=not sign_body)
     u = urllib.parse.urlsplit(url)
     lines = [
-        f"{method} {u.path} HTTP/1.1",
+        f"{method} {u.path}{'?' + u.query if u.query else ''} HTTP/1.1",
         f"Host: {u.netloc}",
         *(f"{k}: {v}" for k, v in {**headers, **extra}.items()),
     ]
@@ -1479,6 +1479,27 @@ def test_a_refused_upload_leaves_the_connection_in_step(gw: Gateway, s3: Any, p:
             f"connection as sent: {status} {answer[:300]!r}"
         )
     assert missing(s3, HOME, f"{p}a")
+
+
+@pytest.mark.parametrize("what", ["PutObject", "UploadPart"])
+def test_a_body_declared_over_5_gib_is_refused_before_it_is_read(gw: Gateway, s3: Any, p: str, what: str) -> None:
+    # S3's limits (5 GiB per PUT and per part) are checked on the declared length, so a
+    # client announcing 6 GiB is answered at once, with nothing read, stored or counted.
+    key = f"{p}huge.bin"
+    query = ""
+    if what == "UploadPart":
+        uid = s3.create_multipart_upload(Bucket=HOME, Key=key)["UploadId"]
+        query = f"?partNumber=1&uploadId={urllib.parse.quote(uid)}"
+    u = urllib.parse.urlsplit(gw.url)
+    assert u.hostname and u.port
+    with socket.create_connection((u.hostname, u.port), timeout=10) as sock:
+        headers = {"Expect": "100-continue", "Content-Length": str(6 << 30)}
+        sock.sendall(raw_request(gw, "PUT", key + query, headers, sign_body=False))
+        status, _, answer = read_response(sock)
+    assert (status, xml_code(answer)) == (400, "EntityTooLarge"), (status, answer)
+    assert missing(s3, HOME, key)
+    if what == "UploadPart":
+        assert s3.list_parts(Bucket=HOME, Key=key, UploadId=uid).get("Parts", []) == []
 
 
 def test_anonymous_requests_to_a_private_bucket_are_refused(gw: Gateway, s3: Any, p: str) -> None:
