@@ -867,9 +867,12 @@ pub trait S3Gateway: Send + Sync {
     /// Errors: `not_found`.
     async fn delete_s3_bucket(&self, name: &str) -> Result<S3Bucket, Error>;
 
-    /// The attributes of object `node_id` if they were registered for `checksum` (its
-    /// current content).
-    async fn s3_attrs(&self, node_id: i64, checksum: &Checksum) -> Result<Option<S3Attrs>, Error>;
+    /// The node at `path` with its S3 attributes, if they were registered for its current
+    /// content, and its AVUs, in one statement: what a HEAD or GET answers with.
+    async fn s3_object_at(
+        &self,
+        path: &LogicalPath,
+    ) -> Result<Option<(Node, Option<S3Attrs>, Vec<Avu>)>, Error>;
     /// Data objects with `lo <= path < hi` and `path > after`, by path (byte order, which is
     /// S3's key order), at most `limit`.
     async fn s3_list(&self, lo: &str, hi: &str, after: &str, limit: u32) -> Result<Vec<S3Listed>, Error>;

@@ -577,15 +577,12 @@ impl Zone {
 
     /// The data object at `path` with its ETag, content type and metadata (read needed).
     pub async fn s3_object(&self, caller: &Caller, path: &LogicalPath) -> Result<S3Object, Error> {
-        let node = self.node_as(caller, path, Permission::Read).await?;
-        if node.kind != NodeKind::Object {
-            return Err(Error::not_found(path));
-        }
-        let attrs = match &node.checksum {
-            Some(sum) => self.catalog.s3_attrs(node.id, sum).await?,
-            None => None,
+        self.local(path)?;
+        self.require(caller, path, Permission::Read).await?;
+        let (node, attrs, meta) = match self.catalog.s3_object_at(path).await? {
+            Some((node, attrs, meta)) if node.kind == NodeKind::Object => (node, attrs, meta),
+            _ => return Err(Error::not_found(path)),
         };
-        let meta = self.catalog.list_avus(node.id).await?;
         Ok(S3Object {
             etag: etag(attrs.as_ref(), node.checksum.as_ref()),
             content_type: attrs.and_then(|a| a.content_type),

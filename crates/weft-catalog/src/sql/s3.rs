@@ -1,11 +1,11 @@
 //! The S3 gateway's keys (secrets sealed), buckets and object attributes.
 
-use super::rows::{self, get, get_flag};
+use super::rows::{self, get, get_flag, NODE_COLS, NODE_FROM};
 use super::{audit, db, db_ctx, now_ms, SqlCatalog};
-use crate::{Avu, S3Attrs, S3Bucket, S3Gateway, S3Key, S3Listed, S3Write, S3_META_UNIT};
+use crate::{Avu, Node, S3Attrs, S3Bucket, S3Gateway, S3Key, S3Listed, S3Write, S3_META_UNIT};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
-use weft_types::{Checksum, Error};
+use weft_types::{Error, LogicalPath};
 
 const KEY_SELECT: &str = "SELECT k.access_key, k.user_id, p.name, k.created, k.secret \
      FROM s3_keys k JOIN principals p ON p.id = k.user_id";
@@ -178,21 +178,42 @@ impl S3Gateway for SqlCatalog {
         Ok(out)
     }
 
-    async fn s3_attrs(&self, node_id: i64, checksum: &Checksum) -> Result<Option<S3Attrs>, Error> {
-        let row =
-            sqlx::query("SELECT etag, content_type FROM s3_objects WHERE node_id = $1 AND checksum = $2")
-                .bind(node_id)
-                .bind(checksum.to_string())
-                .fetch_optional(self.pool())
-                .await
-                .map_err(db)?;
-        row.map(|r| {
-            Ok(S3Attrs {
-                etag: get(&r, 0)?,
-                content_type: get(&r, 1)?,
+    async fn s3_object_at(
+        &self,
+        path: &LogicalPath,
+    ) -> Result<Option<(Node, Option<S3Attrs>, Vec<Avu>)>, Error> {
+        let rows = sqlx::query(&format!(
+            "SELECT {NODE_COLS}, s.etag, s.content_type, a.attr, a.value, a.unit FROM {NODE_FROM} \
+             LEFT JOIN s3_objects s ON s.node_id = n.id AND s.checksum = n.checksum \
+             LEFT JOIN avus a ON a.node_id = n.id WHERE n.path = $1 ORDER BY a.attr, a.value, a.unit"
+        ))
+        .bind(path.as_str())
+        .fetch_all(self.pool())
+        .await
+        .map_err(db)?;
+        let Some(first) = rows.first() else {
+            return Ok(None);
+        };
+        let node = rows::node(first)?;
+        let attrs = get::<Option<String>>(first, 10)?
+            .map(|etag| {
+                Ok::<_, Error>(S3Attrs {
+                    etag,
+                    content_type: get(first, 11)?,
+                })
             })
-        })
-        .transpose()
+            .transpose()?;
+        let mut avus = Vec::new();
+        for r in &rows {
+            if let Some(attr) = get::<Option<String>>(r, 12)? {
+                avus.push(Avu {
+                    attr,
+                    value: get(r, 13)?,
+                    unit: get(r, 14)?,
+                });
+            }
+        }
+        Ok(Some((node, attrs, avus)))
     }
 
     async fn s3_list(&self, lo: &str, hi: &str, after: &str, limit: u32) -> Result<Vec<S3Listed>, Error> {
