@@ -5,7 +5,7 @@
 //! transactions, placeholders) and the catalog-wide [`Catalog`] methods; `rows` decodes rows;
 //! each other module implements one area trait: `principals`, `resources`, `zones`
 //! (`Federation`), `staging`, `transfers`, `namespace`, `replicas`, `pids`, `meta`
-//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`), `leases` (`Leases`), `quotas` (`Quotas`), `uploads` (`Uploads`) and `audit` (`Audit`; and the
+//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`), `leases` (`Leases`), `quotas` (`Quotas`), `uploads` (`Uploads`), `web_sessions` (`WebSessions`) and `audit` (`Audit`; and the
 //! audit rows every change writes in its transaction).
 
 mod acl;
@@ -24,6 +24,7 @@ mod s3;
 mod staging;
 mod transfers;
 mod uploads;
+mod web_sessions;
 mod zones;
 
 use crate::{Avu, Catalog, Dialect};
@@ -142,6 +143,12 @@ const SQLITE_MIGRATIONS: Embedded = &[
         include_str!("../../migrations/sqlite/0017_audit_items.sql"),
     ),
     (18, "s3", include_str!("../../migrations/sqlite/0018_s3.sql")),
+    // 0019 is S3 multipart's (another branch); a gap in versions is what sqlx allows.
+    (
+        20,
+        "web_sessions",
+        include_str!("../../migrations/sqlite/0020_web_sessions.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -222,6 +229,12 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         include_str!("../../migrations/postgres/0017_audit_items.sql"),
     ),
     (18, "s3", include_str!("../../migrations/postgres/0018_s3.sql")),
+    // 0019 is S3 multipart's (another branch); a gap in versions is what sqlx allows.
+    (
+        20,
+        "web_sessions",
+        include_str!("../../migrations/postgres/0020_web_sessions.sql"),
+    ),
 ];
 
 #[derive(Debug)]
@@ -676,6 +689,7 @@ impl Catalog for SqlCatalog {
             ("zones", "name", "secret", false),
             ("resources", "name", "config", true),
             ("staging_areas", "name", "settings", true),
+            ("web_sessions", "secret_hash", "csrf", false),
         ] {
             let rows = sqlx::query(&format!("SELECT {key}, {column} FROM {table}"))
                 .fetch_all(&mut *tx)
