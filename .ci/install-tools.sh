@@ -176,8 +176,18 @@ else
   done_msg "unpacked $("$BIN/nginx" -v 2>&1)"
 fi
 
-# (i) The Python SDK's test stack (maturin, pytest, ruff, mypy, fsspec, pandas, pyarrow,
-# xarray, h5netcdf, zarr, dask, s3fs), pinned in python/requirements-test.txt, in a venv
+# (i) Headless Chromium and its WebDriver from Debian, for the web interface's tests in a
+# real browser (python/tests/test_web.py, driven by Selenium).
+step chromium
+if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
+  done_msg "present"
+else
+  apt_install chromium chromium-driver
+  done_msg "installed via apt"
+fi
+
+# (j) The Python SDK's test stack (maturin, pytest, ruff, mypy, fsspec, pandas, pyarrow,
+# xarray, h5netcdf, zarr, dask, s3fs, selenium), pinned in python/requirements-test.txt, in a venv
 # rebuilt when that file changes. The SDK itself is built into it by scripts/test.
 step python-sdk
 REQS="$(cd "$(dirname "$0")/.." && pwd)/python/requirements-test.txt"

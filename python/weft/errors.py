@@ -163,6 +163,12 @@ class Forbidden(Error, PermissionError):
     code = "forbidden"
 
 
+class CsrfRejected(Forbidden):
+    """A web session's change without its CSRF token, or from another site: nothing changed."""
+
+    code = "csrf_rejected"
+
+
 class Conflict(Error):
     """The request conflicts with the current state (a transfer that already ended, ...)."""
 

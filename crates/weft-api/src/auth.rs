@@ -1,6 +1,8 @@
 //! Authentication: every request but health and the OpenAPI document carries
 //! `Authorization: Bearer <token>`: a zone-issued API token (`weft_…`), a zone-to-zone token
 //! of a federated peer (`weftz_…`), or an OIDC access token (JWT) from a configured issuer.
+//! Without that header, the session cookie of the web interface stands for the token it was
+//! opened with (its pages' scripts call these routes), with the CSRF rule for changes.
 
 use crate::error::ApiError;
 use crate::AppState;
@@ -26,12 +28,19 @@ impl FromRequestParts<Arc<AppState>> for Authed {
 
 impl Authed {
     async fn decide(parts: &Parts, state: &Arc<AppState>) -> Result<Caller, ApiError> {
-        let header = parts.headers.get(http::header::AUTHORIZATION).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::Unauthenticated,
-                "no Authorization header; send `Authorization: Bearer <token>`",
-            )
-        })?;
+        let Some(header) = parts.headers.get(http::header::AUTHORIZATION) else {
+            if !crate::web::session::has_cookie(&parts.headers, state.zone.name().as_str()) {
+                return Err(ApiError::new(
+                    ErrorCode::Unauthenticated,
+                    "no Authorization header; send `Authorization: Bearer <token>`",
+                ));
+            }
+            let session = crate::web::session::resolve(&parts.headers, state).await?;
+            if crate::web::session::is_unsafe(&parts.method) {
+                crate::web::session::check_csrf(&parts.headers, &session, None)?;
+            }
+            return Ok(session.caller);
+        };
         let token = bearer_token(header.as_bytes())?;
         let zone = &state.zone;
         if token.starts_with("weft_") {

@@ -1,5 +1,6 @@
 //! REST API v1 of a zone: the axum router, authentication (API tokens, OIDC JWT), the
-//! OpenAPI document and the mapping of domain errors onto HTTP.
+//! OpenAPI document and the mapping of domain errors onto HTTP; and the web interface
+//! (`web/`), served by the same router at `/`.
 
 mod auth;
 mod convert;
@@ -14,6 +15,7 @@ mod requests;
 pub mod routes;
 pub mod s3;
 pub mod tls;
+mod web;
 
 use axum::extract::State;
 use axum::response::IntoResponse;
@@ -60,16 +62,25 @@ pub use oidc::{OidcIssuer, OidcVerifier};
 pub struct AppState {
     pub zone: Arc<Zone>,
     pub oidc: OidcVerifier,
+    /// The zone is served over HTTPS: the session cookie is `Secure`.
+    pub https: bool,
 }
 
-/// The whole API as one router.
+/// The whole API and the web interface as one router, served over plain HTTP.
 pub fn router(zone: Arc<Zone>, issuers: Vec<OidcIssuer>) -> Router {
+    router_over(zone, issuers, false)
+}
+
+/// [`router`], saying whether it is served over HTTPS.
+pub fn router_over(zone: Arc<Zone>, issuers: Vec<OidcIssuer>, https: bool) -> Router {
     let state = Arc::new(AppState {
         oidc: OidcVerifier::new(issuers, zone.trusted_cas()),
         zone,
+        https,
     });
     routes::table()
         .router
+        .merge(web::router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             proxy::relay_remote,

@@ -126,6 +126,9 @@ async fn body_zone(req: Request) -> Result<(Request, String), ApiError> {
 async fn forward(s: &Arc<AppState>, zone: &str, req: Request) -> Result<Response, ApiError> {
     let (mut parts, body) = req.into_parts();
     let Authed(caller) = Authed::from_request_parts(&mut parts, s).await?;
+    // The web session's secrets are this zone's: the peer gets a zone token instead.
+    parts.headers.remove(http::header::COOKIE);
+    parts.headers.remove(crate::web::session::CSRF_HEADER);
     let client = s.zone.peer_client(zone, &caller).await?;
     let path_and_query = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let body = reqwest::Body::wrap_stream(body.into_data_stream());

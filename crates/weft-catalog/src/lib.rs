@@ -167,6 +167,29 @@ pub struct Node {
     pub modified: Millis,
 }
 
+/// What a listing of a collection is ordered by; names break ties, so that an order is
+/// total and a page's last key says where the next begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChildOrder {
+    pub by: ChildSort,
+    pub descending: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildSort {
+    Name,
+    Size,
+    Modified,
+}
+
+/// Where a page of a sorted listing ends: the sort key of its last child (unused when
+/// sorting by name) and that child's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildKey {
+    pub key: i64,
+    pub name: String,
+}
+
 /// A data object as a listing for a transfer needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedObject {
@@ -878,6 +901,44 @@ pub trait S3Gateway: Send + Sync {
     async fn s3_list(&self, lo: &str, hi: &str, after: &str, limit: u32) -> Result<Vec<S3Listed>, Error>;
 }
 
+/// A session of the web interface, as the catalog keeps it (the secret only as a hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebSession {
+    pub user_id: i64,
+    /// The API token the session was opened with; the session ends with it.
+    pub token_id: i64,
+    /// The token's expiry: the session ends then at the latest.
+    pub token_expires: Option<Millis>,
+    /// The secret every state-changing request of the session must carry (opened).
+    pub csrf: String,
+    pub created: Millis,
+    pub last_seen: Millis,
+}
+
+/// Sessions of the web interface, shared by every server of a zone.
+#[async_trait]
+pub trait WebSessions: Send + Sync {
+    /// Records a session opened with token `token_id` of `user_id`; `csrf` is stored
+    /// sealed. Sessions idle since before `idle_before` or created before
+    /// `created_before` are deleted in the same transaction, so that abandoned sessions
+    /// do not pile up. Errors: `not_found` (the token is gone).
+    async fn create_web_session(
+        &self,
+        secret_hash: &str,
+        user_id: i64,
+        token_id: i64,
+        csrf: &str,
+        idle_before: Millis,
+        created_before: Millis,
+    ) -> Result<(), Error>;
+    /// The session and its user, if both it and the token it was opened with exist.
+    async fn web_session(&self, secret_hash: &str) -> Result<Option<(WebSession, Principal)>, Error>;
+    /// Records that the session was used at `at`.
+    async fn touch_web_session(&self, secret_hash: &str, at: Millis) -> Result<(), Error>;
+    /// Deletes the session; whether there was one.
+    async fn delete_web_session(&self, secret_hash: &str) -> Result<bool, Error>;
+}
+
 /// Managed transfers and their files.
 #[async_trait]
 pub trait Transfers: Send + Sync {
@@ -953,6 +1014,21 @@ pub trait Namespace: Send + Sync {
         &self,
         parent_id: i64,
         after_name: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Node>, Error>;
+
+    /// Children of a collection in `order`, after `after` (the key of the last child of
+    /// the page before); at most `limit`. Ordered by name this is [`list_children`]'s
+    /// index seek; by size or time the collection's children are read and the first
+    /// `limit` kept, a bounded sort (no index per order: each would cost every write of
+    /// the namespace).
+    ///
+    /// [`list_children`]: Namespace::list_children
+    async fn list_children_in(
+        &self,
+        parent_id: i64,
+        order: ChildOrder,
+        after: Option<&ChildKey>,
         limit: u32,
     ) -> Result<Vec<Node>, Error>;
 
@@ -1191,6 +1267,7 @@ pub trait Catalog:
     + Uploads
     + Audit
     + S3Gateway
+    + WebSessions
     + 'static
 {
     fn dialect(&self) -> Dialect;
@@ -1200,7 +1277,7 @@ pub trait Catalog:
     async fn stats(&self) -> Result<CatalogStats, Error>;
 
     /// Seals again, with the newest key, every secret (peer secrets, resource and staging
-    /// credentials) stored in clear or under an older key; how many were. A zone calls it
+    /// credentials, web sessions' CSRF secrets) stored in clear or under an older key; how many were. A zone calls it
     /// at start, which completes a key rotation.
     async fn reseal_secrets(&self) -> Result<u64, Error>;
 }

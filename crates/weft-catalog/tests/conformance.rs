@@ -18,6 +18,7 @@ use weft_catalog::S3Gateway;
 use weft_catalog::Staging;
 use weft_catalog::Transfers;
 use weft_catalog::Uploads;
+use weft_catalog::WebSessions;
 use weft_catalog::{
     Avu, Catalog, Dialect, FindQuery, MetaEdit, NewObject, NewPolicyTask, NewReplica, NewResource, PeerZone,
     PrincipalKind, Registered, Removed, ReplicaPlace, SqlCatalog, StagingArea, TransferFile, UploadPiece,
@@ -121,6 +122,8 @@ conformance!(
     transfer_counts_follow_every_update,
     collections_and_zone_roots,
     list_children_pages_by_name,
+    list_children_in_pages_in_every_order,
+    web_sessions_live_with_their_token_and_user,
     register_object_and_errors,
     overwrite_returns_replaced_replicas,
     register_objects_is_all_or_nothing,
@@ -1015,6 +1018,133 @@ async fn collections_and_zone_roots(c: &SqlCatalog) {
     // A second zone root is just another root.
     let y = c.create_collection(&p("/y"), admin.id, false).await.unwrap();
     assert_eq!(y.parent_id, None);
+}
+
+async fn list_children_in_pages_in_every_order(c: &SqlCatalog) {
+    use weft_catalog::{ChildKey, ChildOrder, ChildSort};
+    let (admin, disk) = zone(c).await;
+    let z = c.get_node(&p("/z")).await.unwrap().unwrap();
+    // Sizes with ties (the key is the length of the physical key), so that names decide.
+    for (n, key) in [
+        ("e", "eee"),
+        ("a", "a"),
+        ("d", "dd"),
+        ("b", "bbb"),
+        ("c", "c"),
+        ("f", "ffff"),
+    ] {
+        c.register_object(&obj(&format!("/z/{n}"), admin, disk, key))
+            .await
+            .unwrap();
+    }
+    c.create_collection(&p("/z/sub"), admin, false).await.unwrap();
+    for by in [ChildSort::Name, ChildSort::Size, ChildSort::Modified] {
+        for descending in [false, true] {
+            let order = ChildOrder { by, descending };
+            let key_of = |n: &weft_catalog::Node| match by {
+                ChildSort::Name => 0,
+                ChildSort::Size => n.size,
+                ChildSort::Modified => n.modified,
+            };
+            let mut expected = c.list_children(z.id, None, 100).await.unwrap();
+            expected.sort_by(|x, y| (key_of(x), x.path.name()).cmp(&(key_of(y), y.path.name())));
+            if descending {
+                expected.reverse();
+            }
+            let expected: Vec<String> = expected.iter().map(|n| n.path.name().to_owned()).collect();
+            // Pages of 3 after the key of each page's last entry.
+            let mut got = Vec::new();
+            let mut after: Option<ChildKey> = None;
+            loop {
+                let page = c.list_children_in(z.id, order, after.as_ref(), 3).await.unwrap();
+                got.extend(page.iter().map(|n| n.path.name().to_owned()));
+                let Some(last) = page.last() else { break };
+                after = Some(ChildKey {
+                    key: key_of(last),
+                    name: last.path.name().to_owned(),
+                });
+            }
+            assert_eq!(got, expected, "{order:?}");
+        }
+    }
+    let sizes: Vec<String> = c
+        .list_children_in(
+            z.id,
+            ChildOrder {
+                by: ChildSort::Size,
+                descending: false,
+            },
+            None,
+            100,
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|n| n.path.name().to_owned())
+        .collect();
+    assert_eq!(sizes, ["sub", "a", "c", "d", "b", "e", "f"]);
+}
+
+async fn web_sessions_live_with_their_token_and_user(c: &SqlCatalog) {
+    let alice = c
+        .create_principal(&name("alice"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let bob = c
+        .create_principal(&name("bob"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let t = c.create_token(alice.id, "ta", "", Some(i64::MAX)).await.unwrap();
+    c.create_web_session("s1", alice.id, t.id, "csrf-1", 0, 0)
+        .await
+        .unwrap();
+    let (s, user) = c.web_session("s1").await.unwrap().unwrap();
+    assert_eq!((user.id, s.user_id, s.token_id), (alice.id, alice.id, t.id));
+    assert_eq!((s.csrf.as_str(), s.token_expires), ("csrf-1", Some(i64::MAX)));
+    assert!(s.last_seen >= s.created);
+    assert_eq!(c.web_session("s2").await.unwrap(), None);
+    // A token of another user, or none, opens nothing.
+    assert_eq!(
+        code(c.create_web_session("s2", bob.id, t.id, "x", 0, 0).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        code(c.create_web_session("s2", alice.id, 424242, "x", 0, 0).await),
+        ErrorCode::NotFound
+    );
+    assert_eq!(c.web_session("s2").await.unwrap(), None);
+
+    c.touch_web_session("s1", s.last_seen + 5000).await.unwrap();
+    assert_eq!(
+        c.web_session("s1").await.unwrap().unwrap().0.last_seen,
+        s.last_seen + 5000
+    );
+    // Never back in time (two servers touching at once).
+    c.touch_web_session("s1", s.last_seen).await.unwrap();
+    assert_eq!(
+        c.web_session("s1").await.unwrap().unwrap().0.last_seen,
+        s.last_seen + 5000
+    );
+
+    // Opening a session sweeps those past their limits.
+    c.create_web_session("s3", alice.id, t.id, "csrf-3", s.last_seen + 6000, 0)
+        .await
+        .unwrap();
+    assert_eq!(c.web_session("s1").await.unwrap(), None, "idle");
+    c.create_web_session("s4", alice.id, t.id, "csrf-4", 0, i64::MAX)
+        .await
+        .unwrap();
+    assert_eq!(c.web_session("s3").await.unwrap(), None, "too old");
+
+    assert!(c.delete_web_session("s4").await.unwrap());
+    assert!(!c.delete_web_session("s4").await.unwrap());
+
+    // Removing the user removes its tokens, and with them its sessions.
+    c.create_web_session("s5", alice.id, t.id, "csrf-5", 0, 0)
+        .await
+        .unwrap();
+    c.delete_principal(&name("alice")).await.unwrap();
+    assert_eq!(c.web_session("s5").await.unwrap(), None);
 }
 
 async fn list_children_pages_by_name(c: &SqlCatalog) {

@@ -29,6 +29,9 @@ pub enum ErrorCode {
     Unauthenticated,
     TokenExpired,
     Forbidden,
+    /// A state-changing request of a web session without the session's CSRF token, or
+    /// sent from another site (Origin/Referer): nothing was changed.
+    CsrfRejected,
     Conflict,
     /// A bound the zone keeps on what one user or all together may hold open (upload
     /// sessions, ...): try again once some has ended.
@@ -70,6 +73,7 @@ impl ErrorCode {
         Self::Unauthenticated,
         Self::TokenExpired,
         Self::Forbidden,
+        Self::CsrfRejected,
         Self::Conflict,
         Self::LimitExceeded,
         Self::QuotaExceeded,
@@ -105,6 +109,7 @@ impl ErrorCode {
             Self::Unauthenticated => "unauthenticated",
             Self::TokenExpired => "token_expired",
             Self::Forbidden => "forbidden",
+            Self::CsrfRejected => "csrf_rejected",
             Self::Conflict => "conflict",
             Self::LimitExceeded => "limit_exceeded",
             Self::QuotaExceeded => "quota_exceeded",
@@ -136,7 +141,7 @@ impl ErrorCode {
             | Self::SizeMismatch
             | Self::IncompleteBody => 400,
             Self::Unauthenticated | Self::TokenExpired => 401,
-            Self::Forbidden | Self::QuotaExceeded => 403,
+            Self::Forbidden | Self::CsrfRejected | Self::QuotaExceeded => 403,
             Self::NotFound => 404,
             Self::AlreadyExists
             | Self::NotACollection

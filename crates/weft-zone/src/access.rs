@@ -56,6 +56,19 @@ impl Zone {
         }
     }
 
+    /// What `caller` holds on `path` (inherited or its own; `own` for administrators):
+    /// for an interface that offers only the actions the caller may take. The use cases
+    /// still check each action themselves.
+    pub async fn permission(&self, caller: &Caller, path: &LogicalPath) -> Result<Permission, Error> {
+        self.local(path)?;
+        if caller.is_admin {
+            return Ok(Permission::Own);
+        }
+        self.catalog
+            .effective_permission(path, &caller.principal_ids)
+            .await
+    }
+
     /// [`Zone::require`] for many paths, one outcome each, in order. A permission is the best
     /// of a node's ACLs and its ancestors', so it only grows downwards: whatever the caller
     /// holds on a parent it holds on each child, and a child is looked at on its own only

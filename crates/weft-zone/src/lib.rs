@@ -29,6 +29,7 @@ mod replication;
 mod resources;
 mod s3;
 mod scrubber;
+mod sessions;
 mod sides;
 mod staging;
 mod transfers;
@@ -54,7 +55,7 @@ pub use federation::{
 pub use leases::LEASE_TTL_DEFAULT;
 pub use metrics::{Labels, Metrics};
 pub use multipart::{MULTIPART_IDLE_LIMIT, PART_NUMBER_MAX, PART_SIZE_MAX};
-pub use namespace::{Listing, NodeInfo, ReplicaInfo};
+pub use namespace::{Listing, NodeInfo, ReplicaInfo, SortedListing};
 pub use oidc::{derived_oidc_name, plain_oidc_name, OidcLogin};
 pub use orphans::ORPHAN_GRACE_DEFAULT;
 pub use pid_registry::{HandleConfig, HandleRegistry, PidConfig, PidRegistry, Registration};
@@ -70,6 +71,7 @@ pub use s3::{
     S3Object, S3Page, ANONYMOUS, HOME_BUCKET_PREFIX, S3_LIST_MAX,
 };
 pub use scrubber::SCRUB_INTERVAL_DEFAULT;
+pub use sessions::{NewSession, Session, SESSION_IDLE_MS, SESSION_MAX_MS};
 pub use staging::{StagingInfo, StagingSpec};
 pub use transfers::{TransferInfo, TRANSFER_PIECE};
 pub use upload::{
@@ -78,6 +80,7 @@ pub use upload::{
 };
 pub use weft_catalog::{act_as, acting, current_actor, Actor, AuditEntry, AuditQuery};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};
+pub use weft_catalog::{ChildKey, ChildOrder, ChildSort};
 pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, TransferRecord};
 pub use weft_catalog::{S3Attrs, S3Key, S3Listed, S3Write, UploadPart, UploadRecord, S3_META_UNIT};
 pub use weft_policy::{Action, QosExpr, Rule, Trigger};

@@ -3,7 +3,7 @@
 use crate::{Caller, Zone};
 use base64::Engine;
 use std::collections::HashMap;
-use weft_catalog::{Node, RemoteReplica, Replica};
+use weft_catalog::{ChildKey, ChildOrder, ChildSort, Node, RemoteReplica, Replica};
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, Millis, NodeKind, Permission, ReplicaState};
 
 /// A node as the interfaces show it.
@@ -48,6 +48,13 @@ pub struct Listing {
 }
 
 pub const MAX_PAGE: u32 = 1000;
+
+/// A page of a collection in some order, and where the next page begins (none after the
+/// last page).
+pub struct SortedListing {
+    pub items: Vec<Node>,
+    pub next: Option<ChildKey>,
+}
 
 impl Zone {
     pub(crate) fn replica_info(&self, r: &Replica) -> ReplicaInfo {
@@ -130,6 +137,42 @@ impl Zone {
         let next_cursor = (items.len() as u32 == limit)
             .then(|| encode_cursor(items.last().expect("non-empty").path.name()));
         Ok(Listing { items, next_cursor })
+    }
+
+    /// Lists a collection in `order`, one page after `after` (the key [`SortedListing`]
+    /// gave for the page before). Errors: `not_a_collection` besides those of `list`.
+    pub async fn list_in(
+        &self,
+        caller: &Caller,
+        path: &LogicalPath,
+        order: ChildOrder,
+        after: Option<&ChildKey>,
+        limit: u32,
+    ) -> Result<SortedListing, Error> {
+        let node = self.node_as(caller, path, Permission::Read).await?;
+        if node.kind != NodeKind::Collection {
+            return Err(Error::new(
+                ErrorCode::NotACollection,
+                format!("{path} is a data object, not a collection"),
+            ));
+        }
+        let limit = limit.clamp(1, MAX_PAGE);
+        let items = self
+            .catalog
+            .list_children_in(node.id, order, after, limit)
+            .await?;
+        let next = (items.len() as u32 == limit).then(|| {
+            let last = items.last().expect("non-empty");
+            ChildKey {
+                key: match order.by {
+                    ChildSort::Name => 0,
+                    ChildSort::Size => last.size,
+                    ChildSort::Modified => last.modified,
+                },
+                name: last.path.name().to_owned(),
+            }
+        });
+        Ok(SortedListing { items, next })
     }
 
     pub async fn mkdir(&self, caller: &Caller, path: &LogicalPath, parents: bool) -> Result<Node, Error> {

@@ -263,7 +263,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let api = serve_on(listener, weft_api::router(zone, settings.oidc), settings.tls);
+    let https = settings.tls.is_some();
+    let api = serve_on(
+        listener,
+        weft_api::router_over(zone, settings.oidc, https),
+        settings.tls,
+    );
     let s3 = async {
         match s3 {
             Some(s3) => s3.await,

@@ -22,6 +22,8 @@ pub fn router(zone: Arc<Zone>) -> Router {
     let state = Arc::new(AppState {
         oidc: OidcVerifier::new(Vec::new(), zone.trusted_cas()),
         zone: zone.clone(),
+        // Only the request middleware reads this state; no cookie is set on this listener.
+        https: false,
     });
     let mut builder = s3s::service::S3ServiceBuilder::new(ops::Gateway { zone: zone.clone() });
     builder.set_auth(auth::Keys { zone: zone.clone() });

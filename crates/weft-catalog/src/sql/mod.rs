@@ -5,7 +5,7 @@
 //! transactions, placeholders) and the catalog-wide [`Catalog`] methods; `rows` decodes rows;
 //! each other module implements one area trait: `principals`, `resources`, `zones`
 //! (`Federation`), `staging`, `transfers`, `namespace`, `replicas`, `pids`, `meta`
-//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`), `leases` (`Leases`), `quotas` (`Quotas`), `uploads` (`Uploads`) and `audit` (`Audit`; and the
+//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`), `leases` (`Leases`), `quotas` (`Quotas`), `uploads` (`Uploads`), `web_sessions` (`WebSessions`) and `audit` (`Audit`; and the
 //! audit rows every change writes in its transaction).
 
 mod acl;
@@ -24,6 +24,7 @@ mod s3;
 mod staging;
 mod transfers;
 mod uploads;
+mod web_sessions;
 mod zones;
 
 use crate::{Avu, Catalog, Dialect};
@@ -147,6 +148,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "parts_in_place",
         include_str!("../../migrations/sqlite/0019_parts_in_place.sql"),
     ),
+    (
+        20,
+        "web_sessions",
+        include_str!("../../migrations/sqlite/0020_web_sessions.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -231,6 +237,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         19,
         "parts_in_place",
         include_str!("../../migrations/postgres/0019_parts_in_place.sql"),
+    ),
+    (
+        20,
+        "web_sessions",
+        include_str!("../../migrations/postgres/0020_web_sessions.sql"),
     ),
 ];
 
@@ -686,6 +697,7 @@ impl Catalog for SqlCatalog {
             ("zones", "name", "secret", false),
             ("resources", "name", "config", true),
             ("staging_areas", "name", "settings", true),
+            ("web_sessions", "secret_hash", "csrf", false),
         ] {
             let rows = sqlx::query(&format!("SELECT {key}, {column} FROM {table}"))
                 .fetch_all(&mut *tx)

@@ -8,7 +8,8 @@ use super::{
     subtree_range, SqlCatalog,
 };
 use crate::{
-    current_actor, Actor, ListedObject, LocatedNode, Namespace, NewObject, Node, Registered, Removed, Replica,
+    current_actor, Actor, ChildKey, ChildOrder, ChildSort, ListedObject, LocatedNode, Namespace, NewObject,
+    Node, Registered, Removed, Replica,
 };
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
@@ -194,6 +195,60 @@ impl Namespace for SqlCatalog {
             }
         }
         .map_err(db)?;
+        rows.iter().map(rows::node).collect()
+    }
+
+    async fn list_children_in(
+        &self,
+        parent_id: i64,
+        order: ChildOrder,
+        after: Option<&ChildKey>,
+        limit: u32,
+    ) -> Result<Vec<Node>, Error> {
+        let (dir, cmp) = if order.descending {
+            ("DESC", "<")
+        } else {
+            ("ASC", ">")
+        };
+        let column = match order.by {
+            ChildSort::Name => None,
+            ChildSort::Size => Some("n.size"),
+            ChildSort::Modified => Some("n.modified"),
+        };
+        let order_by = match column {
+            None => format!("n.name {dir}"),
+            Some(c) => format!("{c} {dir}, n.name {dir}"),
+        };
+        // The keyset condition: past the last child of the page before, in this order.
+        let (past, binds) = match (column, after) {
+            (_, None) => (String::new(), None),
+            (None, Some(a)) => (format!(" AND n.name {cmp} $2"), Some((None, a.name.as_str()))),
+            (Some(c), Some(a)) => (
+                format!(" AND ({c} {cmp} $2 OR ({c} = $3 AND n.name {cmp} $4))"),
+                Some((Some(a.key), a.name.as_str())),
+            ),
+        };
+        let limit_at = match binds {
+            None => 2,
+            Some((None, _)) => 3,
+            Some((Some(_), _)) => 5,
+        };
+        let sql = format!(
+            "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.parent_id = $1{past} \
+             ORDER BY {order_by} LIMIT ${limit_at}"
+        );
+        let mut q = sqlx::query(&sql).bind(parent_id);
+        match binds {
+            None => {}
+            Some((None, name)) => q = q.bind(name.to_owned()),
+            // Each placeholder appears once in the statement, bound in its order.
+            Some((Some(key), name)) => q = q.bind(key).bind(key).bind(name.to_owned()),
+        }
+        let rows = q
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?;
         rows.iter().map(rows::node).collect()
     }
 

@@ -1,0 +1,190 @@
+//! The web interface, served at `/` by the API's own router: server-rendered HTML (maud
+//! escapes every value it interpolates), one stylesheet and one small script embedded in
+//! the binary. It is one more front door over weft-zone's use cases, acting as the
+//! session's `Caller`; no check of its own decides what a user may see or do.
+//!
+//! Layout: `session.rs` the cookie and the CSRF rule (shared with `auth.rs`), `login.rs`
+//! logging in and out, `data.rs` the Data pages and their actions, `paths.rs` logical
+//! paths in URLs, `pages.rs` the HTML, `format.rs` sizes and times, `assets.rs` the
+//! stylesheet, script and icon.
+
+mod assets;
+mod data;
+mod format;
+mod login;
+mod pages;
+mod paths;
+pub mod session;
+
+use crate::AppState;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+use http::request::Parts;
+use http::{header, HeaderValue, StatusCode};
+use std::sync::Arc;
+use weft_types::{Error, ErrorCode};
+use weft_zone::Session;
+
+/// The pages and their actions. None of these is an API route: they are not in
+/// `routes::table()` nor in the OpenAPI document.
+pub fn router() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/", get(login::home))
+        .route("/login", get(login::page).post(login::submit))
+        .route("/logout", axum::routing::post(login::logout))
+        .route("/data", get(data::show))
+        .route("/data/", get(data::show))
+        .route("/data/{*path}", get(data::show))
+        .route(
+            "/new-collection/{*path}",
+            axum::routing::post(data::new_collection),
+        )
+        .route("/delete/{*path}", get(data::confirm_delete).post(data::delete))
+        .route("/assets/{file}", get(assets::serve))
+        .layer(axum::middleware::from_fn(headers))
+}
+
+/// What every answer of the interface carries. The content security policy lets the page
+/// run only this zone's own script and style, so markup that escaped escaping still runs
+/// nothing; pages are not cached (a page of a logged-out session must not come back with
+/// the Back button) nor framed.
+async fn headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    resp
+}
+
+/// The session of a page's request. Without one (no cookie, a forged, expired or
+/// logged-out one) the browser is sent to the login page, and a stale cookie is cleared.
+pub struct WebUser {
+    pub session: Session,
+    pub zone: String,
+}
+
+impl FromRequestParts<Arc<AppState>> for WebUser {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, Response> {
+        match session::resolve(&parts.headers, state).await {
+            Ok(s) => {
+                weft_zone::act_as(s.caller.name.as_str());
+                Ok(WebUser {
+                    session: s,
+                    zone: state.zone.name().to_string(),
+                })
+            }
+            Err(e) if e.code == ErrorCode::Unauthenticated => Err(to_login(parts, state)),
+            Err(e) => Err(WebError::new(e).into_response()),
+        }
+    }
+}
+
+/// A redirection to the login page that comes back here after (for a page; an action
+/// comes back to the start), forgetting a cookie that named no session.
+fn to_login(parts: &Parts, state: &Arc<AppState>) -> Response {
+    let zone = state.zone.name().as_str();
+    let back = (parts.method == http::Method::GET)
+        .then(|| parts.uri.path_and_query().map(|p| p.as_str()))
+        .flatten()
+        .unwrap_or("/");
+    let target = format!(
+        "/login?{}",
+        form_urlencoded::Serializer::new(String::new())
+            .append_pair("next", back)
+            .finish()
+    );
+    let mut resp = Redirect::to(&target).into_response();
+    if session::has_cookie(&parts.headers, zone) {
+        resp.headers_mut()
+            .insert(header::SET_COOKIE, session::clear_cookie(zone, state.https));
+    }
+    resp
+}
+
+/// A failure shown as a page: its status, stable code and message, and where to go next.
+pub struct WebError {
+    error: Error,
+    /// The zone, user and CSRF token of the session, for the top bar (none on the login
+    /// side).
+    session: Option<(String, String, String)>,
+}
+
+impl WebError {
+    pub fn new(error: Error) -> Self {
+        WebError { error, session: None }
+    }
+
+    /// The error on a page with `user`'s top bar.
+    pub fn of(user: &WebUser, error: Error) -> Self {
+        WebError {
+            error,
+            session: Some((
+                user.zone.clone(),
+                user.session.caller.name.to_string(),
+                user.session.csrf.clone(),
+            )),
+        }
+    }
+}
+
+impl From<Error> for WebError {
+    fn from(e: Error) -> Self {
+        WebError::new(e)
+    }
+}
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        let status =
+            StatusCode::from_u16(self.error.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if status.is_server_error() {
+            tracing::error!(code = %self.error.code, message = %self.error.message, "page failed");
+        }
+        let user = self
+            .session
+            .as_ref()
+            .map(|(zone, name, csrf)| pages::PageUser { zone, name, csrf });
+        (status, pages::error(user.as_ref(), &self.error)).into_response()
+    }
+}
+
+/// The fields of a form a page posted (`application/x-www-form-urlencoded`), at most 64 KiB.
+pub struct FormFields(Vec<(String, String)>);
+
+const FORM_LIMIT: usize = 64 * 1024;
+
+impl FormFields {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for FormFields {
+    type Rejection = WebError;
+
+    async fn from_request(req: Request, _: &S) -> Result<Self, WebError> {
+        let body = axum::body::to_bytes(req.into_body(), FORM_LIMIT)
+            .await
+            .map_err(|_| Error::invalid("the form is unreadable or larger than 64 KiB"))?;
+        Ok(FormFields(form_urlencoded::parse(&body).into_owned().collect()))
+    }
+}

@@ -1,0 +1,404 @@
+//! The HTML of every page. maud escapes whatever it interpolates, so a name or a metadata
+//! value is text on the page whatever it contains; nothing here is written unescaped.
+
+use super::data::PAGE;
+use super::{assets, format, paths};
+use axum::response::Html;
+use maud::{html, Markup, DOCTYPE};
+use weft_types::{Error, LogicalPath, Millis, NodeKind};
+use weft_zone::{Avu, ChildKey, ChildOrder, ChildSort, Node, NodeInfo};
+
+/// Who a page is for: the top bar's zone and user, and the token its forms carry.
+pub struct PageUser<'a> {
+    pub zone: &'a str,
+    pub name: &'a str,
+    pub csrf: &'a str,
+}
+
+/// The collections above a node, for the breadcrumbs: (name, Data URL), the node last.
+pub struct Crumbs(Vec<(String, String)>);
+
+impl Crumbs {
+    pub fn of(path: &LogicalPath) -> Crumbs {
+        Crumbs(
+            path.ancestors_and_self()
+                .iter()
+                .map(|p| (p.name().to_owned(), paths::to_url("/data", p)))
+                .collect(),
+        )
+    }
+}
+
+/// A page of a collection's listing.
+pub struct Listed<'a> {
+    pub node: &'a Node,
+    pub items: &'a [Node],
+    pub order: ChildOrder,
+    pub first_page: bool,
+    pub next: Option<&'a ChildKey>,
+    pub can_write: bool,
+    pub can_delete: bool,
+}
+
+/// An object's details.
+pub struct ObjectView<'a> {
+    pub info: &'a NodeInfo,
+    pub meta: &'a [Avu],
+    pub can_delete: bool,
+}
+
+fn layout(title: &str, user: Option<&PageUser<'_>>, zone: &str, main: Markup) -> Html<String> {
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                @if let Some(u) = user {
+                    meta name="csrf-token" content=(u.csrf);
+                }
+                title { (title) " · weft " (zone) }
+                link rel="icon" href=(assets::icon()) type="image/svg+xml";
+                link rel="stylesheet" href=(assets::css());
+                script src=(assets::js()) defer {}
+            }
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.topbar {
+                    a.brand href="/" {
+                        img src=(assets::icon()) alt="" width="24" height="24";
+                        span { "weft" }
+                    }
+                    @if !zone.is_empty() {
+                        span.zone title="zone" { (zone) }
+                    }
+                    @if let Some(u) = user {
+                        nav.primary aria-label="Main" {
+                            a href=(super::login::home_path(zone, u.name)) aria-current="page" { "Data" }
+                        }
+                        div.who {
+                            span.user title="signed in as" { (u.name) }
+                            form method="post" action="/logout" {
+                                input type="hidden" name="csrf" value=(u.csrf);
+                                button.link type="submit" { "Log out" }
+                            }
+                        }
+                    }
+                }
+                main #main { (main) }
+            }
+        }
+    };
+    Html(page.into_string())
+}
+
+fn time(ms: Millis) -> Markup {
+    let (attr, text) = format::time(ms);
+    html! { time datetime=(attr) { (text) } }
+}
+
+fn crumbs(c: &Crumbs) -> Markup {
+    html! {
+        nav.crumbs aria-label="Breadcrumb" {
+            ol {
+                @for (i, (name, url)) in c.0.iter().enumerate() {
+                    li {
+                        @if i + 1 == c.0.len() {
+                            a href=(url) aria-current="page" { (name) }
+                        } @else {
+                            a href=(url) { (name) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub fn login(zone: &str, next: Option<&str>, problem: Option<&str>) -> Html<String> {
+    let main = html! {
+        section.login {
+            h1 { "Sign in to zone " span.mono { (zone) } }
+            @if let Some(p) = problem {
+                p.alert role="alert" { (p) }
+            }
+            form method="post" action="/login" {
+                @if let Some(n) = next {
+                    input type="hidden" name="next" value=(n);
+                }
+                label for="token" { "API token" }
+                input #token type="password" name="token" autocomplete="off" required autofocus
+                    spellcheck="false" placeholder="weft_…";
+                p.hint { "Create one with " code { "weft token create" } "; it stays on the zone, your browser keeps only a session." }
+                button.primary type="submit" { "Sign in" }
+            }
+        }
+    };
+    layout("Sign in", None, zone, main)
+}
+
+pub fn error(user: Option<&PageUser<'_>>, e: &Error) -> Html<String> {
+    let title = match e.code.http_status() {
+        400 => "This address or request is not valid",
+        401 => "Sign in to continue",
+        403 => "You do not have permission",
+        404 => "Nothing is here",
+        409 => "That conflicts with what is there",
+        _ => "Something went wrong",
+    };
+    let main = html! {
+        section.problem {
+            h1 { (title) }
+            p.alert role="alert" { (e.message) }
+            p.code { "Error code " code { (e.code.as_str()) } }
+            p { a href="/" { "Back to your home collection" } }
+        }
+    };
+    layout(title, user, user.map_or("", |u| u.zone), main)
+}
+
+/// A link that sorts the listing by `by`: ascending first, the other way when it is
+/// already sorted so.
+fn sort_link(here: &str, order: ChildOrder, by: ChildSort, label: &str) -> Markup {
+    let active = order.by == by;
+    let desc = active && !order.descending;
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    q.append_pair("sort", sort_name(by));
+    if desc {
+        q.append_pair("desc", "1");
+    }
+    let aria = match (active, order.descending) {
+        (false, _) => "none",
+        (true, false) => "ascending",
+        (true, true) => "descending",
+    };
+    let arrow = match (active, order.descending) {
+        (false, _) => "",
+        (true, false) => " ▲",
+        (true, true) => " ▼",
+    };
+    html! {
+        th scope="col" aria-sort=(aria) {
+            a href={ (here) "?" (q.finish()) } { (label) span.arrow aria-hidden="true" { (arrow) } }
+        }
+    }
+}
+
+fn sort_name(by: ChildSort) -> &'static str {
+    match by {
+        ChildSort::Name => "name",
+        ChildSort::Size => "size",
+        ChildSort::Modified => "modified",
+    }
+}
+
+fn next_link(here: &str, order: ChildOrder, key: &ChildKey) -> String {
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    q.append_pair("sort", sort_name(order.by));
+    if order.descending {
+        q.append_pair("desc", "1");
+    }
+    q.append_pair("after", &key.name);
+    if order.by != ChildSort::Name {
+        q.append_pair("key", &key.key.to_string());
+    }
+    format!("{here}?{}", q.finish())
+}
+
+fn first_link(here: &str, order: ChildOrder) -> String {
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    q.append_pair("sort", sort_name(order.by));
+    if order.descending {
+        q.append_pair("desc", "1");
+    }
+    format!("{here}?{}", q.finish())
+}
+
+pub fn collection(user: &PageUser<'_>, c: &Crumbs, v: &Listed<'_>) -> Html<String> {
+    let path = &v.node.path;
+    let here = paths::to_url("/data", path);
+    let main = html! {
+        (crumbs(c))
+        div.heading {
+            h1 { span.kind { (kind_icon(NodeKind::Collection)) } (path.name()) }
+            @if v.can_delete {
+                a.button.danger href=(paths::to_url("/delete", path)) { "Delete collection…" }
+            }
+        }
+        p.facts {
+            "Collection · owner " span.owner { (v.node.owner.as_str()) } " · modified " (time(v.node.modified))
+        }
+        @if v.can_write {
+            div.actions {
+                form.inline method="post" action=(paths::to_url("/new-collection", path)) {
+                    input type="hidden" name="csrf" value=(user.csrf);
+                    label for="new-name" { "New collection" }
+                    input #new-name type="text" name="name" required placeholder="name" spellcheck="false";
+                    button type="submit" { "Create" }
+                }
+                form #upload.inline hidden data-collection=(path.as_str()) {
+                    label for="upload-file" { "Upload a file" }
+                    input #upload-file type="file" name="file" required;
+                    button.primary type="submit" { "Upload" }
+                    div #upload-status.status role="status" aria-live="polite" hidden {
+                        progress #upload-progress max="1" value="0" aria-label="upload progress" {}
+                        span #upload-text {}
+                    }
+                }
+                noscript { p.hint { "Uploading needs JavaScript; " code { "weft put" } " works without." } }
+            }
+        }
+        @if v.items.is_empty() {
+            p.empty { @if v.first_page { "This collection is empty." } @else { "No more entries." } }
+        } @else {
+            table.listing {
+                caption.visually-hidden { "Contents of " (path.as_str()) }
+                thead {
+                    tr {
+                        (sort_link(&here, v.order, ChildSort::Name, "Name"))
+                        (sort_link(&here, v.order, ChildSort::Size, "Size"))
+                        (sort_link(&here, v.order, ChildSort::Modified, "Modified"))
+                        th scope="col" { "Owner" }
+                    }
+                }
+                tbody {
+                    @for n in v.items {
+                        tr.(kind_class(n.kind)) {
+                            td.name {
+                                a href=(paths::to_url("/data", &n.path)) {
+                                    (kind_icon(n.kind))
+                                    span.label { (n.path.name()) }
+                                }
+                            }
+                            td.size data-bytes=(n.size) {
+                                @if n.kind == NodeKind::Object { (format::size(n.size)) } @else { "—" }
+                            }
+                            td.modified { (time(n.modified)) }
+                            td.owner { (n.owner.as_str()) }
+                        }
+                    }
+                }
+            }
+        }
+        nav.pager aria-label="Pages" {
+            @if !v.first_page {
+                a.button href=(first_link(&here, v.order)) { "« First page" }
+            }
+            span.count { (v.items.len()) " entries on this page (at most " (PAGE) ")" }
+            @if let Some(k) = v.next {
+                a.button rel="next" href=(next_link(&here, v.order, k)) { "Next page »" }
+            }
+        }
+    };
+    layout(path.name(), Some(user), user.zone, main)
+}
+
+fn kind_class(k: NodeKind) -> &'static str {
+    match k {
+        NodeKind::Collection => "collection",
+        NodeKind::Object => "object",
+    }
+}
+
+/// A folder or a sheet, drawn in the text's colour.
+fn kind_icon(k: NodeKind) -> Markup {
+    let d = match k {
+        NodeKind::Collection => "M1.75 3.5h4.2l1.6 1.6h6.7v7.4H1.75z",
+        NodeKind::Object => "M3.5 1.75h5.6l3.4 3.4v9.1h-9z M9 1.75v3.5h3.5",
+    };
+    html! {
+        svg.icon viewBox="0 0 16 16" width="16" height="16" aria-hidden="true" focusable="false" {
+            path d=(d) fill="none" stroke="currentColor" stroke-width="1.4" stroke-linejoin="round" {}
+        }
+    }
+}
+
+pub fn object(user: &PageUser<'_>, c: &Crumbs, v: &ObjectView<'_>) -> Html<String> {
+    let n = &v.info.node;
+    let main = html! {
+        (crumbs(c))
+        div.heading {
+            h1 { (n.path.name()) }
+            div.buttons {
+                a.button.primary href=(paths::to_url("/api/v1/data", &n.path)) download=(n.path.name()) { "Download" }
+                @if v.can_delete {
+                    a.button.danger href=(paths::to_url("/delete", &n.path)) { "Delete…" }
+                }
+            }
+        }
+        dl.facts-grid {
+            dt { "Size" } dd.size { (format::size(n.size)) span.muted { " (" (format::count(n.size)) " bytes)" } }
+            dt { "Checksum" } dd.checksum { @if let Some(sum) = &n.checksum { code { (sum.to_string()) } } @else { "—" } }
+            dt { "Owner" } dd.owner { (n.owner.as_str()) }
+            dt { "Created" } dd { (time(n.created)) }
+            dt { "Modified" } dd { (time(n.modified)) }
+            dt { "Path" } dd { code { (n.path.as_str()) } }
+            @if let Some(pid) = &v.info.pid {
+                dt { "PID" } dd { a href={ "/pid/" (pid) } { (pid) } }
+            }
+        }
+        section {
+            h2 { "Metadata" }
+            @if v.meta.is_empty() {
+                p.empty { "No metadata." }
+            } @else {
+                table.meta {
+                    thead { tr { th scope="col" { "Attribute" } th scope="col" { "Value" } th scope="col" { "Unit" } } }
+                    tbody {
+                        @for a in v.meta {
+                            tr { td { (a.attr) } td { (a.value) } td { (a.unit) } }
+                        }
+                    }
+                }
+            }
+        }
+        section {
+            h2 { "Replicas" }
+            table.replicas {
+                thead {
+                    tr {
+                        th scope="col" { "Zone" } th scope="col" { "Resource" } th scope="col" { "State" }
+                        th scope="col" { "Size" } th scope="col" { "Created" } th scope="col" { "Last verified" }
+                    }
+                }
+                tbody {
+                    @for r in &v.info.replicas {
+                        tr {
+                            td { (r.zone) }
+                            td { (r.resource) }
+                            td { span class={ "state state-" (r.state.as_str()) } { (r.state.as_str()) } }
+                            td { (format::size(r.size)) }
+                            td { (time(r.created)) }
+                            td { @if let Some(t) = r.verified { (time(t)) } @else { "never" } }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    layout(n.path.name(), Some(user), user.zone, main)
+}
+
+pub fn confirm_delete(user: &PageUser<'_>, c: &Crumbs, n: &Node) -> Html<String> {
+    let what = match n.kind {
+        NodeKind::Collection => "the collection",
+        NodeKind::Object => "the data object",
+    };
+    let main = html! {
+        (crumbs(c))
+        section.confirm {
+            h1 { "Delete " (n.path.name()) "?" }
+            p {
+                "This deletes " (what) " " code { (n.path.as_str()) }
+                @if n.kind == NodeKind::Collection { " and everything in it" }
+                ", with all its replicas. It cannot be undone."
+            }
+            form method="post" action=(paths::to_url("/delete", &n.path)) {
+                input type="hidden" name="csrf" value=(user.csrf);
+                button.danger type="submit" { "Delete" }
+                a.button href=(paths::to_url("/data", &n.path)) { "Cancel" }
+            }
+        }
+    };
+    layout("Delete", Some(user), user.zone, main)
+}
