@@ -439,17 +439,34 @@ async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    // An S3 access key's secret is sealed too (SigV4 needs it in clear on the server).
+    let r = http
+        .post(format!("{}/api/v1/s3/keys", s.url()))
+        .bearer_auth(s.admin_token())
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let s3_key: Value = r.json().await.unwrap();
+    let access_key = s3_key["access_key"].as_str().unwrap().to_owned();
+    let s3_secret = s3_key["secret_key"].as_str().unwrap().to_owned();
     let catalog_url = format!("sqlite://{}", s.data_dir().join("catalog.db").display());
     let stored = || async {
         // Without the key file a catalog shows what it stores.
         let catalog = weft_catalog::connect(&catalog_url).await.unwrap();
         let peer = weft_types::ZoneName::parse("peer").unwrap();
-        catalog.get_zone(&peer).await.unwrap().unwrap().secret
+        let s3 = catalog.s3_secret(&access_key).await.unwrap().unwrap().1;
+        (catalog.get_zone(&peer).await.unwrap().unwrap().secret, s3)
     };
-    let first = stored().await;
+    let (first, first_s3) = stored().await;
     assert!(
         first.starts_with("sealed:v1:") && !first.contains(secret),
         "{first}"
+    );
+    assert!(
+        first_s3.starts_with("sealed:v1:") && !first_s3.contains(&s3_secret),
+        "{first_s3}"
     );
 
     s.kill9();
@@ -461,11 +478,13 @@ async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
     .stdout;
     let new_id = said.split_whitespace().nth(2).unwrap().to_owned();
     s.restart().unwrap();
-    let resealed = stored().await;
-    assert!(
-        resealed.starts_with(&format!("sealed:v1:{new_id}:")),
-        "{resealed} after {said}"
-    );
+    let (resealed, resealed_s3) = stored().await;
+    for sealed in [&resealed, &resealed_s3] {
+        assert!(
+            sealed.starts_with(&format!("sealed:v1:{new_id}:")),
+            "{sealed} after {said}"
+        );
+    }
     // The old key may go now; the peer's secret still opens (zone tokens are signed with it).
     s.kill9();
     let keys = std::fs::read_to_string(s.data_dir().join("secret.key")).unwrap();

@@ -698,6 +698,7 @@ impl Catalog for SqlCatalog {
             ("resources", "name", "config", true),
             ("staging_areas", "name", "settings", true),
             ("web_sessions", "secret_hash", "csrf", false),
+            ("s3_keys", "access_key", "secret", false),
         ] {
             let rows = sqlx::query(&format!("SELECT {key}, {column} FROM {table}"))
                 .fetch_all(&mut *tx)
