@@ -7,7 +7,7 @@ use maud::{html, Markup};
 use weft_zone::ZoneMap;
 
 const WIDTH: f64 = 560.0;
-const HEIGHT: f64 = 300.0;
+const HEIGHT: f64 = 340.0;
 /// A node's radius: arcs end at its rim.
 const NODE: f64 = 30.0;
 

@@ -34,7 +34,11 @@ pub fn page(user: &PageUser<'_>, v: &Admin<'_>) -> Html<String> {
                         @for u in v.users {
                             tr data-user=(u.name.as_str()) {
                                 td.name { (u.name.as_str()) }
-                                td { @if u.is_admin { span.state.state-admin { "administrator" } } @else { "user" } }
+                                td {
+                                    @if u.is_admin { span.state.state-admin { "administrator" } }
+                                    @else if let Some((_, zone)) = u.name.as_str().split_once('#') { "visitor from zone " (zone) }
+                                    @else { "user" }
+                                }
                                 td.when { (time(u.created)) }
                             }
                         }
