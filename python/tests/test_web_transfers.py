@@ -396,12 +396,24 @@ def test_the_admin_page_is_for_administrators_only(b: WebDriver, pair: Pair) -> 
     secret = wait(b, lambda d: d.find_element(By.ID, "new-token")).text
     assert secret.startswith("weft_")
     assert len(b.find_elements(By.CSS_SELECTOR, "table.tokens tbody tr")) == before + 1
-    # The token works, and deleting it on the page ends it.
+    # The token works, is listed by the REST API as on the page, and deleting it on the
+    # page ends it.
     assert api(a, "GET", "/api/v1/whoami", token=secret)
+    listed = api(a, "GET", "/api/v1/tokens")
+    assert any(t["label"] == "made on the page" and "token" not in t for t in listed), listed
+    assert [t["user"] for t in api(a, "GET", "/api/v1/tokens", token=carol)] == ["carol"]
     made = b.find_element(By.XPATH, "//table[contains(@class,'tokens')]//tr[td[contains(.,'made on the page')]]")
     made.find_element(By.CSS_SELECTOR, "button.danger").click()
     wait(b, lambda d: "made on the page" not in d.find_element(By.CSS_SELECTOR, "table.tokens").text)
     status, _, _ = send(a, "GET", "/api/v1/whoami", headers={"Authorization": f"Bearer {secret}"})
+    assert status == 401
+    # Over REST, a user deletes their own token only; another's looks like none.
+    spare = weft_ok(a, "token", "create").strip().splitlines()[0]
+    spare_id = max(t["id"] for t in api(a, "GET", "/api/v1/tokens") if t["user"] == "admin")
+    status, _, body = send(a, "DELETE", f"/api/v1/tokens/{spare_id}", headers={"Authorization": f"Bearer {carol}"})
+    assert status == 404, body
+    api(a, "DELETE", f"/api/v1/tokens/{spare_id}")
+    status, _, _ = send(a, "GET", "/api/v1/whoami", headers={"Authorization": f"Bearer {spare}"})
     assert status == 401
     b.get(a.url + "/admin")
     assert not has(b, "#new-token"), "the secret is shown once"
