@@ -32,3 +32,34 @@ pub fn usage(space: &Result<Option<weft_zone::Space>, weft_types::Error>) -> Mar
         Err(e) => html! { span.alert-inline { (e.message) } },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::web::pages::{layout_in, PageUser, Section};
+    use crate::web::ADMIN_NAV;
+
+    #[tokio::test]
+    async fn only_administrators_get_the_admin_entry_and_the_section_is_marked() {
+        let user = PageUser {
+            zone: "t",
+            name: "alice",
+            csrf: "c",
+        };
+        let page = |admin: bool| {
+            ADMIN_NAV.scope(std::cell::Cell::new(admin), async {
+                layout_in(Section::Zones, "Zones", Some(&user), "t", maud::html! {}).0
+            })
+        };
+        let (plain, admin) = (page(false).await, page(true).await);
+        assert!(!plain.contains(r#"href="/admin""#), "{plain}");
+        assert!(admin.contains(r#"href="/admin""#), "{admin}");
+        assert!(
+            plain.contains(r#"<a href="/zones" aria-current="page">"#),
+            "{plain}"
+        );
+        assert!(plain.contains(r#"<a href="/transfers">"#), "{plain}");
+        // Outside a request (no scope), no Admin entry either.
+        let outside = layout_in(Section::Data, "Data", Some(&user), "t", maud::html! {}).0;
+        assert!(!outside.contains(r#"href="/admin""#));
+    }
+}
