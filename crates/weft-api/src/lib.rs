@@ -226,6 +226,8 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::admin::add_member,
         routes::admin::remove_member,
         routes::admin::create_token,
+        routes::admin::list_tokens,
+        routes::admin::delete_token,
         routes::admin::list_acl,
         routes::admin::set_acl,
         routes::admin::list_resources,

@@ -353,7 +353,8 @@ async fn scrubber_marks_damaged_replicas_bad_and_repairs_them() {
             "upload-sweeper",
             "transfers",
             "scrubber",
-            "policies"
+            "policies",
+            "throughput"
         ]
     );
 }

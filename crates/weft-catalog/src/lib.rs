@@ -12,9 +12,9 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 use weft_types::{
-    Checksum, Error, FileState, LogicalPath, MetaCondition, Millis, NodeKind, Permission, PrincipalName,
-    QosStatus, ReplicaState, ResourceKind, ResourceName, StagingName, TaskState, TransferId, TransferState,
-    ZoneName,
+    Checksum, Direction, Error, FileState, LogicalPath, MetaCondition, Millis, NodeKind, Permission,
+    PrincipalName, QosStatus, ReplicaState, ResourceKind, ResourceName, StagingName, TaskState, TransferId,
+    TransferKind, TransferState, ZoneName,
 };
 
 mod seal;
@@ -147,6 +147,23 @@ pub struct TransferRecord {
     /// The federated zone that vouched for the owner when it submitted the transfer (a
     /// zone token): the run acts as that visitor, never as the plain local user.
     pub via_zone: Option<ZoneName>,
+    /// Who asked for it: a user, a policy rule, a QoS requirement or the scrubber.
+    pub kind: TransferKind,
+}
+
+/// A page of the transfer history: newest first, filtered, after the last one of the page
+/// before.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TransferQuery {
+    /// Only this user's; `None`: everyone's.
+    pub owner_id: Option<i64>,
+    pub state: Option<TransferState>,
+    pub kind: Option<TransferKind>,
+    /// Only those created at or after this time.
+    pub created_since: Option<Millis>,
+    /// The (created, id) of the last transfer of the page before.
+    pub before: Option<(Millis, TransferId)>,
+    pub limit: u32,
 }
 
 /// A collection or data object.
@@ -469,6 +486,12 @@ pub trait Principals: Send + Sync {
 
     /// The token and its user, if the hash is known (expiry is the caller's to check).
     async fn find_token(&self, secret_hash: &str) -> Result<Option<(TokenRecord, Principal)>, Error>;
+
+    /// Tokens with their user's name, newest first; only `user_id`'s unless `None`.
+    async fn list_tokens(&self, user_id: Option<i64>) -> Result<Vec<(TokenRecord, PrincipalName)>, Error>;
+
+    /// Deletes a token (and the web sessions opened with it). Errors: `not_found`.
+    async fn delete_token(&self, id: i64) -> Result<TokenRecord, Error>;
 
     /// The principal bound to the OIDC identity `subject` of `issuer`, if any.
     async fn oidc_principal(&self, issuer: &str, subject: &str) -> Result<Option<Principal>, Error>;
@@ -915,6 +938,47 @@ pub struct WebSession {
     pub last_seen: Millis,
 }
 
+/// Bytes moved between this zone and one peer, one way, in one bucket of time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThroughputSample {
+    pub zone: ZoneName,
+    pub direction: Direction,
+    pub bytes: u64,
+}
+
+/// One bucket of the throughput history: the bytes of `step` milliseconds from `at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThroughputBucket {
+    pub at: Millis,
+    pub zone: ZoneName,
+    pub direction: Direction,
+    pub bytes: u64,
+}
+
+/// A level of the throughput history: buckets of `step` ms, kept for `keep` ms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThroughputLevel {
+    pub step: Millis,
+    pub keep: Millis,
+}
+
+/// The throughput history between this zone and its peers (the web interface's charts),
+/// bounded by deleting buckets older than their level keeps.
+#[async_trait]
+pub trait Throughput: Send + Sync {
+    /// Adds `samples`, taken at `at`, into the bucket holding `at` of every level, and
+    /// deletes each level's buckets older than it keeps, in one transaction.
+    async fn add_throughput(
+        &self,
+        at: Millis,
+        samples: &[ThroughputSample],
+        levels: &[ThroughputLevel],
+    ) -> Result<(), Error>;
+
+    /// The buckets of `step` from `since` on, oldest first.
+    async fn throughput(&self, step: Millis, since: Millis) -> Result<Vec<ThroughputBucket>, Error>;
+}
+
 /// Sessions of the web interface, shared by every server of a zone.
 #[async_trait]
 pub trait WebSessions: Send + Sync {
@@ -949,6 +1013,7 @@ pub trait Transfers: Send + Sync {
         id: &TransferId,
         owner_id: i64,
         via_zone: Option<&ZoneName>,
+        kind: TransferKind,
         spec: &str,
     ) -> Result<TransferRecord, Error>;
 
@@ -956,6 +1021,9 @@ pub trait Transfers: Send + Sync {
 
     /// Newest first; only `owner_id`'s unless `None`.
     async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error>;
+
+    /// A page of the history: newest first (by creation, then id), as `q` filters it.
+    async fn transfer_page(&self, q: &TransferQuery) -> Result<Vec<TransferRecord>, Error>;
 
     /// Transfers in any of `states` (the worker's queue), oldest first.
     async fn transfers_in_state(&self, states: &[TransferState]) -> Result<Vec<TransferRecord>, Error>;
@@ -1268,6 +1336,7 @@ pub trait Catalog:
     + Audit
     + S3Gateway
     + WebSessions
+    + Throughput
     + 'static
 {
     fn dialect(&self) -> Dialect;

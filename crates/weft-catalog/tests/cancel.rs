@@ -8,7 +8,7 @@ use std::time::Duration;
 use weft_catalog::Principals;
 use weft_catalog::Transfers;
 use weft_catalog::{PrincipalKind, SqlCatalog};
-use weft_types::{Endpoint, FileState, PrincipalName, TransferId};
+use weft_types::{Endpoint, FileState, PrincipalName, TransferId, TransferKind};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_dropped_while_waiting_for_the_lock_leave_no_transaction_behind() {
@@ -58,7 +58,7 @@ async fn writes_dropped_at_any_point_leave_no_transaction_behind() {
         )
         .await
         .unwrap();
-    cat.create_transfer(&TransferId::new("t1"), owner.id, None, "{}")
+    cat.create_transfer(&TransferId::new("t1"), owner.id, None, TransferKind::User, "{}")
         .await
         .unwrap();
     let files: Vec<weft_catalog::TransferFile> = (0..2000)

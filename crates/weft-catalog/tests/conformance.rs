@@ -16,19 +16,22 @@ use weft_catalog::Replicas;
 use weft_catalog::Resources;
 use weft_catalog::S3Gateway;
 use weft_catalog::Staging;
+use weft_catalog::Throughput;
 use weft_catalog::Transfers;
 use weft_catalog::Uploads;
 use weft_catalog::WebSessions;
 use weft_catalog::{
     Avu, Catalog, Dialect, FindQuery, MetaEdit, NewObject, NewPolicyTask, NewReplica, NewResource, PeerZone,
-    PrincipalKind, Registered, Removed, ReplicaPlace, SqlCatalog, StagingArea, TransferFile, UploadPiece,
-    UploadRecord, Usage,
+    PrincipalKind, Registered, Removed, ReplicaPlace, SqlCatalog, StagingArea, ThroughputLevel,
+    ThroughputSample, TransferFile, TransferQuery, UploadPiece, UploadRecord, Usage,
 };
 use weft_types::{
     Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
     ResourceKind, ResourceName, StagingName, ZoneName,
 };
-use weft_types::{Endpoint, Error, FileState, QosStatus, TaskState, TransferId, TransferState};
+use weft_types::{
+    Direction, Endpoint, Error, FileState, QosStatus, TaskState, TransferId, TransferKind, TransferState,
+};
 
 // --- harness ----------------------------------------------------------------------------
 
@@ -101,6 +104,9 @@ macro_rules! conformance {
 }
 
 conformance!(
+    throughput_adds_into_buckets_and_keeps_each_level_bounded,
+    transfer_history_filters_and_pages,
+    tokens_are_listed_and_deleted_with_their_sessions,
     audit_records_every_change_with_its_actor,
     audit_records_a_put_of_several_as_one_entry,
     uploads_and_their_pieces,
@@ -655,7 +661,9 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
         resume: None,
     };
     for t in ["big", "other"] {
-        c.create_transfer(&tid(t), admin, None, "{}").await.unwrap();
+        c.create_transfer(&tid(t), admin, None, TransferKind::User, "{}")
+            .await
+            .unwrap();
         let files: Vec<TransferFile> = (0..500).map(file).collect();
         c.add_transfer_files(&tid(t), &files).await.unwrap();
     }
@@ -728,7 +736,9 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
 
 async fn transfer_files_in_many_rows(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
-    c.create_transfer(&tid("big"), admin, None, "{}").await.unwrap();
+    c.create_transfer(&tid("big"), admin, None, TransferKind::User, "{}")
+        .await
+        .unwrap();
     let files: Vec<TransferFile> = (0..250u64)
         .map(|seq| TransferFile {
             seq,
@@ -771,7 +781,7 @@ async fn transfer_files_in_many_rows(c: &SqlCatalog) {
 async fn transfers_and_their_files(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
     let t = c
-        .create_transfer(&tid("t1"), admin, None, "{\"spec\":1}")
+        .create_transfer(&tid("t1"), admin, None, TransferKind::User, "{\"spec\":1}")
         .await
         .unwrap();
     assert_eq!(
@@ -780,7 +790,10 @@ async fn transfers_and_their_files(c: &SqlCatalog) {
     );
     assert_eq!(t.started, None);
     assert_eq!(
-        code(c.create_transfer(&tid("t1"), admin, None, "{}").await),
+        code(
+            c.create_transfer(&tid("t1"), admin, None, TransferKind::User, "{}")
+                .await
+        ),
         ErrorCode::AlreadyExists
     );
     let file = |seq: u64, size: u64| TransferFile {
@@ -883,7 +896,9 @@ async fn transfers_and_their_files(c: &SqlCatalog) {
         ErrorCode::NotFound
     );
 
-    c.create_transfer(&tid("t2"), admin, None, "{}").await.unwrap();
+    c.create_transfer(&tid("t2"), admin, None, TransferKind::User, "{}")
+        .await
+        .unwrap();
     let ids: Vec<TransferId> = c
         .list_transfers(Some(admin), 10)
         .await
@@ -3586,7 +3601,7 @@ async fn stats_count_by_state(c: &SqlCatalog) {
     assert!(empty.pool_size >= 1 && empty.pool_idle <= empty.pool_size);
     let node = one_object(c).await;
     for t in ["a", "b", "c"] {
-        c.create_transfer(&tid(t), node.owner_id, None, "{}")
+        c.create_transfer(&tid(t), node.owner_id, None, TransferKind::User, "{}")
             .await
             .unwrap();
     }
@@ -3876,7 +3891,9 @@ async fn audit_records_every_change_with_its_actor(c: &SqlCatalog) {
         assert_eq!(code(c.delete_policy_rule("r1").await), ErrorCode::NotFound);
         let q = c.add_qos(&p("/z/a"), "replicas = 2", admin).await.unwrap();
         c.delete_qos(q.id).await.unwrap();
-        c.create_transfer(&tid("t1"), alice.id, None, "{}").await.unwrap();
+        c.create_transfer(&tid("t1"), alice.id, None, TransferKind::User, "{}")
+            .await
+            .unwrap();
         c.create_oidc_user("https://idp.example", "sub-1", &name("olga"))
             .await
             .unwrap();
@@ -4129,4 +4146,206 @@ async fn audit_records_every_change_with_its_actor(c: &SqlCatalog) {
     }
     assert_eq!(paged, everything);
     assert!(everything.len() > 7 * 3);
+}
+
+async fn throughput_adds_into_buckets_and_keeps_each_level_bounded(c: &SqlCatalog) {
+    let zone = |z: &str| ZoneName::parse(z).unwrap();
+    let sample = |z: &str, direction, bytes| ThroughputSample {
+        zone: zone(z),
+        direction,
+        bytes,
+    };
+    const MIN: i64 = 60_000;
+    let levels = [
+        ThroughputLevel {
+            step: MIN,
+            keep: 3 * MIN,
+        },
+        ThroughputLevel {
+            step: 60 * MIN,
+            keep: 24 * 60 * MIN,
+        },
+    ];
+    // On an hour's boundary.
+    let t0 = 1_000 * 60 * MIN;
+    let add = |at: i64, samples: Vec<ThroughputSample>| async move {
+        c.add_throughput(at, &samples, &levels).await.unwrap()
+    };
+    // Two samples in one minute add up; another peer and direction are rows of their own;
+    // nothing is written for no bytes.
+    add(
+        t0 + 1_000,
+        vec![sample("b", Direction::Out, 100), sample("c", Direction::In, 0)],
+    )
+    .await;
+    add(
+        t0 + 59_999,
+        vec![sample("b", Direction::Out, 50), sample("b", Direction::In, 7)],
+    )
+    .await;
+    let rows = |v: Vec<weft_catalog::ThroughputBucket>| {
+        v.into_iter()
+            .map(|b| (b.at, b.zone.to_string(), b.direction, b.bytes))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        rows(c.throughput(MIN, 0).await.unwrap()),
+        vec![
+            (t0, "b".into(), Direction::In, 7),
+            (t0, "b".into(), Direction::Out, 150)
+        ]
+    );
+    // Ten minutes later: the minute level keeps its last three minutes and the one being
+    // written, whatever was there before; the hour level still holds everything.
+    for m in 1..=10 {
+        add(t0 + m * MIN, vec![sample("b", Direction::Out, 1)]).await;
+    }
+    let minutes = rows(c.throughput(MIN, 0).await.unwrap());
+    assert_eq!(
+        minutes.iter().map(|r| r.0).collect::<Vec<_>>(),
+        vec![t0 + 7 * MIN, t0 + 8 * MIN, t0 + 9 * MIN, t0 + 10 * MIN]
+    );
+    assert_eq!(
+        rows(c.throughput(60 * MIN, 0).await.unwrap()),
+        vec![
+            (t0, "b".into(), Direction::In, 7),
+            (t0, "b".into(), Direction::Out, 160)
+        ]
+    );
+    // Read from a time on.
+    assert_eq!(c.throughput(MIN, t0 + 9 * MIN).await.unwrap().len(), 2);
+    // A day and more later the hour level lets the old hour go too.
+    add(t0 + 26 * 60 * MIN, vec![sample("c", Direction::In, 5)]).await;
+    assert_eq!(
+        rows(c.throughput(60 * MIN, 0).await.unwrap()),
+        vec![(t0 + 26 * 60 * MIN, "c".into(), Direction::In, 5)]
+    );
+}
+
+async fn transfer_history_filters_and_pages(c: &SqlCatalog) {
+    let (admin, _) = zone(c).await;
+    let alice = c
+        .create_principal(
+            &PrincipalName::parse("alice").unwrap(),
+            PrincipalKind::User,
+            false,
+        )
+        .await
+        .unwrap();
+    let kinds = [
+        TransferKind::User,
+        TransferKind::Policy,
+        TransferKind::Qos,
+        TransferKind::Scrubber,
+        TransferKind::User,
+    ];
+    for (i, kind) in kinds.iter().enumerate() {
+        let owner = if i == 4 { alice.id } else { admin };
+        let t = c
+            .create_transfer(&tid(&format!("t{i}")), owner, None, *kind, "{}")
+            .await
+            .unwrap();
+        assert_eq!(t.kind, *kind);
+        // Distinct creation times, so that the order is the one written.
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    c.set_transfer_state(&tid("t1"), TransferState::Failed, Some("no"))
+        .await
+        .unwrap();
+    let ids =
+        |v: Vec<weft_catalog::TransferRecord>| v.into_iter().map(|t| t.id.to_string()).collect::<Vec<_>>();
+    let page = |q: TransferQuery| async move {
+        ids(c.transfer_page(&TransferQuery { limit: 10, ..q }).await.unwrap())
+    };
+    assert_eq!(
+        page(TransferQuery::default()).await,
+        ["t4", "t3", "t2", "t1", "t0"]
+    );
+    assert_eq!(
+        page(TransferQuery {
+            owner_id: Some(alice.id),
+            ..Default::default()
+        })
+        .await,
+        ["t4"]
+    );
+    assert_eq!(
+        page(TransferQuery {
+            kind: Some(TransferKind::User),
+            ..Default::default()
+        })
+        .await,
+        ["t4", "t0"]
+    );
+    assert_eq!(
+        page(TransferQuery {
+            state: Some(TransferState::Failed),
+            ..Default::default()
+        })
+        .await,
+        ["t1"]
+    );
+    // Pages of two, each after the last of the one before.
+    let first = c
+        .transfer_page(&TransferQuery {
+            limit: 2,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let last = first.last().unwrap();
+    let second = c
+        .transfer_page(&TransferQuery {
+            limit: 2,
+            before: Some((last.created, last.id.clone())),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (ids(first), ids(second)),
+        (
+            vec!["t4".to_owned(), "t3".into()],
+            vec!["t2".to_owned(), "t1".into()]
+        )
+    );
+    let t3 = c.get_transfer(&tid("t3")).await.unwrap().unwrap();
+    assert_eq!(
+        page(TransferQuery {
+            created_since: Some(t3.created),
+            ..Default::default()
+        })
+        .await,
+        ["t4", "t3"]
+    );
+}
+
+async fn tokens_are_listed_and_deleted_with_their_sessions(c: &SqlCatalog) {
+    let name = |n: &str| PrincipalName::parse(n).unwrap();
+    let alice = c
+        .create_principal(&name("alice"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let bob = c
+        .create_principal(&name("bob"), PrincipalKind::User, false)
+        .await
+        .unwrap();
+    let a1 = c.create_token(alice.id, "ha1", "laptop", None).await.unwrap();
+    let b1 = c.create_token(bob.id, "hb1", "", Some(99)).await.unwrap();
+    let all = c.list_tokens(None).await.unwrap();
+    assert_eq!(all.len(), 2);
+    assert!(all.contains(&(a1.clone(), name("alice"))) && all.contains(&(b1.clone(), name("bob"))));
+    assert_eq!(
+        c.list_tokens(Some(alice.id)).await.unwrap(),
+        vec![(a1.clone(), name("alice"))]
+    );
+    c.create_web_session("s1", alice.id, a1.id, "csrf", 0, 0)
+        .await
+        .unwrap();
+    assert!(c.web_session("s1").await.unwrap().is_some());
+    assert_eq!(c.delete_token(a1.id).await.unwrap(), a1);
+    assert!(c.web_session("s1").await.unwrap().is_none());
+    assert_eq!(c.find_token("ha1").await.unwrap(), None);
+    assert_eq!(c.list_tokens(None).await.unwrap(), vec![(b1, name("bob"))]);
+    assert_eq!(code(c.delete_token(a1.id).await), ErrorCode::NotFound);
 }

@@ -64,6 +64,13 @@ pub fn concat(parts: Vec<Bytes>) -> Bytes {
 /// system call or an S3 request, small enough that memory stays bounded per stream.
 pub const IO_BUFFER: usize = 1 << 20;
 
+/// A file system's size and the bytes still available to the zone, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Space {
+    pub total: u64,
+    pub available: u64,
+}
+
 /// One opened resource.
 #[derive(Clone)]
 pub enum Store {
@@ -115,6 +122,24 @@ impl Store {
             Store::Fs(s) => s.check().await,
             Store::S3(s) => s.check().await,
         }
+    }
+
+    /// The size and free space of the file system a file-system store lives on; `None` for
+    /// S3, which does not say. Errors: `storage_unavailable` (its root cannot be examined).
+    pub fn space(&self) -> Result<Option<Space>, Error> {
+        let Store::Fs(s) = self else {
+            return Ok(None);
+        };
+        let st = rustix::fs::statvfs(s.root()).map_err(|e| {
+            Error::new(
+                ErrorCode::StorageUnavailable,
+                format!("cannot read the free space of {}: {e}", s.root().display()),
+            )
+        })?;
+        Ok(Some(Space {
+            total: st.f_blocks.saturating_mul(st.f_frsize),
+            available: st.f_bavail.saturating_mul(st.f_frsize),
+        }))
     }
 
     /// A fresh physical key. Keys never derive from logical paths, so renames are catalog-only.

@@ -17,8 +17,8 @@ pub use endpoint::Endpoint;
 pub use error::{Error, ErrorCode, Result};
 pub use meta::{MetaCondition, MetaOp};
 pub use model::{
-    FileState, NodeKind, Permission, QosStatus, ReplicaState, ResourceKind, TaskState, TransferId,
-    TransferState,
+    Direction, FileState, NodeKind, Permission, QosStatus, ReplicaState, ResourceKind, TaskState, TransferId,
+    TransferKind, TransferState,
 };
 pub use names::{PrincipalName, ResourceName, StagingName, ZoneName};
 pub use path::LogicalPath;

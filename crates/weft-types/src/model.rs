@@ -62,6 +62,15 @@ string_enum!(
     }
 );
 string_enum!(
+    /// Who asked for a managed transfer: a user (`weft transfer start`, `weft replicate`, the
+    /// web page), a policy rule, a QoS requirement, or the scrubber repairing a replica.
+    TransferKind { User => "user", Policy => "policy", Qos => "qos", Scrubber => "scrubber" }
+);
+string_enum!(
+    /// Which way bytes crossed between this zone and a peer: received (`in`) or sent (`out`).
+    Direction { In => "in", Out => "out" }
+);
+string_enum!(
     /// Where one file of a transfer stands.
     FileState {
         Pending => "pending", Active => "active", Done => "done", Skipped => "skipped",

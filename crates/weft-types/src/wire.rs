@@ -261,6 +261,17 @@ pub struct TokenRequest {
     pub ttl_seconds: Option<u64>,
 }
 
+/// An API token as listings show it: never its secret, which the zone does not keep.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TokenWire {
+    pub id: i64,
+    pub user: String,
+    pub label: String,
+    pub created: i64,
+    /// `None`: valid until deleted.
+    pub expires: Option<i64>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TokenCreated {
     pub user: String,

@@ -189,6 +189,7 @@ impl Zone {
         let scrubber = crate::worker::WorkerState::new("scrubber");
         let policies = crate::worker::WorkerState::new("policies");
         let orphans = crate::worker::WorkerState::new("orphans");
+        let throughput = crate::worker::WorkerState::new("throughput");
         let workers = vec![
             lease_keeper,
             orphans.clone(),
@@ -197,6 +198,7 @@ impl Zone {
             transfer_worker.clone(),
             scrubber.clone(),
             policies.clone(),
+            throughput.clone(),
         ];
         let zone = Arc::new(Zone {
             name: config.name.clone(),
@@ -276,6 +278,7 @@ impl Zone {
         crate::scrubber::start(&zone, scrubber, config.scrub_interval);
         crate::policy_engine::start(&zone, policies);
         crate::orphans::start(&zone, orphans, config.orphan_grace);
+        crate::throughput::start(&zone, throughput);
         if first_start {
             let token = zone.issue_token(admin.id, "admin (first start)", None).await?;
             let file = data_dir.join("admin.token");

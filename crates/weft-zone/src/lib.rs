@@ -31,7 +31,9 @@ mod s3;
 mod scrubber;
 mod sessions;
 mod sides;
+mod space;
 mod staging;
+mod throughput;
 mod transfers;
 mod upload;
 mod upload_sweep;
@@ -61,7 +63,7 @@ pub use orphans::ORPHAN_GRACE_DEFAULT;
 pub use pid_registry::{HandleConfig, HandleRegistry, PidConfig, PidRegistry, Registration};
 pub use pids::{parse_pid, PidInfo};
 pub use policy::{describe, describe_trigger, ActionTest, PolicyRuleInfo, RuleStatus, RuleTest};
-pub use principals::NewToken;
+pub use principals::{NewToken, TokenInfo};
 pub use qos::QosInfo;
 pub use quotas::QuotaInfo;
 pub use replication::REPLICA_AREA;
@@ -72,8 +74,10 @@ pub use s3::{
 };
 pub use scrubber::SCRUB_INTERVAL_DEFAULT;
 pub use sessions::{NewSession, Session, SESSION_IDLE_MS, SESSION_MAX_MS};
+pub use space::{ResourceSpace, StagingSpace};
 pub use staging::{StagingInfo, StagingSpec};
-pub use transfers::{TransferInfo, TRANSFER_PIECE};
+pub use throughput::{Flow, ThroughputHistory, ThroughputRange, ThroughputSeries, ZoneMap};
+pub use transfers::{TransferFilter, TransferInfo, HISTORY_PAGE_MAX, TRANSFER_PIECE};
 pub use upload::{
     UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT, UPLOAD_PIECES_MAX, UPLOAD_PIECE_MAX, UPLOAD_PIECE_MIN,
     UPLOAD_SESSIONS_PER_USER, UPLOAD_SESSIONS_PER_ZONE,
@@ -81,9 +85,10 @@ pub use upload::{
 pub use weft_catalog::{act_as, acting, current_actor, Actor, AuditEntry, AuditQuery};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};
 pub use weft_catalog::{ChildKey, ChildOrder, ChildSort};
-pub use weft_catalog::{PolicyTask, QosRecord, TransferCounts, TransferFile, TransferRecord};
+pub use weft_catalog::{PolicyTask, QosRecord, TokenRecord, TransferCounts, TransferFile, TransferRecord};
 pub use weft_catalog::{S3Attrs, S3Key, S3Listed, S3Write, UploadPart, UploadRecord, S3_META_UNIT};
 pub use weft_policy::{Action, QosExpr, Rule, Trigger};
+pub use weft_storage::Space;
 pub use weft_transfer::{TransferSpec, Verify};
 pub use worker::{Phase, WorkerStatus};
 

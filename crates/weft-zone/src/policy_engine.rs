@@ -24,8 +24,8 @@ use weft_catalog::{CopyPlace, NewPolicyTask, Node, PolicyTask};
 use weft_policy::{Action, Event, Place, Rule, Trigger};
 use weft_transfer::{TransferSpec, Verify};
 use weft_types::{
-    Endpoint, Error, ErrorCode, FileState, NodeKind, ResourceName, TaskState, TransferId, TransferState,
-    ZoneName,
+    Endpoint, Error, ErrorCode, FileState, NodeKind, ResourceName, TaskState, TransferId, TransferKind,
+    TransferState, ZoneName,
 };
 
 /// How often the engine looks for work when nobody wakes it.
@@ -362,7 +362,19 @@ impl Zone {
         let sources = items.iter().map(|(_, n)| n.path.to_string()).collect();
         let rule = items.first().map_or("", |(t, _)| t.rule.as_str());
         let actor = policy_actor(service, rule);
-        let all = weft_catalog::acting(actor.clone(), self.start_transfer(service, spec(sources))).await;
+        // QoS requirements queue their copies as tasks of the pseudo-rule `qos:<id>`.
+        let kind = |rule: &str| {
+            if rule.starts_with("qos:") {
+                TransferKind::Qos
+            } else {
+                TransferKind::Policy
+            }
+        };
+        let all = weft_catalog::acting(
+            actor.clone(),
+            self.start_transfer_of(service, spec(sources), kind(rule)),
+        )
+        .await;
         Ok(match all {
             Ok(t) => items
                 .into_iter()
@@ -375,7 +387,7 @@ impl Zone {
                 for (task, node) in items {
                     let one = weft_catalog::acting(
                         policy_actor(service, &task.rule),
-                        self.start_transfer(service, spec(vec![node.path.to_string()])),
+                        self.start_transfer_of(service, spec(vec![node.path.to_string()]), kind(&task.rule)),
                     )
                     .await;
                     out.push((task, one.map(|t| t.id)));

@@ -6,6 +6,13 @@ use rand::RngCore;
 use weft_catalog::{AclEntry, Principal, PrincipalKind};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, Permission, PrincipalName};
 
+/// An API token as listings show it: never its secret, which the zone does not keep.
+#[derive(Debug, Clone)]
+pub struct TokenInfo {
+    pub token: weft_catalog::TokenRecord,
+    pub user: PrincipalName,
+}
+
 /// A freshly issued API token; the secret is shown once and stored only as a hash.
 pub struct NewToken {
     pub user: PrincipalName,
@@ -227,6 +234,44 @@ impl Zone {
             secret,
             expires,
         })
+    }
+
+    /// API tokens, newest first: everyone's for an administrator, the caller's own
+    /// otherwise. Errors: `forbidden` (a visitor, who has none here).
+    pub async fn tokens(&self, caller: &Caller) -> Result<Vec<TokenInfo>, Error> {
+        if let Some(zone) = &caller.via_zone {
+            return Err(Error::forbidden(format!(
+                "{} acts through zone {zone} and holds no API token of this zone",
+                caller.name
+            )));
+        }
+        let user = (!caller.is_admin).then_some(caller.user_id);
+        Ok(self
+            .catalog
+            .list_tokens(user)
+            .await?
+            .into_iter()
+            .map(|(token, user)| TokenInfo { token, user })
+            .collect())
+    }
+
+    /// Deletes API token `id`, and the web sessions opened with it: the caller's own, or
+    /// anyone's for an administrator. Errors: `not_found` (another user's looks the same
+    /// as none, so that ids tell nothing).
+    pub async fn delete_token(&self, caller: &Caller, id: i64) -> Result<(), Error> {
+        let own = self
+            .catalog
+            .list_tokens((!caller.is_admin).then_some(caller.user_id))
+            .await?
+            .iter()
+            .any(|(t, _)| t.id == id);
+        if !own || caller.via_zone.is_some() {
+            return Err(Error::not_found(format_args!("token {id}")));
+        }
+        self.catalog.delete_token(id).await?;
+        // A caller cached for the token would act on for up to the cache's life.
+        self.auth_cache.invalidate();
+        Ok(())
     }
 
     /// The user holding API token `secret` and the token's expiry. Errors:

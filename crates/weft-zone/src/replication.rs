@@ -22,7 +22,7 @@ use weft_storage::ByteStream;
 use weft_transfer::{TransferSpec, Verify};
 use weft_types::{
     Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, Permission, PrincipalName, ResourceName,
-    ZoneName,
+    TransferKind, ZoneName,
 };
 
 /// The collection below each zone root where the copies other zones keep there live.
@@ -53,6 +53,19 @@ impl Zone {
         recursive: bool,
         to: &str,
     ) -> Result<TransferRecord, Error> {
+        self.replicate_of(caller, path, recursive, to, TransferKind::User)
+            .await
+    }
+
+    /// [`Zone::replicate`] for `kind`'s sake (the scrubber's repairs).
+    pub(crate) async fn replicate_of(
+        self: &Arc<Self>,
+        caller: &Caller,
+        path: &LogicalPath,
+        recursive: bool,
+        to: &str,
+        kind: TransferKind,
+    ) -> Result<TransferRecord, Error> {
         self.local(path)?;
         let (zone, resource) = parse_place(to)?;
         let dest = Endpoint::Replica {
@@ -69,7 +82,7 @@ impl Zone {
             streams: TransferSpec::STREAMS_DEFAULT,
             concurrency: TransferSpec::CONCURRENCY_DEFAULT,
         };
-        self.start_transfer(caller, spec).await
+        self.start_transfer_of(caller, spec, kind).await
     }
 
     /// Removes the replica of the data object `path` at `from` (`ZONE[:RESOURCE]`), never

@@ -219,7 +219,16 @@ impl Zone {
             return Ok(());
         }
         let admin = self.service_caller().await?;
-        match self.replicate(&admin, &node.path, false, place).await {
+        match self
+            .replicate_of(
+                &admin,
+                &node.path,
+                false,
+                place,
+                weft_types::TransferKind::Scrubber,
+            )
+            .await
+        {
             Ok(t) => {
                 tracing::info!(object = %node.path, %place, transfer = %t.id, "repairing the replica");
                 Ok(())

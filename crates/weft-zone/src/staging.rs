@@ -215,7 +215,7 @@ impl Zone {
         }
     }
 
-    fn open_staging(&self, area: &StagingArea) -> Result<Store, Error> {
+    pub(crate) fn open_staging(&self, area: &StagingArea) -> Result<Store, Error> {
         Store::open_staging(area.kind, &area.settings, self.scratch_dir())
     }
 

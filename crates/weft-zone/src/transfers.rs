@@ -15,15 +15,31 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
-use weft_catalog::{Catalog, TransferCounts, TransferFile, TransferRecord};
+use weft_catalog::{Catalog, TransferCounts, TransferFile, TransferQuery, TransferRecord};
 use weft_transfer::{Engine, Fresh, Journal, JournalEntry, RetryPolicy, TransferSpec};
 use weft_types::{
-    Endpoint, Error, ErrorCode, FileState, PieceSize, ResourceName, TransferId, TransferState, ZoneName,
+    Endpoint, Error, ErrorCode, FileState, PieceSize, PrincipalName, ResourceName, TransferId, TransferKind,
+    TransferState, ZoneName,
 };
 
 /// Pieces of large files moved between zones: small enough to retry cheaply, large enough
 /// that per-request costs vanish.
 pub const TRANSFER_PIECE: u64 = 16 << 20;
+
+/// The most transfers a page of the history holds.
+pub const HISTORY_PAGE_MAX: u32 = 200;
+
+/// Which transfers a page of the history shows.
+#[derive(Debug, Clone, Default)]
+pub struct TransferFilter {
+    /// Only this user's (an administrator may name anyone).
+    pub owner: Option<PrincipalName>,
+    pub state: Option<TransferState>,
+    pub kind: Option<TransferKind>,
+    /// The (created, id) of the last transfer of the page before.
+    pub before: Option<(weft_types::Millis, TransferId)>,
+    pub limit: u32,
+}
 
 /// A transfer with its counts, as `transfer show` needs it.
 #[derive(Debug, Clone)]
@@ -80,6 +96,17 @@ impl Zone {
         caller: &Caller,
         spec: TransferSpec,
     ) -> Result<TransferRecord, Error> {
+        self.start_transfer_of(caller, spec, TransferKind::User).await
+    }
+
+    /// [`Zone::start_transfer`] for `kind`'s sake: a rule's, a QoS requirement's or the
+    /// scrubber's, recorded so that the history tells them apart.
+    pub(crate) async fn start_transfer_of(
+        self: &Arc<Self>,
+        caller: &Caller,
+        spec: TransferSpec,
+        kind: TransferKind,
+    ) -> Result<TransferRecord, Error> {
         let files = self.plan_transfer(caller, &spec).await?;
         self.check_transfer_quota(caller, &files).await?;
         let id = TransferId::new(uuid::Uuid::new_v4().simple().to_string());
@@ -88,7 +115,7 @@ impl Zone {
         let flag = self.running.claim(&id).expect("a new id");
         let created = async {
             self.catalog
-                .create_transfer(&id, caller.user_id, caller.via_zone.as_ref(), &json)
+                .create_transfer(&id, caller.user_id, caller.via_zone.as_ref(), kind, &json)
                 .await?;
             self.catalog
                 .get_transfer(&id)
@@ -186,6 +213,42 @@ impl Zone {
         let owner = (!caller.is_admin).then_some(caller.user_id);
         let mut out = Vec::new();
         for record in self.catalog.list_transfers(owner, limit).await? {
+            out.push(self.transfer_info(record).await?);
+        }
+        Ok(out)
+    }
+
+    /// A page of the history as `filter` asks, newest first: the caller's transfers, an
+    /// administrator's everyone's (or those of `filter.owner`). Errors: `not_found` (no such
+    /// user), `forbidden` (another user's, for a user that is not an administrator).
+    pub async fn transfer_history(
+        &self,
+        caller: &Caller,
+        filter: &TransferFilter,
+    ) -> Result<Vec<TransferInfo>, Error> {
+        let owner_id = match &filter.owner {
+            Some(name) if *name != caller.name => {
+                caller.require_admin("listing another user's transfers")?;
+                let user = self
+                    .catalog
+                    .get_principal(name)
+                    .await?
+                    .ok_or_else(|| Error::not_found(format_args!("user {name}")))?;
+                Some(user.id)
+            }
+            Some(_) => Some(caller.user_id),
+            None => (!caller.is_admin).then_some(caller.user_id),
+        };
+        let query = TransferQuery {
+            owner_id,
+            state: filter.state,
+            kind: filter.kind,
+            created_since: None,
+            before: filter.before.clone(),
+            limit: filter.limit.clamp(1, HISTORY_PAGE_MAX),
+        };
+        let mut out = Vec::new();
+        for record in self.catalog.transfer_page(&query).await? {
             out.push(self.transfer_info(record).await?);
         }
         Ok(out)

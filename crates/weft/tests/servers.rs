@@ -667,7 +667,7 @@ fn policy_tasks_and_zone_workers_run_once_with_three_servers() {
     assert_eq!((calls, paths.len()), (OBJECTS, OBJECTS), "{paths:?}");
 
     // Each zone-wide worker has run on one server by now or soon, and on that one only.
-    let workers = ["policies", "scrubber", "orphans", "upload-sweeper"];
+    let workers = ["policies", "scrubber", "orphans", "upload-sweeper", "throughput"];
     let ran_on = |worker: &str| -> Vec<usize> {
         ports
             .iter()

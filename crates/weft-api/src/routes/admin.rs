@@ -11,7 +11,7 @@ use http::StatusCode;
 use std::sync::Arc;
 use weft_types::wire::{
     AclRequest, AclWire, AuditWire, NewGroup, NewResourceWire, NewUser, Page, PrincipalWire, QuotaRequest,
-    QuotaWire, ResourceWire, TokenCreated, TokenRequest, WhoAmI,
+    QuotaWire, ResourceWire, TokenCreated, TokenRequest, TokenWire, WhoAmI,
 };
 use weft_types::{ErrorCode, LogicalPath, Permission, PrincipalName, ResourceKind, ResourceName};
 use weft_zone::PrincipalKind;
@@ -182,6 +182,41 @@ pub async fn create_token(
             expires: t.expires,
         }),
     ))
+}
+
+#[utoipa::path(get, path = "/api/v1/tokens", tag = "principals",
+    responses((status = 200, body = Vec<TokenWire>, description = "newest first: the caller's, an administrator's everyone's")))]
+pub async fn list_tokens(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+) -> ApiResult<Json<Vec<TokenWire>>> {
+    let tokens = s.zone.tokens(&c).await?;
+    Ok(Json(
+        tokens
+            .into_iter()
+            .map(|t| TokenWire {
+                id: t.token.id,
+                user: t.user.to_string(),
+                label: t.token.label,
+                created: t.token.created,
+                expires: t.token.expires,
+            })
+            .collect(),
+    ))
+}
+
+#[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "principals", params(("id" = i64, Path)),
+    responses((status = 204, description = "deleted, with the web sessions opened with it")))]
+pub async fn delete_token(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WirePath(id): WirePath<String>,
+) -> ApiResult<StatusCode> {
+    let id: i64 = id
+        .parse()
+        .map_err(|_| ApiError::new(ErrorCode::InvalidArgument, format!("{id:?} is not a token id")))?;
+    s.zone.delete_token(&c, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(get, path = "/api/v1/acl/{path}", tag = "access", params(("path" = String, Path)),

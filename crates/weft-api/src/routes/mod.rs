@@ -91,6 +91,8 @@ pub fn table() -> RouteTable {
             admin::remove_member,
         )
         .add(M::POST, "/api/v1/tokens", admin::create_token)
+        .add(M::GET, "/api/v1/tokens", admin::list_tokens)
+        .add(M::DELETE, "/api/v1/tokens/{id}", admin::delete_token)
         .add(M::GET, "/api/v1/acl/{*path}", admin::list_acl)
         .add(M::POST, "/api/v1/acl/{*path}", admin::set_acl)
         .add(M::GET, "/api/v1/resources", admin::list_resources)

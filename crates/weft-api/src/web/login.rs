@@ -42,7 +42,10 @@ fn next_page(q: Option<&str>) -> Option<&str> {
         && !next.starts_with("//")
         && !next.starts_with("/\\")
         && !next.chars().any(|c| c.is_control() || c == '\\');
-    let page = next == "/" || next.starts_with("/data");
+    let page = next == "/"
+        || ["/data", "/transfers", "/zones", "/policies", "/admin"]
+            .iter()
+            .any(|p| next.starts_with(p));
     (local && page).then_some(next)
 }
 

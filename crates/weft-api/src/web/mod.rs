@@ -6,15 +6,24 @@
 //! Layout: `session.rs` the cookie and the CSRF rule (shared with `auth.rs`), `login.rs`
 //! logging in and out, `data.rs` the Data pages and their actions, `paths.rs` logical
 //! paths in URLs, `pages.rs` the HTML, `format.rs` sizes and times, `assets.rs` the
-//! stylesheet, script and icon.
+//! stylesheet, script and icon. The Transfers, Zones, Policies and Admin pages are
+//! `transfers.rs`, `zones.rs`, `policies.rs` and `admin.rs`, their HTML in `views/`, the
+//! SVG of the throughput charts and of the zone map in `charts.rs` and `map.rs`.
 
+mod admin;
 mod assets;
+mod charts;
 mod data;
 mod format;
 mod login;
+mod map;
 mod pages;
 mod paths;
+mod policies;
 pub mod session;
+mod transfers;
+mod views;
+mod zones;
 
 use crate::AppState;
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -44,6 +53,10 @@ pub fn router() -> Router<Arc<AppState>> {
         )
         .route("/delete/{*path}", get(data::confirm_delete).post(data::delete))
         .route("/assets/{file}", get(assets::serve))
+        .merge(transfers::router())
+        .merge(zones::router())
+        .merge(policies::router())
+        .merge(admin::router())
         .layer(axum::middleware::from_fn(headers))
 }
 
@@ -52,7 +65,7 @@ pub fn router() -> Router<Arc<AppState>> {
 /// nothing; pages are not cached (a page of a logged-out session must not come back with
 /// the Back button) nor framed.
 async fn headers(req: Request, next: Next) -> Response {
-    let mut resp = next.run(req).await;
+    let mut resp = ADMIN_NAV.scope(std::cell::Cell::new(false), next.run(req)).await;
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -73,11 +86,40 @@ async fn headers(req: Request, next: Next) -> Response {
     resp
 }
 
+tokio::task_local! {
+    /// Whether the request's session is an administrator's, for the top bar's Admin entry:
+    /// set where the session is resolved ([`WebUser`]) and read by the layout, so that every
+    /// page's bar says the same without each page passing it along.
+    static ADMIN_NAV: std::cell::Cell<bool>;
+}
+
+/// Whether the top bar of this request's page offers the Admin page.
+pub fn admin_nav() -> bool {
+    ADMIN_NAV.try_with(|c| c.get()).unwrap_or(false)
+}
+
 /// The session of a page's request. Without one (no cookie, a forged, expired or
 /// logged-out one) the browser is sent to the login page, and a stale cookie is cleared.
 pub struct WebUser {
     pub session: Session,
     pub zone: String,
+}
+
+impl WebUser {
+    /// The CSRF rule for a form this session posted: what every action checks before it
+    /// changes anything.
+    pub fn check_csrf(&self, headers: &http::HeaderMap, form: &FormFields) -> Result<(), Error> {
+        session::check_csrf(headers, &self.session, form.get("csrf"))
+    }
+
+    /// The top bar's zone and user, and the token the page's forms carry.
+    pub fn page(&self) -> pages::PageUser<'_> {
+        pages::PageUser {
+            zone: &self.zone,
+            name: self.session.caller.name.as_str(),
+            csrf: &self.session.csrf,
+        }
+    }
 }
 
 impl FromRequestParts<Arc<AppState>> for WebUser {
@@ -87,6 +129,7 @@ impl FromRequestParts<Arc<AppState>> for WebUser {
         match session::resolve(&parts.headers, state).await {
             Ok(s) => {
                 weft_zone::act_as(s.caller.name.as_str());
+                let _ = ADMIN_NAV.try_with(|c| c.set(s.caller.is_admin));
                 Ok(WebUser {
                     session: s,
                     zone: state.zone.name().to_string(),

@@ -47,7 +47,54 @@ pub struct ObjectView<'a> {
     pub can_delete: bool,
 }
 
+/// The parts of the interface the top bar leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Data,
+    Transfers,
+    Zones,
+    Policies,
+    Admin,
+}
+
 fn layout(title: &str, user: Option<&PageUser<'_>>, zone: &str, main: Markup) -> Html<String> {
+    layout_in(Section::Data, title, user, zone, main)
+}
+
+/// The top navigation: the Admin entry only for administrators (the page itself refuses
+/// others too).
+fn nav(section: Section, zone: &str, user: &PageUser<'_>) -> Markup {
+    let entries = [
+        (Section::Data, super::login::home_path(zone, user.name), "Data"),
+        (Section::Transfers, "/transfers".to_owned(), "Transfers"),
+        (Section::Zones, "/zones".to_owned(), "Zones"),
+        (Section::Policies, "/policies".to_owned(), "Policies"),
+        (Section::Admin, "/admin".to_owned(), "Admin"),
+    ];
+    let admin = super::admin_nav();
+    html! {
+        nav.primary aria-label="Main" {
+            @for (s, href, label) in entries {
+                @if s != Section::Admin || admin {
+                    @if s == section {
+                        a href=(href) aria-current="page" { (label) }
+                    } @else {
+                        a href=(href) { (label) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A page of the interface in `section`: the top bar and `main`.
+pub fn layout_in(
+    section: Section,
+    title: &str,
+    user: Option<&PageUser<'_>>,
+    zone: &str,
+    main: Markup,
+) -> Html<String> {
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -73,9 +120,7 @@ fn layout(title: &str, user: Option<&PageUser<'_>>, zone: &str, main: Markup) ->
                         span.zone title="zone" { (zone) }
                     }
                     @if let Some(u) = user {
-                        nav.primary aria-label="Main" {
-                            a href=(super::login::home_path(zone, u.name)) aria-current="page" { "Data" }
-                        }
+                        (nav(section, zone, u))
                         div.who {
                             span.user title="signed in as" { (u.name) }
                             form method="post" action="/logout" {
@@ -92,7 +137,7 @@ fn layout(title: &str, user: Option<&PageUser<'_>>, zone: &str, main: Markup) ->
     Html(page.into_string())
 }
 
-fn time(ms: Millis) -> Markup {
+pub fn time(ms: Millis) -> Markup {
     let (attr, text) = format::time(ms);
     html! { time datetime=(attr) { (text) } }
 }

@@ -5,7 +5,7 @@
 //! transactions, placeholders) and the catalog-wide [`Catalog`] methods; `rows` decodes rows;
 //! each other module implements one area trait: `principals`, `resources`, `zones`
 //! (`Federation`), `staging`, `transfers`, `namespace`, `replicas`, `pids`, `meta`
-//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`), `leases` (`Leases`), `quotas` (`Quotas`), `uploads` (`Uploads`), `web_sessions` (`WebSessions`) and `audit` (`Audit`; and the
+//! (`Metadata`), `acl` (`Access`), `policy` (`Policies`), `leases` (`Leases`), `quotas` (`Quotas`), `uploads` (`Uploads`), `web_sessions` (`WebSessions`), `throughput` (`Throughput`) and `audit` (`Audit`; and the
 //! audit rows every change writes in its transaction).
 
 mod acl;
@@ -22,6 +22,7 @@ mod resources;
 mod rows;
 mod s3;
 mod staging;
+mod throughput;
 mod transfers;
 mod uploads;
 mod web_sessions;
@@ -153,6 +154,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "web_sessions",
         include_str!("../../migrations/sqlite/0020_web_sessions.sql"),
     ),
+    (
+        21,
+        "web_transfers",
+        include_str!("../../migrations/sqlite/0021_web_transfers.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -242,6 +248,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         20,
         "web_sessions",
         include_str!("../../migrations/postgres/0020_web_sessions.sql"),
+    ),
+    (
+        21,
+        "web_transfers",
+        include_str!("../../migrations/postgres/0021_web_transfers.sql"),
     ),
 ];
 

@@ -217,6 +217,68 @@ impl Principals for SqlCatalog {
         Ok(Some((rows::token(&row, 0)?, rows::principal(&row, 5)?)))
     }
 
+    async fn list_tokens(&self, user_id: Option<i64>) -> Result<Vec<(TokenRecord, PrincipalName)>, Error> {
+        let filter = if user_id.is_some() {
+            "WHERE t.user_id = $1"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT {TOKEN_COLS}, p.name FROM tokens t JOIN principals p ON p.id = t.user_id \
+             {filter} ORDER BY t.created DESC, t.id DESC"
+        );
+        let mut q = sqlx::query(&sql);
+        if let Some(u) = user_id {
+            q = q.bind(u);
+        }
+        q.fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|r| {
+                let name: String = rows::get(r, 5)?;
+                let name =
+                    PrincipalName::parse(&name).map_err(|e| rows::corrupt("principal name", e.message))?;
+                Ok((rows::token(r, 0)?, name))
+            })
+            .collect()
+    }
+
+    async fn delete_token(&self, id: i64) -> Result<TokenRecord, Error> {
+        let mut tx = self.begin_write().await?;
+        let sql = format!(
+            "SELECT {TOKEN_COLS}, p.name FROM tokens t JOIN principals p ON p.id = t.user_id WHERE t.id = $1"
+        );
+        let row = sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found(format_args!("token {id}")))?;
+        let token = rows::token(&row, 0)?;
+        let user: String = rows::get(&row, 5)?;
+        // Its sessions go with it; said here rather than left to the foreign key, which
+        // not every connection of every dialect enforces the same way.
+        sqlx::query("DELETE FROM web_sessions WHERE token_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        sqlx::query("DELETE FROM tokens WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let detail = if token.label.is_empty() {
+            format!("delete token {id} of {user}")
+        } else {
+            format!("delete token {id} of {user}: {}", audit::clip(&token.label))
+        };
+        audit::record(&mut tx, "token", None, detail).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(token)
+    }
+
     async fn oidc_principal(&self, issuer: &str, subject: &str) -> Result<Option<Principal>, Error> {
         let sql = format!(
             "SELECT {PRINCIPAL_COLS} FROM oidc_identities o JOIN principals p ON p.id = o.principal_id \

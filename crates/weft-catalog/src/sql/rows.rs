@@ -26,7 +26,7 @@ pub(crate) const ZONE_COLS: &str = "name, url, secret, created";
 pub(crate) const STAGING_COLS: &str = "name, kind, url, settings, allow, created";
 
 pub(crate) const TRANSFER_COLS: &str = "t.id, t.owner_id, p.name, t.spec, t.state, t.error, t.files_total, \
-     t.bytes_total, t.created, t.started, t.finished, t.via_zone";
+     t.bytes_total, t.created, t.started, t.finished, t.via_zone, t.kind";
 pub(crate) const TRANSFER_FROM: &str = "transfers t JOIN principals p ON p.id = t.owner_id";
 pub(crate) const TRANSFER_FILE_COLS: &str =
     "seq, source, destination, size, state, bytes_done, attempts, error, checksum, resume";
@@ -207,6 +207,7 @@ pub(crate) fn transfer(row: &AnyRow) -> Result<TransferRecord, Error> {
         via_zone: get::<Option<String>>(row, 11)?
             .map(|z| ZoneName::parse(&z).map_err(|e| corrupt("zone name", e.message)))
             .transpose()?,
+        kind: parsed(row, 12, "transfer kind")?,
     })
 }
 

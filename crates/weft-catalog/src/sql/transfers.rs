@@ -2,11 +2,11 @@
 
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
 use super::{affected, audit, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, SqlCatalog};
-use crate::{Dialect, TransferCounts, TransferFile, TransferRecord, Transfers};
+use crate::{Dialect, TransferCounts, TransferFile, TransferQuery, TransferRecord, Transfers};
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use std::collections::HashSet;
-use weft_types::{Checksum, Error, FileState, TransferId, TransferState, ZoneName};
+use weft_types::{Checksum, Error, FileState, TransferId, TransferKind, TransferState, ZoneName};
 
 #[async_trait]
 impl Transfers for SqlCatalog {
@@ -15,15 +15,18 @@ impl Transfers for SqlCatalog {
         id: &TransferId,
         owner_id: i64,
         via_zone: Option<&ZoneName>,
+        kind: TransferKind,
         spec: &str,
     ) -> Result<TransferRecord, Error> {
         let mut tx = self.begin_write().await?;
         sqlx::query(
-            "INSERT INTO transfers (id, owner_id, via_zone, spec, state, created) VALUES ($1, $2, $3, $4, 'queued', $5)",
+            "INSERT INTO transfers (id, owner_id, via_zone, kind, spec, state, created) \
+             VALUES ($1, $2, $3, $4, $5, 'queued', $6)",
         )
         .bind(id.as_str())
         .bind(owner_id)
         .bind(via_zone.map(|z| z.as_str().to_owned()))
+        .bind(kind.as_str())
         .bind(spec)
         .bind(now_ms())
         .execute(&mut *tx)
@@ -67,6 +70,65 @@ impl Transfers for SqlCatalog {
             q = q.bind(o);
         }
         q.fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(rows::transfer)
+            .collect()
+    }
+
+    async fn transfer_page(&self, q: &TransferQuery) -> Result<Vec<TransferRecord>, Error> {
+        // Conditions in the order their values are bound, each numbered as it is added.
+        let mut conds: Vec<String> = Vec::new();
+        let mut n = 0;
+        let mut mark = || {
+            n += 1;
+            format!("${n}")
+        };
+        if q.owner_id.is_some() {
+            conds.push(format!("t.owner_id = {}", mark()));
+        }
+        if q.state.is_some() {
+            conds.push(format!("t.state = {}", mark()));
+        }
+        if q.kind.is_some() {
+            conds.push(format!("t.kind = {}", mark()));
+        }
+        if q.created_since.is_some() {
+            conds.push(format!("t.created >= {}", mark()));
+        }
+        if q.before.is_some() {
+            let (c1, c2, i) = (mark(), mark(), mark());
+            conds.push(format!("(t.created < {c1} OR (t.created = {c2} AND t.id < {i}))"));
+        }
+        let limit = mark();
+        let filter = if conds.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conds.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT {TRANSFER_COLS} FROM {TRANSFER_FROM} {filter} ORDER BY t.created DESC, t.id DESC LIMIT {limit}"
+        );
+        let mut query = sqlx::query(&sql);
+        if let Some(o) = q.owner_id {
+            query = query.bind(o);
+        }
+        if let Some(s) = q.state {
+            query = query.bind(s.as_str());
+        }
+        if let Some(k) = q.kind {
+            query = query.bind(k.as_str());
+        }
+        if let Some(t) = q.created_since {
+            query = query.bind(t);
+        }
+        if let Some((created, id)) = &q.before {
+            query = query.bind(*created).bind(*created).bind(id.as_str().to_owned());
+        }
+        query
+            .bind(i64::from(q.limit))
+            .fetch_all(self.pool())
             .await
             .map_err(db)?
             .iter()

@@ -138,3 +138,54 @@
     enableUpload();
   });
 })();
+
+// Transfers page: the charts' time axis in the browser's time zone, and the map of zones
+// fetched again every few seconds while the page is visible.
+(function () {
+  "use strict";
+
+  function localiseTicks(root) {
+    var time = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+    var date = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+    root.querySelectorAll("text[data-at]").forEach(function (t) {
+      var d = new Date(Number(t.getAttribute("data-at")));
+      if (!isNaN(d.getTime())) {
+        t.textContent = (t.getAttribute("data-fmt") === "date" ? date : time).format(d);
+      }
+    });
+  }
+
+  var EVERY = 4000;
+
+  function liveMap() {
+    var box = document.querySelector("[data-live]");
+    if (!box) { return; }
+    var status = document.getElementById("map-status");
+    var clock = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" });
+    function refresh() {
+      if (document.hidden) { return; }
+      fetch(box.getAttribute("data-live"), { credentials: "same-origin", cache: "no-store" })
+        .then(function (r) {
+          // A session that ended sends the login page: stop rather than draw it.
+          if (!r.ok || r.redirected) { throw new Error("status " + r.status); }
+          return r.text();
+        })
+        .then(function (svg) {
+          box.innerHTML = svg;
+          var map = box.querySelector("svg");
+          box.setAttribute("data-running", map ? map.getAttribute("data-running") : "0");
+          if (status) { status.textContent = "live · " + clock.format(new Date()); }
+        })
+        .catch(function () {
+          if (status) { status.textContent = "not updating: reload the page"; }
+          clearInterval(timer);
+        });
+    }
+    var timer = setInterval(refresh, EVERY);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    localiseTicks(document);
+    liveMap();
+  });
+})();

@@ -1,0 +1,36 @@
+//! The Zones page, through weft-zone's federation use case (which probes each peer's
+//! health, a few seconds at most) and, for administrators, the space of resources and
+//! staging areas.
+
+use super::views::zones::{self as view, Zones};
+use super::{WebError, WebUser};
+use crate::AppState;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::sync::Arc;
+
+pub fn router() -> Router<Arc<AppState>> {
+    Router::new().route("/zones", get(page))
+}
+
+/// `GET /zones`.
+pub async fn page(State(s): State<Arc<AppState>>, user: WebUser) -> Result<Response, WebError> {
+    let fail = |e| WebError::of(&user, e);
+    let caller = &user.session.caller;
+    let peers = s.zone.zones(caller).await.map_err(fail)?;
+    let (resources, staging) = if caller.is_admin {
+        let (r, st) =
+            tokio::try_join!(s.zone.resource_space(caller), s.zone.staging_space(caller)).map_err(fail)?;
+        (Some(r), Some(st))
+    } else {
+        (None, None)
+    };
+    let v = Zones {
+        peers: &peers,
+        resources: resources.as_deref(),
+        staging: staging.as_deref(),
+    };
+    Ok(view::page(&user.page(), &v).into_response())
+}
