@@ -18,7 +18,9 @@ import pytest
 import test_web
 from conftest import Zone
 from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.expected_conditions import staleness_of
@@ -467,6 +469,37 @@ def test_an_upload_cut_by_a_reload_resumes_without_sending_pieces_twice(
     assert not [k for k in b.execute_script("return Object.keys(sessionStorage)") if k.startswith("weft-upload:")]
 
 
+def test_an_upload_goes_on_after_the_network_drops_for_a_while(
+    b: WebDriver, zone: Zone, tmp_path: pathlib.Path
+) -> None:
+    d = f"/t/home/admin/{unique('flaky')}"
+    mkdir(zone, d)
+    data = os.urandom(30 * MiB)
+    local = tmp_path / "flaky.bin"
+    local.write_bytes(data)
+    before = upload_piece_bytes(zone)
+    login(b, zone, zone.token)
+    open_page(b, zone, d)
+    slow = {"latency": 5, "download_throughput": 500 * MiB, "upload_throughput": 10 * MiB}
+    b.set_network_conditions(offline=False, **slow)
+    try:
+        pick(b, local)
+        wait(b, lambda drv: upload_piece_bytes(zone) - before >= 8 * MiB, timeout=120)
+        b.set_network_conditions(offline=True, **slow)
+        text = wait(
+            b, lambda drv: "trying again" in (t := drv.find_element(By.ID, "upload-text").text) and t, timeout=60
+        )
+        assert "flaky.bin" in text, text
+        time.sleep(2)
+        b.set_network_conditions(offline=False, **slow)
+        wait(b, lambda drv: "flaky.bin" in names(drv), timeout=180)
+    finally:
+        b.delete_network_conditions()
+    assert stat(zone, f"{d}/flaky.bin")["size"] == len(data)
+    put(zone, f"{d}/reference.bin", data)
+    assert stat(zone, f"{d}/flaky.bin")["checksum"] == stat(zone, f"{d}/reference.bin")["checksum"]
+
+
 def test_files_dropped_on_the_listing_are_uploaded(b: WebDriver, zone: Zone) -> None:
     d = f"/t/home/admin/{unique('drop')}"
     mkdir(zone, d)
@@ -666,6 +699,21 @@ def test_pages_read_well_on_a_tablet(b: WebDriver, zone: Zone) -> None:
         b.refresh()
         overflow = b.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
+        # Every control has a name a screen reader says, and the keyboard reaches the forms.
+        unnamed = b.execute_script(
+            """
+            return [...document.querySelectorAll('input:not([type=hidden]), select, button, a[href]')]
+                .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+                             && !e.textContent.trim())
+                .map(e => e.outerHTML.slice(0, 80));
+            """
+        )
+        assert unnamed == [], unnamed
+        reached = []
+        for _ in range(60):
+            ActionChains(b).send_keys(Keys.TAB).perform()
+            reached.append(b.switch_to.active_element.get_attribute("id"))
+        assert {"meta-attr", "meta-value", "grant-principal", "move-name"} <= set(reached), reached
         shot(b, "object-tablet.png", 768, 1024)
     finally:
         b.execute_cdp_cmd(
