@@ -582,12 +582,12 @@ def test_replicate_to_a_second_zone_and_see_the_distribution(b: WebDriver, zone:
     open_page(b, zone, d, "/details")
     bars = {
         g.find_element(By.CSS_SELECTOR, ".zone-label").text: g.find_element(By.CSS_SELECTOR, ".value").text
-        for g in b.find_elements(By.CSS_SELECTOR, "svg.chart g.bar-row")
+        for g in b.find_elements(By.CSS_SELECTOR, "svg.zone-bars g.bar-row")
     }
     assert set(bars) == {"t", "u"}, bars
     assert bars["t"].startswith("8.00 MiB") and bars["t"].endswith("100 %"), bars
     assert bars["u"].startswith("6.00 MiB") and bars["u"].endswith("75 %"), bars
-    assert "Bytes per zone" in b.find_element(By.CSS_SELECTOR, "svg.chart title").get_attribute("textContent")
+    assert "Bytes per zone" in b.find_element(By.CSS_SELECTOR, "svg.zone-bars title").get_attribute("textContent")
     rows = [r.text for r in b.find_elements(By.CSS_SELECTOR, "table.distribution tbody tr")]
     assert len(rows) == 2 and rows[1].startswith("u"), rows
     for attr, value in [("project", "EMPIAR-10042"), ("datacite.title", "Apoferritin at 1.2 Å")]:
@@ -604,7 +604,7 @@ def test_replicate_to_a_second_zone_and_see_the_distribution(b: WebDriver, zone:
 
     def u_share(drv: WebDriver) -> str:
         drv.refresh()
-        for g in drv.find_elements(By.CSS_SELECTOR, "svg.chart g.bar-row"):
+        for g in drv.find_elements(By.CSS_SELECTOR, "svg.zone-bars g.bar-row"):
             if g.find_element(By.CSS_SELECTOR, ".zone-label").text == "u":
                 return g.find_element(By.CSS_SELECTOR, ".value").text
         return ""
@@ -669,7 +669,7 @@ def test_a_user_without_rights_sees_no_details_and_no_buttons(b: WebDriver, zone
     for page in ["/details/" + quoted(d), "/data/" + quoted(f"{d}/secret.bin")]:
         b.get(zone.url + page)
         assert "You do not have permission" in b.find_element(By.TAG_NAME, "h1").text
-        assert "secret-value" not in b.page_source and not has(b, "form.meta-add") and not has(b, "svg.chart")
+        assert "secret-value" not in b.page_source and not has(b, "form.meta-add") and not has(b, "svg.zone-bars")
     hdrs = {**FORM, "Cookie": cookie_header(b), "Origin": zone.url}
     csrf = csrf_of(b)
     for action, fields in [

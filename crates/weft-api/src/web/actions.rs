@@ -6,7 +6,7 @@
 
 use super::data::{is_protected, protected, Posted};
 use super::node;
-use super::pages::{page_url, Done, Section};
+use super::pages::{page_url, Done, Part};
 use super::{FormFields, WebUser};
 use crate::AppState;
 use axum::extract::State;
@@ -27,7 +27,7 @@ async fn answer<F>(
     s: &Arc<AppState>,
     user: &WebUser,
     path: &LogicalPath,
-    section: Section,
+    section: Part,
     form: &FormFields,
     act: F,
 ) -> Response
@@ -65,7 +65,7 @@ pub async fn meta(State(s): State<Arc<AppState>>, posted: Posted) -> Response {
         let done = edit_meta(&s, user, path, form).await?;
         Ok::<_, Error>((done, path.clone()))
     };
-    answer(&s, user, path, Section::Metadata, form, act).await
+    answer(&s, user, path, Part::Metadata, form, act).await
 }
 
 async fn edit_meta(
@@ -164,7 +164,7 @@ pub async fn acl(State(s): State<Arc<AppState>>, posted: Posted) -> Response {
         };
         Ok::<_, Error>((done, path.clone()))
     };
-    answer(&s, user, path, Section::Access, form, act).await
+    answer(&s, user, path, Part::Access, form, act).await
 }
 
 /// `POST /mint-pid/<path>`.
@@ -174,7 +174,7 @@ pub async fn mint_pid(State(s): State<Arc<AppState>>, posted: Posted) -> Respons
         s.zone.mint_pid(&user.session.caller, path).await?;
         Ok::<_, Error>((Done::Minted, path.clone()))
     };
-    answer(&s, user, path, Section::Pid, form, act).await
+    answer(&s, user, path, Part::Pid, form, act).await
 }
 
 /// `POST /replicate/<path>` (`to`: `ZONE` or `ZONE:RESOURCE`): a transfer copying the
@@ -190,7 +190,7 @@ pub async fn replicate(State(s): State<Arc<AppState>>, posted: Posted) -> Respon
             .await?;
         Ok::<_, Error>((Done::Replicating, path.clone()))
     };
-    answer(&s, user, path, Section::Copies, form, act).await
+    answer(&s, user, path, Part::Copies, form, act).await
 }
 
 /// `POST /trim/<path>` (`from`: `ZONE:RESOURCE`): removes that replica of the object.
@@ -202,7 +202,7 @@ pub async fn trim(State(s): State<Arc<AppState>>, posted: Posted) -> Response {
             .await?;
         Ok::<_, Error>((Done::Trimmed, path.clone()))
     };
-    answer(&s, user, path, Section::Copies, form, act).await
+    answer(&s, user, path, Part::Copies, form, act).await
 }
 
 /// `POST /move/<path>` (`name`, `into`: the new name and the collection it goes into),
@@ -217,7 +217,7 @@ pub async fn rename(State(s): State<Arc<AppState>>, posted: Posted) -> Response 
         s.zone.rename(&user.session.caller, path, &to).await?;
         Ok::<_, Error>((Done::Moved, to))
     };
-    answer(&s, user, path, Section::Move, form, act).await
+    answer(&s, user, path, Part::Move, form, act).await
 }
 
 /// Where a move goes: `name` in the collection `into`. Errors: `invalid_path` and

@@ -3,7 +3,7 @@
 //! session's caller, and what it offers decided by the caller's permission.
 
 use super::data::{is_protected, named_path, page_user};
-use super::pages::{self, AclView, Crumbs, Done, NodeView, Outcome, Section};
+use super::pages::{self, AclView, Crumbs, Done, NodeView, Outcome, Part};
 use super::{FormFields, WebError, WebUser};
 use crate::extract::QueryPairs;
 use crate::AppState;
@@ -55,7 +55,7 @@ pub async fn refused(
     s: &Arc<AppState>,
     user: &WebUser,
     path: &LogicalPath,
-    section: Section,
+    section: Part,
     error: Error,
     form: &FormFields,
 ) -> Response {

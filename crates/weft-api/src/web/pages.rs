@@ -8,7 +8,7 @@ mod object;
 mod search;
 
 pub use details::page as details;
-pub use node::{page_url, AclView, Done, NodeView, Outcome, Section};
+pub use node::{page_url, AclView, Done, NodeView, Outcome, Part};
 pub use object::page as object;
 pub use search::{page as search, SearchView, Typed};
 
@@ -321,7 +321,7 @@ fn collection_heading(path: &LogicalPath, tab: Tab, can_delete: bool) -> Markup 
                 a.button.danger href=(paths::to_url("/delete", path)) { "Delete collection…" }
             }
         }
-        nav.tabs aria-label="Views of this collection" {
+        nav.view-tabs aria-label="Views of this collection" {
             (link(Tab::Contents, "/data", "Contents"))
             (link(Tab::Details, "/details", "Details"))
         }

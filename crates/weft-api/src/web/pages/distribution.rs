@@ -2,7 +2,7 @@
 //! replicates a node to another place, and a collection's bytes per zone as a bar chart
 //! drawn in inline SVG (no script), with a table of the same figures beside it.
 
-use super::node::{outcome, NodeView, Section};
+use super::node::{outcome, NodeView, Part};
 use super::{format, paths, time, PageUser};
 use maud::{html, Markup};
 use weft_types::{NodeKind, ReplicaState};
@@ -19,7 +19,7 @@ pub fn replicas(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
     html! {
         section #copies aria-labelledby="copies-h" {
             h2 #copies-h { "Data distribution" }
-            (outcome(v.outcome, Section::Copies))
+            (outcome(v.outcome, Part::Copies))
             table.replicas {
                 caption.visually-hidden { "Replicas of " (path.as_str()) }
                 thead {
@@ -219,7 +219,7 @@ pub fn chart(user: &PageUser<'_>, v: &NodeView<'_>, d: &Distribution) -> Markup 
     html! {
         section #copies aria-labelledby="copies-h" {
             h2 #copies-h { "Data distribution" }
-            (outcome(v.outcome, Section::Copies))
+            (outcome(v.outcome, Part::Copies))
             p.facts {
                 (format::count(d.objects as i64)) " data objects below this collection, "
                 (format::size(d.bytes as i64)) ". Each zone's good copies, as a share of that:"
@@ -231,7 +231,7 @@ pub fn chart(user: &PageUser<'_>, v: &NodeView<'_>, d: &Distribution) -> Markup 
                 p.empty { "No data objects below this collection." }
             } @else {
                 div.chart-wrap {
-                    svg.chart viewBox={ "0 0 " (WIDTH) " " (height) } role="img"
+                    svg.zone-bars viewBox={ "0 0 " (WIDTH) " " (height) } role="img"
                         aria-labelledby="chart-title chart-desc" preserveAspectRatio="xMinYMin meet" {
                         title #chart-title { "Bytes per zone below " (path.as_str()) }
                         desc #chart-desc { (summary.join("; ")) }

@@ -36,12 +36,12 @@ impl NodeView<'_> {
     }
 
     /// Whether the page shows `section` to this user.
-    fn shows(&self, section: Section) -> bool {
+    fn shows(&self, section: Part) -> bool {
         match section {
-            Section::Metadata | Section::Pid => true,
-            Section::Access => self.acl.is_some(),
-            Section::Copies => self.info.node.kind == NodeKind::Object || self.distribution.is_some(),
-            Section::Move => self.can_write() && !self.protected,
+            Part::Metadata | Part::Pid => true,
+            Part::Access => self.acl.is_some(),
+            Part::Copies => self.info.node.kind == NodeKind::Object || self.distribution.is_some(),
+            Part::Move => self.can_write() && !self.protected,
         }
     }
 }
@@ -55,7 +55,7 @@ pub struct AclView {
 
 /// The part of a node's page an action belongs to, where its outcome is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Section {
+pub enum Part {
     Metadata,
     Access,
     Pid,
@@ -63,15 +63,15 @@ pub enum Section {
     Move,
 }
 
-impl Section {
+impl Part {
     /// The fragment of the page's URL that scrolls to it.
     pub fn anchor(self) -> &'static str {
         match self {
-            Section::Metadata => "metadata",
-            Section::Access => "access",
-            Section::Pid => "pid",
-            Section::Copies => "copies",
-            Section::Move => "move",
+            Part::Metadata => "metadata",
+            Part::Access => "access",
+            Part::Pid => "pid",
+            Part::Copies => "copies",
+            Part::Move => "move",
         }
     }
 }
@@ -91,41 +91,36 @@ pub enum Done {
     Moved,
 }
 
-const DONE: &[(Done, &str, Section, &str)] = &[
-    (
-        Done::MetaAdded,
-        "meta-added",
-        Section::Metadata,
-        "Metadata added.",
-    ),
+const DONE: &[(Done, &str, Part, &str)] = &[
+    (Done::MetaAdded, "meta-added", Part::Metadata, "Metadata added."),
     (
         Done::MetaChanged,
         "meta-changed",
-        Section::Metadata,
+        Part::Metadata,
         "Metadata changed.",
     ),
     (
         Done::MetaRemoved,
         "meta-removed",
-        Section::Metadata,
+        Part::Metadata,
         "Metadata removed.",
     ),
-    (Done::Granted, "granted", Section::Access, "Access granted."),
-    (Done::Revoked, "revoked", Section::Access, "Access revoked."),
+    (Done::Granted, "granted", Part::Access, "Access granted."),
+    (Done::Revoked, "revoked", Part::Access, "Access revoked."),
     (
         Done::Minted,
         "minted",
-        Section::Pid,
+        Part::Pid,
         "PID minted. Its landing page is public.",
     ),
     (
         Done::Replicating,
         "replicating",
-        Section::Copies,
+        Part::Copies,
         "Replication started as a transfer; the new copy is listed here once it is done.",
     ),
-    (Done::Trimmed, "trimmed", Section::Copies, "Replica removed."),
-    (Done::Moved, "moved", Section::Move, "Moved here."),
+    (Done::Trimmed, "trimmed", Part::Copies, "Replica removed."),
+    (Done::Moved, "moved", Part::Move, "Moved here."),
 ];
 
 impl Done {
@@ -137,7 +132,7 @@ impl Done {
         self.entry().1
     }
 
-    pub fn section(self) -> Section {
+    pub fn section(self) -> Part {
         self.entry().2
     }
 
@@ -145,7 +140,7 @@ impl Done {
         self.entry().3
     }
 
-    fn entry(self) -> &'static (Done, &'static str, Section, &'static str) {
+    fn entry(self) -> &'static (Done, &'static str, Part, &'static str) {
         DONE.iter().find(|d| d.0 == self).expect("every Done is listed")
     }
 }
@@ -157,7 +152,7 @@ pub enum Outcome {
     /// The zone refused it: its error, shown in the section, and what the form held, to
     /// fill it again.
     Failed {
-        section: Section,
+        section: Part,
         error: Error,
         form: Vec<(String, String)>,
     },
@@ -165,7 +160,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// A field of the form that failed, when the failure is in `section`.
-    pub fn field(&self, section: Section, key: &str) -> Option<&str> {
+    pub fn field(&self, section: Part, key: &str) -> Option<&str> {
         match self {
             Outcome::Failed { section: s, form, .. } if *s == section => {
                 form.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
@@ -176,7 +171,7 @@ impl Outcome {
 }
 
 /// The message of the outcome if it belongs to `section`.
-pub fn outcome(o: &Outcome, section: Section) -> Markup {
+pub fn outcome(o: &Outcome, section: Part) -> Markup {
     match o {
         Outcome::Done(d) if d.section() == section => html! {
             p.notice role="status" { (d.message()) }
@@ -224,13 +219,13 @@ pub fn metadata(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
     let action = paths::to_url("/meta", path);
     let add = |key: &str| {
         v.outcome
-            .field(Section::Metadata, key)
-            .filter(|_| v.outcome.field(Section::Metadata, "op") == Some("add"))
+            .field(Part::Metadata, key)
+            .filter(|_| v.outcome.field(Part::Metadata, "op") == Some("add"))
     };
     html! {
         section #metadata aria-labelledby="metadata-h" {
             h2 #metadata-h { "Metadata" }
-            (outcome(v.outcome, Section::Metadata))
+            (outcome(v.outcome, Part::Metadata))
             @if v.meta.is_empty() {
                 p.empty { "No metadata." }
             } @else {
@@ -298,8 +293,8 @@ pub fn metadata(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
 
 fn meta_edit_row(user: &PageUser<'_>, action: &str, here: &str, a: &Avu, o: &Outcome) -> Markup {
     let typed = |key: &str| {
-        o.field(Section::Metadata, key)
-            .filter(|_| o.field(Section::Metadata, "op") == Some("edit"))
+        o.field(Part::Metadata, key)
+            .filter(|_| o.field(Part::Metadata, "op") == Some("edit"))
     };
     html! {
         tr.editing {
@@ -336,12 +331,12 @@ pub fn access(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
     let Some(acl) = v.acl else { return html! {} };
     let path = &v.info.node.path;
     let action = paths::to_url("/acl", path);
-    let typed = |key: &str| v.outcome.field(Section::Access, key);
+    let typed = |key: &str| v.outcome.field(Part::Access, key);
     let chosen = typed("permission").unwrap_or("read");
     html! {
         section #access aria-labelledby="access-h" {
             h2 #access-h { "Access" }
-            (outcome(v.outcome, Section::Access))
+            (outcome(v.outcome, Part::Access))
             table.acl {
                 caption.visually-hidden { "Who may do what with " (path.as_str()) }
                 thead {
@@ -433,7 +428,7 @@ pub fn pid(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
             } @else {
                 span.muted { "none" }
             }
-            (outcome(v.outcome, Section::Pid))
+            (outcome(v.outcome, Part::Pid))
         }
     }
 }
@@ -445,11 +440,11 @@ pub fn move_form(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
         return html! {};
     }
     let parent = path.parent().map(|p| p.as_str().to_owned()).unwrap_or_default();
-    let typed = |key: &str| v.outcome.field(Section::Move, key);
+    let typed = |key: &str| v.outcome.field(Part::Move, key);
     html! {
         section #move aria-labelledby="move-h" {
             h2 #move-h { "Rename or move" }
-            (outcome(v.outcome, Section::Move))
+            (outcome(v.outcome, Part::Move))
             form.move method="post" action=(paths::to_url("/move", path)) {
                 (csrf(user))
                 div.field {
