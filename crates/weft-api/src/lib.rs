@@ -208,6 +208,7 @@ pub async fn openapi_json() -> impl IntoResponse {
         routes::data::put,
         routes::data::get,
         routes::data::begin_upload,
+        routes::data::upload_status,
         routes::data::upload_piece,
         routes::data::complete_upload,
         routes::data::abort_upload,

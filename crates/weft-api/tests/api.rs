@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{code, code_of, start};
+use common::{code, code_of, start, TestZone};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -202,6 +202,12 @@ async fn listing_pages_by_cursor() {
     assert_eq!(names, want);
 }
 
+/// `GET /uploads/{id}`: its status and JSON.
+async fn upload_status(z: &TestZone, id: &str, token: &str) -> (u16, Value) {
+    let r = z.get(&format!("uploads/{id}"), token).send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
 #[tokio::test]
 async fn upload_in_pieces_combines_to_the_whole_file_checksum() {
     let z = start().await;
@@ -218,7 +224,7 @@ async fn upload_in_pieces_combines_to_the_whole_file_checksum() {
         .unwrap();
     let id = up["id"].as_str().unwrap();
     assert_eq!(up["pieces"], 5);
-    // Pieces in reverse order, to show order does not matter.
+    // Pieces in reverse order, to show order does not matter; the zone says which it holds.
     for i in (0..5u64).rev() {
         let range = (i as usize * 65536)..((i as usize + 1) * 65536).min(data.len());
         let r = z
@@ -228,7 +234,19 @@ async fn upload_in_pieces_combines_to_the_whole_file_checksum() {
             .await
             .unwrap();
         assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+        if i == 3 {
+            let (status, status_body) = upload_status(&z, id, &t).await;
+            assert_eq!(status, 200, "{status_body}");
+            assert_eq!(status_body["received"], json!([3, 4]));
+            assert_eq!(
+                (&status_body["path"], &status_body["size"], &status_body["pieces"]),
+                (&json!("/z/home/admin/big"), &json!(data.len()), &json!(5))
+            );
+        }
     }
+    // Another user's upload is none of theirs: as if absent.
+    let alice = z.user("alice").await;
+    assert_eq!(upload_status(&z, id, &alice).await.0, 404);
     // Not visible before completion.
     assert_eq!(
         code(z.get("stat/z/home/admin/big", &t).send().await.unwrap())
@@ -244,6 +262,11 @@ async fn upload_in_pieces_combines_to_the_whole_file_checksum() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    assert_eq!(
+        upload_status(&z, id, &t).await.0,
+        404,
+        "a completed upload is gone"
+    );
     let got = z
         .get("data/z/home/admin/big", &t)
         .send()

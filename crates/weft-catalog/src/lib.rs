@@ -445,6 +445,29 @@ pub struct CopyPlace {
     pub state: ReplicaState,
 }
 
+/// The good copies of the data objects below a collection, summed per place: what a
+/// data-distribution chart draws.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubtreeCopies {
+    /// Data objects counted and their bytes (one copy each).
+    pub objects: u64,
+    pub bytes: u64,
+    /// The subtree holds more objects than were counted (the first by path were).
+    pub truncated: bool,
+    /// Per place, by zone then resource.
+    pub places: Vec<PlaceBytes>,
+}
+
+/// The good copies held at one place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlaceBytes {
+    /// `None`: a resource of this zone; else the federated zone that holds the copies.
+    pub zone: Option<ZoneName>,
+    pub resource: ResourceName,
+    pub objects: u64,
+    pub bytes: u64,
+}
+
 /// Users and groups, their memberships, API tokens and OIDC identities.
 #[async_trait]
 pub trait Principals: Send + Sync {
@@ -1188,6 +1211,10 @@ pub trait Replicas: Send + Sync {
     /// Every replica, here and in other zones, of the given data objects (a few queries,
     /// however many ids), ordered by node id.
     async fn copy_places(&self, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error>;
+
+    /// The good copies of the first `limit` data objects below `root` (by path), summed
+    /// per place. Bounded: at most `limit` objects are read however large the subtree.
+    async fn subtree_copies(&self, root: &LogicalPath, limit: u32) -> Result<SubtreeCopies, Error>;
 }
 
 /// Persistent identifiers bound to nodes.

@@ -159,6 +159,7 @@ conformance!(
     policy_tasks_open_once_and_settle,
     qos_requirements,
     copy_places_of_many_objects,
+    subtree_copies_sum_good_copies_per_place,
 );
 
 #[tokio::test]
@@ -4348,4 +4349,97 @@ async fn tokens_are_listed_and_deleted_with_their_sessions(c: &SqlCatalog) {
     assert_eq!(c.find_token("ha1").await.unwrap(), None);
     assert_eq!(c.list_tokens(None).await.unwrap(), vec![(b1, name("bob"))]);
     assert_eq!(code(c.delete_token(a1.id).await), ErrorCode::NotFound);
+}
+async fn subtree_copies_sum_good_copies_per_place(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let tape = c.create_resource(&new_resource("tape")).await.unwrap().id;
+    c.create_collection(&p("/z/a/b"), admin, true).await.unwrap();
+    c.create_collection(&p("/z/empty"), admin, false).await.unwrap();
+    let x = c
+        .register_object(&obj("/z/a/x", admin, disk, "kx"))
+        .await
+        .unwrap()
+        .node;
+    let y = c
+        .register_object(&obj("/z/a/b/y", admin, disk, "kyyy"))
+        .await
+        .unwrap()
+        .node;
+    // Beside the subtree, with a name that sorts inside its path range's neighbourhood.
+    c.register_object(&obj("/z/ab", admin, disk, "kab"))
+        .await
+        .unwrap();
+    let copy = |node_id: i64, size: i64, at: ReplicaPlace| NewReplica {
+        node_id,
+        at,
+        size,
+        checksum: sum(size as u64),
+    };
+    c.add_replica(&copy(
+        x.id,
+        2,
+        ReplicaPlace::Local {
+            resource_id: tape,
+            physical_key: "tx".into(),
+        },
+    ))
+    .await
+    .unwrap();
+    let far = |object: &str| ReplicaPlace::Remote {
+        zone: ZoneName::parse("far").unwrap(),
+        resource: rname("d"),
+        location: p(&format!("/far/replicas/z/d/{object}")),
+    };
+    c.add_replica(&copy(y.id, 4, far("y"))).await.unwrap();
+    c.add_replica(&copy(x.id, 2, far("x"))).await.unwrap();
+    let bad = c
+        .remote_replicas(x.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|r| r.location.as_str().ends_with("/x"))
+        .unwrap();
+    c.set_remote_replica(bad.id, ReplicaState::Bad, None)
+        .await
+        .unwrap();
+
+    let places = |s: &weft_catalog::SubtreeCopies| -> Vec<(Option<String>, String, u64, u64)> {
+        s.places
+            .iter()
+            .map(|p| {
+                (
+                    p.zone.as_ref().map(|z| z.to_string()),
+                    p.resource.to_string(),
+                    p.objects,
+                    p.bytes,
+                )
+            })
+            .collect()
+    };
+    let all = c.subtree_copies(&p("/z/a"), 100).await.unwrap();
+    assert_eq!((all.objects, all.bytes, all.truncated), (2, 6, false));
+    assert_eq!(
+        places(&all),
+        [
+            (None, "disk".into(), 2, 6),
+            (None, "tape".into(), 1, 2),
+            (Some("far".into()), "d".into(), 1, 4),
+        ],
+        "good copies only, by zone then resource"
+    );
+    // The first object by path only (/z/a/b/y), and said to be a part.
+    let first = c.subtree_copies(&p("/z/a"), 1).await.unwrap();
+    assert_eq!((first.objects, first.bytes, first.truncated), (1, 4, true));
+    assert_eq!(
+        places(&first),
+        [
+            (None, "disk".into(), 1, 4),
+            (Some("far".into()), "d".into(), 1, 4)
+        ]
+    );
+    let none = c.subtree_copies(&p("/z/empty"), 100).await.unwrap();
+    assert_eq!(
+        (none.objects, none.bytes, none.truncated, none.places.len()),
+        (0, 0, false, 0)
+    );
 }

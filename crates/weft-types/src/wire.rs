@@ -170,6 +170,19 @@ pub struct Upload {
     pub pieces: u64,
 }
 
+/// An open upload and the pieces the zone holds of it: what a client that lost count
+/// (a reloaded page) needs to send only the rest.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct UploadStatus {
+    pub id: String,
+    pub path: String,
+    pub size: u64,
+    pub piece_size: u64,
+    pub pieces: u64,
+    /// Indices of the pieces received, ascending.
+    pub received: Vec<u64>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct PieceReceipt {
     pub index: u64,

@@ -8,6 +8,7 @@ mod bootstrap;
 mod committer;
 mod data;
 mod datacite;
+mod distribution;
 pub mod failpoints;
 mod federation;
 pub mod keys;
@@ -51,6 +52,7 @@ pub use access::Caller;
 pub use audit::AUDIT_PAGE_MAX;
 pub use bootstrap::{Bootstrap, ResourceSpec, ZoneConfig};
 pub use data::{ObjectRead, Put, PutOutcome};
+pub use distribution::{Distribution, PlaceCopies, DISTRIBUTION_OBJECTS_MAX};
 pub use federation::{
     verify_zone_token, zone_token_sender, PeerInfo, Reachability, MIN_SECRET_LEN, ZONE_TOKEN_PREFIX,
 };

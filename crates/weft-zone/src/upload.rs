@@ -197,6 +197,29 @@ impl Zone {
         }
     }
 
+    /// The upload `id` of `caller` and the indices of the pieces it holds, ascending: a
+    /// client that lost its own account (a reloaded page, a restarted program) sends only
+    /// the others. Errors: `not_found` (no such upload of the caller's, or it ended).
+    pub async fn upload_status(&self, caller: &Caller, id: &str) -> Result<(UploadInfo, Vec<u64>), Error> {
+        let (u, piece) = self.upload_of(caller, id).await?;
+        let mut received: Vec<u64> = self
+            .catalog
+            .upload_pieces(id)
+            .await?
+            .iter()
+            .map(|p| p.index)
+            .collect();
+        received.sort_unstable();
+        let info = UploadInfo {
+            id: u.id,
+            path: u.path,
+            size: u.size,
+            piece_size: u.piece_size,
+            pieces: piece.count(u.size),
+        };
+        Ok((info, received))
+    }
+
     /// Receives piece `index`, stores it durably and records it; returns its BLAKE3
     /// chaining value (hex) so the client can compare it with its own before completing.
     pub async fn upload_piece<S>(

@@ -17,7 +17,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use weft_types::wire::{
     BundleHeader, BundleOutcome, ChecksumReport, CompleteUpload, ErrorBody, NodeStat, PieceReceipt,
-    ReplicaCheck, Upload, UploadRequest, BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, CHECKSUM_HEADER,
+    ReplicaCheck, Upload, UploadRequest, UploadStatus, BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, CHECKSUM_HEADER,
 };
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, ResourceName};
 
@@ -301,6 +301,24 @@ pub async fn begin_upload(
             pieces: u.pieces,
         }),
     ))
+}
+
+#[utoipa::path(get, path = "/api/v1/uploads/{id}", tag = "data", params(("id" = String, Path)),
+    responses((status = 200, body = UploadStatus), (status = 404, body = ErrorBody)))]
+pub async fn upload_status(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WirePath(id): WirePath<String>,
+) -> ApiResult<Json<UploadStatus>> {
+    let (u, received) = s.zone.upload_status(&c, &id).await?;
+    Ok(Json(UploadStatus {
+        id: u.id,
+        path: u.path.to_string(),
+        size: u.size,
+        piece_size: u.piece_size,
+        pieces: u.pieces,
+        received,
+    }))
 }
 
 #[utoipa::path(put, path = "/api/v1/uploads/{id}/{index}", tag = "data",

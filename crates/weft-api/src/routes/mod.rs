@@ -68,6 +68,7 @@ pub fn table() -> RouteTable {
         .add(M::GET, "/api/v1/data/{*path}", data::get)
         .add(M::POST, "/api/v1/bundles", data::bundle)
         .add(M::POST, "/api/v1/uploads", data::begin_upload)
+        .add(M::GET, "/api/v1/uploads/{id}", data::upload_status)
         .add(M::PUT, "/api/v1/uploads/{id}/{index}", data::upload_piece)
         .add(M::POST, "/api/v1/uploads/{id}/complete", data::complete_upload)
         .add(M::DELETE, "/api/v1/uploads/{id}", data::abort_upload)

@@ -84,4 +84,17 @@ mod tests {
         assert!(js.starts_with("/assets/web.") && js.ends_with(".js"), "{js}");
         assert_ne!(css.trim_end_matches(".css"), js.trim_end_matches(".js"));
     }
+
+    /// An unclosed block swallows every rule after it, and browsers say nothing: the pages
+    /// of a merge that lost one `}` came out unstyled.
+    #[test]
+    fn the_stylesheet_closes_every_block() {
+        let css = std::str::from_utf8(include_bytes!("assets/web.css")).expect("UTF-8");
+        let mut depth = 0i32;
+        for (line, text) in css.lines().enumerate() {
+            depth += text.matches('{').count() as i32 - text.matches('}').count() as i32;
+            assert!(depth >= 0, "a `}}` too many at line {}", line + 1);
+        }
+        assert_eq!(depth, 0, "a block of web.css is never closed");
+    }
 }

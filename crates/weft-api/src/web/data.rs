@@ -1,15 +1,15 @@
-//! The Data pages: a collection's listing (sorted, paged by key), an object's or a
-//! collection's details, and the actions a page offers (new collection, delete after a
-//! confirmation). Uploads and downloads go through the REST routes from the page, with
-//! the session's cookie.
+//! The Data pages: a collection's listing (sorted, paged by key; an object's page is
+//! `node.rs`'s), and the listing's actions (new collection, delete after a confirmation),
+//! with what every posted action goes through first (`Posted`). Uploads and downloads go
+//! through the REST routes from the page, with the session's cookie.
 
-use super::pages::{self, Crumbs, Listed, ObjectView, PageUser};
+use super::pages::{self, Crumbs, Listed, PageUser};
 use super::{login, paths, session, FormFields, WebError, WebUser};
 use crate::extract::QueryPairs;
 use crate::AppState;
-use axum::extract::State;
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use http::{HeaderMap, Uri};
+use http::Uri;
 use std::sync::Arc;
 use weft_types::{Error, LogicalPath, NodeKind, Permission};
 use weft_zone::{ChildKey, ChildOrder, ChildSort};
@@ -97,26 +97,18 @@ pub async fn show(
             };
             Ok(pages::collection(&page_user, &crumbs, &view).into_response())
         }
-        NodeKind::Object => {
-            let meta = s.zone.list_meta(caller, &path).await.map_err(fail)?;
-            let view = ObjectView {
-                info: &info,
-                meta: &meta,
-                can_delete: held >= Permission::Write,
-            };
-            Ok(pages::object(&page_user, &crumbs, &view).into_response())
-        }
+        NodeKind::Object => super::node::show(&s, &user, &path, &q).await,
     }
 }
 
 /// Collections whose removal the interface does not offer, however many rights the user
 /// holds: the zone root and the `home` collection of every user. The CLI still can.
-fn is_protected(s: &AppState, path: &LogicalPath) -> bool {
+pub(super) fn is_protected(s: &AppState, path: &LogicalPath) -> bool {
     let home = LogicalPath::zone_root(s.zone.name()).join("home");
     path.is_zone_root() || home.is_ok_and(|h| &h == path || path.parent().as_ref() == Some(&h))
 }
 
-fn page_user<'a>(s: &'a AppState, user: &'a WebUser) -> PageUser<'a> {
+pub(super) fn page_user<'a>(s: &'a AppState, user: &'a WebUser) -> PageUser<'a> {
     PageUser {
         zone: s.zone.name().as_str(),
         name: user.session.caller.name.as_str(),
@@ -124,29 +116,56 @@ fn page_user<'a>(s: &'a AppState, user: &'a WebUser) -> PageUser<'a> {
     }
 }
 
-/// The path an action's form posts to (after `prefix`), once the CSRF rule holds: what
-/// every action checks before it changes anything.
-fn acted_on(
-    user: &WebUser,
-    uri: &Uri,
-    headers: &HeaderMap,
-    form: &FormFields,
-    prefix: &str,
-) -> Result<LogicalPath, Error> {
-    session::check_csrf(headers, &user.session, form.get("csrf"))?;
-    path_of(uri, prefix)?.ok_or_else(|| Error::invalid("this action names no path"))
+/// The path a page's URL names after its route's prefix (`/details`, `/search`): `what`
+/// says what is missing when it names none.
+pub(super) fn named_path(uri: &Uri, prefix: &str, what: &str) -> Result<LogicalPath, Error> {
+    path_of(uri, prefix)?.ok_or_else(|| Error::invalid(format!("{what}: this address names no path")))
+}
+
+/// The first segment of a URL's path: `/delete` of `/delete/t/home/x`.
+fn route_of(path: &str) -> &str {
+    match path.get(1..).and_then(|rest| rest.find('/')) {
+        Some(i) => &path[..=i],
+        None => path,
+    }
+}
+
+/// An action posted by a page: its session, the path its URL names after the route's
+/// first segment (`/delete/t/home/x` → `/t/home/x`) and its form, once the CSRF rule
+/// holds. What every action checks before it changes anything.
+pub struct Posted {
+    pub user: WebUser,
+    pub path: LogicalPath,
+    pub form: FormFields,
+}
+
+impl FromRequest<Arc<AppState>> for Posted {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let user = WebUser::from_request_parts(&mut parts, state).await?;
+        let (uri, headers) = (parts.uri.clone(), parts.headers.clone());
+        let form = FormFields::from_request(Request::from_parts(parts, body), state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let checked = session::check_csrf(&headers, &user.session, form.get("csrf"))
+            .and_then(|()| named_path(&uri, route_of(uri.path()), "this action"));
+        match checked {
+            Ok(path) => Ok(Posted { user, path, form }),
+            Err(e) => Err(WebError::of(&user, e).into_response()),
+        }
+    }
 }
 
 /// `POST /new-collection/<parent>` (`name`): makes a collection and shows it.
-pub async fn new_collection(
-    State(s): State<Arc<AppState>>,
-    user: WebUser,
-    uri: Uri,
-    headers: HeaderMap,
-    form: FormFields,
-) -> Result<Response, WebError> {
+pub async fn new_collection(State(s): State<Arc<AppState>>, posted: Posted) -> Result<Response, WebError> {
+    let Posted {
+        user,
+        path: parent,
+        form,
+    } = posted;
     let fail = |e| WebError::of(&user, e);
-    let parent = acted_on(&user, &uri, &headers, &form, "/new-collection").map_err(fail)?;
     let name = form.get("name").map(str::trim).unwrap_or("");
     if name.is_empty() {
         return Err(fail(Error::new(
@@ -169,9 +188,7 @@ pub async fn confirm_delete(
     uri: Uri,
 ) -> Result<Response, WebError> {
     let fail = |e| WebError::of(&user, e);
-    let path = path_of(&uri, "/delete")
-        .map_err(fail)?
-        .ok_or_else(|| fail(Error::invalid("nothing to delete")))?;
+    let path = named_path(&uri, "/delete", "nothing to delete").map_err(fail)?;
     let info = s.zone.stat(&user.session.caller, &path).await.map_err(fail)?;
     if info.node.kind == NodeKind::Collection && is_protected(&s, &path) {
         return Err(fail(protected(&path)));
@@ -180,23 +197,17 @@ pub async fn confirm_delete(
     Ok(pages::confirm_delete(&page_user(&s, &user), &crumbs, &info.node).into_response())
 }
 
-fn protected(path: &LogicalPath) -> Error {
+pub(super) fn protected(path: &LogicalPath) -> Error {
     Error::forbidden(format!(
-        "{path} is a zone root or a home collection; the web interface does not delete those"
+        "{path} is a zone root or a home collection; the web interface does not move or delete those"
     ))
 }
 
 /// `POST /delete/<path>`: deletes an object, or a collection with everything in it, and
 /// shows the collection it was in.
-pub async fn delete(
-    State(s): State<Arc<AppState>>,
-    user: WebUser,
-    uri: Uri,
-    headers: HeaderMap,
-    form: FormFields,
-) -> Result<Response, WebError> {
+pub async fn delete(State(s): State<Arc<AppState>>, posted: Posted) -> Result<Response, WebError> {
+    let Posted { user, path, .. } = posted;
     let fail = |e| WebError::of(&user, e);
-    let path = acted_on(&user, &uri, &headers, &form, "/delete").map_err(fail)?;
     if is_protected(&s, &path) {
         return Err(fail(protected(&path)));
     }
@@ -214,6 +225,14 @@ mod tests {
 
     fn q(s: &str) -> QueryPairs {
         QueryPairs(form_urlencoded::parse(s.as_bytes()).into_owned().collect())
+    }
+
+    #[test]
+    fn an_action_names_its_path_after_its_route() {
+        assert_eq!(route_of("/delete/t/home/x"), "/delete");
+        assert_eq!(route_of("/mint-pid/t"), "/mint-pid");
+        assert_eq!(route_of("/meta"), "/meta");
+        assert_eq!(route_of("/"), "/");
     }
 
     #[test]

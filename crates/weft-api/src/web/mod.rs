@@ -4,12 +4,16 @@
 //! session's `Caller`; no check of its own decides what a user may see or do.
 //!
 //! Layout: `session.rs` the cookie and the CSRF rule (shared with `auth.rs`), `login.rs`
-//! logging in and out, `data.rs` the Data pages and their actions, `paths.rs` logical
-//! paths in URLs, `pages.rs` the HTML, `format.rs` sizes and times, `assets.rs` the
-//! stylesheet, script and icon. The Transfers, Zones, Policies and Admin pages are
-//! `transfers.rs`, `zones.rs`, `policies.rs` and `admin.rs`, their HTML in `views/`, the
-//! SVG of the throughput charts and of the zone map in `charts.rs` and `map.rs`.
+//! logging in and out, `data.rs` the Data listing and its actions (new collection,
+//! delete), `node.rs` the page of one node (an object, a collection's details),
+//! `actions.rs` that page's actions (metadata, access, PIDs, replicas, moving),
+//! `search.rs` searching, `paths.rs` logical paths in URLs, `pages.rs` and `pages/` the
+//! HTML, `format.rs` sizes and times, `assets.rs` the stylesheet, script and icon. The
+//! Transfers, Zones, Policies and Admin pages are `transfers.rs`, `zones.rs`,
+//! `policies.rs` and `admin.rs`, their HTML in `views/`, the SVG of the throughput charts
+//! and of the zone map in `charts.rs` and `map.rs`.
 
+mod actions;
 mod admin;
 mod assets;
 mod charts;
@@ -17,9 +21,11 @@ mod data;
 mod format;
 mod login;
 mod map;
+mod node;
 mod pages;
 mod paths;
 mod policies;
+mod search;
 pub mod session;
 mod transfers;
 mod views;
@@ -52,6 +58,15 @@ pub fn router() -> Router<Arc<AppState>> {
             axum::routing::post(data::new_collection),
         )
         .route("/delete/{*path}", get(data::confirm_delete).post(data::delete))
+        // A node's details and the actions of its page (web/node.rs, actions.rs, search.rs).
+        .route("/details/{*path}", get(node::details))
+        .route("/search/{*path}", get(search::show))
+        .route("/meta/{*path}", axum::routing::post(actions::meta))
+        .route("/acl/{*path}", axum::routing::post(actions::acl))
+        .route("/mint-pid/{*path}", axum::routing::post(actions::mint_pid))
+        .route("/replicate/{*path}", axum::routing::post(actions::replicate))
+        .route("/trim/{*path}", axum::routing::post(actions::trim))
+        .route("/move/{*path}", axum::routing::post(actions::rename))
         .route("/assets/{file}", get(assets::serve))
         .merge(transfers::router())
         .merge(zones::router())
@@ -218,6 +233,11 @@ const FORM_LIMIT: usize = 64 * 1024;
 impl FormFields {
     pub fn get(&self, key: &str) -> Option<&str> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// What the user typed, to fill a refused form again: every field but the CSRF token.
+    pub fn typed(&self) -> Vec<(String, String)> {
+        self.0.iter().filter(|(k, _)| k != "csrf").cloned().collect()
     }
 }
 

@@ -1,12 +1,23 @@
 //! The HTML of every page. maud escapes whatever it interpolates, so a name or a metadata
 //! value is text on the page whatever it contains; nothing here is written unescaped.
 
+mod details;
+mod distribution;
+mod node;
+mod object;
+mod search;
+
+pub use details::page as details;
+pub use node::{page_url, AclView, Done, NodeView, Outcome, Part};
+pub use object::page as object;
+pub use search::{page as search, SearchView, Typed};
+
 use super::data::PAGE;
 use super::{assets, format, paths};
 use axum::response::Html;
 use maud::{html, Markup, DOCTYPE};
 use weft_types::{Error, LogicalPath, Millis, NodeKind};
-use weft_zone::{Avu, ChildKey, ChildOrder, ChildSort, Node, NodeInfo};
+use weft_zone::{ChildKey, ChildOrder, ChildSort, Node};
 
 /// Who a page is for: the top bar's zone and user, and the token its forms carry.
 pub struct PageUser<'a> {
@@ -37,13 +48,6 @@ pub struct Listed<'a> {
     pub first_page: bool,
     pub next: Option<&'a ChildKey>,
     pub can_write: bool,
-    pub can_delete: bool,
-}
-
-/// An object's details.
-pub struct ObjectView<'a> {
-    pub info: &'a NodeInfo,
-    pub meta: &'a [Avu],
     pub can_delete: bool,
 }
 
@@ -264,15 +268,11 @@ pub fn collection(user: &PageUser<'_>, c: &Crumbs, v: &Listed<'_>) -> Html<Strin
     let here = paths::to_url("/data", path);
     let main = html! {
         (crumbs(c))
-        div.heading {
-            h1 { span.kind { (kind_icon(NodeKind::Collection)) } (path.name()) }
-            @if v.can_delete {
-                a.button.danger href=(paths::to_url("/delete", path)) { "Delete collection…" }
-            }
-        }
+        (collection_heading(path, Tab::Contents, v.can_delete))
         p.facts {
             "Collection · owner " span.owner { (v.node.owner.as_str()) } " · modified " (time(v.node.modified))
         }
+        (search::form(path, &search::Typed::default(), true))
         @if v.can_write {
             div.actions {
                 form.inline method="post" action=(paths::to_url("/new-collection", path)) {
@@ -284,6 +284,7 @@ pub fn collection(user: &PageUser<'_>, c: &Crumbs, v: &Listed<'_>) -> Html<Strin
                 form #upload.inline hidden data-collection=(path.as_str()) {
                     label for="upload-file" { "Upload a file" }
                     input #upload-file type="file" name="file" required;
+                    span.hint.drop-hint { "or drop files on the list" }
                     button.primary type="submit" { "Upload" }
                     div #upload-status.status role="status" aria-live="polite" hidden {
                         progress #upload-progress max="1" value="0" aria-label="upload progress" {}
@@ -293,6 +294,7 @@ pub fn collection(user: &PageUser<'_>, c: &Crumbs, v: &Listed<'_>) -> Html<Strin
                 noscript { p.hint { "Uploading needs JavaScript; " code { "weft put" } " works without." } }
             }
         }
+        div #dropzone.dropzone data-collection=[v.can_write.then_some(path.as_str())] {
         @if v.items.is_empty() {
             p.empty { @if v.first_page { "This collection is empty." } @else { "No more entries." } }
         } @else {
@@ -325,6 +327,7 @@ pub fn collection(user: &PageUser<'_>, c: &Crumbs, v: &Listed<'_>) -> Html<Strin
                 }
             }
         }
+        }
         nav.pager aria-label="Pages" {
             @if !v.first_page {
                 a.button href=(first_link(&here, v.order)) { "« First page" }
@@ -336,6 +339,38 @@ pub fn collection(user: &PageUser<'_>, c: &Crumbs, v: &Listed<'_>) -> Html<Strin
         }
     };
     layout(path.name(), Some(user), user.zone, main)
+}
+
+/// The two views of a collection.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Contents,
+    Details,
+}
+
+/// A collection's name, its two views and, when allowed, the way to delete it.
+fn collection_heading(path: &LogicalPath, tab: Tab, can_delete: bool) -> Markup {
+    let link = |t: Tab, prefix: &str, label: &str| {
+        html! {
+            @if t == tab {
+                a href=(paths::to_url(prefix, path)) aria-current="page" { (label) }
+            } @else {
+                a href=(paths::to_url(prefix, path)) { (label) }
+            }
+        }
+    };
+    html! {
+        div.heading {
+            h1 { span.kind { (kind_icon(NodeKind::Collection)) } (path.name()) }
+            @if can_delete {
+                a.button.danger href=(paths::to_url("/delete", path)) { "Delete collection…" }
+            }
+        }
+        nav.view-tabs aria-label="Views of this collection" {
+            (link(Tab::Contents, "/data", "Contents"))
+            (link(Tab::Details, "/details", "Details"))
+        }
+    }
 }
 
 fn kind_class(k: NodeKind) -> &'static str {
@@ -356,72 +391,6 @@ fn kind_icon(k: NodeKind) -> Markup {
             path d=(d) fill="none" stroke="currentColor" stroke-width="1.4" stroke-linejoin="round" {}
         }
     }
-}
-
-pub fn object(user: &PageUser<'_>, c: &Crumbs, v: &ObjectView<'_>) -> Html<String> {
-    let n = &v.info.node;
-    let main = html! {
-        (crumbs(c))
-        div.heading {
-            h1 { (n.path.name()) }
-            div.buttons {
-                a.button.primary href=(paths::to_url("/api/v1/data", &n.path)) download=(n.path.name()) { "Download" }
-                @if v.can_delete {
-                    a.button.danger href=(paths::to_url("/delete", &n.path)) { "Delete…" }
-                }
-            }
-        }
-        dl.facts-grid {
-            dt { "Size" } dd.size { (format::size(n.size)) span.muted { " (" (format::count(n.size)) " bytes)" } }
-            dt { "Checksum" } dd.checksum { @if let Some(sum) = &n.checksum { code { (sum.to_string()) } } @else { "—" } }
-            dt { "Owner" } dd.owner { (n.owner.as_str()) }
-            dt { "Created" } dd { (time(n.created)) }
-            dt { "Modified" } dd { (time(n.modified)) }
-            dt { "Path" } dd { code { (n.path.as_str()) } }
-            @if let Some(pid) = &v.info.pid {
-                dt { "PID" } dd { a href={ "/pid/" (pid) } { (pid) } }
-            }
-        }
-        section {
-            h2 { "Metadata" }
-            @if v.meta.is_empty() {
-                p.empty { "No metadata." }
-            } @else {
-                table.meta {
-                    thead { tr { th scope="col" { "Attribute" } th scope="col" { "Value" } th scope="col" { "Unit" } } }
-                    tbody {
-                        @for a in v.meta {
-                            tr { td { (a.attr) } td { (a.value) } td { (a.unit) } }
-                        }
-                    }
-                }
-            }
-        }
-        section {
-            h2 { "Replicas" }
-            table.replicas {
-                thead {
-                    tr {
-                        th scope="col" { "Zone" } th scope="col" { "Resource" } th scope="col" { "State" }
-                        th scope="col" { "Size" } th scope="col" { "Created" } th scope="col" { "Last verified" }
-                    }
-                }
-                tbody {
-                    @for r in &v.info.replicas {
-                        tr {
-                            td { (r.zone) }
-                            td { (r.resource) }
-                            td { span class={ "state state-" (r.state.as_str()) } { (r.state.as_str()) } }
-                            td { (format::size(r.size)) }
-                            td { (time(r.created)) }
-                            td { @if let Some(t) = r.verified { (time(t)) } @else { "never" } }
-                        }
-                    }
-                }
-            }
-        }
-    };
-    layout(n.path.name(), Some(user), user.zone, main)
 }
 
 pub fn confirm_delete(user: &PageUser<'_>, c: &Crumbs, n: &Node) -> Html<String> {

@@ -2,11 +2,13 @@
 //! in federated zones (`remote_replicas`), their states, and the scrubber's queue.
 
 use super::rows::{self, corrupt, get, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
-use super::{affected, db, now_ms, placeholders, SqlCatalog};
-use crate::{CopyPlace, NewReplica, RemoteReplica, Replica, ReplicaPlace, Replicas};
+use super::{affected, db, now_ms, placeholders, subtree_range, SqlCatalog};
+use crate::{
+    CopyPlace, NewReplica, PlaceBytes, RemoteReplica, Replica, ReplicaPlace, Replicas, SubtreeCopies,
+};
 use async_trait::async_trait;
 use sqlx::AnyConnection;
-use weft_types::{Error, ErrorCode, Millis, ReplicaState, ResourceName, ZoneName};
+use weft_types::{Error, ErrorCode, LogicalPath, Millis, ReplicaState, ResourceName, ZoneName};
 
 #[async_trait]
 impl Replicas for SqlCatalog {
@@ -290,6 +292,63 @@ impl Replicas for SqlCatalog {
         }
         out.sort_by_key(|p| p.node_id);
         Ok(out)
+    }
+
+    async fn subtree_copies(&self, root: &LogicalPath, limit: u32) -> Result<SubtreeCopies, Error> {
+        // The same first `limit` objects by path in both statements: the path index's
+        // range, so the cost is bounded by `limit` whatever the subtree holds.
+        const FIRST: &str = "SELECT id, size FROM nodes WHERE path > $1 AND path < $2 AND kind = 'object' \
+                             ORDER BY path LIMIT $3";
+        let (lo, hi) = subtree_range(root);
+        let limit = i64::from(limit);
+        let totals = sqlx::query(&format!(
+            "SELECT count(*), CAST(coalesce(sum(size), 0) AS BIGINT) FROM ({FIRST}) sub"
+        ))
+        .bind(&lo)
+        .bind(&hi)
+        .bind(limit)
+        .fetch_one(self.pool())
+        .await
+        .map_err(db)?;
+        let objects: i64 = get(&totals, 0)?;
+        let bytes: i64 = get(&totals, 1)?;
+        let rows = sqlx::query(&format!(
+            "WITH sub AS ({FIRST}) \
+             SELECT NULL, s.name, count(*), CAST(coalesce(sum(r.size), 0) AS BIGINT) \
+             FROM sub JOIN replicas r ON r.node_id = sub.id JOIN resources s ON s.id = r.resource_id \
+             WHERE r.state = 'good' GROUP BY s.name \
+             UNION ALL SELECT rr.zone, rr.resource, count(*), CAST(coalesce(sum(rr.size), 0) AS BIGINT) \
+             FROM sub JOIN remote_replicas rr ON rr.node_id = sub.id \
+             WHERE rr.state = 'good' GROUP BY rr.zone, rr.resource"
+        ))
+        .bind(&lo)
+        .bind(&hi)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db)?;
+        let mut places = Vec::with_capacity(rows.len());
+        for row in rows {
+            let zone: Option<String> = get(&row, 0)?;
+            let resource: String = get(&row, 1)?;
+            let count: i64 = get(&row, 2)?;
+            let sum: i64 = get(&row, 3)?;
+            places.push(PlaceBytes {
+                zone: zone
+                    .map(|z| ZoneName::parse(&z).map_err(|e| corrupt("zone name", e.message)))
+                    .transpose()?,
+                resource: ResourceName::parse(&resource).map_err(|e| corrupt("resource name", e.message))?,
+                objects: count.max(0) as u64,
+                bytes: sum.max(0) as u64,
+            });
+        }
+        places.sort_by(|a, b| (&a.zone, &a.resource).cmp(&(&b.zone, &b.resource)));
+        Ok(SubtreeCopies {
+            objects: objects.max(0) as u64,
+            bytes: bytes.max(0) as u64,
+            truncated: objects >= limit,
+            places,
+        })
     }
 }
 

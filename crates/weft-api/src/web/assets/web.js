@@ -1,5 +1,7 @@
 // weft web interface: progressive enhancement only. Pages work without it, except
-// uploading, which sends the file in pieces through the REST API with the session cookie.
+// uploading (a chosen file, or files dropped on the listing), which sends each file in
+// pieces through the REST API with the session cookie, retrying a piece cut on the way
+// and resuming after a reload from the pieces the zone holds.
 (function () {
   "use strict";
 
@@ -49,10 +51,12 @@
         if (xhr.status >= 200 && xhr.status < 300) {
           resolve(answer);
         } else {
-          reject(answer && answer.code ? answer : { code: "http_" + xhr.status, message: xhr.statusText });
+          var err = answer && answer.code ? answer : { code: "http_" + xhr.status, message: xhr.statusText };
+          err.status = xhr.status;
+          reject(err);
         }
       };
-      xhr.onerror = function () { reject({ code: "unreachable", message: "the zone did not answer" }); };
+      xhr.onerror = function () { reject({ code: "unreachable", message: "the zone did not answer", status: 0 }); };
       xhr.send(body);
     });
   }
@@ -61,36 +65,123 @@
   // the zone asks, and small enough that a cut loses little.
   var PIECE = 8 * 1024 * 1024;
 
-  function upload(file, collection, progress) {
+  // A request that failed on the way (no answer, the zone restarting, overloaded) is
+  // tried again, after 0.5, 1, 2, 4, 8 and 16 s: half a minute of a network away.
+  var RETRIES = 6;
+
+  function transient(err) {
+    return err.status === 0 || err.status === 429 || err.status >= 500;
+  }
+
+  function withRetry(attempt, onWait) {
+    return new Promise(function (resolve, reject) {
+      var tries = 0;
+      function go() {
+        attempt().then(resolve, function (err) {
+          tries += 1;
+          if (!transient(err) || tries > RETRIES) { reject(err); return; }
+          var delay = 500 * Math.pow(2, tries - 1);
+          if (onWait) { onWait(err, delay); }
+          setTimeout(go, delay);
+        });
+      }
+      go();
+    });
+  }
+
+  // An upload's id is kept for the tab's life under the target and the file's identity,
+  // so that choosing the same file again after a reload sends only the pieces the zone
+  // does not hold yet.
+  function resumeKey(path, file) {
+    return "weft-upload:" + JSON.stringify([path, file.size, file.name, file.lastModified]);
+  }
+
+  function uploadUrl(id) {
+    return "/api/v1/uploads/" + encodeURIComponent(id);
+  }
+
+  // The upload to send `file` in: the one kept for it if the zone still has it (with
+  // the indices it holds), else a new one.
+  function openUpload(file, path, key, onWait) {
+    function fresh() {
+      var begin = JSON.stringify({ path: path, size: file.size, piece_size: PIECE });
+      return withRetry(function () {
+        return request("POST", "/api/v1/uploads", begin, "application/json", null);
+      }, onWait).then(function (up) {
+        sessionStorage.setItem(key, up.id);
+        up.received = [];
+        return up;
+      });
+    }
+    var id = sessionStorage.getItem(key);
+    if (!id) { return fresh(); }
+    return withRetry(function () { return request("GET", uploadUrl(id), null, null, null); }, onWait)
+      .then(function (up) {
+        if (up.path !== path || up.size !== file.size) {
+          sessionStorage.removeItem(key);
+          return fresh();
+        }
+        return up;
+      }, function (err) {
+        // Completed, aborted, or swept after lying idle: start again.
+        if (err.status === 404) {
+          sessionStorage.removeItem(key);
+          return fresh();
+        }
+        throw err;
+      });
+  }
+
+  // Sends `file` into `collection`; progress(bytes the zone holds, of which resumed).
+  function upload(file, collection, progress, onWait) {
     var path = collection + "/" + file.name;
     if (file.size === 0) {
-      return request("PUT", "/api/v1/data/" + apiPath(path), file, "application/octet-stream", null);
+      return withRetry(function () {
+        return request("PUT", "/api/v1/data/" + apiPath(path), file, "application/octet-stream", null);
+      }, onWait);
     }
-    var begin = JSON.stringify({ path: path, size: file.size, piece_size: PIECE });
-    return request("POST", "/api/v1/uploads", begin, "application/json", null).then(function (up) {
+    var key = resumeKey(path, file);
+    return openUpload(file, path, key, onWait).then(function (up) {
+      var have = {};
       var done = 0;
+      function length(i) {
+        return Math.min((i + 1) * up.piece_size, file.size) - i * up.piece_size;
+      }
+      up.received.forEach(function (i) { have[i] = true; done += length(i); });
+      var resumed = done;
+      progress(done, resumed);
       var index = 0;
       function next() {
+        while (index < up.pieces && have[index]) { index += 1; }
         if (index >= up.pieces) {
-          return request("POST", "/api/v1/uploads/" + encodeURIComponent(up.id) + "/complete",
-            "{}", "application/json", null);
+          return withRetry(function () {
+            return request("POST", uploadUrl(up.id) + "/complete", "{}", "application/json", null);
+          }, onWait);
         }
         var start = index * up.piece_size;
-        var piece = file.slice(start, Math.min(start + up.piece_size, file.size));
-        var url = "/api/v1/uploads/" + encodeURIComponent(up.id) + "/" + index;
-        return request("PUT", url, piece, "application/octet-stream", function (sent) {
-          progress(done + Math.min(sent, piece.size));
-        }).then(function () {
+        var piece = file.slice(start, start + length(index));
+        var url = uploadUrl(up.id) + "/" + index;
+        return withRetry(function () {
+          return request("PUT", url, piece, "application/octet-stream", function (sent) {
+            progress(done + Math.min(sent, piece.size), resumed);
+          });
+        }, onWait).then(function () {
           done += piece.size;
-          progress(done);
-          index += 1;
+          have[index] = true;
+          progress(done, resumed);
           return next();
         });
       }
-      return next().catch(function (err) {
-        // Nothing of a failed upload stays: the zone drops its pieces.
-        request("DELETE", "/api/v1/uploads/" + encodeURIComponent(up.id), null, null, null)
-          .catch(function () {});
+      return next().then(function (node) {
+        sessionStorage.removeItem(key);
+        return node;
+      }, function (err) {
+        // Refused: nothing of it stays, the zone drops its pieces. Cut off for longer
+        // than the retries wait: the pieces stay, for choosing the file again.
+        if (!transient(err)) {
+          sessionStorage.removeItem(key);
+          request("DELETE", uploadUrl(up.id), null, null, null).catch(function () {});
+        }
         throw err;
       });
     });
@@ -105,31 +196,89 @@
     var bar = document.getElementById("upload-progress");
     var text = document.getElementById("upload-text");
     var button = form.querySelector("button[type=submit]");
-    form.addEventListener("submit", function (e) {
-      e.preventDefault();
-      var file = input.files && input.files[0];
-      if (!file) { return; }
+    var collection = form.getAttribute("data-collection");
+    var busy = false;
+
+    function sendAll(files) {
+      if (busy || files.length === 0) { return; }
+      busy = true;
       button.disabled = true;
       input.disabled = true;
       status.hidden = false;
       status.classList.remove("failed");
-      bar.max = Math.max(file.size, 1);
-      bar.value = 0;
-      var show = function (n) {
-        bar.value = n;
-        text.textContent = "Uploading " + file.name + ": " + humanSize(n) + " of " + humanSize(file.size);
-      };
-      show(0);
-      upload(file, form.getAttribute("data-collection"), show).then(function () {
-        bar.value = bar.max;
-        text.textContent = "Uploaded " + file.name + " (" + humanSize(file.size) + ")";
-        window.location.reload();
-      }, function (err) {
-        status.classList.add("failed");
-        text.textContent = "Upload failed: " + err.message + " (" + err.code + ")";
-        button.disabled = false;
-        input.disabled = false;
-      });
+      var i = 0;
+      function one() {
+        if (i >= files.length) {
+          window.location.reload();
+          return;
+        }
+        var file = files[i];
+        var of = files.length > 1 ? " (" + (i + 1) + " of " + files.length + ")" : "";
+        bar.max = Math.max(file.size, 1);
+        bar.value = 0;
+        var show = function (n, resumed) {
+          bar.value = n;
+          text.textContent = "Uploading " + file.name + of + ": " + humanSize(n) + " of " + humanSize(file.size) +
+            (resumed > 0 ? " (resumed; " + humanSize(resumed) + " were on the zone)" : "");
+        };
+        var wait = function (err, delay) {
+          text.textContent = "Uploading " + file.name + of + ": " + err.message + "; trying again in " +
+            Math.round(delay / 1000 * 10) / 10 + " s";
+        };
+        show(0, 0);
+        upload(file, collection, show, wait).then(function () {
+          bar.value = bar.max;
+          text.textContent = "Uploaded " + file.name + " (" + humanSize(file.size) + ")";
+          i += 1;
+          one();
+        }, function (err) {
+          status.classList.add("failed");
+          text.textContent = "Upload of " + file.name + " failed: " + err.message + " (" + err.code + ")" +
+            (transient(err) ? ". Choose the file again to go on where it stopped." : "");
+          button.disabled = false;
+          input.disabled = false;
+          busy = false;
+        });
+      }
+      one();
+    }
+
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      if (input.files && input.files[0]) { sendAll([input.files[0]]); }
+    });
+    enableDrop(sendAll);
+  }
+
+  // Files dropped on the listing upload like the chosen one, one after the other.
+  function enableDrop(sendAll) {
+    var zone = document.getElementById("dropzone");
+    if (!zone || !zone.getAttribute("data-collection")) { return; }
+    var depth = 0;
+    function hasFiles(e) {
+      return e.dataTransfer && Array.prototype.indexOf.call(e.dataTransfer.types, "Files") >= 0;
+    }
+    zone.addEventListener("dragenter", function (e) {
+      if (!hasFiles(e)) { return; }
+      e.preventDefault();
+      depth += 1;
+      zone.classList.add("over");
+    });
+    zone.addEventListener("dragover", function (e) {
+      if (!hasFiles(e)) { return; }
+      e.preventDefault();
+      e.dataTransfer.dropEffect = "copy";
+    });
+    zone.addEventListener("dragleave", function () {
+      depth = Math.max(0, depth - 1);
+      if (depth === 0) { zone.classList.remove("over"); }
+    });
+    zone.addEventListener("drop", function (e) {
+      if (!hasFiles(e)) { return; }
+      e.preventDefault();
+      depth = 0;
+      zone.classList.remove("over");
+      sendAll(Array.prototype.slice.call(e.dataTransfer.files));
     });
   }
 
