@@ -47,6 +47,27 @@ pub struct OidcIssuer {
     /// Clock skew tolerated on `exp`, in seconds.
     #[serde(default = "default_leeway")]
     pub leeway_seconds: u64,
+    /// The client the web interface signs in with (a public client of the issuer, with
+    /// the standard flow and `<zone URL>/login/oidc/callback` among its redirect URIs).
+    /// Without it, the sign-in page offers only the token form for this issuer.
+    #[serde(default)]
+    pub web_client_id: Option<String>,
+    /// The name on the sign-in button ("Sign in with ..."); the issuer's host by default.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+impl OidcIssuer {
+    /// What the sign-in button calls this issuer.
+    pub fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or_else(|| {
+            let rest = self
+                .issuer
+                .split_once("://")
+                .map_or(self.issuer.as_str(), |(_, r)| r);
+            rest.split(['/', '?', '#']).next().unwrap_or(rest)
+        })
+    }
 }
 
 fn default_leeway() -> u64 {
@@ -104,7 +125,8 @@ impl Keys {
 pub struct OidcVerifier {
     issuers: Vec<OidcIssuer>,
     keys: Vec<Keys>,
-    http: reqwest::Client,
+    /// Also what the web sign-in asks the issuers with (discovery, token endpoint).
+    pub(crate) http: reqwest::Client,
 }
 
 fn unauthenticated(msg: impl Into<String>) -> Error {
@@ -125,6 +147,11 @@ impl OidcVerifier {
 
     pub fn is_empty(&self) -> bool {
         self.issuers.is_empty()
+    }
+
+    /// The trusted issuers, in the configured order.
+    pub fn issuers(&self) -> &[OidcIssuer] {
+        &self.issuers
     }
 
     pub async fn verify(&self, token: &str) -> Result<OidcLogin, Error> {

@@ -23,6 +23,8 @@ fn issuer(kc: &Keycloak, audience: &str) -> OidcIssuer {
         roles_claim: "realm_access.roles".into(),
         jwks_uri: None,
         leeway_seconds: 0,
+        web_client_id: None,
+        label: None,
     }
 }
 

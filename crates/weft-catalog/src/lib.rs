@@ -951,14 +951,25 @@ pub trait S3Gateway: Send + Sync {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebSession {
     pub user_id: i64,
-    /// The API token the session was opened with; the session ends with it.
-    pub token_id: i64,
-    /// The token's expiry: the session ends then at the latest.
-    pub token_expires: Option<Millis>,
+    /// What the session was opened with.
+    pub grant: SessionGrant,
+    /// When the session ends at the latest: its API token's expiry, or the end set when
+    /// it was opened by an OIDC sign-in.
+    pub expires: Option<Millis>,
     /// The secret every state-changing request of the session must carry (opened).
     pub csrf: String,
     pub created: Millis,
     pub last_seen: Millis,
+}
+
+/// What opened a web session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionGrant {
+    /// An API token (its id): the session ends with it.
+    Token(i64),
+    /// A sign-in with an OIDC issuer: the group names and the administrator role its
+    /// token carried then, which the session keeps until it ends.
+    Oidc { groups: Vec<String>, admin: bool },
 }
 
 /// Bytes moved between this zone and one peer, one way, in one bucket of time.
@@ -1005,20 +1016,23 @@ pub trait Throughput: Send + Sync {
 /// Sessions of the web interface, shared by every server of a zone.
 #[async_trait]
 pub trait WebSessions: Send + Sync {
-    /// Records a session opened with token `token_id` of `user_id`; `csrf` is stored
-    /// sealed. Sessions idle since before `idle_before` or created before
-    /// `created_before` are deleted in the same transaction, so that abandoned sessions
-    /// do not pile up. Errors: `not_found` (the token is gone).
+    /// Records a session of `user_id` opened with `grant`, ending at `expires` at the
+    /// latest (besides a token's own expiry); `csrf` is stored sealed. Sessions idle since
+    /// before `idle_before` or created before `created_before` are deleted in the same
+    /// transaction, so that abandoned sessions do not pile up. Errors: `not_found` (the
+    /// token, or the user, is gone).
+    #[allow(clippy::too_many_arguments)]
     async fn create_web_session(
         &self,
         secret_hash: &str,
         user_id: i64,
-        token_id: i64,
+        grant: &SessionGrant,
+        expires: Option<Millis>,
         csrf: &str,
         idle_before: Millis,
         created_before: Millis,
     ) -> Result<(), Error>;
-    /// The session and its user, if both it and the token it was opened with exist.
+    /// The session and its user, if both it and the token it was opened with (if any) exist.
     async fn web_session(&self, secret_hash: &str) -> Result<Option<(WebSession, Principal)>, Error>;
     /// Records that the session was used at `at`.
     async fn touch_web_session(&self, secret_hash: &str, at: Millis) -> Result<(), Error>;

@@ -15,6 +15,7 @@ use weft_catalog::Quotas;
 use weft_catalog::Replicas;
 use weft_catalog::Resources;
 use weft_catalog::S3Gateway;
+use weft_catalog::SessionGrant;
 use weft_catalog::Staging;
 use weft_catalog::Throughput;
 use weft_catalog::Transfers;
@@ -1111,21 +1112,28 @@ async fn web_sessions_live_with_their_token_and_user(c: &SqlCatalog) {
         .await
         .unwrap();
     let t = c.create_token(alice.id, "ta", "", Some(i64::MAX)).await.unwrap();
-    c.create_web_session("s1", alice.id, t.id, "csrf-1", 0, 0)
+    c.create_web_session("s1", alice.id, &SessionGrant::Token(t.id), None, "csrf-1", 0, 0)
         .await
         .unwrap();
     let (s, user) = c.web_session("s1").await.unwrap().unwrap();
-    assert_eq!((user.id, s.user_id, s.token_id), (alice.id, alice.id, t.id));
-    assert_eq!((s.csrf.as_str(), s.token_expires), ("csrf-1", Some(i64::MAX)));
+    assert_eq!((user.id, s.user_id), (alice.id, alice.id));
+    assert_eq!(s.grant, SessionGrant::Token(t.id));
+    assert_eq!((s.csrf.as_str(), s.expires), ("csrf-1", Some(i64::MAX)));
     assert!(s.last_seen >= s.created);
     assert_eq!(c.web_session("s2").await.unwrap(), None);
     // A token of another user, or none, opens nothing.
     assert_eq!(
-        code(c.create_web_session("s2", bob.id, t.id, "x", 0, 0).await),
+        code(
+            c.create_web_session("s2", bob.id, &SessionGrant::Token(t.id), None, "x", 0, 0)
+                .await
+        ),
         ErrorCode::NotFound
     );
     assert_eq!(
-        code(c.create_web_session("s2", alice.id, 424242, "x", 0, 0).await),
+        code(
+            c.create_web_session("s2", alice.id, &SessionGrant::Token(424242), None, "x", 0, 0)
+                .await
+        ),
         ErrorCode::NotFound
     );
     assert_eq!(c.web_session("s2").await.unwrap(), None);
@@ -1143,24 +1151,72 @@ async fn web_sessions_live_with_their_token_and_user(c: &SqlCatalog) {
     );
 
     // Opening a session sweeps those past their limits.
-    c.create_web_session("s3", alice.id, t.id, "csrf-3", s.last_seen + 6000, 0)
-        .await
-        .unwrap();
+    c.create_web_session(
+        "s3",
+        alice.id,
+        &SessionGrant::Token(t.id),
+        None,
+        "csrf-3",
+        s.last_seen + 6000,
+        0,
+    )
+    .await
+    .unwrap();
     assert_eq!(c.web_session("s1").await.unwrap(), None, "idle");
-    c.create_web_session("s4", alice.id, t.id, "csrf-4", 0, i64::MAX)
-        .await
-        .unwrap();
+    c.create_web_session(
+        "s4",
+        alice.id,
+        &SessionGrant::Token(t.id),
+        None,
+        "csrf-4",
+        0,
+        i64::MAX,
+    )
+    .await
+    .unwrap();
     assert_eq!(c.web_session("s3").await.unwrap(), None, "too old");
 
     assert!(c.delete_web_session("s4").await.unwrap());
     assert!(!c.delete_web_session("s4").await.unwrap());
 
     // Removing the user removes its tokens, and with them its sessions.
-    c.create_web_session("s5", alice.id, t.id, "csrf-5", 0, 0)
+    c.create_web_session("s5", alice.id, &SessionGrant::Token(t.id), None, "csrf-5", 0, 0)
         .await
         .unwrap();
     c.delete_principal(&name("alice")).await.unwrap();
     assert_eq!(c.web_session("s5").await.unwrap(), None);
+
+    // An OIDC sign-in: no token, the groups and role of its sign-in, an end of its own
+    // (and the sooner of that and a token's expiry).
+    let grant = SessionGrant::Oidc {
+        groups: vec!["physics".into(), "<b>\"x".into()],
+        admin: true,
+    };
+    c.create_web_session("o1", bob.id, &grant, Some(77), "csrf-o", 0, 0)
+        .await
+        .unwrap();
+    let (s, user) = c.web_session("o1").await.unwrap().unwrap();
+    assert_eq!((user.id, s.grant, s.expires), (bob.id, grant.clone(), Some(77)));
+    let plain = SessionGrant::Oidc {
+        groups: vec![],
+        admin: false,
+    };
+    c.create_web_session("o2", bob.id, &plain, None, "csrf-o", 0, 0)
+        .await
+        .unwrap();
+    assert_eq!(c.web_session("o2").await.unwrap().unwrap().0.grant, plain);
+    let tb = c.create_token(bob.id, "tb", "", Some(500)).await.unwrap();
+    c.create_web_session("o3", bob.id, &SessionGrant::Token(tb.id), Some(400), "c", 0, 0)
+        .await
+        .unwrap();
+    assert_eq!(c.web_session("o3").await.unwrap().unwrap().0.expires, Some(400));
+    // A user that is gone opens nothing; removing one ends its OIDC sessions.
+    assert_eq!(
+        code(c.create_web_session("o4", 424242, &grant, None, "x", 0, 0).await),
+        ErrorCode::NotFound
+    );
+    c.delete_principal(&name("bob")).await.unwrap();
+    assert_eq!(c.web_session("o1").await.unwrap(), None);
 }
 
 async fn list_children_pages_by_name(c: &SqlCatalog) {
@@ -4340,7 +4396,7 @@ async fn tokens_are_listed_and_deleted_with_their_sessions(c: &SqlCatalog) {
         c.list_tokens(Some(alice.id)).await.unwrap(),
         vec![(a1.clone(), name("alice"))]
     );
-    c.create_web_session("s1", alice.id, a1.id, "csrf", 0, 0)
+    c.create_web_session("s1", alice.id, &SessionGrant::Token(a1.id), None, "csrf", 0, 0)
         .await
         .unwrap();
     assert!(c.web_session("s1").await.unwrap().is_some());

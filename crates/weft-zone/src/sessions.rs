@@ -1,16 +1,24 @@
-//! Sessions of the web interface: opened with an API token, kept in the catalog (so every
-//! server of the zone knows them), and turned back into the token's `Caller` at every
-//! request, so that a deleted token or user ends its sessions at once.
+//! Sessions of the web interface: opened with an API token or by signing in with an OIDC
+//! issuer, kept in the catalog (so every server of the zone knows them), and turned back
+//! into a `Caller` at every request, so that a deleted token or user ends its sessions at
+//! once.
+//!
+//! An OIDC session keeps the groups and administrator role of the token it was opened
+//! with (the issuer is not asked again at each request), so it ends after
+//! `OIDC_SESSION_MAX_MS`: a role taken away at the issuer counts by the next sign-in.
 
-use crate::{Caller, Zone};
+use crate::{Caller, OidcLogin, Zone};
 use base64::Engine;
 use rand::RngCore;
+use weft_catalog::SessionGrant;
 use weft_types::{Error, ErrorCode, Millis};
 
 /// A session ends after this long without a request.
 pub const SESSION_IDLE_MS: Millis = 12 * 3600 * 1000;
 /// A session ends this long after it was opened, however busy.
 pub const SESSION_MAX_MS: Millis = 7 * 24 * 3600 * 1000;
+/// A session opened by an OIDC sign-in ends this long after it was opened: a working day.
+pub const OIDC_SESSION_MAX_MS: Millis = 10 * 3600 * 1000;
 /// The time of a session's last request is written at most this often: a page view
 /// costs no catalog write, and the idle limit is kept to within this much.
 const TOUCH_EVERY_MS: Millis = 60 * 1000;
@@ -61,17 +69,7 @@ impl Zone {
             return Err(crate::principals::expired());
         }
         let caller = self.caller_for(&user, &[]).await?;
-        crate::act_as(caller.name.as_str());
-        let (secret, csrf) = (random_secret(), random_secret());
-        self.catalog
-            .create_web_session(
-                &crate::principals::token_hash(&secret),
-                user.id,
-                record.id,
-                &csrf,
-                now - SESSION_IDLE_MS,
-                now - SESSION_MAX_MS,
-            )
+        self.record_session(caller, &SessionGrant::Token(record.id), None)
             .await
             .map_err(|e| match e.code {
                 // The token was deleted between the check and the insert.
@@ -79,7 +77,41 @@ impl Zone {
                     Error::new(ErrorCode::Unauthenticated, "the token is not known to this zone")
                 }
                 _ => e,
-            })?;
+            })
+    }
+
+    /// Opens a session for the user of a verified OIDC token (made on first sight, as
+    /// for a bearer token), with the token's groups and administrator role.
+    pub async fn open_oidc_session(&self, login: &OidcLogin) -> Result<NewSession, Error> {
+        let caller = self.caller_for_oidc(login).await?;
+        let grant = SessionGrant::Oidc {
+            groups: login.groups.clone(),
+            admin: login.admin,
+        };
+        let ends = crate::now_ms() + OIDC_SESSION_MAX_MS;
+        self.record_session(caller, &grant, Some(ends)).await
+    }
+
+    async fn record_session(
+        &self,
+        caller: Caller,
+        grant: &SessionGrant,
+        expires: Option<Millis>,
+    ) -> Result<NewSession, Error> {
+        crate::act_as(caller.name.as_str());
+        let now = crate::now_ms();
+        let (secret, csrf) = (random_secret(), random_secret());
+        self.catalog
+            .create_web_session(
+                &crate::principals::token_hash(&secret),
+                caller.user_id,
+                grant,
+                expires,
+                &csrf,
+                now - SESSION_IDLE_MS,
+                now - SESSION_MAX_MS,
+            )
+            .await?;
         Ok(NewSession { secret, csrf, caller })
     }
 
@@ -92,17 +124,23 @@ impl Zone {
             return Err(ended());
         };
         let now = crate::now_ms();
-        if !session_alive(s.created, s.last_seen, s.token_expires, now) {
+        if !session_alive(s.created, s.last_seen, s.expires, now) {
             self.catalog.delete_web_session(&hash).await?;
             return Err(ended());
         }
         if now - s.last_seen >= TOUCH_EVERY_MS {
             self.catalog.touch_web_session(&hash, now).await?;
         }
-        Ok(Session {
-            caller: self.caller_for(&user, &[]).await?,
-            csrf: s.csrf,
-        })
+        let caller = match &s.grant {
+            SessionGrant::Token(_) => self.caller_for(&user, &[]).await?,
+            SessionGrant::Oidc { groups, admin } => {
+                let groups = self.group_ids(groups).await?;
+                let mut caller = self.caller_for(&user, &groups).await?;
+                caller.is_admin = *admin;
+                caller
+            }
+        };
+        Ok(Session { caller, csrf: s.csrf })
     }
 
     /// Ends the session whose cookie holds `secret`; ending one that is gone already is
@@ -115,12 +153,11 @@ impl Zone {
     }
 }
 
-/// Whether a session opened at `created`, last used at `last_seen`, with a token that
-/// expires at `token_expires`, may still be used at `now`.
-fn session_alive(created: Millis, last_seen: Millis, token_expires: Option<Millis>, now: Millis) -> bool {
-    now - last_seen < SESSION_IDLE_MS
-        && now - created < SESSION_MAX_MS
-        && token_expires.is_none_or(|e| now < e)
+/// Whether a session opened at `created`, last used at `last_seen`, and ending at
+/// `expires` at the latest (its token's expiry, an OIDC session's end), may still be used
+/// at `now`.
+fn session_alive(created: Millis, last_seen: Millis, expires: Option<Millis>, now: Millis) -> bool {
+    now - last_seen < SESSION_IDLE_MS && now - created < SESSION_MAX_MS && expires.is_none_or(|e| now < e)
 }
 
 #[cfg(test)]

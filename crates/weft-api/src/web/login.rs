@@ -1,5 +1,5 @@
-//! Logging in (an API token pasted into a form opens a session) and out. Signing in with
-//! the zone's OIDC issuer will be a second way to open a session, beside the token form.
+//! Logging in (an API token pasted into a form opens a session; `sso.rs` signs in with the
+//! zone's OIDC issuers) and out.
 
 use super::{pages, paths, session, FormFields, WebError, WebUser};
 use crate::extract::QueryPairs;
@@ -36,7 +36,7 @@ pub fn home_path(zone: &str, user: &str) -> String {
 
 /// Where to go after logging in: a page of this interface, never another site
 /// (`//evil.example`, `/\evil.example`) or an API route.
-fn next_page(q: Option<&str>) -> Option<&str> {
+pub(super) fn next_page(q: Option<&str>) -> Option<&str> {
     let next = q?;
     let local = next.starts_with('/')
         && !next.starts_with("//")
@@ -55,7 +55,26 @@ pub async fn page(State(s): State<Arc<AppState>>, headers: HeaderMap, q: QueryPa
         let to = next.map_or_else(|| home_of(&s, &session.caller), str::to_owned);
         return Redirect::to(&to).into_response();
     }
-    pages::login(s.zone.name().as_str(), next, None).into_response()
+    login_page(&s, next, None).into_response()
+}
+
+/// The sign-in page: the token form, and a button per issuer the web can sign in with.
+fn login_page(s: &AppState, next: Option<&str>, problem: Option<&str>) -> axum::response::Html<String> {
+    let issuers: Vec<(usize, &str)> = s
+        .oidc
+        .issuers()
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.web_client_id.is_some())
+        .map(|(n, i)| (n, i.label()))
+        .collect();
+    pages::login(s.zone.name().as_str(), next, &issuers, problem)
+}
+
+/// The sign-in page telling what went wrong, with `status`.
+pub(super) fn page_with(s: &AppState, next: Option<&str>, problem: &str, status: u16) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    (status, login_page(s, next, Some(problem))).into_response()
 }
 
 pub async fn submit(State(s): State<Arc<AppState>>, headers: HeaderMap, form: FormFields) -> Response {
@@ -68,8 +87,7 @@ pub async fn submit(State(s): State<Arc<AppState>>, headers: HeaderMap, form: Fo
     }
     let token = form.get("token").map(str::trim).unwrap_or("");
     if token.is_empty() {
-        let page = pages::login(zone, next, Some("Paste an API token to sign in."));
-        return (StatusCode::BAD_REQUEST, page).into_response();
+        return page_with(&s, next, "Paste an API token to sign in.", 400);
     }
     match s.zone.open_session(token).await {
         Ok(opened) => {
@@ -82,8 +100,7 @@ pub async fn submit(State(s): State<Arc<AppState>>, headers: HeaderMap, form: Fo
             resp
         }
         Err(e) if matches!(e.code, ErrorCode::Unauthenticated | ErrorCode::TokenExpired) => {
-            let page = pages::login(zone, next, Some(&e.message));
-            (StatusCode::UNAUTHORIZED, page).into_response()
+            page_with(&s, next, &e.message, 401)
         }
         Err(e) => WebError::new(e).into_response(),
     }

@@ -27,6 +27,7 @@ mod paths;
 mod policies;
 mod search;
 pub mod session;
+mod sso;
 mod transfers;
 mod views;
 mod zones;
@@ -49,6 +50,8 @@ pub fn router() -> Router<Arc<AppState>> {
     Router::new()
         .route("/", get(login::home))
         .route("/login", get(login::page).post(login::submit))
+        .route("/login/oidc/callback", get(sso::finish))
+        .route("/login/oidc/{n}", get(sso::begin))
         .route("/logout", axum::routing::post(login::logout))
         .route("/data", get(data::show))
         .route("/data/", get(data::show))

@@ -29,7 +29,11 @@ pub fn cookie_name(zone: &str) -> String {
 
 /// The value of the zone's session cookie in the request, as sent.
 fn cookie(headers: &HeaderMap, zone: &str) -> Option<String> {
-    let name = cookie_name(zone);
+    cookie_named(headers, &cookie_name(zone))
+}
+
+/// The value of the request's cookie `name`, as sent.
+pub(super) fn cookie_named(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(COOKIE)
         .iter()
@@ -150,7 +154,7 @@ fn rejected(message: impl Into<String>) -> Error {
 
 /// Compares without stopping at the first difference, so that the time taken tells an
 /// attacker nothing of how much of a guess was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -159,6 +159,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "web_transfers",
         include_str!("../../migrations/sqlite/0021_web_transfers.sql"),
     ),
+    (
+        22,
+        "oidc_sessions",
+        include_str!("../../migrations/sqlite/0022_oidc_sessions.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -253,6 +258,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         21,
         "web_transfers",
         include_str!("../../migrations/postgres/0021_web_transfers.sql"),
+    ),
+    (
+        22,
+        "oidc_sessions",
+        include_str!("../../migrations/postgres/0022_oidc_sessions.sql"),
     ),
 ];
 

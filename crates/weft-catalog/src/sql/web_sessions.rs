@@ -1,9 +1,10 @@
-//! Sessions of the web interface: the secret's hash, the user and token it acts for, the
-//! CSRF secret (sealed), and its times.
+//! Sessions of the web interface: the secret's hash, the user it acts for and what opened
+//! it (an API token, or an OIDC sign-in with its groups and role), the CSRF secret
+//! (sealed), and its times.
 
 use super::rows::{self, get, PRINCIPAL_COLS};
 use super::{affected, audit, db, SqlCatalog};
-use crate::{Principal, WebSession, WebSessions};
+use crate::{Principal, SessionGrant, WebSession, WebSessions};
 use async_trait::async_trait;
 use weft_types::{Error, Millis};
 
@@ -13,7 +14,8 @@ impl WebSessions for SqlCatalog {
         &self,
         secret_hash: &str,
         user_id: i64,
-        token_id: i64,
+        grant: &SessionGrant,
+        expires: Option<Millis>,
         csrf: &str,
         idle_before: Millis,
         created_before: Millis,
@@ -25,40 +27,63 @@ impl WebSessions for SqlCatalog {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        // Only for a token that still exists and is the user's: a token deleted since it
-        // was checked opens nothing.
         let now = super::now_ms();
-        let made = sqlx::query(
-            "INSERT INTO web_sessions (secret_hash, user_id, token_id, csrf, created, last_seen) \
-             SELECT $1, t.user_id, t.id, $2, $3, $4 FROM tokens t WHERE t.id = $5 AND t.user_id = $6",
-        )
-        .bind(secret_hash)
-        .bind(self.sealer.seal(csrf))
-        .bind(now)
-        .bind(now)
-        .bind(token_id)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        if affected(made) == 0 {
-            return Err(Error::not_found(format_args!("token {token_id}")));
+        let csrf = self.sealer.seal(csrf);
+        let (made, what) = match grant {
+            // Only for a token that still exists and is the user's: a token deleted since
+            // it was checked opens nothing.
+            SessionGrant::Token(token_id) => (
+                sqlx::query(
+                    "INSERT INTO web_sessions (secret_hash, user_id, token_id, expires, csrf, created, last_seen) \
+                     SELECT $1, t.user_id, t.id, $2, $3, $4, $5 FROM tokens t WHERE t.id = $6 AND t.user_id = $7",
+                )
+                .bind(secret_hash)
+                .bind(expires)
+                .bind(csrf)
+                .bind(now)
+                .bind(now)
+                .bind(token_id)
+                .bind(user_id),
+                format!("token {token_id}"),
+            ),
+            SessionGrant::Oidc { groups, admin } => (
+                sqlx::query(
+                    "INSERT INTO web_sessions (secret_hash, user_id, oidc_groups, oidc_admin, expires, csrf, created, last_seen) \
+                     SELECT $1, p.id, $2, $3, $4, $5, $6, $7 FROM principals p WHERE p.id = $8",
+                )
+                .bind(secret_hash)
+                .bind(serde_json::to_string(groups).expect("strings serialize"))
+                .bind(*admin)
+                .bind(expires)
+                .bind(csrf)
+                .bind(now)
+                .bind(now)
+                .bind(user_id),
+                format!("user {user_id}"),
+            ),
+        };
+        if affected(made.execute(&mut *tx).await.map_err(db)?) == 0 {
+            return Err(Error::not_found(what));
         }
-        audit::record(
-            &mut tx,
-            "session",
-            None,
-            format!("open a web session with token {token_id}"),
-        )
-        .await?;
+        let how = match grant {
+            SessionGrant::Token(id) => format!("open a web session with token {id}"),
+            SessionGrant::Oidc { admin: true, .. } => {
+                "open a web session by OIDC sign-in, as an administrator".to_owned()
+            }
+            SessionGrant::Oidc { .. } => "open a web session by OIDC sign-in".to_owned(),
+        };
+        audit::record(&mut tx, "session", None, how).await?;
         tx.commit().await.map_err(db)
     }
 
     async fn web_session(&self, secret_hash: &str) -> Result<Option<(WebSession, Principal)>, Error> {
+        // A token session needs its token, still the user's; an OIDC session has none.
         let sql = format!(
-            "SELECT s.user_id, s.token_id, t.expires, s.csrf, s.created, s.last_seen, {PRINCIPAL_COLS} \
-             FROM web_sessions s JOIN tokens t ON t.id = s.token_id AND t.user_id = s.user_id \
-             JOIN principals p ON p.id = s.user_id WHERE s.secret_hash = $1"
+            "SELECT s.user_id, s.token_id, s.oidc_groups, s.oidc_admin, s.expires, t.expires, \
+             s.csrf, s.created, s.last_seen, {PRINCIPAL_COLS} \
+             FROM web_sessions s LEFT JOIN tokens t ON t.id = s.token_id AND t.user_id = s.user_id \
+             JOIN principals p ON p.id = s.user_id \
+             WHERE s.secret_hash = $1 AND (s.token_id IS NULL OR t.id IS NOT NULL)"
         );
         let Some(row) = sqlx::query(&sql)
             .bind(secret_hash)
@@ -68,16 +93,29 @@ impl WebSessions for SqlCatalog {
         else {
             return Ok(None);
         };
-        let sealed: String = get(&row, 3)?;
+        let grant = match get::<Option<i64>>(&row, 1)? {
+            Some(token) => SessionGrant::Token(token),
+            None => {
+                let groups: Option<String> = get(&row, 2)?;
+                let groups = serde_json::from_str(groups.as_deref().unwrap_or("[]"))
+                    .map_err(|e| rows::corrupt("oidc_groups", e.to_string()))?;
+                SessionGrant::Oidc {
+                    groups,
+                    admin: rows::get_flag(&row, 3)?,
+                }
+            }
+        };
+        let (own, token): (Option<Millis>, Option<Millis>) = (get(&row, 4)?, get(&row, 5)?);
+        let sealed: String = get(&row, 6)?;
         let session = WebSession {
             user_id: get(&row, 0)?,
-            token_id: get(&row, 1)?,
-            token_expires: get(&row, 2)?,
+            grant,
+            expires: own.into_iter().chain(token).min(),
             csrf: self.sealer.open(&sealed)?,
-            created: get(&row, 4)?,
-            last_seen: get(&row, 5)?,
+            created: get(&row, 7)?,
+            last_seen: get(&row, 8)?,
         };
-        Ok(Some((session, rows::principal(&row, 6)?)))
+        Ok(Some((session, rows::principal(&row, 9)?)))
     }
 
     async fn touch_web_session(&self, secret_hash: &str, at: Millis) -> Result<(), Error> {
