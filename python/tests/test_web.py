@@ -385,6 +385,13 @@ def test_upload_new_collection_and_delete(b: WebDriver, zone: Zone, tmp_path: pa
     assert exists(zone, f"{d}/picked-particles")
     b.find_element(By.CSS_SELECTOR, ".crumbs li:nth-last-child(2) a").click()
     wait(b, lambda drv: drv.current_url.endswith(d))
+    # A name is one name: "a/b" would make a collection inside another one.
+    b.find_element(By.ID, "new-name").send_keys("picked/../../../x")
+    b.find_element(By.CSS_SELECTOR, "form[action*='/new-collection/'] button").click()
+    code = wait(b, lambda d: d.find_element(By.CSS_SELECTOR, ".problem .code code"))
+    assert code.text == "invalid_name" and "holds no /" in b.find_element(By.CSS_SELECTOR, ".problem .alert").text
+    assert not exists(zone, f"{d}/picked") and not exists(zone, "/t/home/x")
+    b.get(zone.url + "/data" + d)
 
     # Upload by the file input: two pieces of 8 MiB, progress shown on the way.
     data = os.urandom(10 * MiB + 12345)

@@ -223,15 +223,8 @@ pub async fn rename(State(s): State<Arc<AppState>>, posted: Posted) -> Response 
 /// Where a move goes: `name` in the collection `into`. Errors: `invalid_path` and
 /// `invalid_name` as paths and names have them, `invalid_argument` for no change.
 fn target(into: &str, name: &str, from: &LogicalPath) -> Result<LogicalPath, Error> {
-    let name = name.trim();
-    if name.contains('/') {
-        return Err(Error::new(
-            ErrorCode::InvalidName,
-            format!("{name:?}: a name holds no /; name the collection it goes into beside it"),
-        ));
-    }
     let into = LogicalPath::parse(into.trim())?;
-    let to = into.join(name)?;
+    let to = super::paths::child(&into, name)?;
     if &to == from {
         return Err(Error::invalid(
             "that is its name and collection now; change either to move it",

@@ -173,7 +173,7 @@ pub async fn new_collection(State(s): State<Arc<AppState>>, posted: Posted) -> R
             "give the new collection a name",
         )));
     }
-    let path = parent.join(name).map_err(fail)?;
+    let path = paths::child(&parent, name).map_err(fail)?;
     s.zone
         .mkdir(&user.session.caller, &path, false)
         .await

@@ -57,6 +57,20 @@ pub fn from_url(raw: &str) -> Result<Option<LogicalPath>, Error> {
 }
 
 /// The URL path of `path` below `prefix` (`/data`), each segment percent-encoded.
+/// `name` (trimmed) in the collection `parent`: one name typed into a form, never a path
+/// (`a/b` would make or move into a collection the user did not choose). Errors:
+/// `invalid_name`, and those of `LogicalPath::join`.
+pub fn child(parent: &LogicalPath, name: &str) -> Result<LogicalPath, Error> {
+    let name = name.trim();
+    if name.contains('/') {
+        return Err(Error::new(
+            ErrorCode::InvalidName,
+            format!("{name:?}: a name holds no /; open the collection it goes into first"),
+        ));
+    }
+    parent.join(name)
+}
+
 pub fn to_url(prefix: &str, path: &LogicalPath) -> String {
     let mut out = String::from(prefix);
     for segment in path.as_str().split('/').filter(|s| !s.is_empty()) {
