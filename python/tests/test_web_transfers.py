@@ -288,6 +288,22 @@ def test_throughput_survives_a_restart(b: WebDriver, pair: Pair) -> None:
         assert "at most" in chart_max(b, "in") and "at most" in chart_max(b, "out"), period
 
 
+def test_a_zone_charts_what_it_served_for_transfers_its_peer_ran(b: WebDriver, pair: Pair) -> None:
+    """Transfers wa runs, to wb and back: wb runs none, yet counts both ways at its door."""
+    a = pair.a
+    src = f"/wa/home/admin/{unique('served')}.bin"
+    put(a, src, os.urandom(3 * MiB))
+    there = f"/wb/home/admin/{unique('served-copy')}.bin"
+    for s, d in ((src, there), (there, f"/wa/home/admin/{unique('served-back')}.bin")):
+        r = a.weft("transfer", "start", "--wait", "-q", s, d)
+        assert r.returncode == 0, r.stderr
+    assert api(pair.b, "GET", "/api/v1/transfers?limit=1000") == [], "wb runs no transfer"
+    login(b, pair.b, pair.b.token)
+    wait_for_charts(b, pair.b)
+    legend = [e.text for e in b.find_elements(By.CSS_SELECTOR, "ul.legend li")]
+    assert legend == ["wa"], legend
+
+
 # --- Refusals ---
 
 

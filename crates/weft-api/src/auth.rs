@@ -22,6 +22,12 @@ impl FromRequestParts<Arc<AppState>> for Authed {
         let caller = Self::decide(parts, state).await?;
         // The changes this request makes are audited as this caller's.
         weft_zone::act_as(caller.name.as_str());
+        if let (Some(peer), Some(slot)) = (
+            &caller.via_zone,
+            parts.extensions.get::<crate::peer_traffic::PeerOf>(),
+        ) {
+            slot.set(peer);
+        }
         Ok(Authed(caller))
     }
 }

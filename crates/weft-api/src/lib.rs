@@ -10,6 +10,7 @@ mod extract;
 mod frames;
 mod metrics;
 mod oidc;
+mod peer_traffic;
 mod proxy;
 mod requests;
 pub mod routes;
@@ -86,6 +87,10 @@ pub fn router_over(zone: Arc<Zone>, issuers: Vec<OidcIssuer>, https: bool) -> Ro
             proxy::relay_remote,
         ))
         .fallback(no_route)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            peer_traffic::count,
+        ))
         .layer(axum::middleware::from_fn(drain::unread_bodies))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -354,7 +354,8 @@ async fn scrubber_marks_damaged_replicas_bad_and_repairs_them() {
             "transfers",
             "scrubber",
             "policies",
-            "throughput"
+            "throughput",
+            "peer-traffic"
         ]
     );
 }

@@ -190,6 +190,7 @@ impl Zone {
         let policies = crate::worker::WorkerState::new("policies");
         let orphans = crate::worker::WorkerState::new("orphans");
         let throughput = crate::worker::WorkerState::new("throughput");
+        let peer_traffic = crate::worker::WorkerState::new("peer-traffic");
         let workers = vec![
             lease_keeper,
             orphans.clone(),
@@ -199,6 +200,7 @@ impl Zone {
             scrubber.clone(),
             policies.clone(),
             throughput.clone(),
+            peer_traffic.clone(),
         ];
         let zone = Arc::new(Zone {
             name: config.name.clone(),
@@ -218,6 +220,7 @@ impl Zone {
             metrics,
             _sqlite_lock: sqlite_lock,
             peer_places: Default::default(),
+            peer_traffic: Default::default(),
             engine_state: Default::default(),
             pids: crate::pids::Pids {
                 prefix: pid_prefix,
@@ -279,6 +282,7 @@ impl Zone {
         crate::policy_engine::start(&zone, policies);
         crate::orphans::start(&zone, orphans, config.orphan_grace);
         crate::throughput::start(&zone, throughput);
+        crate::peer_traffic::start(&zone, peer_traffic);
         if first_start {
             let token = zone.issue_token(admin.id, "admin (first start)", None).await?;
             let file = data_dir.join("admin.token");

@@ -19,6 +19,7 @@ mod multipart;
 mod namespace;
 mod oidc;
 mod orphans;
+mod peer_traffic;
 mod pid_registry;
 mod pids;
 mod policy;
@@ -62,6 +63,7 @@ pub use multipart::{MULTIPART_IDLE_LIMIT, PART_NUMBER_MAX, PART_SIZE_MAX};
 pub use namespace::{Listing, NodeInfo, ReplicaInfo, SortedListing};
 pub use oidc::{derived_oidc_name, plain_oidc_name, OidcLogin};
 pub use orphans::ORPHAN_GRACE_DEFAULT;
+pub use peer_traffic::PeerTraffic;
 pub use pid_registry::{HandleConfig, HandleRegistry, PidConfig, PidRegistry, Registration};
 pub use pids::{parse_pid, PidInfo};
 pub use policy::{describe, describe_trigger, ActionTest, PolicyRuleInfo, RuleStatus, RuleTest};
@@ -116,6 +118,8 @@ pub struct Zone {
     /// This server's leases on the zone's background work.
     leases: Arc<leases::LeaseKeeper>,
     metrics: Arc<metrics::Metrics>,
+    /// Bytes moved for peers' requests through this server, not yet in the history.
+    peer_traffic: peer_traffic::PeerTraffic,
     /// Held while the zone lives, on a SQLite catalog (see `bootstrap::lock_sqlite`).
     _sqlite_lock: Option<std::fs::File>,
     peer_places: policy::PeerPlaces,

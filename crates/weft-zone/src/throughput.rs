@@ -10,7 +10,7 @@
 //! them all: the worker is leased (`worker:throughput`); each server sampling its own runs
 //! would need per-server counters the catalog does not keep, and counting every transfer
 //! once per server would multiply the figures. A transfer that a peer runs through this
-//! zone is counted by that peer, which runs it.
+//! zone is counted at the door instead (`peer_traffic.rs`).
 
 use crate::worker::{self, Worker, WorkerState};
 use crate::{now_ms, Caller, Zone};
