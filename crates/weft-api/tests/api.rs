@@ -262,11 +262,29 @@ async fn upload_in_pieces_combines_to_the_whole_file_checksum() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let first: Value = r.json().await.unwrap();
     assert_eq!(
         upload_status(&z, id, &t).await.0,
         404,
         "a completed upload is gone"
     );
+    // A client whose answer was lost completes again, and gets the same answer; another
+    // user completing someone's upload id learns nothing.
+    let again = z
+        .post(&format!("uploads/{id}/complete"), &t)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.json::<Value>().await.unwrap(), first);
+    let r = z
+        .post(&format!("uploads/{id}/complete"), &alice)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(r).await.0, 404);
     let got = z
         .get("data/z/home/admin/big", &t)
         .send()

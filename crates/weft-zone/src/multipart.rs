@@ -27,8 +27,9 @@ use weft_types::{
 /// one idle this long is aborted.
 pub const MULTIPART_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
-/// Uploads this server completed lately, so that a client that lost the answer and
-/// completes again gets the same one (as on AWS) rather than NoSuchUpload.
+/// Uploads this server completed lately (S3 multipart uploads and REST uploads in pieces),
+/// so that a client that lost the answer and completes again gets the same one (as on
+/// AWS) rather than NoSuchUpload or `not_found`.
 #[derive(Default)]
 pub(crate) struct Completed {
     entries:
@@ -36,7 +37,7 @@ pub(crate) struct Completed {
 }
 
 impl Completed {
-    fn remember(&self, id: &str, owner: i64, path: &LogicalPath, etag: String) {
+    pub(crate) fn remember(&self, id: &str, owner: i64, path: &LogicalPath, etag: String) {
         let mut recent = self.entries.lock().expect("not poisoned");
         recent.retain(|_, (at, ..)| at.elapsed() < COMPLETED_FOR);
         if recent.len() < COMPLETED_MAX {
@@ -302,8 +303,9 @@ impl Zone {
         done
     }
 
-    /// The path and ETag of the caller's upload `id` if this server completed it lately.
-    pub fn completed_multipart(&self, caller: &Caller, id: &str) -> Option<(LogicalPath, String)> {
+    /// The path and ETag (S3's; empty for a REST upload) of the caller's upload `id` if
+    /// this server completed it lately.
+    pub fn recently_completed(&self, caller: &Caller, id: &str) -> Option<(LogicalPath, String)> {
         let recent = self.completed.entries.lock().expect("not poisoned");
         recent
             .get(id)

@@ -276,7 +276,19 @@ impl Zone {
         id: &str,
         expected: Option<&Checksum>,
     ) -> Result<PutOutcome, Error> {
-        let (u, piece) = self.upload_of(caller, id).await?;
+        let (u, piece) = match self.upload_of(caller, id).await {
+            Ok(found) => found,
+            // Completed already: a client whose answer was lost on the way completes
+            // again, and gets what is at the path now rather than `not_found`.
+            Err(e) if e.code == ErrorCode::NotFound => {
+                let Some((path, _)) = self.recently_completed(caller, id) else {
+                    return Err(e);
+                };
+                let node = self.catalog.get_node(&path).await?.ok_or(e)?;
+                return Ok(PutOutcome { node });
+            }
+            Err(e) => return Err(e),
+        };
         let pieces = self.catalog.upload_pieces(id).await?;
         let count = piece.count(u.size);
         let missing: Vec<u64> = {
@@ -344,6 +356,8 @@ impl Zone {
                 .get_node_by_id(node_id)
                 .await?
                 .ok_or_else(|| Error::not_found(&u.path))?;
+            self.completed
+                .remember(id, caller.user_id, &u.path, String::new());
             return Ok(PutOutcome { node });
         }
         let committed = Committed {
@@ -355,7 +369,10 @@ impl Zone {
             durable: true,
             s3: None,
         };
-        self.register(caller, committed, u.overwrite).await
+        let outcome = self.register(caller, committed, u.overwrite).await?;
+        self.completed
+            .remember(id, caller.user_id, &u.path, String::new());
+        Ok(outcome)
     }
 
     pub async fn abort_upload(&self, caller: &Caller, id: &str) -> Result<(), Error> {

@@ -206,7 +206,7 @@ impl Gateway {
         let caller = caller(&req)?;
         let i = req.input;
         // Completed already (the client lost the answer and asks again): the same answer.
-        if let Some((path, etag)) = self.zone.completed_multipart(&caller, &i.upload_id) {
+        if let Some((path, etag)) = self.zone.recently_completed(&caller, &i.upload_id) {
             if path == self.object_path(&i.bucket, &i.key).await? {
                 return Ok(S3Response::new(CompleteMultipartUploadOutput {
                     bucket: Some(i.bucket),
