@@ -6,7 +6,7 @@ use reqwest::Method;
 use weft_types::wire::{
     AclRequest, AclWire, AuditWire, NewGroup, NewPeerZone, NewResourceWire, NewStagingArea, NewUser, Page,
     PeerZoneWire, PrincipalWire, QuotaRequest, QuotaWire, ResourceWire, StagingAreaWire, TokenCreated,
-    TokenRequest, UserMapWire, WhoAmI,
+    TokenRequest, TokenWire, UserMapWire, WhoAmI,
 };
 use weft_types::LogicalPath;
 
@@ -76,6 +76,17 @@ impl Client {
 
     pub async fn create_token(&self, req: &TokenRequest) -> Result<TokenCreated, ClientError> {
         self.json(self.request(Method::POST, self.url("/tokens")).json(req))
+            .await
+    }
+
+    /// The caller's tokens (an administrator's: everyone's), newest first.
+    pub async fn tokens(&self) -> Result<Vec<TokenWire>, ClientError> {
+        self.json(self.request(Method::GET, self.url("/tokens"))).await
+    }
+
+    /// Deletes token `id`, and the web sessions opened with it.
+    pub async fn delete_token(&self, id: i64) -> Result<(), ClientError> {
+        self.empty(self.request(Method::DELETE, self.url(&format!("/tokens/{id}"))))
             .await
     }
 

@@ -89,6 +89,42 @@ fn users_groups_and_tokens() {
     assert_eq!(quiet.lines().len(), 1);
     assert_eq!(quiet.stderr, "");
 
+    // Listed without secrets; alice sees hers, the administrator everyone's; deleting
+    // one makes it fail at once.
+    let listed = z.weft(&["token", "ls", "--json"]).ok().json();
+    let of_alice: Vec<&serde_json::Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["user"] == "alice")
+        .collect();
+    assert_eq!(of_alice.len(), 1, "{listed}");
+    assert_eq!(of_alice[0]["label"], "ci");
+    assert!(of_alice[0]["expires"].is_i64());
+    assert!(!listed.to_string().contains(&token), "no secret is listed");
+    let mine = z.weft_as(&token, &["token", "ls"]).ok();
+    assert_eq!(mine.lines().len(), 1, "{}", mine.stdout);
+    assert!(
+        mine.stdout.contains("alice") && mine.stdout.contains("ci"),
+        "{}",
+        mine.stdout
+    );
+    let id = of_alice[0]["id"].as_i64().unwrap().to_string();
+    let admins = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["user"] == "admin")
+        .unwrap();
+    z.weft_as(&token, &["token", "rm", &admins["id"].to_string()])
+        .fails(3, "not_found");
+    z.weft(&["token", "rm", &id]).ok();
+    z.weft_as(&token, &["whoami"]).fails(4, "unauthenticated");
+    z.weft(&["token", "rm", &id]).fails(3, "not_found");
+    let bad = z.weft(&["token", "rm", "x1"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("invalid value 'x1'"), "{}", bad.stderr);
+
     z.weft(&["group", "member", "rm", "lab", "alice"]).ok();
     assert!(z.weft(&["group", "member", "ls", "lab"]).ok().stdout.is_empty());
     z.weft(&["group", "rm", "lab"]).ok();

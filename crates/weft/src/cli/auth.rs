@@ -5,7 +5,7 @@ use super::output::{format_millis, print_json, Failure, Result};
 use super::Ctx;
 use clap::{Args, Subcommand};
 use std::io::{BufRead, IsTerminal, Write};
-use weft_client::wire::TokenRequest;
+use weft_client::wire::{TokenRequest, TokenWire};
 use weft_client::Client;
 
 #[derive(Debug, Args)]
@@ -47,6 +47,18 @@ enum TokenCmd {
         /// A label to recognise the token by.
         #[arg(long, default_value = "")]
         label: String,
+    },
+    /// List tokens, newest first: yours (an administrator's: everyone's). The secrets are
+    /// not kept, so they are not shown.
+    Ls {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete tokens by id (from `weft token ls`): requests and web sessions with them fail
+    /// from now on.
+    Rm {
+        #[arg(required = true)]
+        ids: Vec<i64>,
     },
 }
 
@@ -146,5 +158,42 @@ pub async fn token(ctx: &Ctx, a: TokenArgs) -> Result {
             println!("{}", created.token);
             Ok(())
         }
+        TokenCmd::Ls { json } => {
+            let tokens = ctx.client.tokens().await?;
+            if json {
+                return print_json(&tokens);
+            }
+            print_tokens(&tokens);
+            Ok(())
+        }
+        TokenCmd::Rm { ids } => {
+            for id in ids {
+                ctx.client.delete_token(id).await?;
+                ctx.info(format!("token {id} deleted"));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn print_tokens(tokens: &[TokenWire]) {
+    let w = tokens.iter().map(|t| t.user.len()).max().unwrap_or(0);
+    let id = tokens.iter().map(|t| t.id.to_string().len()).max().unwrap_or(0);
+    for t in tokens {
+        let expires = match t.expires {
+            Some(ms) => format!("expires {}", format_millis(ms)),
+            None => "no expiry".into(),
+        };
+        let label = if t.label.is_empty() {
+            String::new()
+        } else {
+            format!("  {}", t.label)
+        };
+        println!(
+            "{:>id$}  {:w$}  created {}  {expires}{label}",
+            t.id,
+            t.user,
+            format_millis(t.created)
+        );
     }
 }
