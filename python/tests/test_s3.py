@@ -15,12 +15,14 @@ import socket
 import subprocess
 import time
 import urllib.parse
+import urllib.request
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
 import botocore.auth
 import pytest
 from boto3.s3.transfer import TransferConfig
@@ -28,6 +30,7 @@ from botocore.auth import S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
+from conftest import free_port
 from s3_helpers import (
     AWS,
     REGION,
@@ -828,6 +831,112 @@ def test_multipart_layouts_in_place_or_not(
     # Nothing is left of the upload: no staged file, no parts under keys of their own.
     assert staged_files(gw) == []
     assert s3.list_multipart_uploads(Bucket=HOME, Prefix=p).get("Uploads", []) == []
+
+
+class MinioServer:
+    """A MinIO of the test tools on a free loopback port: the S3 resource a zone stores in."""
+
+    KEY, SECRET = "weft-resource", "weft-resource-secret"
+
+    def __init__(self, root: pathlib.Path) -> None:
+        (root / "minio").mkdir(parents=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "MINIO_ROOT_USER": self.KEY, "MINIO_ROOT_PASSWORD": self.SECRET, "MINIO_UPDATE": "off"}
+        with open(root / "minio.log", "ab") as log:
+            self.proc = subprocess.Popen(
+                [str(TOOLS_BIN / "minio"), "server", str(root / "minio"), "--address", f"127.0.0.1:{self.port}"]
+                + ["--console-address", f"127.0.0.1:{free_port()}"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "/minio/health/ready", timeout=1):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline and self.proc.poll() is None, (root / "minio.log").read_text()
+                time.sleep(0.1)
+        self.s3 = boto3.session.Session().client(
+            "s3",
+            endpoint_url=self.url,
+            region_name="us-east-1",
+            aws_access_key_id=self.KEY,
+            aws_secret_access_key=self.SECRET,
+        )
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def test_multipart_on_an_s3_resource_keeps_parts_as_objects_and_leaves_none(
+    zone_root: pathlib.Path, aws_isolated: None
+) -> None:
+    """A zone whose resource is a MinIO bucket: each part is an object of its own there
+    (never in place), completion assembles them into one, and completed and aborted
+    uploads leave no part and no multipart upload in the bucket."""
+    minio = MinioServer(zone_root / "resource-minio")
+    z = None
+    try:
+        minio.s3.create_bucket(Bucket="weft-objects")
+        config = zone_root / "s3-resource.toml"
+        config.write_text(
+            f"""
+[[resources]]
+name = "objects"
+kind = "s3"
+default = true
+[resources.settings]
+endpoint = "{minio.url}"
+bucket = "weft-objects"
+access_key = "{MinioServer.KEY}"
+secret_key = "{MinioServer.SECRET}"
+"""
+        )
+        z = S3Zone("s3r", zone_root / "s3r-data")
+        z.env["WEFT_CONFIG"] = str(config)
+        z.run()
+        gw = client(z.s3_url, Key(z.json("s3", "key", "create")))
+        bucket = "home-admin"
+        parts = [payload(5 * MiB, 90), payload(5 * MiB, 91), payload(MiB + 7, 92)]
+        uid = gw.create_multipart_upload(Bucket=bucket, Key="runs/big.bin")["UploadId"]
+        etags = {}
+        for n, body in enumerate(parts, 1):
+            if n == 2:  # sent twice: the later sending counts
+                gw.upload_part(Bucket=bucket, Key="runs/big.bin", UploadId=uid, PartNumber=n, Body=b"~" * len(body))
+            etags[n] = gw.upload_part(Bucket=bucket, Key="runs/big.bin", UploadId=uid, PartNumber=n, Body=body)["ETag"]
+        listed = gw.list_parts(Bucket=bucket, Key="runs/big.bin", UploadId=uid)["Parts"]
+        assert [(q["PartNumber"], q["Size"]) for q in listed] == [(1, 5 * MiB), (2, 5 * MiB), (3, MiB + 7)]
+        aborted = gw.create_multipart_upload(Bucket=bucket, Key="runs/aborted.bin")["UploadId"]
+        gw.upload_part(Bucket=bucket, Key="runs/aborted.bin", UploadId=aborted, PartNumber=1, Body=parts[0])
+        gw.abort_multipart_upload(Bucket=bucket, Key="runs/aborted.bin", UploadId=aborted)
+        done = gw.complete_multipart_upload(
+            Bucket=bucket,
+            Key="runs/big.bin",
+            UploadId=uid,
+            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etags[n]} for n in (1, 2, 3)]},
+        )
+        assert done["ETag"] == multipart_etag(parts)
+        assert "by copying its parts" in "".join(completions(z, uid))
+        assert gw.get_object(Bucket=bucket, Key="runs/big.bin")["Body"].read() == b"".join(parts)
+        z.ok("checksum", "--verify", "/s3r/home/admin/runs/big.bin")
+        assert missing(gw, bucket, "runs/aborted.bin")
+        # In the resource's bucket: the one object, no part, no open upload.
+        deadline = time.monotonic() + 10
+        while True:
+            stored = minio.s3.list_objects_v2(Bucket="weft-objects").get("Contents", [])
+            if len(stored) == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert [o["Size"] for o in stored] == [len(b"".join(parts))], stored
+        assert minio.s3.list_multipart_uploads(Bucket="weft-objects").get("Uploads", []) == []
+    finally:
+        if z is not None:
+            z.stop()
+        minio.stop()
 
 
 def test_aborted_multipart_upload_leaves_nothing(gw: Gateway, s3: Any, p: str) -> None:

@@ -108,8 +108,15 @@ impl Store {
     /// An empty staged file for the parts of an S3 multipart upload that will become
     /// `key`; its staged name.
     pub async fn stage_parts(&self, key: &str) -> Result<String, Error> {
+        self.parts_in_place()?;
+        self.stage(key, 0).await
+    }
+
+    /// The file-system store that keeps parts in place; an S3 resource never does
+    /// ([`Store::stages_parts`]), so a call for one is a bug of the caller's.
+    fn parts_in_place(&self) -> Result<&crate::fs::FsStore, Error> {
         match self {
-            Store::Fs(_) => self.stage(key, 0).await,
+            Store::Fs(s) => Ok(s),
             Store::S3(_) => Err(Error::internal("an S3 resource does not stage parts in place")),
         }
     }
@@ -126,37 +133,24 @@ impl Store {
     where
         S: Stream<Item = Result<Bytes, Error>> + Send,
     {
-        match self {
-            Store::Fs(s) => {
-                let w = OffsetWriter::reopen_staged(s, key, staged, range.end).await?;
-                w.allocate(range.clone()).await?;
-                write_run(w, range.start, body).await
-            }
-            Store::S3(_) => Err(Error::internal("an S3 resource does not stage parts in place")),
-        }
+        let w = OffsetWriter::reopen_staged(self.parts_in_place()?, key, staged, range.end).await?;
+        w.allocate(range.clone()).await?;
+        write_run(w, range.start, body).await
     }
 
     /// Reads bytes `range` of a staged file.
     pub async fn read_staged(&self, staged: &str, range: Range<u64>) -> Result<crate::ByteStream, Error> {
-        match self {
-            Store::Fs(s) => s.read_staged(staged, range).await,
-            Store::S3(_) => Err(Error::internal("an S3 resource does not stage parts in place")),
-        }
+        self.parts_in_place()?.read_staged(staged, range).await
     }
 
     /// Cuts the staged file to `size` and makes it, durable, the bytes of `key`. The
     /// staged name stays until [`Store::discard_staged`]: a completion that fails after
     /// this deletes `key`, and the staged file still holds every part.
     pub async fn link_staged(&self, key: &str, staged: &str, size: u64) -> Result<(), Error> {
-        match self {
-            Store::Fs(s) => {
-                OffsetWriter::reopen_staged(s, key, staged, size)
-                    .await?
-                    .link(size)
-                    .await
-            }
-            Store::S3(_) => Err(Error::internal("an S3 resource does not stage parts in place")),
-        }
+        OffsetWriter::reopen_staged(self.parts_in_place()?, key, staged, size)
+            .await?
+            .link(size)
+            .await
     }
 
     /// Throws the staged pieces away.

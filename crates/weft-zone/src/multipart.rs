@@ -49,6 +49,14 @@ impl Completed {
     }
 }
 
+/// `e`, naming the object and the upload whose completion it stopped.
+fn completion_failed(u: &UploadRecord, e: Error) -> Error {
+    Error::new(
+        e.code,
+        format!("{}: completing upload {} failed: {}", u.path, u.id, e.message),
+    )
+}
+
 /// How long, and how many, completions are remembered.
 const COMPLETED_FOR: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 const COMPLETED_MAX: usize = 10_000;
@@ -79,10 +87,16 @@ impl Zone {
         let (target, _) = self.prepare_put_parents(caller, path, None, true, true).await?;
         let (mine, all) = self.catalog.count_uploads(caller.user_id, true).await?;
         check_room(mine, all, MULTIPART_IDLE_LIMIT)?;
-        let key = Store::new_key();
-        let staged = match target.store.stages_parts() {
-            true => target.store.stage_parts(&key).await?,
-            false => String::new(),
+        // The staged file's key, which completion links as the object's. Parts kept under
+        // keys of their own (an S3 resource's) need none: completion assembles them into
+        // a new object.
+        let (key, staged) = match target.store.stages_parts() {
+            true => {
+                let key = Store::new_key();
+                let staged = target.store.stage_parts(&key).await?;
+                (key, staged)
+            }
+            false => (String::new(), String::new()),
         };
         let now = now_ms();
         let record = UploadRecord {
@@ -397,13 +411,7 @@ impl Zone {
             Ok(sum) => sum,
             Err(e) => {
                 writer.abort().await;
-                return Err(Error::new(
-                    e.code,
-                    format!(
-                        "{}: assembling the parts of upload {} failed: {}",
-                        u.path, u.id, e.message
-                    ),
-                ));
+                return Err(completion_failed(u, e));
             }
         };
         let durable = size >= OWN_SYNC_THRESHOLD;
@@ -482,12 +490,7 @@ impl Zone {
         s3: S3Write,
     ) -> Result<PutOutcome, Error> {
         let store = &target.store;
-        let fail = |e: Error| {
-            Error::new(
-                e.code,
-                format!("{}: completing upload {} failed: {}", u.path, u.id, e.message),
-            )
-        };
+        let fail = |e| completion_failed(u, e);
         for p in picked.iter().filter(|p| p.staged_offset.is_none()) {
             let at = u64::from(p.part - 1) * u.piece_size;
             let what = format!("part {} of upload {}", p.part, u.id);
