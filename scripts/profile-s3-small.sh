@@ -1,0 +1,66 @@
+#!/bin/bash
+# Where the time of the S3 small-file step goes (docs/PERFORMANCE.md, issue 26): a release
+# zone with the S3 gateway, `rclone copy` of 10,000 x 64 KiB in 100 directories (rclone's
+# defaults, as scripts/bench-s3.py runs it) after a warm-up copy; then the CPU time of
+# rclone and of the zone, and the zone's own metrics: mean PUT and HEAD latency, group
+# commits and their mean. With `perf`, the zone is also recorded (`perf report -i
+# target/profile-s3/perf.data`).
+#
+#   bash scripts/profile-s3-small.sh [perf]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+W=$ROOT/target/release/weft
+RCLONE=${WEFT_CACHE:-$HOME/.cache/weft}/tools/bin/rclone
+S=$ROOT/target/profile-s3
+(cd "$ROOT" && cargo build --release -q -p weft)
+rm -rf "$S/zone" "$S/home"
+mkdir -p "$S/home"
+if [ ! -d "$S/tree" ]; then
+  python3 - "$S/tree" <<'PY'
+import os, sys
+for d in range(100):
+    p = os.path.join(sys.argv[1], f"d{d:03d}")
+    os.makedirs(p, exist_ok=True)
+    for i in range(100):
+        with open(os.path.join(p, f"f{i:03d}.bin"), "wb") as f:
+            f.write(os.urandom(65536))
+PY
+fi
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+P=$(port); Q=$(port)
+"$W" serve --zone p --listen 127.0.0.1:$P --data-dir "$S/zone" --s3-listen 127.0.0.1:$Q > "$S/zone.log" 2>&1 &
+ZONE=$!
+trap 'kill $ZONE 2>/dev/null || true' EXIT
+for _ in $(seq 100); do curl -sf http://127.0.0.1:$P/api/v1/health > /dev/null && break; sleep 0.1; done
+export WEFT_URL=http://127.0.0.1:$P WEFT_TOKEN=$(cat "$S/zone/admin.token")
+KEY=$("$W" s3 key create --json)
+field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+export RCLONE_CONFIG=$S/home/rclone.conf RCLONE_CONFIG_S_TYPE=s3 RCLONE_CONFIG_S_PROVIDER=Other \
+  RCLONE_CONFIG_S_ENDPOINT=http://127.0.0.1:$Q \
+  RCLONE_CONFIG_S_ACCESS_KEY_ID=$(echo "$KEY" | field access_key) \
+  RCLONE_CONFIG_S_SECRET_ACCESS_KEY=$(echo "$KEY" | field secret_key)
+"$RCLONE" copy -q "$S/tree" s:home-admin/warm-up
+metric() { curl -s -H "Authorization: Bearer $WEFT_TOKEN" http://127.0.0.1:$P/metrics | grep -F "$1" | awk '{print $2}'; }
+cpu() { awk '{print ($14 + $15) / 100}' /proc/$ZONE/stat; }
+put0=$(metric 'duration_seconds_sum{route="s3",method="PUT"}'); puts0=$(metric 'duration_seconds_count{route="s3",method="PUT"}')
+head0=$(metric 'duration_seconds_sum{route="s3",method="HEAD"}'); heads0=$(metric 'duration_seconds_count{route="s3",method="HEAD"}')
+commit0=$(metric 'group_commit_seconds_sum'); commits0=$(metric 'group_commit_seconds_count')
+cpu0=$(cpu)
+if [ "${1:-}" = perf ]; then
+  perf record -F 999 -g -p $ZONE -o "$S/perf.data" 2> /dev/null &
+  PERF=$!
+  sleep 0.5
+fi
+/usr/bin/time -f "rclone: %e s wall, %U s user + %S s system CPU" "$RCLONE" copy -q "$S/tree" s:home-admin/measured
+[ -n "${PERF:-}" ] && kill -INT $PERF && wait $PERF 2> /dev/null || true
+python3 - "$(cpu)" "$cpu0" \
+  "$(metric 'duration_seconds_sum{route="s3",method="PUT"}')" "$put0" "$(metric 'duration_seconds_count{route="s3",method="PUT"}')" "$puts0" \
+  "$(metric 'duration_seconds_sum{route="s3",method="HEAD"}')" "$head0" "$(metric 'duration_seconds_count{route="s3",method="HEAD"}')" "$heads0" \
+  "$(metric 'group_commit_seconds_sum')" "$commit0" "$(metric 'group_commit_seconds_count')" "$commits0" <<'PY'
+import sys
+a = [float(x) for x in sys.argv[1:]]
+cpu, put, puts, head, heads, commit, commits = a[0] - a[1], a[2] - a[3], a[4] - a[5], a[6] - a[7], a[8] - a[9], a[10] - a[11], a[12] - a[13]
+print(f"zone: {cpu:.2f} s CPU, {cpu / puts * 1000:.2f} ms per file")
+print(f"PUT: {puts:.0f}, mean {put / puts * 1000:.2f} ms; HEAD: {heads:.0f}, mean {head / heads * 1000:.2f} ms")
+print(f"group commits: {commits:.0f} ({puts / commits:.2f} PUTs each), catalog transaction mean {commit / commits * 1000:.2f} ms")
+PY
