@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import http.client
 import os
 import pathlib
 import re
@@ -937,6 +938,53 @@ secret_key = "{MinioServer.SECRET}"
         if z is not None:
             z.stop()
         minio.stop()
+
+
+def test_virtual_hosted_requests_name_the_bucket_in_the_host(zone_root: pathlib.Path, aws_isolated: None) -> None:
+    """With `--s3-domain`, `BUCKET.DOMAIN` is the bucket (DuckDB's and Cyberduck's default
+    style); path-style requests keep working, and no other host names a bucket."""
+    z = S3Zone("vh", zone_root / "vh-data")
+    z.env["WEFT_S3_DOMAIN"] = "s3.test"
+    z.run()
+    try:
+        admin = Key(z.json("s3", "key", "create"))
+        z.ok("user", "add", "bob")
+        path_style = client(z.s3_url, admin)
+        path_style.put_object(Bucket="home-admin", Key="vh/a.txt", Body=b"by path")
+        port = int(z.s3_url.rsplit(":", 1)[1])
+
+        def as_host(
+            method: str, host: str, target: str, body: bytes | None = None, key: Key = admin
+        ) -> tuple[int, bytes]:
+            """A signed request for `http://HOST:PORT/TARGET`, sent to the gateway's address."""
+            url = f"http://{host}:{port}{target}"
+            headers = signed_headers(url, method, key, body=body)
+            headers["Host"] = f"{host}:{port}"
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            try:
+                conn.request(method, target, body=body, headers=headers)
+                r = conn.getresponse()
+                return r.status, r.read()
+            finally:
+                conn.close()
+
+        assert as_host("GET", "home-admin.s3.test", "/vh/a.txt") == (200, b"by path")
+        status, _ = as_host("PUT", "home-admin.s3.test", "/vh/b.txt", b"by host")
+        assert status == 200
+        assert path_style.get_object(Bucket="home-admin", Key="vh/b.txt")["Body"].read() == b"by host"
+        status, body = as_host("GET", "home-admin.s3.test", "/?list-type=2&prefix=vh%2F")
+        assert status == 200 and re.findall(rb"<Key>([^<]+)</Key>", body) == [b"vh/a.txt", b"vh/b.txt"], body
+        # The domain itself and the IP address are path style.
+        assert as_host("GET", "s3.test", "/home-admin/vh/a.txt") == (200, b"by path")
+        # Another host names no bucket: `/vh/a.txt` is then bucket `vh`, no valid name.
+        status, body = as_host("GET", "home-admin.evil.test", "/vh/a.txt")
+        assert (status, xml_code(body)) == (400, "InvalidBucketName"), body
+        # Someone else's bucket by host is refused as by path.
+        bob = Key(z.json("s3", "key", "create", "--user", "bob"))
+        status, body = as_host("GET", "home-admin.s3.test", "/vh/a.txt", key=bob)
+        assert (status, xml_code(body)) == (403, "AccessDenied"), body
+    finally:
+        z.stop()
 
 
 def test_aborted_multipart_upload_leaves_nothing(gw: Gateway, s3: Any, p: str) -> None:

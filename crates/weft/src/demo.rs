@@ -166,7 +166,8 @@ async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
     let url = format!("http://{}", listener.local_addr()?);
     let s3_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let s3_url = format!("http://{}", s3_listener.local_addr()?);
-    let s3 = weft_api::s3::router(zone.clone()).into_make_service_with_connect_info::<weft_api::PeerAddr>();
+    let s3 =
+        weft_api::s3::router(zone.clone(), None)?.into_make_service_with_connect_info::<weft_api::PeerAddr>();
     let app = weft_api::router(zone, vec![]).into_make_service_with_connect_info::<weft_api::PeerAddr>();
     tokio::spawn(async move {
         let _ = axum::serve(weft_api::no_delay(listener), app).await;

@@ -59,6 +59,11 @@ pub struct ServeArgs {
     /// configuration file). It speaks HTTPS when the API does, with the same certificate.
     #[arg(long, env = "WEFT_S3_LISTEN", value_name = "ADDR")]
     pub s3_listen: Option<SocketAddr>,
+    /// The S3 gateway's domain (`[s3] domain`): with it, virtual-hosted requests
+    /// (`BUCKET.DOMAIN`, what DuckDB and Cyberduck send by default) name their bucket in
+    /// the host; path-style requests keep working on any host.
+    #[arg(long, env = "WEFT_S3_DOMAIN", value_name = "DOMAIN")]
+    pub s3_domain: Option<String>,
     /// TOML file with the settings above plus [tls], [s3], [[resources]], [[staging]],
     /// [[oidc]] and [pid] tables.
     #[arg(long, env = "WEFT_CONFIG")]
@@ -70,6 +75,7 @@ pub struct ServeArgs {
 #[serde(deny_unknown_fields)]
 pub struct S3FileConfig {
     pub listen: Option<SocketAddr>,
+    pub domain: Option<String>,
     /// Buckets declared at start when missing: `name`, `path`, `public_read`.
     #[serde(default)]
     pub buckets: Vec<weft_zone::BucketSpec>,
@@ -134,6 +140,8 @@ pub struct Settings {
     pub tls: Option<weft_api::tls::ServerConfig>,
     /// Where the S3 gateway listens; off when `None`.
     pub s3_listen: Option<SocketAddr>,
+    /// The domain of virtual-hosted S3 requests.
+    pub s3_domain: Option<String>,
     pub log_format: LogFormat,
 }
 
@@ -201,6 +209,7 @@ impl ServeArgs {
             oidc: file.oidc,
             tls,
             s3_listen: self.s3_listen.or(file.s3.listen),
+            s3_domain: self.s3_domain.or(file.s3.domain),
             log_format: self.log_format.or(file.log_format).unwrap_or_default(),
         })
     }
@@ -257,7 +266,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             );
             Some(serve_on(
                 listener,
-                weft_api::s3::router(zone.clone()),
+                weft_api::s3::router(zone.clone(), settings.s3_domain.as_deref())?,
                 settings.tls.clone(),
             ))
         }

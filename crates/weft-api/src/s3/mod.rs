@@ -7,6 +7,7 @@
 mod auth;
 mod body;
 mod errors;
+mod host;
 mod multipart;
 mod names;
 mod ops;
@@ -17,8 +18,10 @@ use std::sync::Arc;
 use weft_zone::Zone;
 
 /// The S3 service of `zone`, as a router to serve on the S3 listener: every request gets
-/// the id, span, log line and metrics of a REST one.
-pub fn router(zone: Arc<Zone>) -> Router {
+/// the id, span, log line and metrics of a REST one. With `domain`, a request to
+/// `BUCKET.domain` names its bucket in the host (virtual-hosted style). Errors:
+/// `invalid_argument` (not a domain name).
+pub fn router(zone: Arc<Zone>, domain: Option<&str>) -> Result<Router, weft_types::Error> {
     let state = Arc::new(AppState {
         oidc: OidcVerifier::new(Vec::new(), zone.trusted_cas()),
         zone: zone.clone(),
@@ -28,11 +31,12 @@ pub fn router(zone: Arc<Zone>) -> Router {
     let mut builder = s3s::service::S3ServiceBuilder::new(ops::Gateway { zone: zone.clone() });
     builder.set_auth(auth::Keys { zone: zone.clone() });
     builder.set_access(auth::Access { zone });
+    builder.set_host(host::Hosts::new(domain)?);
     builder.set_config(Arc::new(s3s::config::StaticConfigProvider::new(Arc::new(
         config(),
     ))));
     let service = builder.build();
-    Router::new()
+    Ok(Router::new()
         .fallback_service(axum::error_handling::HandleError::new(
             service,
             |e: s3s::HttpError| async move {
@@ -43,7 +47,7 @@ pub fn router(zone: Arc<Zone>) -> Router {
         .layer(axum::middleware::from_fn(auth::refuse_sigv2))
         .layer(axum::middleware::from_fn(crate::drain::unread_bodies))
         .layer(axum::middleware::from_fn_with_state(state, requests::observe))
-        .layer(axum::middleware::from_fn(label_s3))
+        .layer(axum::middleware::from_fn(label_s3)))
 }
 
 /// What s3s buffers is kept small: POST-object (browser form uploads) is refused before
