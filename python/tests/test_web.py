@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import REPO, Zone
 from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -149,7 +149,9 @@ def b(browser: WebDriver, zone: Zone) -> WebDriver:
 
 
 def wait(d: WebDriver, until: Any, timeout: float = 30) -> Any:
-    return WebDriverWait(d, timeout).until(until)
+    """Until `until(d)` is truthy. An element found on a page that is being replaced (a
+    form's answer loading) goes stale under the check: that is "not yet", not a failure."""
+    return WebDriverWait(d, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(until)
 
 
 def login(d: WebDriver, zone: Zone, token: str) -> None:
