@@ -280,7 +280,8 @@ impl OidcVerifier {
         Ok(out)
     }
 
-    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, String> {
+    /// `url`'s JSON answer; the error as text, for a message naming the issuer.
+    pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, String> {
         let resp = self.http.get(url).send().await.map_err(|e| e.to_string())?;
         let resp = resp.error_for_status().map_err(|e| e.to_string())?;
         resp.json().await.map_err(|e| e.to_string())

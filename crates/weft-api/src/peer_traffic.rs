@@ -32,9 +32,8 @@ pub(crate) async fn count(State(s): State<Arc<AppState>>, req: Request, next: Ne
     let from_peer = req
         .headers()
         .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.get(7..))
-        .is_some_and(|t| t.trim_start().starts_with(weft_zone::ZONE_TOKEN_PREFIX));
+        .and_then(|v| crate::auth::bearer_token(v.as_bytes()).ok())
+        .is_some_and(|t| t.starts_with(weft_zone::ZONE_TOKEN_PREFIX));
     if !from_peer {
         return next.run(req).await;
     }

@@ -261,12 +261,8 @@ async fn endpoints(s: &AppState, n: usize) -> Result<Endpoints, Error> {
         "{}/.well-known/openid-configuration",
         issuer.issuer.trim_end_matches('/')
     );
-    let fetched = async {
-        let resp = s.oidc.http.get(&url).send().await.map_err(|e| e.to_string())?;
-        let resp = resp.error_for_status().map_err(|e| e.to_string())?;
-        resp.json::<Endpoints>().await.map_err(|e| e.to_string())
-    };
-    fetched
+    s.oidc
+        .get_json::<Endpoints>(&url)
         .await
         .map_err(|e| unavailable(issuer.label(), format!("{url}: {e}")))
 }
