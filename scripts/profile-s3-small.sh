@@ -7,12 +7,14 @@
 # target/profile-s3/perf.data`).
 #
 #   bash scripts/profile-s3-small.sh [perf]
+#
+# WEFT_BIN=path runs that build instead of building this tree's (to compare two builds).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-W=$ROOT/target/release/weft
+W=${WEFT_BIN:-$ROOT/target/release/weft}
 RCLONE=${WEFT_CACHE:-$HOME/.cache/weft}/tools/bin/rclone
 S=$ROOT/target/profile-s3
-(cd "$ROOT" && cargo build --release -q -p weft)
+[ -n "${WEFT_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p weft)
 rm -rf "$S/zone" "$S/home"
 mkdir -p "$S/home"
 if [ ! -d "$S/tree" ]; then

@@ -1,5 +1,6 @@
 //! The audit log: rows written by every change in its own transaction, and read back.
 
+use super::batch::{Arg, Batch};
 use super::rows::{self, get};
 use super::{db, dialect_of, now_ms, positional, subtree_range, SqlCatalog};
 use crate::{current_actor, Actor, Audit, AuditEntry, AuditQuery, NewObject};
@@ -24,47 +25,28 @@ pub(crate) async fn record_many(
     action: &'static str,
     entries: &[(&Actor, Option<&LogicalPath>, String)],
 ) -> Result<(), Error> {
-    insert_rows(
-        tx,
+    let mut batch = Batch::new(dialect_of(tx));
+    push_rows(
+        &mut batch,
         action,
         entries
             .iter()
             .map(|(a, p, d)| (*a, *p, d.as_str(), None))
             .collect(),
-    )
-    .await
-}
-
-/// Rows with their `items`.
-async fn insert(
-    tx: &mut Transaction<'static, Any>,
-    action: &'static str,
-    entries: &[(&Actor, Option<&LogicalPath>, String, String)],
-) -> Result<(), Error> {
-    insert_rows(
-        tx,
-        action,
-        entries
-            .iter()
-            .map(|(a, p, d, i)| (*a, *p, d.as_str(), Some(i.as_str())))
-            .collect(),
-    )
-    .await
+    );
+    batch.run(tx).await.map_err(db)
 }
 
 type Row<'a> = (&'a Actor, Option<&'a LogicalPath>, &'a str, Option<&'a str>);
 
-async fn insert_rows(
-    tx: &mut Transaction<'static, Any>,
-    action: &'static str,
-    rows: Vec<Row<'_>>,
-) -> Result<(), Error> {
+fn push_rows(batch: &mut Batch, action: &'static str, rows: Vec<Row<'_>>) {
     let at = now_ms();
     for chunk in super::pow2_chunks(&rows, super::rows_per_statement(7)) {
         let mut sql = String::from(
             "INSERT INTO audit (action, at, actor, origin, request_id, path, detail, items) VALUES ",
         );
-        for i in 0..chunk.len() {
+        let mut args = Vec::with_capacity(7 * chunk.len());
+        for (i, (actor, path, detail, items)) in chunk.iter().enumerate() {
             if i > 0 {
                 sql.push_str(", ");
             }
@@ -79,32 +61,24 @@ async fn insert_rows(
                 n + 6,
                 n + 7
             ));
+            args.extend([
+                Arg::from(at),
+                Arg::from(actor.user.as_str()),
+                Arg::from(actor.origin.as_str()),
+                Arg::from(actor.request_id.as_deref()),
+                Arg::from(path.map(|p| p.as_str())),
+                Arg::from(*detail),
+                Arg::from(*items),
+            ]);
         }
-        let sql = positional(dialect_of(tx), sql);
-        let mut q = sqlx::query(&sql);
-        for (actor, path, detail, items) in chunk {
-            q = q
-                .bind(at)
-                .bind(actor.user.as_str())
-                .bind(actor.origin.as_str())
-                .bind(actor.request_id.as_deref())
-                .bind(path.map(|p| p.as_str()))
-                .bind(*detail)
-                .bind(*items);
-        }
-        q.execute(&mut **tx).await.map_err(db)?;
+        batch.push(sql, args);
     }
-    Ok(())
 }
 
-/// Records new objects: one row for an object, one row for several that one actor put into
-/// one collection (`items` names them). Bulk ingest would otherwise pay an indexed row per
-/// object, most of the audit log's cost.
-pub(crate) async fn record_puts(
-    tx: &mut Transaction<'static, Any>,
-    objects: &[NewObject],
-    replaced: &[bool],
-) -> Result<(), Error> {
+/// Records new objects as statements of `batch`: one row for an object, one row for
+/// several that one actor put into one collection in one transaction (their names in
+/// `items`), so that a tree of files is a few lines in the log, not thousands.
+pub(crate) fn push_puts(batch: &mut Batch, objects: &[NewObject], replaced: &[bool]) {
     // Groups in the order of their first object, so that the log reads as they came.
     let mut groups: Vec<(&Actor, LogicalPath, Vec<usize>)> = Vec::new();
     for (i, o) in objects.iter().enumerate() {
@@ -114,8 +88,8 @@ pub(crate) async fn record_puts(
             None => groups.push((&o.actor, parent, vec![i])),
         }
     }
-    let mut single: Vec<(&Actor, Option<&LogicalPath>, String)> = Vec::new();
-    let mut several: Vec<(&Actor, Option<&LogicalPath>, String, String)> = Vec::new();
+    let mut several: Vec<(&Actor, &LogicalPath, String, String)> = Vec::new();
+    let mut single: Vec<(&Actor, &LogicalPath, String)> = Vec::new();
     for (actor, parent, members) in &groups {
         if let [i] = members[..] {
             let o = &objects[i];
@@ -124,7 +98,7 @@ pub(crate) async fn record_puts(
             } else {
                 format!("{} bytes", o.size)
             };
-            single.push((actor, Some(&o.path), detail));
+            single.push((actor, &o.path, detail));
             continue;
         }
         let bytes: i64 = members.iter().map(|&i| objects[i].size).sum();
@@ -138,10 +112,18 @@ pub(crate) async fn record_puts(
             items.push_str(objects[i].path.name());
             items.push('\n');
         }
-        several.push((actor, Some(parent), detail, items));
+        several.push((actor, parent, detail, items));
     }
-    record_many(tx, "put", &single).await?;
-    insert(tx, "put", &several).await
+    let rows: Vec<Row<'_>> = single
+        .iter()
+        .map(|(a, p, d)| (*a, Some(*p), d.as_str(), None))
+        .collect();
+    push_rows(batch, "put", rows);
+    let rows: Vec<Row<'_>> = several
+        .iter()
+        .map(|(a, p, d, i)| (*a, Some(*p), d.as_str(), Some(i.as_str())))
+        .collect();
+    push_rows(batch, "put", rows);
 }
 
 /// `s` cut to a length a log line can show (AVU values and QoS expressions run to kilobytes).

@@ -20,7 +20,7 @@ fn validate(avu: &Avu) -> Result<(), Error> {
 /// stored with `CASE WHEN $flag THEN $number END`. Never bind `Option<f64>`: sqlx 0.8.6's
 /// `Any` driver sends a NULL f64 to PostgreSQL as float4 (`AnyArguments::convert_to` swaps
 /// the NULL mapping of Real and Double), which breaks the cached statement for non-NULL values.
-fn number(value: &str) -> (f64, bool) {
+pub(super) fn number(value: &str) -> (f64, bool) {
     match parse_number(value) {
         Some(x) => (x, true),
         None => (0.0, false),

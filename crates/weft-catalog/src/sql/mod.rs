@@ -10,6 +10,7 @@
 
 mod acl;
 pub(crate) mod audit;
+mod batch;
 mod leases;
 mod meta;
 mod namespace;

@@ -1,6 +1,7 @@
 //! Collections, data objects and replicas: one `nodes` table with the full path on every
 //! node, so a path resolves in one indexed lookup and a subtree is one index range.
 
+use super::batch::{Arg, Batch};
 use super::replicas::replicas_of;
 use super::rows::{self, NODE_COLS, NODE_FROM, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
 use super::{
@@ -280,12 +281,14 @@ impl Namespace for SqlCatalog {
         let mut tx = self.begin_write().await?;
         let resolved = resolve(self, &mut tx, objects).await?;
 
+        // What follows the nodes (replicas, S3 attributes, events, audit) goes to the
+        // database in one batch per chunk: a group commit is then a handful of round trips.
         let mut out: Vec<Registered> = Vec::with_capacity(objects.len());
         let mut overwrote: Vec<bool> = Vec::with_capacity(objects.len());
         let mut start = 0;
         while start < objects.len() {
             // A chunk never holds the same path twice, so a later duplicate meets the earlier
-            // one as an existing object, exactly as in separate calls.
+            // one as an existing object (its replica written), exactly as in separate calls.
             let mut paths = HashSet::new();
             let mut end = start;
             while end < objects.len()
@@ -295,12 +298,25 @@ impl Namespace for SqlCatalog {
                 end += 1;
             }
             let chunk = &objects[start..end];
-            insert_chunk(&mut tx, &resolved, chunk, now, &mut out, &mut overwrote).await?;
+            let mut batch = Batch::new(self.dialect);
+            insert_chunk(
+                &mut tx,
+                &resolved,
+                chunk,
+                now,
+                &mut out,
+                &mut overwrote,
+                &mut batch,
+            )
+            .await?;
+            if end == objects.len() {
+                let written: Vec<(i64, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
+                super::policy::push_events(&mut batch, "written", &written);
+                audit::push_puts(&mut batch, objects, &overwrote);
+            }
+            batch.run(&mut tx).await.map_err(|e| db_ctx(e, "replica key"))?;
             start = end;
         }
-        let written: Vec<(i64, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
-        super::policy::record_events(&mut tx, "written", &written).await?;
-        audit::record_puts(&mut tx, objects, &overwrote).await?;
         tx.commit().await.map_err(db)?;
         Ok(out)
     }
@@ -756,6 +772,7 @@ async fn insert_chunk(
     now: Millis,
     out: &mut Vec<Registered>,
     overwrote: &mut Vec<bool>,
+    batch: &mut Batch,
 ) -> Result<(), Error> {
     // 1. The nodes, in one statement; rows that exist already come back missing.
     let mut sql = String::with_capacity(200 + chunk.len() * 40);
@@ -827,12 +844,13 @@ async fn insert_chunk(
         }
     }
 
-    // 3. One good replica each, in one statement.
+    // 3. One good replica each, in one statement, and the S3 attributes.
     let mut sql = String::with_capacity(200 + chunk.len() * 40);
     sql.push_str(
         "INSERT INTO replicas (node_id, resource_id, physical_key, size, checksum, state, created) VALUES ",
     );
-    for i in 0..chunk.len() {
+    let mut args = Vec::with_capacity(6 * chunk.len());
+    for (i, ((o, sum), r)) in chunk.iter().zip(&checksums).zip(&out[first..]).enumerate() {
         if i > 0 {
             sql.push_str(", ");
         }
@@ -846,21 +864,16 @@ async fn insert_chunk(
             b + 4,
             b + 5
         ));
+        args.extend([
+            Arg::from(r.node.id),
+            Arg::from(o.resource_id),
+            Arg::from(o.physical_key.as_str()),
+            Arg::from(o.size),
+            Arg::from(sum.as_str()),
+            Arg::from(now),
+        ]);
     }
-    let sql = positional(dialect_of(conn), sql);
-    let mut q = sqlx::query(&sql);
-    for ((o, sum), r) in chunk.iter().zip(&checksums).zip(&out[first..]) {
-        q = q
-            .bind(r.node.id)
-            .bind(o.resource_id)
-            .bind(o.physical_key.as_str())
-            .bind(o.size)
-            .bind(sum.as_str())
-            .bind(now);
-    }
-    q.execute(&mut *conn)
-        .await
-        .map_err(|e| db_ctx(e, "replica key"))?;
+    batch.push(sql, args);
     for (((o, sum), r), replaced) in chunk
         .iter()
         .zip(&checksums)
@@ -868,7 +881,7 @@ async fn insert_chunk(
         .zip(&overwrote[first..])
     {
         if let Some(w) = &o.s3 {
-            super::s3::put_attrs(conn, r.node.id, sum, w, *replaced).await?;
+            super::s3::push_attrs(batch, r.node.id, sum, w, *replaced);
         }
     }
     Ok(())

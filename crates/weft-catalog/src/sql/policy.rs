@@ -1,6 +1,7 @@
 //! The policy engine's state: events recorded with each change, loaded rules, the tasks
 //! they queue, QoS requirements, and where the copies of many objects are.
 
+use super::batch::{Arg, Batch};
 use super::rows::{self, get, path, NODE_COLS, NODE_FROM};
 use super::{affected, audit, db, db_ctx, now_ms, placeholders, SqlCatalog};
 use crate::{
@@ -69,10 +70,18 @@ pub(super) async fn record_events(
     kind: &str,
     items: &[(i64, Option<&str>)],
 ) -> Result<(), Error> {
+    let mut batch = Batch::new(super::dialect_of(tx));
+    push_events(&mut batch, kind, items);
+    batch.run(tx).await.map_err(db)
+}
+
+/// [`record_events`] as statements of `batch`.
+pub(super) fn push_events(batch: &mut Batch, kind: &str, items: &[(i64, Option<&str>)]) {
     let at = now_ms();
     for chunk in super::pow2_chunks(items, super::rows_per_statement(3)) {
         let mut sql = String::from("INSERT INTO node_events (node_id, attr, kind, at) VALUES ");
-        for i in 0..chunk.len() {
+        let mut args = Vec::with_capacity(3 * chunk.len());
+        for (i, (node, attr)) in chunk.iter().enumerate() {
             if i > 0 {
                 sql.push_str(", ");
             }
@@ -82,15 +91,10 @@ pub(super) async fn record_events(
                 3 * i + 2,
                 3 * i + 3
             ));
+            args.extend([Arg::from(*node), Arg::from(*attr), Arg::from(at)]);
         }
-        let sql = super::positional(super::dialect_of(tx), sql);
-        let mut q = sqlx::query(&sql);
-        for (node, attr) in chunk {
-            q = q.bind(*node).bind(*attr).bind(at);
-        }
-        q.execute(&mut **tx).await.map_err(db)?;
+        batch.push(sql, args);
     }
-    Ok(())
 }
 
 #[async_trait]

@@ -1,5 +1,6 @@
 //! The S3 gateway's keys (secrets sealed), buckets and object attributes.
 
+use super::batch::{Arg, Batch};
 use super::rows::{self, get, get_flag, NODE_COLS, NODE_FROM};
 use super::{audit, db, db_ctx, now_ms, SqlCatalog};
 use crate::{Avu, Node, S3Attrs, S3Bucket, S3Gateway, S3Key, S3Listed, S3Write, S3_META_UNIT};
@@ -257,47 +258,38 @@ impl S3Gateway for SqlCatalog {
 /// Records what an S3 write gives the object `node_id` whose content hashes to `checksum`
 /// (in the registering transaction): its attributes, and its `x-amz-meta-*` in place of
 /// those it had (an object just made, not `replaced`, had none).
-pub(super) async fn put_attrs(
-    conn: &mut sqlx::AnyConnection,
-    node_id: i64,
-    checksum: &str,
-    w: &S3Write,
-    replaced: bool,
-) -> Result<(), Error> {
-    sqlx::query(
+pub(super) fn push_attrs(batch: &mut Batch, node_id: i64, checksum: &str, w: &S3Write, replaced: bool) {
+    batch.push(
         "INSERT INTO s3_objects (node_id, checksum, etag, content_type) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (node_id) DO UPDATE SET checksum = excluded.checksum, etag = excluded.etag, \
-         content_type = excluded.content_type",
-    )
-    .bind(node_id)
-    .bind(checksum)
-    .bind(w.attrs.etag.as_str())
-    .bind(w.attrs.content_type.as_deref())
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?;
+         content_type = excluded.content_type"
+            .into(),
+        vec![
+            node_id.into(),
+            checksum.into(),
+            w.attrs.etag.as_str().into(),
+            w.attrs.content_type.as_deref().into(),
+        ],
+    );
     if replaced {
-        sqlx::query("DELETE FROM avus WHERE node_id = $1 AND unit = $2")
-            .bind(node_id)
-            .bind(S3_META_UNIT)
-            .execute(&mut *conn)
-            .await
-            .map_err(db)?;
+        batch.push(
+            "DELETE FROM avus WHERE node_id = $1 AND unit = $2".into(),
+            vec![node_id.into(), S3_META_UNIT.into()],
+        );
     }
     for (attr, value) in &w.meta {
-        let avu = Avu {
-            attr: attr.clone(),
-            value: value.clone(),
-            unit: S3_META_UNIT.to_owned(),
-        };
-        super::meta::insert_avu(
-            "INSERT INTO avus (node_id, attr, value, unit, value_num) VALUES ($1, $2, $3, $4, CASE WHEN $6 THEN $5 END)",
-            node_id,
-            &avu,
-        )
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
+        let (num, is_num) = super::meta::number(value);
+        batch.push(
+            "INSERT INTO avus (node_id, attr, value, unit, value_num) VALUES ($1, $2, $3, $4, CASE WHEN $6 THEN $5 END)"
+                .into(),
+            vec![
+                node_id.into(),
+                attr.as_str().into(),
+                value.as_str().into(),
+                S3_META_UNIT.into(),
+                Arg::Real(num),
+                Arg::Bool(is_num),
+            ],
+        );
     }
-    Ok(())
 }
