@@ -447,6 +447,81 @@ def test_a_listing_ends_whatever_the_keys(s3: Any, p: str) -> None:
     assert (empty["KeyCount"], empty["IsTruncated"]) == (0, False)
 
 
+def test_folders_are_listed_in_key_order(gw: Gateway, s3: Any, p: str, tmp_path: pathlib.Path) -> None:
+    # A folder made through S3 (as Cyberduck and consoles make them) is listed as its key
+    # `dir/`, where S3 sorts it: after `dir.txt` and `dir-a/x` ('-' and '.' sort before
+    # '/'), though weft's path `dir` sorts before them. A collection made otherwise has no
+    # key of its own, as on S3: `weft mkdir`, or a put below it.
+    s3.put_object(Bucket=HOME, Key=f"{p}dir/", Body=b"")
+    gw.zone.ok("mkdir", "-p", home_path(f"{p}made"))
+    for k in (f"{p}dir.txt", f"{p}dir-a/x", f"{p}e"):
+        s3.put_object(Bucket=HOME, Key=k, Body=b"k")
+    flat = [f"{p}dir-a/x", f"{p}dir.txt", f"{p}dir/", f"{p}e"]
+    rolled = [f"{p}dir-a/", f"{p}dir.txt", f"{p}dir/", f"{p}e"]
+    got = s3.list_objects_v2(Bucket=HOME, Prefix=p)
+    assert [o["Key"] for o in got["Contents"]] == flat
+    folder = next(o for o in got["Contents"] if o["Key"] == f"{p}dir/")
+    assert (folder["Size"], folder["ETag"]) == (0, f'"{md5_hex(b"")}"')
+    got = s3.list_objects_v2(Bucket=HOME, Prefix=p, Delimiter="/")
+    assert [c["Prefix"] for c in got["CommonPrefixes"]] == [f"{p}dir-a/", f"{p}dir/"]
+    assert [o["Key"] for o in got["Contents"]] == [f"{p}dir.txt", f"{p}e"]
+
+    def pages(delimiter: str) -> tuple[list[str], list[str]]:
+        """Every entry, one page of one entry at a time (V2) and two at a time (V1)."""
+        v2, token = [], None
+        for _ in range(20):
+            kw = {"ContinuationToken": token} if token else {}
+            page = s3.list_objects_v2(Bucket=HOME, Prefix=p, Delimiter=delimiter, MaxKeys=1, **kw)
+            v2 += [c["Prefix"] for c in page.get("CommonPrefixes", [])] + [o["Key"] for o in page.get("Contents", [])]
+            if not page["IsTruncated"]:
+                break
+            token = page["NextContinuationToken"]
+        v1, marker = [], ""
+        for _ in range(20):
+            page = s3.list_objects(Bucket=HOME, Prefix=p, Delimiter=delimiter, MaxKeys=2, Marker=marker)
+            shown = [c["Prefix"] for c in page.get("CommonPrefixes", [])] + [o["Key"] for o in page.get("Contents", [])]
+            v1 += sorted(shown)
+            if not page["IsTruncated"]:
+                break
+            marker = page.get("NextMarker") or max(shown)
+        return v2, v1
+
+    # A folder that waited past the end of a page (behind `dir.txt`) is on the next, once.
+    assert pages("") == (flat, flat)
+    assert pages("/") == (rolled, rolled)
+
+    # rclone sees the folder as a directory, not as a file.
+    out = rclone(gw, tmp_path, "lsf", f"weft:{HOME}/{p}")
+    assert sorted(out.split()) == ["dir-a/", "dir.txt", "dir/", "e"], out
+
+    # With something in it the folder keeps its key, as on S3; deleting the key then leaves
+    # what is in it (and the collection); deleting it once empty removes the collection.
+    s3.put_object(Bucket=HOME, Key=f"{p}dir/in", Body=b"i")
+    flat = [f"{p}dir-a/x", f"{p}dir.txt", f"{p}dir/", f"{p}dir/in", f"{p}e"]
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=HOME, Prefix=p)["Contents"]] == flat
+    assert pages("")[0] == flat
+    s3.delete_object(Bucket=HOME, Key=f"{p}dir/")
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=HOME, Prefix=p)["Contents"]] == [
+        f"{p}dir-a/x",
+        f"{p}dir.txt",
+        f"{p}dir/in",
+        f"{p}e",
+    ]
+    s3.delete_object(Bucket=HOME, Key=f"{p}dir/in")
+    assert gw.zone.json("stat", home_path(f"{p}dir"))["kind"] == "collection"
+    s3.put_object(Bucket=HOME, Key=f"{p}dir/", Body=b"")
+    s3.delete_object(Bucket=HOME, Key=f"{p}dir/")
+    assert gw.zone.weft("stat", home_path(f"{p}dir")).returncode != 0
+
+    # Someone else's folders are no more listed than their objects, nor made or removed.
+    bob = client(gw.url, gw.bob)
+    assert error_of(bob.list_objects_v2, Bucket=HOME, Prefix=p) == (403, "AccessDenied")
+    assert error_of(bob.put_object, Bucket=HOME, Key=f"{p}bobs/", Body=b"") == (403, "AccessDenied")
+    s3.put_object(Bucket=HOME, Key=f"{p}kept/", Body=b"")
+    assert error_of(bob.delete_object, Bucket=HOME, Key=f"{p}kept/") == (403, "AccessDenied")
+    assert f"{p}kept/" in [o["Key"] for o in s3.list_objects_v2(Bucket=HOME, Prefix=p)["Contents"]]
+
+
 def test_folder_keys_are_not_objects(s3: Any, p: str) -> None:
     s3.put_object(Bucket=HOME, Key=f"{p}f", Body=b"file")
     # What tools probe to tell a folder from a file: no object `f/`, and none is made.

@@ -911,6 +911,8 @@ pub struct S3Write {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Listed {
     pub path: String,
+    /// A folder (a collection made through S3 as the key `dir/`), not a data object.
+    pub folder: bool,
     pub size: i64,
     pub checksum: Option<Checksum>,
     pub modified: Millis,
@@ -942,9 +944,14 @@ pub trait S3Gateway: Send + Sync {
         &self,
         path: &LogicalPath,
     ) -> Result<Option<(Node, Option<S3Attrs>, Vec<Avu>)>, Error>;
-    /// Data objects with `lo <= path < hi` and `path > after`, by path (byte order, which is
-    /// S3's key order), at most `limit`.
+    /// Data objects and folders with `lo <= path < hi` and `path > after`, by path (byte
+    /// order, which is S3's key order), at most `limit`.
     async fn s3_list(&self, lo: &str, hi: &str, after: &str, limit: u32) -> Result<Vec<S3Listed>, Error>;
+    /// Those of `paths` that are folders.
+    async fn s3_folders(&self, paths: &[String]) -> Result<Vec<S3Listed>, Error>;
+    /// Makes the collection `node_id` a folder (made through S3 as the key `dir/`, and
+    /// listed so until it is removed or unmarked) or no longer one.
+    async fn set_s3_folder(&self, node_id: i64, folder: bool) -> Result<(), Error>;
 }
 
 /// A session of the web interface, as the catalog keeps it (the secret only as a hash).

@@ -3586,6 +3586,37 @@ async fn s3_keys_buckets_and_object_attributes(c: &SqlCatalog) {
     assert_eq!((g.path.as_str(), got, avus.len()), ("/z/g", None, 0));
     c.delete_node(&p("/z/f.csv"), false).await.unwrap();
     assert!(at("/z/f.csv").await.is_none());
+
+    // Folders: a marked collection is listed at its path, empty or not; others are not.
+    let dir = c.create_collection(&p("/z/dir"), admin, false).await.unwrap();
+    c.create_collection(&p("/z/plain"), admin, false).await.unwrap();
+    c.set_s3_folder(dir.id, true).await.unwrap();
+    c.set_s3_folder(dir.id, true).await.unwrap(); // again: nothing changes
+    c.set_s3_folder(g.id, true).await.unwrap(); // an object is no folder
+    c.register_object(&obj("/z/dir/in", admin, disk, "k4"))
+        .await
+        .unwrap();
+    let paths =
+        |l: Vec<weft_catalog::S3Listed>| l.iter().map(|l| (l.path.clone(), l.folder)).collect::<Vec<_>>();
+    let listed = c.s3_list("/z/", "/z0", "", 10).await.unwrap();
+    assert_eq!(
+        paths(listed),
+        [
+            ("/z/dir".to_owned(), true),
+            ("/z/dir/in".to_owned(), false),
+            ("/z/g".to_owned(), false)
+        ]
+    );
+    let asked = ["/z/dir", "/z/plain", "/z/g", "/z/none"].map(String::from);
+    assert_eq!(
+        paths(c.s3_folders(&asked).await.unwrap()),
+        [("/z/dir".to_owned(), true)]
+    );
+    c.set_s3_folder(dir.id, false).await.unwrap();
+    assert!(c.s3_folders(&asked).await.unwrap().is_empty());
+    c.set_s3_folder(dir.id, true).await.unwrap();
+    c.delete_node(&p("/z/dir"), true).await.unwrap();
+    assert!(c.s3_folders(&asked).await.unwrap().is_empty());
 }
 
 async fn leases_go_to_one_holder_at_a_time(c: &SqlCatalog) {

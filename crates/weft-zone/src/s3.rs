@@ -5,7 +5,7 @@
 
 use crate::{Caller, Zone};
 use rand::RngCore;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use weft_catalog::{Avu, Node, PrincipalKind, S3Attrs, S3Bucket, S3Key, S3Listed};
@@ -479,8 +479,8 @@ impl Zone {
         self.node_as(caller, path, Permission::Read).await.map(|_| ())
     }
 
-    /// A page of the data objects below `bucket` whose key (path relative to it) starts
-    /// with `prefix` and sorts after `after`; with a `delimiter`, keys holding it past the
+    /// A page of the data objects and folders (as the key `dir/`) below
+    /// `bucket` whose key (path relative to it) starts with `prefix` and sorts after `after`; with a `delimiter`, keys holding it past the
     /// prefix are rolled up into common prefixes. The caller must read the collection the
     /// prefix is in (and so everything below it), not necessarily the bucket's.
     pub async fn s3_list(
@@ -504,75 +504,112 @@ impl Zone {
         let base = format!("{bucket}/");
         let lo = format!("{base}{prefix}");
         let hi = successor(&lo).ok_or_else(|| Error::invalid("a prefix of nothing but U+10FFFF"))?;
-        let mut page = S3Page::default();
         if max == 0 {
-            return Ok(page);
+            return Ok(S3Page::default());
         }
-        // `from` is where the next query starts (inclusive), `after` the last key seen.
+        // A folder (made as the key `dir/`, as consoles and Cyberduck do, and read by rclone
+        // and s3fs as a directory) is listed as that key. The catalog returns it at its
+        // path `dir`, before the keys that extend it with a byte below '/' (`dir.txt`);
+        // its key sorts after those, so it waits in `folders` until the listing passes it.
+        // One that the page before ended in front of waits from the start.
+        let mut list = Listing {
+            prefix,
+            delimiter: delimiter.filter(|d| !d.is_empty()),
+            after,
+            max,
+            count: 0,
+            folders: BTreeMap::new(),
+            page: S3Page::default(),
+        };
+        if let Some(a) = after.filter(|a| a.as_bytes() >= prefix.as_bytes()) {
+            let around: Vec<String> = a
+                .char_indices()
+                .filter(|&(i, c)| i > 0 && c < '/')
+                .map(|(i, _)| format!("{base}{}", &a[..i]))
+                .collect();
+            for f in self.catalog.s3_folders(&around).await? {
+                list.wait(f.path[base.len()..].to_owned(), f);
+            }
+        }
+        // `from` is where the next query starts (inclusive), `after_path` the last path seen.
         let mut from = lo.clone();
         let mut after_path = match after {
             Some(a) if a.as_bytes() >= prefix.as_bytes() => format!("{base}{a}"),
             _ => String::new(),
         };
-        let delimiter = delimiter.filter(|d| !d.is_empty());
-        let mut count = 0usize;
         'pages: loop {
             // With a delimiter, a common prefix ends the query (the next one seeks past
             // it): fetch a few rows at a time rather than a page that is thrown away.
-            let cap = if delimiter.is_some() {
+            let cap = if list.delimiter.is_some() {
                 ROLLED_FETCH
             } else {
                 S3_LIST_MAX + 1
             };
-            let want = (max + 1 - count).min(cap) as u32;
+            let want = (max + 1 - list.count).min(cap) as u32;
             let rows = self.catalog.s3_list(&from, &hi, &after_path, want).await?;
             let ended = rows.len() < want as usize;
             for row in rows {
                 let key = row.path[base.len()..].to_owned();
-                let rolled = delimiter.and_then(|d| {
-                    let rest = &key[prefix.len()..];
-                    rest.find(d).map(|i| format!("{prefix}{}", &rest[..i + d.len()]))
-                });
-                if let Some(cp) = rolled {
-                    // Everything below a common prefix is one entry: the next query starts
-                    // at the first path past all of them.
-                    match successor(&format!("{base}{cp}")) {
-                        Some(next) => from = next,
-                        None => break 'pages,
-                    }
-                    after_path.clear();
-                    if after.is_some_and(|a| a.starts_with(&cp)) {
-                        continue 'pages; // shown on the page before
-                    }
-                    if count == max {
-                        page.truncated = true;
-                        break 'pages;
-                    }
-                    count += 1;
-                    page.last = Some(cp.clone());
-                    page.prefixes.push(cp);
-                    continue 'pages;
-                }
-                if count == max {
-                    page.truncated = true;
-                    break 'pages;
-                }
-                count += 1;
                 after_path = row.path.clone();
-                page.last = Some(key.clone());
-                page.objects.push((key, row));
+                if row.folder {
+                    list.wait(key, row);
+                    continue;
+                }
+                let step = match list.folders_before(&key) {
+                    Some(step) => step,
+                    None => list.push(key, row),
+                };
+                match step {
+                    Step::Next => {}
+                    Step::Done => break 'pages,
+                    Step::Past(cp) => {
+                        // Everything below a common prefix is one entry: the next query
+                        // starts at the first path past all of them.
+                        match successor(&format!("{base}{cp}")) {
+                            Some(next) => from = next,
+                            None => break 'pages,
+                        }
+                        after_path.clear();
+                        continue 'pages;
+                    }
+                }
             }
             if ended {
+                while let Some((key, row)) = list.folders.pop_first() {
+                    if let Step::Done = list.push(key, row) {
+                        break;
+                    }
+                }
                 break;
             }
         }
-        Ok(page)
+        Ok(list.page)
     }
 
-    /// Whether `path` is a collection the caller may read (a folder key `dir/`).
-    pub async fn s3_is_collection(&self, caller: &Caller, path: &LogicalPath) -> Result<bool, Error> {
+    /// Makes the folder `path` (a PUT of the key `dir/`): its collection, with any missing
+    /// parents, marked so that listings show the key `dir/` as S3 shows a folder's, empty or
+    /// not. Collections made otherwise (by a put below them, by `weft mkdir`) are common
+    /// prefixes only while something is in them, as on S3.
+    pub async fn s3_make_folder(&self, caller: &Caller, path: &LogicalPath) -> Result<(), Error> {
+        let node = self.mkdir(caller, path, true).await?;
+        self.require(caller, path, Permission::Write).await?;
+        self.catalog.set_s3_folder(node.id, true).await
+    }
+
+    /// Removes the folder `path` (a DELETE of the key `dir/`): its collection if empty, else
+    /// only its mark, as deleting a folder's key on S3 leaves the keys below it.
+    pub async fn s3_remove_folder(&self, caller: &Caller, path: &LogicalPath) -> Result<(), Error> {
         let node = self.node_as(caller, path, Permission::Read).await?;
-        Ok(node.kind == NodeKind::Collection)
+        if node.kind != NodeKind::Collection {
+            return Ok(()); // no key `path/`: deleted already
+        }
+        match self.remove(caller, path, false).await {
+            Err(e) if e.code == ErrorCode::CollectionNotEmpty => {
+                self.require(caller, path, Permission::Write).await?;
+                self.catalog.set_s3_folder(node.id, false).await
+            }
+            done => done,
+        }
     }
 
     /// The data object at `path` with its ETag, content type and metadata (read needed).
@@ -589,6 +626,85 @@ impl Zone {
             node,
             meta,
         })
+    }
+}
+
+/// What a listing does after an entry.
+enum Step {
+    Next,
+    /// A common prefix was shown: go on past everything below it.
+    Past(String),
+    /// The page is full.
+    Done,
+}
+
+/// One ListObjects page being filled, in key order.
+struct Listing<'a> {
+    prefix: &'a str,
+    delimiter: Option<&'a str>,
+    after: Option<&'a str>,
+    max: usize,
+    count: usize,
+    /// Folders (`dir/`) met at their path, waiting for their place in key order.
+    folders: BTreeMap<String, S3Listed>,
+    page: S3Page,
+}
+
+impl Listing<'_> {
+    /// Holds the folder at `key` (without its slash) until the listing passes `key/`; one
+    /// outside the prefix, or shown on a page before, is no entry.
+    fn wait(&mut self, key: String, row: S3Listed) {
+        let key = format!("{key}/");
+        if key.starts_with(self.prefix) && self.after.is_none_or(|a| key.as_str() > a) {
+            self.folders.insert(key, row);
+        }
+    }
+
+    /// Shows the waiting folders that sort before `key`; what stopped them, if anything.
+    fn folders_before(&mut self, key: &str) -> Option<Step> {
+        while self
+            .folders
+            .first_key_value()
+            .is_some_and(|(f, _)| f.as_str() < key)
+        {
+            let (f, row) = self.folders.pop_first().expect("looked at");
+            match self.push(f, row) {
+                Step::Next => {}
+                stop => return Some(stop),
+            }
+        }
+        None
+    }
+
+    /// Shows `key`, or the common prefix it rolls up into.
+    fn push(&mut self, key: String, row: S3Listed) -> Step {
+        let rolled = self.delimiter.and_then(|d| {
+            let rest = &key[self.prefix.len()..];
+            rest.find(d)
+                .map(|i| format!("{}{}", self.prefix, &rest[..i + d.len()]))
+        });
+        if let Some(cp) = rolled {
+            self.folders.retain(|f, _| !f.starts_with(&cp));
+            if self.after.is_some_and(|a| a.starts_with(&cp)) {
+                return Step::Past(cp); // shown on the page before
+            }
+            if self.count == self.max {
+                self.page.truncated = true;
+                return Step::Done;
+            }
+            self.count += 1;
+            self.page.last = Some(cp.clone());
+            self.page.prefixes.push(cp.clone());
+            return Step::Past(cp);
+        }
+        if self.count == self.max {
+            self.page.truncated = true;
+            return Step::Done;
+        }
+        self.count += 1;
+        self.page.last = Some(key.clone());
+        self.page.objects.push((key, row));
+        Step::Next
     }
 }
 

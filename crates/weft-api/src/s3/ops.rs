@@ -467,7 +467,10 @@ impl S3 for Gateway {
                 ));
             }
             let path = key_path(&bucket, i.key.trim_end_matches('/'))?;
-            self.zone.mkdir(&caller, &path, true).await.map_err(from_weft)?;
+            self.zone
+                .s3_make_folder(&caller, &path)
+                .await
+                .map_err(from_weft)?;
             return Ok(S3Response::new(PutObjectOutput {
                 e_tag: Some(ETag::Strong(EMPTY_MD5.into())),
                 ..Default::default()
@@ -685,16 +688,12 @@ impl S3 for Gateway {
     }
 }
 
-/// Deletes `key`: an object, or with a trailing `/` an empty folder. A key that is not
-/// there is deleted already (S3 answers 204 either way).
+/// Deletes `key`: an object, or with a trailing `/` a folder. A key that is not there is
+/// deleted already (S3 answers 204 either way).
 async fn delete(zone: &Zone, caller: &Caller, bucket: &LogicalPath, key: &str) -> S3Result<()> {
     let path = key_path(bucket, key.trim_end_matches('/'))?;
     let removed = if is_folder(key) {
-        match zone.s3_is_collection(caller, &path).await {
-            Ok(true) => zone.remove(caller, &path, false).await,
-            Ok(false) => Ok(()),
-            Err(e) => Err(e),
-        }
+        zone.s3_remove_folder(caller, &path).await
     } else {
         match zone.s3_object(caller, &path).await {
             Ok(_) => zone.remove(caller, &path, false).await,
@@ -703,7 +702,7 @@ async fn delete(zone: &Zone, caller: &Caller, bucket: &LogicalPath, key: &str) -
     };
     match removed {
         Ok(()) => Ok(()),
-        Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::CollectionNotEmpty) => Ok(()),
+        Err(e) if e.code == ErrorCode::NotFound => Ok(()),
         Err(e) => Err(from_weft(e)),
     }
 }
@@ -719,10 +718,11 @@ fn entries(
         .map(|(key, o)| Object {
             key: Some(encode(&key, url)),
             size: Some(o.size),
-            e_tag: Some(ETag::Strong(weft_zone::etag(
-                o.attrs.as_ref(),
-                o.checksum.as_ref(),
-            ))),
+            e_tag: Some(ETag::Strong(if o.folder {
+                EMPTY_MD5.into()
+            } else {
+                weft_zone::etag(o.attrs.as_ref(), o.checksum.as_ref())
+            })),
             last_modified: Some(time(o.modified)),
             storage_class: Some(ObjectStorageClass::from_static(ObjectStorageClass::STANDARD)),
             ..Default::default()

@@ -219,13 +219,11 @@ impl S3Gateway for SqlCatalog {
 
     async fn s3_list(&self, lo: &str, hi: &str, after: &str, limit: u32) -> Result<Vec<S3Listed>, Error> {
         // The path index gives the order; the attributes hold only for the content they
-        // were registered with.
-        let rows = sqlx::query(
-            "SELECT n.path, n.size, n.checksum, n.modified, s.etag, s.content_type \
-             FROM nodes n LEFT JOIN s3_objects s ON s.node_id = n.id AND s.checksum = n.checksum \
-             WHERE n.path >= $1 AND n.path < $2 AND n.path > $3 AND n.kind = 'object' \
-             ORDER BY n.path LIMIT $4",
-        )
+        // were registered with. A collection is a folder if it has attributes (of its own).
+        let rows = sqlx::query(&format!(
+            "SELECT {LISTED_COLS} WHERE n.path >= $1 AND n.path < $2 AND n.path > $3 \
+             AND (n.kind = 'object' OR {IS_FOLDER}) ORDER BY n.path LIMIT $4",
+        ))
         .bind(lo)
         .bind(hi)
         .bind(after)
@@ -233,26 +231,70 @@ impl S3Gateway for SqlCatalog {
         .fetch_all(self.pool())
         .await
         .map_err(db)?;
-        rows.iter()
-            .map(|r| {
-                let etag: Option<String> = get(r, 4)?;
-                Ok(S3Listed {
-                    path: get(r, 0)?,
-                    size: get(r, 1)?,
-                    checksum: rows::checksum(get(r, 2)?)?,
-                    modified: get(r, 3)?,
-                    attrs: etag
-                        .map(|etag| -> Result<S3Attrs, Error> {
-                            Ok(S3Attrs {
-                                etag,
-                                content_type: get(r, 5)?,
-                            })
-                        })
-                        .transpose()?,
+        rows.iter().map(listed).collect()
+    }
+
+    async fn set_s3_folder(&self, node_id: i64, folder: bool) -> Result<(), Error> {
+        let q = if folder {
+            // A collection has no content: its checksum is empty, its ETag MD5's of nothing.
+            sqlx::query(
+                "INSERT INTO s3_objects (node_id, checksum, etag) \
+                 SELECT id, '', 'd41d8cd98f00b204e9800998ecf8427e' FROM nodes \
+                 WHERE id = $1 AND kind = 'collection' ON CONFLICT (node_id) DO NOTHING",
+            )
+        } else {
+            sqlx::query("DELETE FROM s3_objects WHERE node_id = $1")
+        };
+        q.bind(node_id).execute(self.pool()).await.map_err(db)?;
+        Ok(())
+    }
+
+    async fn s3_folders(&self, paths: &[String]) -> Result<Vec<S3Listed>, Error> {
+        let mut out = Vec::new();
+        for chunk in paths.chunks(super::rows_per_statement(1)) {
+            let sql = super::positional(
+                self.dialect,
+                format!(
+                    "SELECT {LISTED_COLS} WHERE n.path IN ({}) AND n.kind = 'collection' \
+                     AND {IS_FOLDER} ORDER BY n.path",
+                    super::placeholders(1, chunk.len())
+                ),
+            );
+            let mut q = sqlx::query(&sql);
+            for p in chunk {
+                q = q.bind(p.as_str());
+            }
+            for row in q.fetch_all(self.pool()).await.map_err(db)? {
+                out.push(listed(&row)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+const IS_FOLDER: &str = "EXISTS (SELECT 1 FROM s3_objects f WHERE f.node_id = n.id)";
+
+const LISTED_COLS: &str = "n.path, n.kind, n.size, n.checksum, n.modified, s.etag, s.content_type \
+     FROM nodes n LEFT JOIN s3_objects s ON s.node_id = n.id AND s.checksum = n.checksum";
+
+fn listed(r: &AnyRow) -> Result<S3Listed, Error> {
+    let etag: Option<String> = get(r, 5)?;
+    let kind: String = get(r, 1)?;
+    Ok(S3Listed {
+        path: get(r, 0)?,
+        folder: rows::node_kind(&kind)? == weft_types::NodeKind::Collection,
+        size: get(r, 2)?,
+        checksum: rows::checksum(get(r, 3)?)?,
+        modified: get(r, 4)?,
+        attrs: etag
+            .map(|etag| -> Result<S3Attrs, Error> {
+                Ok(S3Attrs {
+                    etag,
+                    content_type: get(r, 6)?,
                 })
             })
-            .collect()
-    }
+            .transpose()?,
+    })
 }
 
 /// Records what an S3 write gives the object `node_id` whose content hashes to `checksum`
