@@ -778,6 +778,54 @@ def test_multipart_parts_listed_replaced_and_completed(gw: Gateway, s3: Any, p: 
     assert gw.zone.json("stat", home_path(key))["size"] == sum(map(len, chunks))
 
 
+def test_get_and_head_by_part_number(s3: Any, p: str) -> None:
+    # What multipart downloaders (the AWS SDKs' transfer managers) ask: the parts of an
+    # object as it was completed, with their count.
+    key = f"{p}parts.bin"
+    chunks = [payload(5 * MiB, 20), payload(5 * MiB + 7, 21), payload(1000, 22)]
+    uid = s3.create_multipart_upload(Bucket=HOME, Key=key)["UploadId"]
+    done = [
+        {"PartNumber": n, "ETag": s3.upload_part(Bucket=HOME, Key=key, UploadId=uid, PartNumber=n, Body=c)["ETag"]}
+        for n, c in enumerate(chunks, 1)
+    ]
+    s3.complete_multipart_upload(Bucket=HOME, Key=key, UploadId=uid, MultipartUpload={"Parts": done})
+    total = sum(map(len, chunks))
+    start = 0
+    for n, c in enumerate(chunks, 1):
+        got = s3.get_object(Bucket=HOME, Key=key, PartNumber=n)
+        assert got["Body"].read() == c
+        assert got["ResponseMetadata"]["HTTPStatusCode"] == 206
+        assert (got["PartsCount"], got["ContentLength"]) == (3, len(c))
+        assert got["ContentRange"] == f"bytes {start}-{start + len(c) - 1}/{total}"
+        assert got["ETag"] == multipart_etag(chunks)
+        h = s3.head_object(Bucket=HOME, Key=key, PartNumber=n)
+        assert (h["PartsCount"], h["ContentLength"]) == (3, len(c))
+        start += len(c)
+    # A copy keeps the ETag, and so the parts it describes.
+    s3.copy_object(Bucket=HOME, Key=f"{p}copy.bin", CopySource={"Bucket": HOME, "Key": key})
+    got = s3.get_object(Bucket=HOME, Key=f"{p}copy.bin", PartNumber=2)
+    assert (got["PartsCount"], got["Body"].read()) == (3, chunks[1])
+
+    # An object written whole is its own part 1, an empty one too.
+    s3.put_object(Bucket=HOME, Key=f"{p}whole", Body=b"whole")
+    got = s3.get_object(Bucket=HOME, Key=f"{p}whole", PartNumber=1)
+    assert (got["PartsCount"], got["Body"].read()) == (1, b"whole")
+    s3.put_object(Bucket=HOME, Key=f"{p}empty", Body=b"")
+    got = s3.get_object(Bucket=HOME, Key=f"{p}empty", PartNumber=1)
+    assert (got["PartsCount"], got["ContentLength"], got["Body"].read()) == (1, 0, b"")
+
+    # No such part; a part and a range at once.
+    assert error_of(s3.get_object, Bucket=HOME, Key=key, PartNumber=4) == (416, "InvalidPartNumber")
+    assert error_of(s3.get_object, Bucket=HOME, Key=f"{p}whole", PartNumber=2) == (416, "InvalidPartNumber")
+    assert error_of(s3.head_object, Bucket=HOME, Key=key, PartNumber=4)[0] == 416
+    assert error_of(s3.get_object, Bucket=HOME, Key=key, PartNumber=1, Range="bytes=0-1") == (400, "InvalidRequest")
+
+    # New content written whole replaces the parts with itself.
+    s3.put_object(Bucket=HOME, Key=key, Body=b"now whole")
+    got = s3.get_object(Bucket=HOME, Key=key, PartNumber=1)
+    assert (got["PartsCount"], got["Body"].read()) == (1, b"now whole")
+
+
 def test_multipart_bad_completion_commits_nothing(s3: Any, p: str) -> None:
     key = f"{p}bad.bin"
     uid = s3.create_multipart_upload(Bucket=HOME, Key=key)["UploadId"]

@@ -893,6 +893,9 @@ pub struct S3Bucket {
 pub struct S3Attrs {
     pub etag: String,
     pub content_type: Option<String>,
+    /// The sizes of the parts it was completed from, in order (a multipart upload's); empty
+    /// for an object written whole, which is its own one part.
+    pub parts: Vec<u64>,
 }
 
 /// The unit of the AVUs that hold an object's `x-amz-meta-*`: a write through the S3

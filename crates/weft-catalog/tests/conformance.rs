@@ -3494,8 +3494,9 @@ async fn s3_keys_buckets_and_object_attributes(c: &SqlCatalog) {
 
     // Attributes hold for the content they were registered with, not a later one.
     let attrs = weft_catalog::S3Attrs {
-        etag: "0123456789abcdef0123456789abcdef".into(),
+        etag: "0123456789abcdef0123456789abcdef-2".into(),
         content_type: Some("text/csv".into()),
+        parts: vec![5 << 20, 17],
     };
     let f = c
         .register_object(&NewObject {

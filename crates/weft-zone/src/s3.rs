@@ -90,6 +90,9 @@ pub struct S3Object {
     pub etag: String,
     pub content_type: Option<String>,
     pub meta: Vec<Avu>,
+    /// The sizes of its parts, in order: several for an object completed from a multipart
+    /// upload, else one, the whole.
+    pub parts: Vec<u64>,
 }
 
 /// Access keys recently used, with their secret and caller, and buckets recently named,
@@ -612,7 +615,8 @@ impl Zone {
         }
     }
 
-    /// The data object at `path` with its ETag, content type and metadata (read needed).
+    /// The data object at `path` with its ETag, content type, metadata and parts (read
+    /// needed).
     pub async fn s3_object(&self, caller: &Caller, path: &LogicalPath) -> Result<S3Object, Error> {
         self.local(path)?;
         self.require(caller, path, Permission::Read).await?;
@@ -620,11 +624,20 @@ impl Zone {
             Some((node, attrs, meta)) if node.kind == NodeKind::Object => (node, attrs, meta),
             _ => return Err(Error::not_found(path)),
         };
+        let etag = etag(attrs.as_ref(), node.checksum.as_ref());
+        let (content_type, parts) = match attrs {
+            // The attributes hold for the current content only, whose size the parts add up to.
+            Some(a) if !a.parts.is_empty() && a.parts.iter().sum::<u64>() == node.size as u64 => {
+                (a.content_type, a.parts)
+            }
+            a => (a.and_then(|a| a.content_type), vec![node.size as u64]),
+        };
         Ok(S3Object {
-            etag: etag(attrs.as_ref(), node.checksum.as_ref()),
-            content_type: attrs.and_then(|a| a.content_type),
+            etag,
+            content_type,
             node,
             meta,
+            parts,
         })
     }
 }

@@ -231,6 +231,7 @@ impl Gateway {
         }
         let mut chosen: Vec<(u32, String)> = Vec::with_capacity(listed.len());
         let mut md5s = Md5::new();
+        let mut sizes: Vec<u64> = Vec::with_capacity(listed.len());
         for (k, p) in listed.iter().enumerate() {
             let n = p
                 .part_number
@@ -262,6 +263,7 @@ impl Gateway {
             }
             md5s.update(&from_hex(&got.md5)?);
             chosen.push((n, got.md5.clone()));
+            sizes.push(got.size);
         }
         let etag = format!("{}-{}", hex(&md5s.finalize()), chosen.len());
         let pending: Pending = serde_json::from_str(u.s3.as_deref().unwrap_or("{}")).unwrap_or_default();
@@ -275,6 +277,7 @@ impl Gateway {
             attrs: S3Attrs {
                 etag: etag.clone(),
                 content_type: pending.content_type,
+                parts: sizes,
             },
             meta: pending.metadata.into_iter().collect(),
         };

@@ -352,19 +352,12 @@ impl S3 for Gateway {
             i.if_unmodified_since.as_ref(),
         )?;
         let size = o.node.size as u64;
-        let (length, content_range) = match &i.range {
-            None => (size, None),
-            Some(r) => {
-                let r = r.check(size)?;
-                (
-                    r.end - r.start,
-                    Some(format!("bytes {}-{}/{size}", r.start, r.end - 1)),
-                )
-            }
-        };
+        let range = wanted(&o, i.range.as_ref(), i.part_number)?;
+        let length = range.as_ref().map_or(size, |r| r.end - r.start);
         Ok(S3Response::new(HeadObjectOutput {
             content_length: Some(length as i64),
-            content_range,
+            content_range: range.map(|r| format!("bytes {}-{}/{size}", r.start, r.end - 1)),
+            parts_count: i.part_number.map(|_| o.parts.len() as i32),
             e_tag: Some(ETag::Strong(o.etag.clone())),
             last_modified: Some(time(o.node.modified)),
             metadata: metadata(&o.meta),
@@ -381,12 +374,6 @@ impl S3 for Gateway {
     async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
         let caller = caller(&req)?;
         let i = &req.input;
-        if i.part_number.is_some() {
-            return Err(s3_error!(
-                NotImplemented,
-                "GET by part number is not supported; ask for a Range"
-            ));
-        }
         let path = self.object_path(&i.bucket, &i.key).await?;
         let o = self.object(&caller, &path).await?;
         preconditions(
@@ -398,10 +385,7 @@ impl S3 for Gateway {
             i.if_unmodified_since.as_ref(),
         )?;
         let size = o.node.size as u64;
-        let range = match &i.range {
-            None => None,
-            Some(r) => Some(r.check(size)?),
-        };
+        let range = wanted(&o, i.range.as_ref(), i.part_number)?;
         let want = range.clone().unwrap_or(0..size);
         let read = if size == 0 {
             None
@@ -431,6 +415,7 @@ impl S3 for Gateway {
             body: Some(body.unwrap_or_else(|| StreamingBlob::from(s3s::Body::empty()))),
             content_length: Some((want.end - want.start) as i64),
             content_range: range.map(|r| format!("bytes {}-{}/{size}", r.start, r.end - 1)),
+            parts_count: i.part_number.map(|_| o.parts.len() as i32),
             e_tag: Some(ETag::Strong(o.etag.clone())),
             last_modified: Some(time(o.node.modified)),
             metadata: metadata(&o.meta),
@@ -501,7 +486,11 @@ impl S3 for Gateway {
                 let etag = hex(&d.md5);
                 checksums = Some((etag.clone(), d.checksums));
                 Ok(Some(S3Write {
-                    attrs: S3Attrs { etag, content_type },
+                    attrs: S3Attrs {
+                        etag,
+                        content_type,
+                        parts: Vec::new(),
+                    },
                     meta,
                 }))
             })
@@ -571,6 +560,11 @@ impl S3 for Gateway {
             )
         };
         let mut etag = src.etag.clone();
+        let mut parts = if src.parts.len() > 1 {
+            src.parts.clone()
+        } else {
+            Vec::new()
+        };
         // Onto itself too (a change of metadata): the bytes are copied and checked again.
         let copied = self
             .zone
@@ -578,11 +572,13 @@ impl S3 for Gateway {
                 // The source's ETag describes the bytes copied while they are still its.
                 if node.checksum != src.node.checksum {
                     etag = weft_zone::etag(None, node.checksum.as_ref());
+                    parts.clear();
                 }
                 S3Write {
                     attrs: S3Attrs {
                         etag: etag.clone(),
                         content_type,
+                        parts: std::mem::take(&mut parts),
                     },
                     meta,
                 }
@@ -705,6 +701,44 @@ async fn delete(zone: &Zone, caller: &Caller, bucket: &LogicalPath, key: &str) -
         Err(e) if e.code == ErrorCode::NotFound => Ok(()),
         Err(e) => Err(from_weft(e)),
     }
+}
+
+/// The bytes a GET or HEAD asks for: a `Range`, or with `partNumber` one of the parts the
+/// object was completed from (an object written whole is its own part 1); `None`: all.
+fn wanted(
+    o: &S3Object,
+    range: Option<&Range>,
+    part: Option<PartNumber>,
+) -> S3Result<Option<std::ops::Range<u64>>> {
+    let size = o.node.size as u64;
+    let Some(n) = part else {
+        return Ok(match range {
+            Some(r) => Some(r.check(size)?),
+            None => None,
+        });
+    };
+    if range.is_some() {
+        return Err(s3_error!(
+            InvalidRequest,
+            "a request may give a Range or a partNumber, not both"
+        ));
+    }
+    let i = usize::try_from(n)
+        .ok()
+        .filter(|i| (1..=o.parts.len()).contains(i))
+        .ok_or_else(|| {
+            let mut e = s3s::S3Error::with_message(
+                s3s::S3ErrorCode::Custom("InvalidPartNumber".into()),
+                format!("the object has {} part(s); there is no part {n}", o.parts.len()),
+            );
+            e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+            e
+        })?;
+    if size == 0 {
+        return Ok(None); // the one part of an empty object: nothing to range over
+    }
+    let start: u64 = o.parts[..i - 1].iter().sum();
+    Ok(Some(start..start + o.parts[i - 1]))
 }
 
 /// A page's objects and common prefixes as S3 lists them.

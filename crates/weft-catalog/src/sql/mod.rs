@@ -165,6 +165,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "oidc_sessions",
         include_str!("../../migrations/sqlite/0022_oidc_sessions.sql"),
     ),
+    (
+        23,
+        "s3_part_sizes",
+        include_str!("../../migrations/sqlite/0023_s3_part_sizes.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -264,6 +269,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         22,
         "oidc_sessions",
         include_str!("../../migrations/postgres/0022_oidc_sessions.sql"),
+    ),
+    (
+        23,
+        "s3_part_sizes",
+        include_str!("../../migrations/postgres/0023_s3_part_sizes.sql"),
     ),
 ];
 

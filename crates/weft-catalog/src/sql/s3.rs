@@ -184,7 +184,7 @@ impl S3Gateway for SqlCatalog {
         path: &LogicalPath,
     ) -> Result<Option<(Node, Option<S3Attrs>, Vec<Avu>)>, Error> {
         let rows = sqlx::query(&format!(
-            "SELECT {NODE_COLS}, s.etag, s.content_type, a.attr, a.value, a.unit FROM {NODE_FROM} \
+            "SELECT {NODE_COLS}, s.etag, s.content_type, s.part_sizes, a.attr, a.value, a.unit FROM {NODE_FROM} \
              LEFT JOIN s3_objects s ON s.node_id = n.id AND s.checksum = n.checksum \
              LEFT JOIN avus a ON a.node_id = n.id WHERE n.path = $1 ORDER BY a.attr, a.value, a.unit"
         ))
@@ -201,16 +201,17 @@ impl S3Gateway for SqlCatalog {
                 Ok::<_, Error>(S3Attrs {
                     etag,
                     content_type: get(first, 11)?,
+                    parts: part_sizes(get(first, 12)?)?,
                 })
             })
             .transpose()?;
         let mut avus = Vec::new();
         for r in &rows {
-            if let Some(attr) = get::<Option<String>>(r, 12)? {
+            if let Some(attr) = get::<Option<String>>(r, 13)? {
                 avus.push(Avu {
                     attr,
-                    value: get(r, 13)?,
-                    unit: get(r, 14)?,
+                    value: get(r, 14)?,
+                    unit: get(r, 15)?,
                 });
             }
         }
@@ -274,8 +275,20 @@ impl S3Gateway for SqlCatalog {
 
 const IS_FOLDER: &str = "EXISTS (SELECT 1 FROM s3_objects f WHERE f.node_id = n.id)";
 
-const LISTED_COLS: &str = "n.path, n.kind, n.size, n.checksum, n.modified, s.etag, s.content_type \
+const LISTED_COLS: &str =
+    "n.path, n.kind, n.size, n.checksum, n.modified, s.etag, s.content_type, s.part_sizes \
      FROM nodes n LEFT JOIN s3_objects s ON s.node_id = n.id AND s.checksum = n.checksum";
+
+/// The part sizes as stored (`part_sizes`).
+fn part_sizes(text: Option<String>) -> Result<Vec<u64>, Error> {
+    text.iter()
+        .flat_map(|t| t.split(','))
+        .map(|n| {
+            n.parse()
+                .map_err(|_| Error::internal(format!("invalid part size {n:?} in the catalog")))
+        })
+        .collect()
+}
 
 fn listed(r: &AnyRow) -> Result<S3Listed, Error> {
     let etag: Option<String> = get(r, 5)?;
@@ -291,6 +304,7 @@ fn listed(r: &AnyRow) -> Result<S3Listed, Error> {
                 Ok(S3Attrs {
                     etag,
                     content_type: get(r, 6)?,
+                    parts: part_sizes(get(r, 7)?)?,
                 })
             })
             .transpose()?,
@@ -302,15 +316,20 @@ fn listed(r: &AnyRow) -> Result<S3Listed, Error> {
 /// those it had (an object just made, not `replaced`, had none).
 pub(super) fn push_attrs(batch: &mut Batch, node_id: i64, checksum: &str, w: &S3Write, replaced: bool) {
     batch.push(
-        "INSERT INTO s3_objects (node_id, checksum, etag, content_type) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (node_id) DO UPDATE SET checksum = excluded.checksum, etag = excluded.etag, \
-         content_type = excluded.content_type"
+        "INSERT INTO s3_objects (node_id, checksum, etag, content_type, part_sizes) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (node_id) DO UPDATE SET \
+         checksum = excluded.checksum, etag = excluded.etag, content_type = excluded.content_type, \
+         part_sizes = excluded.part_sizes"
             .into(),
         vec![
             node_id.into(),
             checksum.into(),
             w.attrs.etag.as_str().into(),
             w.attrs.content_type.as_deref().into(),
+            Arg::Text((!w.attrs.parts.is_empty()).then(|| {
+                let sizes: Vec<String> = w.attrs.parts.iter().map(u64::to_string).collect();
+                sizes.join(",")
+            })),
         ],
     );
     if replaced {
