@@ -11,7 +11,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def build_weft():
-    """Builds the release binary; its path."""
+    """Builds the release binary; its path. ``WEFT_BIN=path`` takes that build instead (to
+    compare two builds on the same machine)."""
+    if os.environ.get("WEFT_BIN"):
+        return os.environ["WEFT_BIN"]
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "weft"], check=True, cwd=ROOT)
     return os.path.join(ROOT, "target", "release", "weft")
 

@@ -8,7 +8,6 @@ use base64::Engine as _;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use s3s::checksum::ChecksumHasher;
-use s3s::crypto::{Checksum as _, Md5};
 use s3s::dto::StreamingBlob;
 use s3s::{S3Error, S3ErrorCode, S3Request};
 use std::sync::{Arc, Mutex};
@@ -63,6 +62,26 @@ impl Announced {
             }
         }
         h
+    }
+}
+
+/// The MD5 of bytes as they stream (bodies' ETags and `Content-MD5`). md5-many's
+/// single-stream compressor, not s3s's (md-5): the part uploads of a large object are
+/// bound by it (docs/PERFORMANCE.md, S3 gateway).
+#[derive(Default)]
+pub(super) struct Md5(md5_many::Md5);
+
+impl Md5 {
+    pub(super) fn new() -> Md5 {
+        Md5::default()
+    }
+
+    pub(super) fn update(&mut self, data: &[u8]) {
+        md5_many::Digest::update(&mut self.0, data);
+    }
+
+    pub(super) fn finalize(self) -> [u8; 16] {
+        md5_many::Digest::finalize(self.0).into()
     }
 }
 

@@ -5,11 +5,10 @@
 //! the MD5 of the parts' MD5s, then `-` and their count.
 
 use super::auth::caller;
-use super::body::{hex, Announced, Digest};
+use super::body::{hex, Announced, Digest, Md5};
 use super::errors::{self, from_weft};
 use super::names::{encode, key_path};
 use super::ops::{time, Gateway};
-use s3s::crypto::{Checksum as _, Md5};
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 use serde::{Deserialize, Serialize};
