@@ -76,8 +76,8 @@ fn push_rows(batch: &mut Batch, action: &'static str, rows: Vec<Row<'_>>) {
 }
 
 /// Records new objects as statements of `batch`: one row for an object, one row for
-/// several that one actor put into one collection in one transaction (their names in
-/// `items`), so that a tree of files is a few lines in the log, not thousands.
+/// several that one actor put into one collection (`items` names them). Bulk ingest would
+/// otherwise pay an indexed row per object, most of the audit log's cost.
 pub(crate) fn push_puts(batch: &mut Batch, objects: &[NewObject], replaced: &[bool]) {
     // Groups in the order of their first object, so that the log reads as they came.
     let mut groups: Vec<(&Actor, LogicalPath, Vec<usize>)> = Vec::new();

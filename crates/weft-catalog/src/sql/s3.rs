@@ -237,7 +237,7 @@ impl S3Gateway for SqlCatalog {
 
     async fn set_s3_folder(&self, node_id: i64, folder: bool) -> Result<(), Error> {
         let q = if folder {
-            // A collection has no content: its checksum is empty, its ETag MD5's of nothing.
+            // A collection has no content: no checksum, and the ETag is the MD5 of nothing.
             sqlx::query(
                 "INSERT INTO s3_objects (node_id, checksum, etag) \
                  SELECT id, '', 'd41d8cd98f00b204e9800998ecf8427e' FROM nodes \
