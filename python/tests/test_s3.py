@@ -490,6 +490,14 @@ def test_folders_are_listed_in_key_order(gw: Gateway, s3: Any, p: str, tmp_path:
     assert pages("") == (flat, flat)
     assert pages("/") == (rolled, rolled)
 
+    # A client's marker may be anything: one of many spaces (each a place where a folder
+    # could have waited) and longer than any key still finds the folder behind it.
+    long = f"{p}dir" + " " * 5000
+    got = s3.list_objects_v2(Bucket=HOME, Prefix=p, StartAfter=long)
+    assert [o["Key"] for o in got["Contents"]] == [f"{p}dir-a/x", f"{p}dir.txt", f"{p}dir/", f"{p}e"]
+    got = s3.list_objects_v2(Bucket=HOME, Prefix=p, StartAfter=f"{p}dir ")
+    assert [o["Key"] for o in got["Contents"]] == [f"{p}dir-a/x", f"{p}dir.txt", f"{p}dir/", f"{p}e"]
+
     # rclone sees the folder as a directory, not as a file.
     out = rclone(gw, tmp_path, "lsf", f"weft:{HOME}/{p}")
     assert sorted(out.split()) == ["dir-a/", "dir.txt", "dir/", "e"], out
@@ -816,6 +824,8 @@ def test_get_and_head_by_part_number(s3: Any, p: str) -> None:
 
     # No such part; a part and a range at once.
     assert error_of(s3.get_object, Bucket=HOME, Key=key, PartNumber=4) == (416, "InvalidPartNumber")
+    assert error_of(s3.get_object, Bucket=HOME, Key=key, PartNumber=10001) == (416, "InvalidPartNumber")
+    assert error_of(s3.get_object, Bucket=HOME, Key=key, PartNumber=0) == (416, "InvalidPartNumber")
     assert error_of(s3.get_object, Bucket=HOME, Key=f"{p}whole", PartNumber=2) == (416, "InvalidPartNumber")
     assert error_of(s3.head_object, Bucket=HOME, Key=key, PartNumber=4)[0] == 416
     assert error_of(s3.get_object, Bucket=HOME, Key=key, PartNumber=1, Range="bytes=0-1") == (400, "InvalidRequest")

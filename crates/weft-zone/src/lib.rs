@@ -74,7 +74,7 @@ pub use replication::REPLICA_AREA;
 pub use resources::ResourceInfo;
 pub use s3::{
     bucket_name_error, check_meta as check_s3_meta, etag, home_bucket, BucketInfo, BucketSpec, NewS3Key,
-    S3Object, S3Page, ANONYMOUS, HOME_BUCKET_PREFIX, S3_LIST_MAX,
+    S3Object, S3Page, ANONYMOUS, HOME_BUCKET_PREFIX, S3_KEY_MAX, S3_LIST_MAX,
 };
 pub use scrubber::SCRUB_INTERVAL_DEFAULT;
 pub use sessions::{NewSession, Session, SESSION_IDLE_MS, SESSION_MAX_MS};

@@ -106,6 +106,9 @@ pub(crate) struct KeyCache {
     buckets: Mutex<HashMap<String, (u64, Instant, LogicalPath)>>,
 }
 
+/// The longest object key S3 allows, in bytes.
+pub const S3_KEY_MAX: usize = 1024;
+
 const KEY_CACHE_LIFETIME: Duration = Duration::from_secs(5);
 const KEY_CACHE_SIZE: usize = 10_000;
 
@@ -524,9 +527,12 @@ impl Zone {
             folders: BTreeMap::new(),
             page: S3Page::default(),
         };
+        // `after` is the client's, of any length: a folder's key `dir/` is a key, so `dir` is
+        // shorter than one, which bounds the lookup whatever `after` is.
         if let Some(a) = after.filter(|a| a.as_bytes() >= prefix.as_bytes()) {
             let around: Vec<String> = a
                 .char_indices()
+                .take_while(|&(i, _)| i < S3_KEY_MAX)
                 .filter(|&(i, c)| i > 0 && c < '/')
                 .map(|(i, _)| format!("{base}{}", &a[..i]))
                 .collect();
