@@ -1166,6 +1166,17 @@ pub trait Namespace: Send + Sync {
     /// small files). All or nothing.
     async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error>;
 
+    /// [`Namespace::register_objects`] of objects none of which exists yet, in the calling
+    /// thread, which must be a blocking one (`spawn_blocking`), not a task's: a SQLite file
+    /// catalog writes them on a connection of its own, with no hand-over between threads
+    /// per statement (the committer's group commits). `None`, with nothing written, where
+    /// this does not apply: another catalog, an object that exists, a missing parent, a
+    /// failure. The caller then registers through `register_objects`, which has every rule
+    /// and error.
+    fn register_new_objects_now(&self, _objects: &[NewObject]) -> Option<Vec<Registered>> {
+        None
+    }
+
     /// The nodes of those `paths` that exist, in no particular order, each with its good
     /// replicas: what reading a bundle of files needs, in one query, and only the columns
     /// it needs (each column of each row is copied and converted twice on its way out of

@@ -163,6 +163,135 @@ conformance!(
     subtree_copies_sum_good_copies_per_place,
 );
 
+/// A SQLite file registers a group of new objects in the calling (blocking) thread on its
+/// own connection, with the rows the general way writes; anything else it leaves, writing
+/// nothing, to the general way. PostgreSQL always leaves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_registers_new_objects_in_the_callers_thread() {
+    use weft_catalog::{Audit, AuditQuery};
+    let db = sqlite_db().await;
+    let c = db.cat.clone();
+    let (admin, disk) = zone(&c).await;
+    for dir in ["/z/direct", "/z/general"] {
+        c.create_collection(&p(dir), admin, false).await.unwrap();
+    }
+    // More than one statement's worth of nodes, some with S3 attributes and metadata.
+    let group = |dir: &str| -> Vec<NewObject> {
+        (0..70)
+            .map(|i| {
+                // Keys of one length, as sizes follow them.
+                let mut o = obj(
+                    &format!("{dir}/f{i:02}"),
+                    admin,
+                    disk,
+                    &format!("{}-k{i}", &dir[3..4]),
+                );
+                if i % 3 == 0 {
+                    o.s3 = Some(weft_catalog::S3Write {
+                        attrs: weft_catalog::S3Attrs {
+                            etag: format!("{i:032x}"),
+                            content_type: Some("text/csv".into()),
+                            parts: Vec::new(),
+                        },
+                        meta: vec![("station".into(), format!("s{i}"))],
+                    });
+                }
+                o
+            })
+            .collect()
+    };
+    let now = |c: &SqlCatalog, objects: Vec<NewObject>| {
+        let c = c.clone();
+        tokio::task::spawn_blocking(move || c.register_new_objects_now(&objects))
+    };
+    let direct = now(&c, group("/z/direct"))
+        .await
+        .unwrap()
+        .expect("taken directly");
+    let general = c.register_objects(&group("/z/general")).await.unwrap();
+    assert_eq!(direct.len(), general.len());
+    let events = c.events(1000).await.unwrap();
+    for (i, (d, g)) in direct.iter().zip(&general).enumerate() {
+        assert_eq!(c.get_node(&d.node.path).await.unwrap().as_ref(), Some(&d.node));
+        assert!(d.replaced.is_empty());
+        assert_eq!(
+            (d.node.size, &d.node.checksum, &d.node.owner, d.node.kind),
+            (g.node.size, &g.node.checksum, &g.node.owner, g.node.kind)
+        );
+        let (dr, gr) = (
+            c.replicas(d.node.id).await.unwrap(),
+            c.replicas(g.node.id).await.unwrap(),
+        );
+        assert_eq!(dr.len(), 1);
+        assert_eq!(
+            (dr[0].resource_id, dr[0].size, &dr[0].checksum, dr[0].state),
+            (gr[0].resource_id, gr[0].size, &gr[0].checksum, gr[0].state)
+        );
+        assert_eq!(dr[0].physical_key, format!("d-k{i}"));
+        let (_, dattrs, davus) = c.s3_object_at(&d.node.path).await.unwrap().unwrap();
+        let (_, gattrs, gavus) = c.s3_object_at(&g.node.path).await.unwrap().unwrap();
+        assert_eq!(dattrs, gattrs);
+        let avus = |v: Vec<Avu>| {
+            v.into_iter()
+                .map(|a| (a.attr, a.value, a.unit))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(avus(davus), avus(gavus));
+        for id in [d.node.id, g.node.id] {
+            assert_eq!(
+                events.iter().filter(|e| e.node_id == id).count(),
+                1,
+                "one written event each"
+            );
+        }
+    }
+    let audit = c
+        .audit_log(&AuditQuery {
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    let puts: Vec<_> = audit.iter().filter(|e| e.action == "put").collect();
+    assert_eq!(puts.len(), 2, "{puts:?}");
+    assert_eq!(puts[0].detail, puts[1].detail);
+    assert_eq!(puts[0].items, puts[1].items);
+
+    // An object that exists (overwrite or not), a missing parent, a parent that is an
+    // object: left to the general way, and nothing of the group written.
+    let mut over = obj("/z/direct/f05", admin, disk, "again");
+    over.overwrite = true;
+    let cases = [
+        vec![obj("/z/direct/new1", admin, disk, "n1"), over],
+        vec![
+            obj("/z/direct/new2", admin, disk, "n2"),
+            obj("/z/nowhere/x", admin, disk, "n3"),
+        ],
+        vec![
+            obj("/z/direct/new3", admin, disk, "n4"),
+            obj("/z/direct/f01/x", admin, disk, "n5"),
+        ],
+        vec![
+            obj("/z/direct/new4", admin, disk, "n6"),
+            obj("/z/direct/new4", admin, disk, "n7"),
+        ],
+    ];
+    for group in cases {
+        let first = group[0].path.clone();
+        assert!(now(&c, group).await.unwrap().is_none());
+        assert_eq!(c.get_node(&first).await.unwrap(), None, "{first} was not written");
+    }
+    assert_eq!(
+        c.replicas(direct[5].node.id).await.unwrap()[0].physical_key,
+        "d-k5"
+    );
+    assert!(now(&c, Vec::new()).await.unwrap().is_none());
+    // The general way still takes the writes the direct one left.
+    let mut over = obj("/z/direct/f05", admin, disk, "again");
+    over.overwrite = true;
+    assert_eq!(c.register_objects(&[over]).await.unwrap()[0].replaced.len(), 1);
+}
+
 #[tokio::test]
 async fn sqlite_in_memory_keeps_one_database() {
     let c = SqlCatalog::connect("sqlite::memory:").await.unwrap();

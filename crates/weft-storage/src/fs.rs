@@ -327,22 +327,26 @@ impl FsStore {
     /// Flushes every file of the file system holding this resource (`syncfs`): one call
     /// makes a whole group of small writes durable.
     pub async fn sync_filesystem(&self) -> Result<(), Error> {
-        let root = self.root.clone();
-        blocking(move || {
-            let dir = root
-                .fd(false)
-                .map_err(|e| io_error(&format!("cannot open {}", root.path().display()), e))?;
-            // SAFETY: syncfs takes a valid open descriptor, which `dir` holds for the call.
-            let rc = unsafe { libc_syncfs(std::os::fd::AsRawFd::as_raw_fd(&*dir)) };
-            if rc != 0 {
-                return Err(io_error(
-                    &format!("syncfs {}", root.path().display()),
-                    std::io::Error::last_os_error(),
-                ));
-            }
-            Ok(())
-        })
-        .await
+        let store = self.clone();
+        blocking(move || store.sync_filesystem_now()).await
+    }
+
+    /// [`FsStore::sync_filesystem`] in the calling thread, for a caller outside the async
+    /// runtime's workers (the committer's blocking thread).
+    pub fn sync_filesystem_now(&self) -> Result<(), Error> {
+        let root = &self.root;
+        let dir = root
+            .fd(false)
+            .map_err(|e| io_error(&format!("cannot open {}", root.path().display()), e))?;
+        // SAFETY: syncfs takes a valid open descriptor, which `dir` holds for the call.
+        let rc = unsafe { libc_syncfs(std::os::fd::AsRawFd::as_raw_fd(&*dir)) };
+        if rc != 0 {
+            return Err(io_error(
+                &format!("syncfs {}", root.path().display()),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(())
     }
 }
 

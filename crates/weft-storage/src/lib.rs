@@ -261,6 +261,15 @@ impl Store {
         }
     }
 
+    /// [`Store::sync_filesystem`] in the calling thread, which must not be one of the async
+    /// runtime's workers.
+    pub fn sync_filesystem_now(&self) -> Result<(), Error> {
+        match self {
+            Store::Fs(s) => s.sync_filesystem_now(),
+            Store::S3(_) => Ok(()),
+        }
+    }
+
     /// Removes temporary data that interrupted writes left behind. Called at zone start,
     /// before any write begins. Returns how many temporary items were removed.
     pub async fn remove_temporary(&self) -> Result<u64, Error> {

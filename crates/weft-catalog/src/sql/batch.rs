@@ -80,9 +80,53 @@ impl Batch {
         }
         Ok(())
     }
+
+    /// [`Batch::run`] on the catalog's own SQLite connection (`register.rs`), in the
+    /// calling thread: one statement at a time, as nothing is handed over between them.
+    pub(crate) fn run_now(self, conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+        for (sql, args) in self.statements {
+            let mut st = conn.prepare_cached(&super::positional(Dialect::Sqlite, sql))?;
+            bind_now(&mut st, &args)?;
+            st.raw_execute()?;
+        }
+        Ok(())
+    }
 }
 
-fn bind<'q>(
+/// Binds `args` to a statement of the catalog's own SQLite connection. A statement that
+/// [`super::positional`] left with `$n` (one used twice, or out of order) has them bound by
+/// name: SQLite numbers named parameters in the order they first appear, not by `n`.
+pub(crate) fn bind_now(st: &mut rusqlite::Statement<'_>, args: &[Arg]) -> rusqlite::Result<()> {
+    for i in 1..=st.parameter_count() {
+        let n = match st.parameter_name(i) {
+            Some(name) => name
+                .strip_prefix('$')
+                .and_then(|n| n.parse::<usize>().ok())
+                .ok_or_else(|| rusqlite::Error::InvalidParameterName(name.to_owned()))?,
+            None => i,
+        };
+        let arg = args
+            .get(n.wrapping_sub(1))
+            .ok_or(rusqlite::Error::InvalidParameterCount(n, args.len()))?;
+        st.raw_bind_parameter(i, arg)?;
+    }
+    Ok(())
+}
+
+impl rusqlite::ToSql for Arg {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{Null, ToSqlOutput};
+        Ok(match self {
+            Arg::Int(v) => ToSqlOutput::from(*v),
+            Arg::Text(Some(v)) => ToSqlOutput::from(v.as_str()),
+            Arg::Text(None) => ToSqlOutput::from(Null),
+            Arg::Real(v) => ToSqlOutput::from(*v),
+            Arg::Bool(v) => ToSqlOutput::from(*v),
+        })
+    }
+}
+
+pub(crate) fn bind<'q>(
     mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     args: Vec<Arg>,
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {

@@ -18,6 +18,7 @@ mod pids;
 mod policy;
 mod principals;
 mod quotas;
+mod register;
 mod replicas;
 mod resources;
 mod rows;
@@ -51,6 +52,9 @@ pub struct SqlCatalog {
     /// 1, 2, 5, 10, 15, 20, 25 ms... between tries (ten writers at once took 80 ms). The
     /// in-memory database and PostgreSQL write through `pool`.
     writer: AnyPool,
+    /// A SQLite file's connection for registrations from a blocking thread
+    /// (`register.rs`); none for PostgreSQL and the in-memory database.
+    own: Option<std::sync::Arc<register::Own>>,
     dialect: Dialect,
     /// Seals the secrets this catalog stores and opens those it reads (`seal.rs`).
     pub(crate) sealer: crate::Sealer,
@@ -369,9 +373,16 @@ impl SqlCatalog {
         } else {
             pool.clone()
         };
+        let own = match dialect {
+            Dialect::Sqlite if !memory => {
+                sqlite_file(&url).map(|f| std::sync::Arc::new(register::Own::new(f.into())))
+            }
+            _ => None,
+        };
         let catalog = SqlCatalog {
             pool,
             writer,
+            own,
             dialect,
             sealer,
         };
@@ -499,16 +510,21 @@ fn normalise_url(url: &str) -> Result<(Dialect, String, bool), Error> {
     )))
 }
 
+/// The file of a SQLite catalog's URL.
+fn sqlite_file(url: &str) -> Option<&str> {
+    let path = url.trim_start_matches("sqlite:").trim_start_matches("//");
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    (!path.is_empty()).then_some(path)
+}
+
 /// Creates the file of a SQLite catalog, if missing, readable by the zone alone: it holds
 /// every path and metadata of the zone (secrets are sealed, see [`crate::Sealer`]). SQLite
 /// gives its log and shared-memory files the mode of the database file.
 fn create_private(url: &str) -> Result<(), Error> {
     use std::os::unix::fs::OpenOptionsExt;
-    let path = url.trim_start_matches("sqlite:").trim_start_matches("//");
-    let path = path.split_once('?').map_or(path, |(p, _)| p);
-    if path.is_empty() || url.contains("mode=ro") {
+    let Some(path) = sqlite_file(url).filter(|_| !url.contains("mode=ro")) else {
         return Ok(());
-    }
+    };
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -1,25 +1,20 @@
 //! Collections, data objects and replicas: one `nodes` table with the full path on every
 //! node, so a path resolves in one indexed lookup and a subtree is one index range.
 
-use super::batch::{Arg, Batch};
-use super::replicas::replicas_of;
 use super::rows::{self, NODE_COLS, NODE_FROM, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
 use super::{
-    affected, audit, db, db_ctx, dialect_of, now_ms, placeholders, positional, rows_per_statement,
-    subtree_range, SqlCatalog,
+    affected, audit, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, subtree_range,
+    SqlCatalog,
 };
 use crate::{
     current_actor, Actor, ChildKey, ChildOrder, ChildSort, ListedObject, LocatedNode, Namespace, NewObject,
-    Node, Registered, Removed, Replica,
+    Node, Registered, Removed,
 };
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::AnyConnection;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, PrincipalName};
-
-/// Parameters of one object's row in `register_objects`.
-const OBJECT_PARAMS: usize = 8;
 
 #[async_trait]
 impl Namespace for SqlCatalog {
@@ -260,65 +255,11 @@ impl Namespace for SqlCatalog {
     }
 
     async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error> {
-        if objects.is_empty() {
-            return Ok(Vec::new());
-        }
-        for o in objects {
-            if o.path.is_zone_root() {
-                return Err(Error::invalid(format!(
-                    "{} is a zone root, not a data object",
-                    o.path
-                )));
-            }
-            if o.size < 0 {
-                return Err(Error::invalid(format!("{}: negative size {}", o.path, o.size)));
-            }
-            if o.physical_key.is_empty() {
-                return Err(Error::invalid(format!("{}: empty physical key", o.path)));
-            }
-        }
-        let now = now_ms();
-        let mut tx = self.begin_write().await?;
-        let resolved = resolve(self, &mut tx, objects).await?;
+        super::register::register_objects(self, objects).await
+    }
 
-        // What follows the nodes (replicas, S3 attributes, events, audit) goes to the
-        // database in one batch per chunk: a group commit is then a handful of round trips.
-        let mut out: Vec<Registered> = Vec::with_capacity(objects.len());
-        let mut overwrote: Vec<bool> = Vec::with_capacity(objects.len());
-        let mut start = 0;
-        while start < objects.len() {
-            // A chunk never holds the same path twice, so a later duplicate meets the earlier
-            // one as an existing object (its replica written), exactly as in separate calls.
-            let mut paths = HashSet::new();
-            let mut end = start;
-            while end < objects.len()
-                && end - start < rows_per_statement(OBJECT_PARAMS)
-                && paths.insert(objects[end].path.as_str())
-            {
-                end += 1;
-            }
-            let chunk = &objects[start..end];
-            let mut batch = Batch::new(self.dialect);
-            insert_chunk(
-                &mut tx,
-                &resolved,
-                chunk,
-                now,
-                &mut out,
-                &mut overwrote,
-                &mut batch,
-            )
-            .await?;
-            if end == objects.len() {
-                let written: Vec<(i64, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
-                super::policy::push_events(&mut batch, "written", &written);
-                audit::push_puts(&mut batch, objects, &overwrote);
-            }
-            batch.run(&mut tx).await.map_err(|e| db_ctx(e, "replica key"))?;
-            start = end;
-        }
-        tx.commit().await.map_err(db)?;
-        Ok(out)
+    fn register_new_objects_now(&self, objects: &[NewObject]) -> Option<Vec<Registered>> {
+        self.register_new_now(objects)
     }
 
     async fn locate_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<LocatedNode>, Error> {
@@ -596,7 +537,7 @@ impl Namespace for SqlCatalog {
     }
 }
 
-async fn node_by_path(conn: &mut AnyConnection, path: &str) -> Result<Option<Node>, Error> {
+pub(super) async fn node_by_path(conn: &mut AnyConnection, path: &str) -> Result<Option<Node>, Error> {
     let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1");
     sqlx::query(&sql)
         .bind(path)
@@ -622,7 +563,7 @@ fn kind_of(row: &AnyRow, i: usize) -> Result<NodeKind, Error> {
     rows::node_kind(&rows::get::<String>(row, i)?)
 }
 
-fn not_a_collection(path: &str) -> Error {
+pub(super) fn not_a_collection(path: &str) -> Error {
     Error::new(
         ErrorCode::NotACollection,
         format!("{path} is a data object, not a collection"),
@@ -670,284 +611,4 @@ async fn insert_collection(
             format!("{path} already exists"),
         )),
     }
-}
-
-/// What `register_objects` needs to know about the rows the objects refer to.
-struct Resolved {
-    owners: HashMap<i64, PrincipalName>,
-    /// Parent path → (id, kind).
-    parents: HashMap<String, (i64, NodeKind)>,
-}
-
-async fn resolve(c: &SqlCatalog, conn: &mut AnyConnection, objects: &[NewObject]) -> Result<Resolved, Error> {
-    let mut owner_ids: Vec<i64> = objects.iter().map(|o| o.owner_id).collect();
-    owner_ids.sort_unstable();
-    owner_ids.dedup();
-    let mut resource_ids: Vec<i64> = objects.iter().map(|o| o.resource_id).collect();
-    resource_ids.sort_unstable();
-    resource_ids.dedup();
-    let mut parent_paths: Vec<&str> = Vec::new();
-    let mut seen = HashSet::new();
-    for o in objects {
-        let parent = parent_of(o);
-        if seen.insert(parent) {
-            parent_paths.push(parent);
-        }
-    }
-
-    // The parents (row-locked on PostgreSQL) and, with the first chunk of them, the owners
-    // and resources: one round trip for a batch spanning up to `rows_per_statement(1)` collections.
-    let mut owners = HashMap::new();
-    let mut resources = HashSet::new();
-    let mut parents = HashMap::with_capacity(parent_paths.len());
-    for (i, chunk) in parent_paths.chunks(rows_per_statement(1)).enumerate() {
-        let mut sql = format!(
-            "WITH parents AS (SELECT id, path, kind FROM nodes WHERE path IN ({}){}) \
-             SELECT kind, id, path FROM parents",
-            placeholders(1, chunk.len()),
-            c.lock_parent()
-        );
-        if i == 0 {
-            let first = 1 + chunk.len();
-            sql.push_str(&format!(
-                " UNION ALL SELECT 'owner', id, name FROM principals WHERE id IN ({}) \
-                 UNION ALL SELECT 'resource', id, name FROM resources WHERE id IN ({})",
-                placeholders(first, owner_ids.len()),
-                placeholders(first + owner_ids.len(), resource_ids.len())
-            ));
-        }
-        let sql = positional(c.dialect, sql);
-        let mut q = sqlx::query(&sql);
-        for p in chunk {
-            q = q.bind(*p);
-        }
-        if i == 0 {
-            for id in owner_ids.iter().chain(&resource_ids) {
-                q = q.bind(*id);
-            }
-        }
-        for row in q.fetch_all(&mut *conn).await.map_err(db)? {
-            let tag: String = rows::get(&row, 0)?;
-            let id: i64 = rows::get(&row, 1)?;
-            let name: String = rows::get(&row, 2)?;
-            match tag.as_str() {
-                "owner" => {
-                    owners.insert(id, rows::principal_name(&name)?);
-                }
-                "resource" => {
-                    resources.insert(id);
-                }
-                kind => {
-                    parents.insert(name, (id, rows::node_kind(kind)?));
-                }
-            }
-        }
-    }
-    if let Some(id) = owner_ids.iter().find(|id| !owners.contains_key(id)) {
-        return Err(Error::not_found(format_args!("principal id {id}")));
-    }
-    if let Some(id) = resource_ids.iter().find(|id| !resources.contains(id)) {
-        return Err(Error::not_found(format_args!("resource id {id}")));
-    }
-    for p in parent_paths {
-        match parents.get(p) {
-            None => return Err(Error::not_found(format_args!("collection {p}"))),
-            Some((_, NodeKind::Object)) => return Err(not_a_collection(p)),
-            Some(_) => {}
-        }
-    }
-    Ok(Resolved { owners, parents })
-}
-
-/// The parent path of an object, borrowed from its path (checked: not a zone root).
-fn parent_of(o: &NewObject) -> &str {
-    let path = o.path.as_str();
-    &path[..path.len() - o.path.name().len() - 1]
-}
-
-async fn insert_chunk(
-    conn: &mut AnyConnection,
-    resolved: &Resolved,
-    chunk: &[NewObject],
-    now: Millis,
-    out: &mut Vec<Registered>,
-    overwrote: &mut Vec<bool>,
-    batch: &mut Batch,
-) -> Result<(), Error> {
-    // 1. The nodes, in one statement; rows that exist already come back missing.
-    let mut sql = String::with_capacity(200 + chunk.len() * 40);
-    sql.push_str("INSERT INTO nodes (parent_id, path, name, kind, size, checksum, owner_id, created, modified) VALUES ");
-    for i in 0..chunk.len() {
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        let b = 1 + i * OBJECT_PARAMS;
-        sql.push_str(&format!(
-            "(${}, ${}, ${}, 'object', ${}, ${}, ${}, ${}, ${})",
-            b,
-            b + 1,
-            b + 2,
-            b + 3,
-            b + 4,
-            b + 5,
-            b + 6,
-            b + 7
-        ));
-    }
-    sql.push_str(" ON CONFLICT DO NOTHING RETURNING id, path");
-    let sql = positional(dialect_of(conn), sql);
-    let mut q = sqlx::query(&sql);
-    let checksums: Vec<String> = chunk.iter().map(|o| o.checksum.to_string()).collect();
-    for (o, sum) in chunk.iter().zip(&checksums) {
-        let parent = parent_of(o);
-        q = q
-            .bind(resolved.parents[parent].0)
-            .bind(o.path.as_str())
-            .bind(o.path.name())
-            .bind(o.size)
-            .bind(sum.as_str())
-            .bind(o.owner_id)
-            .bind(now)
-            .bind(now);
-    }
-    let mut inserted: HashMap<String, i64> = HashMap::with_capacity(chunk.len());
-    for row in q
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(|e| db_ctx(e, "data object"))?
-    {
-        inserted.insert(rows::get(&row, 1)?, rows::get(&row, 0)?);
-    }
-
-    // 2. Objects that existed: replace (with `overwrite`) or fail.
-    let first = out.len();
-    for (o, sum) in chunk.iter().zip(&checksums) {
-        let parent = parent_of(o);
-        overwrote.push(!inserted.contains_key(o.path.as_str()));
-        match inserted.get(o.path.as_str()) {
-            Some(&id) => out.push(Registered {
-                node: Node {
-                    id,
-                    parent_id: Some(resolved.parents[parent].0),
-                    path: o.path.clone(),
-                    kind: NodeKind::Object,
-                    size: o.size,
-                    checksum: Some(o.checksum.clone()),
-                    owner_id: o.owner_id,
-                    owner: resolved.owners[&o.owner_id].clone(),
-                    created: now,
-                    modified: now,
-                },
-                replaced: Vec::new(),
-            }),
-            None => out.push(overwrite(conn, o, sum, now).await?),
-        }
-    }
-
-    // 3. One good replica each, in one statement, and the S3 attributes.
-    let mut sql = String::with_capacity(200 + chunk.len() * 40);
-    sql.push_str(
-        "INSERT INTO replicas (node_id, resource_id, physical_key, size, checksum, state, created) VALUES ",
-    );
-    let mut args = Vec::with_capacity(6 * chunk.len());
-    for (i, ((o, sum), r)) in chunk.iter().zip(&checksums).zip(&out[first..]).enumerate() {
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        let b = 1 + i * 6;
-        sql.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${}, 'good', ${})",
-            b,
-            b + 1,
-            b + 2,
-            b + 3,
-            b + 4,
-            b + 5
-        ));
-        args.extend([
-            Arg::from(r.node.id),
-            Arg::from(o.resource_id),
-            Arg::from(o.physical_key.as_str()),
-            Arg::from(o.size),
-            Arg::from(sum.as_str()),
-            Arg::from(now),
-        ]);
-    }
-    batch.push(sql, args);
-    for (((o, sum), r), replaced) in chunk
-        .iter()
-        .zip(&checksums)
-        .zip(&out[first..])
-        .zip(&overwrote[first..])
-    {
-        if let Some(w) = &o.s3 {
-            super::s3::push_attrs(batch, r.node.id, sum, w, *replaced);
-        }
-    }
-    Ok(())
-}
-
-/// Registering over an existing node: replace a data object's size, checksum and replicas
-/// (keeping its id, owner, metadata and ACLs), or fail.
-async fn overwrite(
-    conn: &mut AnyConnection,
-    o: &NewObject,
-    sum: &str,
-    now: Millis,
-) -> Result<Registered, Error> {
-    let Some(mut node) = node_by_path(conn, o.path.as_str()).await? else {
-        return Err(Error::new(
-            ErrorCode::Conflict,
-            format!("{} was changed concurrently; try again", o.path),
-        ));
-    };
-    if node.kind == NodeKind::Collection {
-        return Err(Error::new(
-            ErrorCode::IsACollection,
-            format!("{} is a collection", o.path),
-        ));
-    }
-    if !o.overwrite {
-        return Err(Error::new(
-            ErrorCode::AlreadyExists,
-            format!("{} already exists", o.path),
-        ));
-    }
-    // The copy on the new bytes' resource is replaced; copies elsewhere (other resources,
-    // other zones) now hold the old content: stale until replicated again.
-    let replaced: Vec<Replica> = replicas_of(&mut *conn, node.id)
-        .await?
-        .into_iter()
-        .filter(|r| r.resource_id == o.resource_id)
-        .collect();
-    sqlx::query("DELETE FROM replicas WHERE node_id = $1 AND resource_id = $2")
-        .bind(node.id)
-        .bind(o.resource_id)
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
-    for table in ["replicas", "remote_replicas"] {
-        sqlx::query(&format!("UPDATE {table} SET state = 'stale' WHERE node_id = $1"))
-            .bind(node.id)
-            .execute(&mut *conn)
-            .await
-            .map_err(db)?;
-    }
-    sqlx::query("UPDATE nodes SET size = $2, checksum = $3, modified = $4 WHERE id = $1")
-        .bind(node.id)
-        .bind(o.size)
-        .bind(sum)
-        .bind(now)
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
-    node.size = o.size;
-    node.checksum = Some(o.checksum.clone());
-    node.modified = now;
-    // Bytes under the very key being registered again are not garbage.
-    let replaced = replaced
-        .into_iter()
-        .filter(|r| r.physical_key != o.physical_key)
-        .collect();
-    Ok(Registered { node, replaced })
 }
