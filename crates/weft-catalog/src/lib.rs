@@ -1167,7 +1167,8 @@ pub trait Namespace: Send + Sync {
     async fn register_objects(&self, objects: &[NewObject]) -> Result<Vec<Registered>, Error>;
 
     /// [`Namespace::register_objects`] of objects none of which exists yet, in the calling
-    /// thread, which must be a blocking one (`spawn_blocking`), not a task's: a SQLite file
+    /// thread, which must not be one of the async runtime's workers (the committer runs on
+    /// a thread of its own; `spawn_blocking` will do) but in its context: a SQLite file
     /// catalog writes them on a connection of its own, with no hand-over between threads
     /// per statement (the committer's group commits). `None`, with nothing written, where
     /// this does not apply: another catalog, an object that exists, a missing parent, a

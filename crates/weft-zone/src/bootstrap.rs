@@ -183,7 +183,7 @@ impl Zone {
         let leases = crate::leases::LeaseKeeper::new(catalog.clone(), config.lease_ttl, metrics.clone());
         let lease_keeper = crate::worker::WorkerState::new("leases");
         crate::leases::start_keeper(&leases, lease_keeper.clone());
-        let committer = Committer::start(catalog.clone(), metrics.clone());
+        let committer = Committer::start(catalog.clone(), metrics.clone())?;
         let sweeper = crate::worker::WorkerState::new("upload-sweeper");
         let transfer_worker = crate::worker::WorkerState::new("transfers");
         let scrubber = crate::worker::WorkerState::new("scrubber");

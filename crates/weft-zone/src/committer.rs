@@ -2,10 +2,13 @@
 //! the committer makes a whole group durable with one `syncfs` per resource and registers
 //! the group in one catalog transaction. This is what keeps the per-file cost low
 //! (DESIGN.md §4.6) without ever registering bytes that are not on disk.
+//!
+//! Two threads of its own, one stage each: one syncs a group while the other registers
+//! the group synced before it. Their flushes (the data's, the catalog's log) then overlap,
+//! and neither wakes a task or a blocking thread per group.
 
-use crate::worker::{self, Worker, WorkerState};
-use async_trait::async_trait;
-use std::sync::Arc;
+use crate::worker::{self, BlockingWorker, WorkerState};
+use std::sync::{mpsc as std_mpsc, Arc};
 use tokio::sync::{mpsc, oneshot};
 use weft_catalog::{Catalog, NewObject, Registered};
 use weft_storage::Store;
@@ -26,17 +29,28 @@ pub(crate) struct Committer {
 }
 
 impl Committer {
-    pub(crate) fn start(catalog: Arc<dyn Catalog>, metrics: Arc<crate::Metrics>) -> Committer {
+    pub(crate) fn start(catalog: Arc<dyn Catalog>, metrics: Arc<crate::Metrics>) -> Result<Committer, Error> {
         let (tx, rx) = mpsc::channel(4 * MAX_GROUP);
+        // One group may wait synced while the next is being synced.
+        let (synced_tx, synced_rx) = std_mpsc::sync_channel(1);
         let worker = WorkerState::new("committer");
+        let syncs = Syncs {
+            rx,
+            tx: synced_tx,
+            worker: worker.clone(),
+        };
+        std::thread::Builder::new()
+            .name("weft-committer-sync".into())
+            .spawn(move || syncs.run())
+            .map_err(|e| Error::internal(format!("cannot start the committer's sync thread: {e}")))?;
         let groups = Groups {
             catalog,
             metrics,
-            rx,
+            rx: synced_rx,
             first: None,
         };
-        worker::spawn(worker.clone(), groups);
-        Committer { tx, worker }
+        worker::spawn_thread(worker.clone(), groups)?;
+        Ok(Committer { tx, worker })
     }
 
     /// Registers `object`, after syncing `unsynced` if given, grouped with whatever else is
@@ -60,60 +74,77 @@ impl Committer {
     }
 }
 
-/// The registrations waiting, taken a group at a time.
+/// The first stage: takes the jobs waiting as a group, syncs their resources and hands the
+/// group on; a group whose sync failed is answered with the failure here.
+struct Syncs {
+    rx: mpsc::Receiver<Job>,
+    tx: std_mpsc::SyncSender<Vec<Job>>,
+    worker: Arc<WorkerState>,
+}
+
+impl Syncs {
+    fn run(mut self) {
+        while let Some(first) = self.rx.blocking_recv() {
+            let mut group = vec![first];
+            while group.len() < MAX_GROUP {
+                match self.rx.try_recv() {
+                    Ok(job) => group.push(job),
+                    Err(_) => break,
+                }
+            }
+            match unsynced(&group).iter().try_for_each(Store::sync_filesystem_now) {
+                Ok(()) => {
+                    if let Err(std_mpsc::SendError(group)) = self.tx.send(group) {
+                        fail(group, &Error::internal("the committer has stopped"));
+                        return;
+                    }
+                }
+                Err(e) => {
+                    fail(group, &e);
+                    self.worker.record(0, Some(e.to_string()));
+                }
+            }
+        }
+    }
+}
+
+fn fail(group: Vec<Job>, e: &Error) {
+    for job in group {
+        let _ = job.reply.send(Err(e.clone()));
+    }
+}
+
+/// The second stage: registers the synced groups, those waiting together.
 struct Groups {
     catalog: Arc<dyn Catalog>,
     metrics: Arc<crate::Metrics>,
-    rx: mpsc::Receiver<Job>,
-    /// The job that ended the wait: the first of the next group.
-    first: Option<Job>,
+    rx: std_mpsc::Receiver<Vec<Job>>,
+    /// The group that ended the wait.
+    first: Option<Vec<Job>>,
 }
 
-#[async_trait]
-impl Worker for Groups {
-    /// Registers the waiting jobs as one group; how many.
-    async fn work(&mut self) -> Result<u64, Error> {
-        let mut group: Vec<Job> = self.first.take().into_iter().collect();
+impl BlockingWorker for Groups {
+    /// Registers the synced groups waiting as one; how many objects.
+    fn work(&mut self) -> Result<u64, Error> {
+        let mut group: Vec<Job> = self.first.take().unwrap_or_default();
         while group.len() < MAX_GROUP {
             match self.rx.try_recv() {
-                Ok(job) => group.push(job),
+                Ok(more) => group.extend(more),
                 Err(_) => break,
             }
         }
         let n = group.len() as u64;
-        // The syncs, and the registration where the catalog can make it in this thread, in
-        // one blocking call: a group then crosses no other thread on its way.
-        let stores = unsynced(&group);
         let objects: Vec<NewObject> = group.iter().map(|j| j.object.clone()).collect();
-        let catalog = self.catalog.clone();
-        let step = tokio::task::spawn_blocking(move || {
-            for store in &stores {
-                store.sync_filesystem_now()?;
-            }
-            let began = std::time::Instant::now();
-            let done = catalog.register_new_objects_now(&objects);
-            Ok((objects, done.map(|d| (d, began.elapsed()))))
-        })
-        .await
-        .unwrap_or_else(|e| Err(Error::internal(format!("the committer's sync failed: {e}"))));
-        let objects = match step {
-            Ok((_, Some((done, took)))) => {
-                self.metrics.catalog_commit.observe(took.as_secs_f64());
-                for (job, r) in group.into_iter().zip(done) {
-                    let _ = job.reply.send(Ok(r));
-                }
-                return Ok(n);
-            }
-            Ok((objects, None)) => objects,
-            Err(e) => {
-                for job in group {
-                    let _ = job.reply.send(Err(e.clone()));
-                }
-                return Err(e);
-            }
-        };
         let began = std::time::Instant::now();
-        let registered = self.catalog.register_objects(&objects).await;
+        if let Some(done) = self.catalog.register_new_objects_now(&objects) {
+            self.metrics.catalog_commit.observe(began.elapsed().as_secs_f64());
+            for (job, r) in group.into_iter().zip(done) {
+                let _ = job.reply.send(Ok(r));
+            }
+            return Ok(n);
+        }
+        let runtime = tokio::runtime::Handle::current();
+        let registered = runtime.block_on(self.catalog.register_objects(&objects));
         self.metrics.catalog_commit.observe(began.elapsed().as_secs_f64());
         match registered {
             Ok(done) => {
@@ -126,7 +157,7 @@ impl Worker for Groups {
             // neighbours: fall back to one transaction each.
             Err(e) if group.len() > 1 => {
                 for job in group {
-                    let r = self.catalog.register_object(&job.object).await;
+                    let r = runtime.block_on(self.catalog.register_object(&job.object));
                     let _ = job.reply.send(r);
                 }
                 Err(Error::new(
@@ -135,17 +166,15 @@ impl Worker for Groups {
                 ))
             }
             Err(e) => {
-                for job in group {
-                    let _ = job.reply.send(Err(e.clone()));
-                }
+                fail(group, &e);
                 Err(e)
             }
         }
     }
 
-    /// Until a job arrives; `false` once every sender is gone (the zone closed).
-    async fn wait_for_work(&mut self) -> bool {
-        self.first = self.rx.recv().await;
+    /// Until a synced group arrives; `false` once the sync stage is gone (the zone closed).
+    fn wait_for_work(&mut self) -> bool {
+        self.first = self.rx.recv().ok();
         self.first.is_some()
     }
 }

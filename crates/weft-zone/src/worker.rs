@@ -25,6 +25,43 @@ pub(crate) trait Worker: Send + 'static {
     }
 }
 
+/// A kind of background work that blocks in its passes: it runs on a thread of its own
+/// ([`spawn_thread`]), not on a task.
+pub(crate) trait BlockingWorker: Send + 'static {
+    /// One pass, as [`Worker::work`].
+    fn work(&mut self) -> Result<u64, Error>;
+
+    /// Waits until the next pass is due, as [`Worker::wait_for_work`].
+    fn wait_for_work(&mut self) -> bool;
+}
+
+/// Runs `worker` on a thread of its own until it stops, recording every pass in `state` as
+/// [`spawn`] does. The thread is in the runtime's context: it may wait for the runtime's
+/// futures (`Handle::block_on`).
+pub(crate) fn spawn_thread(state: Arc<WorkerState>, mut worker: impl BlockingWorker) -> Result<(), Error> {
+    let runtime = tokio::runtime::Handle::current();
+    let name = format!("weft-{}", state.name);
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(move || {
+            let _runtime = runtime.enter();
+            loop {
+                state.set(Phase::Idle);
+                if !worker.wait_for_work() {
+                    break;
+                }
+                state.set(Phase::Busy);
+                match worker.work() {
+                    Ok(n) => state.record(n, None),
+                    Err(e) => state.record(0, Some(e.to_string())),
+                }
+            }
+            state.set(Phase::Stopped);
+        })
+        .map(drop)
+        .map_err(|e| Error::internal(format!("cannot start the thread {name}: {e}")))
+}
+
 /// Runs `worker` until it stops, recording every pass in `state`.
 pub(crate) fn spawn(state: Arc<WorkerState>, mut worker: impl Worker) {
     tokio::spawn(async move {
@@ -108,7 +145,7 @@ impl WorkerState {
     }
 
     /// Records one pass that handled `items` things, or failed.
-    fn record(&self, items: u64, error: Option<String>) {
+    pub(crate) fn record(&self, items: u64, error: Option<String>) {
         self.runs.fetch_add(1, Ordering::Relaxed);
         self.items.fetch_add(items, Ordering::Relaxed);
         self.last_run.store(crate::now_ms(), Ordering::Relaxed);
