@@ -675,6 +675,34 @@ def test_delete_object_and_delete_objects_quiet(s3: Any, p: str) -> None:
 # -- boto3 and weft's REST side -------------------------------------------------------------
 
 
+def test_a_small_put_whose_bytes_cannot_be_written_fails_and_registers_nothing(
+    zone_root: pathlib.Path, aws_isolated: None
+) -> None:
+    """The committer appends small puts to a pack; where no pack can be made (here a file
+    stands where the packs' directory goes), each such put fails naming the pack, nothing
+    is registered, and puts succeed again once the way is clear."""
+    z = S3Zone.start("s3w", zone_root)
+    try:
+        s3c = client(z.s3_url, Key(z.json("s3", "key", "create")))
+        packs = z.data_dir / "resources" / "default" / "packs"
+        assert not packs.exists(), "no small object was written yet"
+        packs.parent.mkdir(parents=True, exist_ok=True)
+        packs.write_bytes(b"in the way")
+        with pytest.raises(ClientError) as info:
+            s3c.put_object(Bucket="home-admin", Key="new/x.bin", Body=b"x" * 1000)
+        r = info.value.response
+        assert r["ResponseMetadata"]["HTTPStatusCode"] >= 500, r
+        assert "pack" in r["Error"]["Message"] and str(packs) in r["Error"]["Message"], r
+        assert error_of(s3c.head_object, Bucket="home-admin", Key="new/x.bin") == (404, "404")
+        # Its collection was made before the bytes went to the committer: it stays, empty.
+        assert "x.bin" not in z.ok("ls", "/s3w/home/admin/new")
+        packs.unlink()
+        s3c.put_object(Bucket="home-admin", Key="new/x.bin", Body=b"y" * 1000)
+        assert s3c.get_object(Bucket="home-admin", Key="new/x.bin")["Body"].read() == b"y" * 1000
+    finally:
+        z.stop()
+
+
 def test_rest_put_is_readable_over_s3(gw: Gateway, s3: Any, p: str, tmp_path: pathlib.Path) -> None:
     data = payload(3 * MiB + 17, 5)
     (tmp_path / "rest.bin").write_bytes(data)

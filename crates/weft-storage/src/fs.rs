@@ -189,6 +189,12 @@ impl FsStore {
         Ok(crate::Packed { keys, _hold: hold })
     }
 
+    /// [`FsStore::put_packed`] in the calling thread, durable when it returns.
+    pub fn put_packed_now(&self, items: &[Bytes]) -> Result<crate::Packed, Error> {
+        let (keys, hold) = self.packs.append_synced(items, true)?;
+        Ok(crate::Packed { keys, _hold: hold })
+    }
+
     pub async fn packs(&self) -> Result<Vec<String>, Error> {
         let packs = self.packs.clone();
         blocking(move || packs.list()).await

@@ -169,12 +169,7 @@ impl Store {
     /// [`Store::sync_filesystem`]. File systems write them back to back into one pack with
     /// one system call, rather than a file each; S3 stores an object each.
     pub async fn put_packed(&self, items: Vec<Bytes>) -> Result<Packed, Error> {
-        if let Some(big) = items.iter().find(|b| b.len() as u64 > PACKED_MAX) {
-            return Err(Error::internal(format!(
-                "an object of {} bytes is over the {PACKED_MAX} bytes that go into packs",
-                big.len()
-            )));
-        }
+        check_packable(&items)?;
         match self {
             Store::Fs(s) => s.put_packed(items).await,
             Store::S3(_) => {
@@ -190,6 +185,22 @@ impl Store {
                     _hold: None,
                 })
             }
+        }
+    }
+
+    /// Whether [`Store::put_packed_now`] writes here (file systems: packs).
+    pub fn packs_now(&self) -> bool {
+        matches!(self, Store::Fs(_))
+    }
+
+    /// [`Store::put_packed`] in the calling thread, which must not be one of the async
+    /// runtime's workers, and durable when it returns (the pack is `fdatasync`ed): what a
+    /// group commit appends at once. File systems only (see [`Store::packs_now`]).
+    pub fn put_packed_now(&self, items: &[Bytes]) -> Result<Packed, Error> {
+        check_packable(items)?;
+        match self {
+            Store::Fs(s) => s.put_packed_now(items),
+            Store::S3(_) => Err(Error::internal("S3 resources have no packs to append to")),
         }
     }
 
@@ -277,6 +288,16 @@ impl Store {
             Store::Fs(s) => s.remove_temporary().await,
             Store::S3(s) => s.remove_temporary().await,
         }
+    }
+}
+
+fn check_packable(items: &[Bytes]) -> Result<(), Error> {
+    match items.iter().find(|b| b.len() as u64 > PACKED_MAX) {
+        Some(big) => Err(Error::internal(format!(
+            "an object of {} bytes is over the {PACKED_MAX} bytes that go into packs",
+            big.len()
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -134,6 +134,12 @@ impl Packs {
     /// Appends `items` to one pack with one gathered write; their keys, in order, and the
     /// pack's lock if this append sealed it. Blocking.
     pub fn append(&self, items: &[Bytes]) -> Result<(Vec<String>, Option<File>), Error> {
+        self.append_synced(items, false)
+    }
+
+    /// [`Packs::append`]; with `sync`, the pack is `fdatasync`ed before returning (durable
+    /// on their own: no `syncfs` of the file system needed for these).
+    pub fn append_synced(&self, items: &[Bytes], sync: bool) -> Result<(Vec<String>, Option<File>), Error> {
         let mut pack = self.take()?;
         let start = pack.end;
         let mut segments = Vec::with_capacity(items.len());
@@ -167,6 +173,14 @@ impl Packs {
             return Err(io_error(&format!("cannot write pack {}", path.display()), e));
         }
         pack.end = align_up(at);
+        if sync {
+            if let Err(e) = pack.file.sync_data() {
+                // As for a failed write: what was written is unreachable.
+                let path = self.path(&pack.name);
+                self.seal(pack);
+                return Err(io_error(&format!("cannot sync pack {}", path.display()), e));
+            }
+        }
         let keys = segments.iter().map(Segment::key).collect();
         if pack.end >= SEAL_AT {
             // Sealed, but still locked until the caller has registered these segments: a

@@ -3,24 +3,39 @@
 //! the group in one catalog transaction. This is what keeps the per-file cost low
 //! (DESIGN.md §4.6) without ever registering bytes that are not on disk.
 //!
-//! Two threads of its own, one stage each: one syncs a group while the other registers
-//! the group synced before it. Their flushes (the data's, the catalog's log) then overlap,
-//! and neither wakes a task or a blocking thread per group.
+//! Two threads of its own, one stage each: one makes a group's bytes durable while the
+//! other registers the group made durable before it. Their flushes (the data's, the
+//! catalog's log) then overlap, and neither wakes a task or a blocking thread per group.
+//! Small objects may come as bytes, not yet written: the first stage appends those of a
+//! group to one pack with one write and one `fdatasync`.
 
 use crate::worker::{self, BlockingWorker, WorkerState};
+use bytes::Bytes;
+use std::collections::HashMap;
 use std::sync::{mpsc as std_mpsc, Arc};
 use tokio::sync::{mpsc, oneshot};
 use weft_catalog::{Catalog, NewObject, Registered};
-use weft_storage::Store;
+use weft_storage::{Packed, Store};
 use weft_types::Error;
 
 const MAX_GROUP: usize = 512;
 
 struct Job {
     object: NewObject,
-    /// The resource to sync before registering, for writes committed without fsync.
-    unsynced: Option<Store>,
+    data: Data,
     reply: oneshot::Sender<Result<Registered, Error>>,
+}
+
+/// Where a job's bytes are.
+enum Data {
+    /// At the object's key; with the resource to sync first, for a write committed
+    /// without fsync.
+    Written(Option<Store>),
+    /// To be appended to a pack of this resource, the object's key then being its segment's.
+    Append(Store, Bytes),
+    /// Appended (durable) at the object's key, which is removed again if the object is not
+    /// registered.
+    Appended(Store),
 }
 
 pub(crate) struct Committer {
@@ -31,7 +46,7 @@ pub(crate) struct Committer {
 impl Committer {
     pub(crate) fn start(catalog: Arc<dyn Catalog>, metrics: Arc<crate::Metrics>) -> Result<Committer, Error> {
         let (tx, rx) = mpsc::channel(4 * MAX_GROUP);
-        // One group may wait synced while the next is being synced.
+        // One group may wait durable while the next is being made so.
         let (synced_tx, synced_rx) = std_mpsc::sync_channel(1);
         let worker = WorkerState::new("committer");
         let syncs = Syncs {
@@ -39,9 +54,13 @@ impl Committer {
             tx: synced_tx,
             worker: worker.clone(),
         };
+        let runtime = tokio::runtime::Handle::current();
         std::thread::Builder::new()
             .name("weft-committer-sync".into())
-            .spawn(move || syncs.run())
+            .spawn(move || {
+                let _runtime = runtime.enter();
+                syncs.run()
+            })
             .map_err(|e| Error::internal(format!("cannot start the committer's sync thread: {e}")))?;
         let groups = Groups {
             catalog,
@@ -60,13 +79,25 @@ impl Committer {
         object: NewObject,
         unsynced: Option<Store>,
     ) -> Result<Registered, Error> {
+        self.send(object, Data::Written(unsynced)).await
+    }
+
+    /// Appends `bytes` (at most [`weft_storage::PACKED_MAX`]) to a pack of `store` with the
+    /// other small objects of the group, and registers `object` at their key. `store` must
+    /// have packs ([`Store::packs_now`]).
+    pub(crate) async fn append_and_register(
+        &self,
+        object: NewObject,
+        store: Store,
+        bytes: Bytes,
+    ) -> Result<Registered, Error> {
+        self.send(object, Data::Append(store, bytes)).await
+    }
+
+    async fn send(&self, object: NewObject, data: Data) -> Result<Registered, Error> {
         let (reply, rx) = oneshot::channel();
         self.tx
-            .send(Job {
-                object,
-                unsynced,
-                reply,
-            })
+            .send(Job { object, data, reply })
             .await
             .map_err(|_| Error::internal("the committer has stopped"))?;
         rx.await
@@ -74,11 +105,24 @@ impl Committer {
     }
 }
 
-/// The first stage: takes the jobs waiting as a group, syncs their resources and hands the
-/// group on; a group whose sync failed is answered with the failure here.
+/// Answers `job`; bytes the committer appended for it are removed again if it failed (a
+/// failure to remove is only logged: the orphan sweep removes them).
+fn answer(job: Job, r: Result<Registered, Error>) {
+    if let (Err(_), Data::Appended(store)) = (&r, &job.data) {
+        let key = &job.object.physical_key;
+        if let Err(e) = tokio::runtime::Handle::current().block_on(store.delete(key)) {
+            tracing::warn!(%key, error = %e, "could not remove bytes of a failed registration");
+        }
+    }
+    let _ = job.reply.send(r);
+}
+
+/// The first stage: takes the jobs waiting as a group, appends the bytes that came with
+/// them, syncs the resources written without fsync and hands the group on; a job whose
+/// bytes could not be made durable is answered with the failure here.
 struct Syncs {
     rx: mpsc::Receiver<Job>,
-    tx: std_mpsc::SyncSender<Vec<Job>>,
+    tx: std_mpsc::SyncSender<(Vec<Job>, Vec<Packed>)>,
     worker: Arc<WorkerState>,
 }
 
@@ -92,9 +136,11 @@ impl Syncs {
                     Err(_) => break,
                 }
             }
+            let (group, packed) = self.append(group);
+            crate::failpoints::crash_point!("replica-visible");
             match unsynced(&group).iter().try_for_each(Store::sync_filesystem_now) {
                 Ok(()) => {
-                    if let Err(std_mpsc::SendError(group)) = self.tx.send(group) {
+                    if let Err(std_mpsc::SendError((group, _))) = self.tx.send((group, packed)) {
                         fail(group, &Error::internal("the committer has stopped"));
                         return;
                     }
@@ -106,11 +152,65 @@ impl Syncs {
             }
         }
     }
+
+    /// Appends the bytes that came with `group`, one pack write and sync per resource, and
+    /// gives each its key; the packs written, to keep until the group is registered (a pack
+    /// this filled stays locked until then, see [`Packed`]). Jobs whose append failed are
+    /// answered here and left out.
+    fn append(&self, group: Vec<Job>) -> (Vec<Job>, Vec<Packed>) {
+        let mut stores: Vec<(i64, Store, Vec<usize>)> = Vec::new();
+        for (i, job) in group.iter().enumerate() {
+            if let Data::Append(store, _) = &job.data {
+                match stores.iter_mut().find(|(id, ..)| *id == job.object.resource_id) {
+                    Some((.., members)) => members.push(i),
+                    None => stores.push((job.object.resource_id, store.clone(), vec![i])),
+                }
+            }
+        }
+        let mut keys: HashMap<usize, Result<String, Error>> = HashMap::new();
+        let mut packed = Vec::new();
+        for (_, store, members) in stores {
+            let items: Vec<Bytes> = members
+                .iter()
+                .filter_map(|&i| match &group[i].data {
+                    Data::Append(_, bytes) => Some(bytes.clone()),
+                    _ => None,
+                })
+                .collect();
+            match store.put_packed_now(&items) {
+                Ok(p) => {
+                    keys.extend(members.iter().zip(&p.keys).map(|(&i, k)| (i, Ok(k.clone()))));
+                    packed.push(p);
+                }
+                Err(e) => {
+                    self.worker.record(0, Some(e.to_string()));
+                    keys.extend(members.iter().map(|&i| (i, Err(e.clone()))));
+                }
+            }
+        }
+        let mut kept = Vec::with_capacity(group.len());
+        for (i, mut job) in group.into_iter().enumerate() {
+            match keys.remove(&i) {
+                None => kept.push(job),
+                Some(Err(e)) => {
+                    let _ = job.reply.send(Err(e));
+                }
+                Some(Ok(key)) => {
+                    job.object.physical_key = key;
+                    if let Data::Append(store, _) = job.data {
+                        job.data = Data::Appended(store);
+                    }
+                    kept.push(job);
+                }
+            }
+        }
+        (kept, packed)
+    }
 }
 
 fn fail(group: Vec<Job>, e: &Error) {
     for job in group {
-        let _ = job.reply.send(Err(e.clone()));
+        answer(job, Err(e.clone()));
     }
 }
 
@@ -118,28 +218,33 @@ fn fail(group: Vec<Job>, e: &Error) {
 struct Groups {
     catalog: Arc<dyn Catalog>,
     metrics: Arc<crate::Metrics>,
-    rx: std_mpsc::Receiver<Vec<Job>>,
+    rx: std_mpsc::Receiver<(Vec<Job>, Vec<Packed>)>,
     /// The group that ended the wait.
-    first: Option<Vec<Job>>,
+    first: Option<(Vec<Job>, Vec<Packed>)>,
 }
 
 impl BlockingWorker for Groups {
     /// Registers the synced groups waiting as one; how many objects.
     fn work(&mut self) -> Result<u64, Error> {
-        let mut group: Vec<Job> = self.first.take().unwrap_or_default();
+        let (mut group, mut packed) = self.first.take().unwrap_or_default();
         while group.len() < MAX_GROUP {
             match self.rx.try_recv() {
-                Ok(more) => group.extend(more),
+                Ok((more, more_packed)) => {
+                    group.extend(more);
+                    packed.extend(more_packed);
+                }
                 Err(_) => break,
             }
         }
+        // Dropped once every reply is sent: only then may a sweep look at these packs.
+        let _packed = packed;
         let n = group.len() as u64;
         let objects: Vec<NewObject> = group.iter().map(|j| j.object.clone()).collect();
         let began = std::time::Instant::now();
         if let Some(done) = self.catalog.register_new_objects_now(&objects) {
             self.metrics.catalog_commit.observe(began.elapsed().as_secs_f64());
             for (job, r) in group.into_iter().zip(done) {
-                let _ = job.reply.send(Ok(r));
+                answer(job, Ok(r));
             }
             return Ok(n);
         }
@@ -149,7 +254,7 @@ impl BlockingWorker for Groups {
         match registered {
             Ok(done) => {
                 for (job, r) in group.into_iter().zip(done) {
-                    let _ = job.reply.send(Ok(r));
+                    answer(job, Ok(r));
                 }
                 Ok(n)
             }
@@ -158,7 +263,7 @@ impl BlockingWorker for Groups {
             Err(e) if group.len() > 1 => {
                 for job in group {
                     let r = runtime.block_on(self.catalog.register_object(&job.object));
-                    let _ = job.reply.send(r);
+                    answer(job, r);
                 }
                 Err(Error::new(
                     e.code,
@@ -184,7 +289,7 @@ fn unsynced(group: &[Job]) -> Vec<Store> {
     let mut ids: Vec<i64> = Vec::new();
     let mut out = Vec::new();
     for job in group {
-        if let Some(store) = &job.unsynced {
+        if let Data::Written(Some(store)) = &job.data {
             if !ids.contains(&job.object.resource_id) {
                 ids.push(job.object.resource_id);
                 out.push(store.clone());

@@ -260,10 +260,19 @@ impl Zone {
             .await
             .and_then(|sum| check_expected(path, sum, expected))?;
         let s3 = finish()?;
-        let packed = target
-            .store
-            .put_packed(vec![weft_storage::concat(chunks)])
-            .await?;
+        let bytes = weft_storage::concat(chunks);
+        if target.store.packs_now() {
+            // The committer appends the bytes with the rest of its group (one write and one
+            // sync for all). The body is in and checked, so a put refused for it leaves no
+            // collection behind; one that fails to be written may (empty, as a `mkdir`).
+            if let Some(dir) = missing {
+                self.mkdir(caller, &dir, true).await?;
+            }
+            return self
+                .register_appending(caller, (path, size, checksum, overwrite), &target, bytes, s3)
+                .await;
+        }
+        let packed = target.store.put_packed(vec![bytes]).await?;
         let key = packed.keys[0].clone();
         self.make_parents(caller, missing, &target.store, &key).await?;
         let committed = Committed {
@@ -465,25 +474,11 @@ impl Zone {
                 return Err(e);
             }
         }
-        let object = NewObject {
-            path: path.clone(),
-            owner_id: caller.user_id,
-            size: size as i64,
-            checksum,
-            resource_id: target.resource.id,
-            physical_key: key.clone(),
-            overwrite,
-            actor: weft_catalog::current_actor(),
-            s3,
-        };
+        let object = new_object(caller, (path, size, checksum, overwrite), target, key.clone(), s3);
         let unsynced = (!durable).then(|| target.store.clone());
         crate::failpoints::crash_point!("replica-visible");
         match self.committer.register(object, unsynced).await {
-            Ok(done) => {
-                self.metrics.written(target.resource.name.as_str(), size);
-                self.delete_bytes(&done.replaced).await;
-                Ok(PutOutcome { node: done.node })
-            }
+            Ok(done) => Ok(self.registered(target, size, done).await),
             Err(e) => {
                 if let Err(de) = target.store.delete(&key).await {
                     tracing::warn!(%key, error = %de, "could not remove bytes of a failed registration");
@@ -491,6 +486,35 @@ impl Zone {
                 Err(e)
             }
         }
+    }
+
+    /// Registers the bytes of a small object through the committer, which appends them
+    /// to a pack of `target` with the others of its group.
+    async fn register_appending(
+        &self,
+        caller: &Caller,
+        what: (&LogicalPath, u64, Checksum, bool),
+        target: &PutTarget,
+        bytes: Bytes,
+        s3: Option<S3Write>,
+    ) -> Result<PutOutcome, Error> {
+        if let Some(w) = &s3 {
+            crate::s3::check_meta(&w.meta)?;
+        }
+        let size = what.1;
+        let object = new_object(caller, what, target, String::new(), s3);
+        let done = self
+            .committer
+            .append_and_register(object, target.store.clone(), bytes)
+            .await?;
+        Ok(self.registered(target, size, done).await)
+    }
+
+    /// What follows a registration: the write counted, the bytes it replaced removed.
+    async fn registered(&self, target: &PutTarget, size: u64, done: weft_catalog::Registered) -> PutOutcome {
+        self.metrics.written(target.resource.name.as_str(), size);
+        self.delete_bytes(&done.replaced).await;
+        PutOutcome { node: done.node }
     }
 
     /// Opens `range` (default: everything) of a good replica of `path`.
@@ -817,4 +841,26 @@ fn readable_kind(
         ));
     }
     Ok(())
+}
+
+/// The catalog's record of a put of `size` bytes with `checksum` at `path`, by `caller`, at
+/// `key` of `target`.
+fn new_object(
+    caller: &Caller,
+    (path, size, checksum, overwrite): (&LogicalPath, u64, Checksum, bool),
+    target: &PutTarget,
+    key: String,
+    s3: Option<S3Write>,
+) -> NewObject {
+    NewObject {
+        path: path.clone(),
+        owner_id: caller.user_id,
+        size: size as i64,
+        checksum,
+        resource_id: target.resource.id,
+        physical_key: key,
+        overwrite,
+        actor: weft_catalog::current_actor(),
+        s3,
+    }
 }
