@@ -331,14 +331,8 @@ impl FsStore {
     }
 
     /// Flushes every file of the file system holding this resource (`syncfs`): one call
-    /// makes a whole group of small writes durable.
-    pub async fn sync_filesystem(&self) -> Result<(), Error> {
-        let store = self.clone();
-        blocking(move || store.sync_filesystem_now()).await
-    }
-
-    /// [`FsStore::sync_filesystem`] in the calling thread, for a caller outside the async
-    /// runtime's workers (the committer's blocking thread).
+    /// makes a whole group of small writes durable. Blocks: for a caller outside the async
+    /// runtime's workers (the committer's thread).
     pub fn sync_filesystem_now(&self) -> Result<(), Error> {
         let root = &self.root;
         let dir = root

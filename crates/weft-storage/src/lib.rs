@@ -166,7 +166,7 @@ impl Store {
 
     /// Stores small objects (each at most [`PACKED_MAX`] bytes) at once and returns each
     /// one's key, in order. Like writes committed without `durable`, they are durable after
-    /// [`Store::sync_filesystem`]. File systems write them back to back into one pack with
+    /// [`Store::sync_filesystem_now`]. File systems write them back to back into one pack with
     /// one system call, rather than a file each; S3 stores an object each.
     pub async fn put_packed(&self, items: Vec<Bytes>) -> Result<Packed, Error> {
         check_packable(&items)?;
@@ -264,16 +264,8 @@ impl Store {
     }
 
     /// Makes every write committed without `durable` so far durable (file systems: one
-    /// `syncfs`; S3: writes are durable when they complete).
-    pub async fn sync_filesystem(&self) -> Result<(), Error> {
-        match self {
-            Store::Fs(s) => s.sync_filesystem().await,
-            Store::S3(_) => Ok(()),
-        }
-    }
-
-    /// [`Store::sync_filesystem`] in the calling thread, which must not be one of the async
-    /// runtime's workers.
+    /// `syncfs`; S3: writes are durable when they complete). Blocks: the calling thread
+    /// must not be one of the async runtime's workers.
     pub fn sync_filesystem_now(&self) -> Result<(), Error> {
         match self {
             Store::Fs(s) => s.sync_filesystem_now(),
@@ -315,7 +307,7 @@ impl Writer {
         }
     }
     /// Makes the bytes visible at the key, and durable unless the caller makes a whole group
-    /// durable at once with [`Store::sync_filesystem`]. Returns the number of bytes written.
+    /// durable at once with [`Store::sync_filesystem_now`]. Returns the number of bytes written.
     pub async fn commit(self, durable: bool) -> Result<u64, Error> {
         match self {
             Writer::Fs(w) => w.commit(durable).await,

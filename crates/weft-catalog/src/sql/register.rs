@@ -353,15 +353,9 @@ fn nodes_statement(
         }
         let b = 1 + i * OBJECT_PARAMS;
         sql.push_str(&format!(
-            "(${}, ${}, ${}, 'object', ${}, ${}, ${}, ${}, ${})",
-            b,
-            b + 1,
-            b + 2,
-            b + 3,
-            b + 4,
-            b + 5,
-            b + 6,
-            b + 7
+            "({}, 'object', {})",
+            placeholders(b, 3),
+            placeholders(b + 3, 5)
         ));
         args.extend([
             Arg::from(resolved.parents[parent_of(o)].0),
@@ -420,15 +414,7 @@ fn rest(
             sql.push_str(", ");
         }
         let b = 1 + i * 6;
-        sql.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${}, 'good', ${})",
-            b,
-            b + 1,
-            b + 2,
-            b + 3,
-            b + 4,
-            b + 5
-        ));
+        sql.push_str(&format!("({}, 'good', ${})", placeholders(b, 5), b + 5));
         args.extend([
             Arg::from(r.node.id),
             Arg::from(o.resource_id),
