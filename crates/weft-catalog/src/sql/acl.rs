@@ -1,6 +1,7 @@
 //! Access control: ACL entries on nodes, inherited downwards; owning a node counts as `own`.
 
-use super::rows;
+use super::batch::{bind, Arg};
+use super::rows::{self, Columns};
 use super::{audit, db, db_ctx, placeholders, subtree_range, SqlCatalog};
 use crate::Access;
 use crate::AclEntry;
@@ -118,14 +119,17 @@ impl Access for SqlCatalog {
             return Ok(Permission::None);
         }
         let sql = permission_sql(path, principal_ids);
-        let q = bind_permission(sqlx::query(&sql), path, principal_ids);
-        let row = q.fetch_one(self.pool()).await.map_err(db)?;
-        if rows::get_flag(&row, 1)? {
-            return Ok(Permission::Own);
+        let args = permission_args(path, principal_ids);
+        if let Some(found) = self.read_now(&sql, &args, |r| permission(r)) {
+            if let Some(p) = found.into_iter().next() {
+                return Ok(p);
+            }
         }
-        Ok(Permission::from_level(
-            rows::get::<Option<i64>>(&row, 0)?.unwrap_or(0),
-        ))
+        let row = bind(sqlx::query(&sql), args)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db)?;
+        permission(&row)
     }
 }
 
@@ -145,18 +149,22 @@ fn permission_sql(path: &LogicalPath, principal_ids: &[i64]) -> String {
     )
 }
 
-fn bind_permission<'q>(
-    mut q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    path: &LogicalPath,
-    principal_ids: &[i64],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    for p in path.ancestors_and_self() {
-        q = q.bind(p.as_str().to_owned());
+fn permission_args(path: &LogicalPath, principal_ids: &[i64]) -> Vec<Arg> {
+    let paths = path
+        .ancestors_and_self()
+        .into_iter()
+        .map(|p| Arg::from(p.as_str()));
+    paths
+        .chain(principal_ids.iter().map(|&id| Arg::from(id)))
+        .collect()
+}
+
+/// The answer of [`permission_sql`].
+fn permission(row: &impl Columns) -> Result<Permission, Error> {
+    if rows::get_flag(row, 1)? {
+        return Ok(Permission::Own);
     }
-    for id in principal_ids {
-        q = q.bind(*id);
-    }
-    q
+    Ok(Permission::from_level(row.column::<Option<i64>>(0)?.unwrap_or(0)))
 }
 
 /// The query plan of a permission check (tests keep it on indexes).
@@ -166,7 +174,7 @@ pub(super) async fn explain_permission(
     principal_ids: &[i64],
 ) -> Result<String, Error> {
     let (sql, col) = super::explain_sql(c.dialect, &permission_sql(path, principal_ids));
-    let rows = bind_permission(sqlx::query(&sql), path, principal_ids)
+    let rows = bind(sqlx::query(&sql), permission_args(path, principal_ids))
         .fetch_all(c.pool())
         .await
         .map_err(db)?;

@@ -14,6 +14,7 @@ mod batch;
 mod leases;
 mod meta;
 mod namespace;
+mod own;
 mod pids;
 mod policy;
 mod principals;
@@ -52,9 +53,9 @@ pub struct SqlCatalog {
     /// 1, 2, 5, 10, 15, 20, 25 ms... between tries (ten writers at once took 80 ms). The
     /// in-memory database and PostgreSQL write through `pool`.
     writer: AnyPool,
-    /// A SQLite file's connection for registrations from a blocking thread
-    /// (`register.rs`); none for PostgreSQL and the in-memory database.
-    own: Option<std::sync::Arc<register::Own>>,
+    /// A SQLite file's connections of the catalog's own, for statements run in the calling
+    /// thread (`own.rs`); none for PostgreSQL and the in-memory database.
+    own: Option<std::sync::Arc<own::Own>>,
     dialect: Dialect,
     /// Seals the secrets this catalog stores and opens those it reads (`seal.rs`).
     pub(crate) sealer: crate::Sealer,
@@ -375,7 +376,7 @@ impl SqlCatalog {
         };
         let own = match dialect {
             Dialect::Sqlite if !memory => {
-                sqlite_file(&url).map(|f| std::sync::Arc::new(register::Own::new(f.into())))
+                sqlite_file(&url).map(|f| std::sync::Arc::new(own::Own::new(f.into())))
             }
             _ => None,
         };
@@ -435,6 +436,18 @@ impl SqlCatalog {
 
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
+    }
+
+    /// The rows of `sql` (`$n` binds the n-th of `args`), read in the calling thread on the
+    /// catalog's own connection (`own.rs`) where it has one and the read succeeds there;
+    /// `None`: read them through sqlx.
+    pub(crate) fn read_now<T>(
+        &self,
+        sql: &str,
+        args: &[batch::Arg],
+        row: impl FnMut(&rusqlite::Row<'_>) -> Result<T, Error>,
+    ) -> Option<Vec<T>> {
+        self.own.as_ref()?.read(sql, args, row)
     }
 
     /// For statements that write outside a transaction of `begin_write`.

@@ -1,6 +1,7 @@
 //! Collections, data objects and replicas: one `nodes` table with the full path on every
 //! node, so a path resolves in one indexed lookup and a subtree is one index range.
 
+use super::batch::{bind, Arg};
 use super::rows::{self, NODE_COLS, NODE_FROM, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
 use super::{
     affected, audit, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, subtree_range,
@@ -20,6 +21,9 @@ use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, PrincipalName}
 impl Namespace for SqlCatalog {
     async fn get_node(&self, path: &LogicalPath) -> Result<Option<Node>, Error> {
         let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1");
+        if let Some(mut found) = self.read_now(&sql, &[Arg::from(path.as_str())], |r| rows::node(r)) {
+            return Ok(found.pop());
+        }
         sqlx::query(&sql)
             .bind(path.as_str())
             .fetch_optional(self.pool())
@@ -38,11 +42,16 @@ impl Namespace for SqlCatalog {
                 placeholders(1, chunk.len())
             );
             let sql = positional(self.dialect, sql);
-            let mut q = sqlx::query(&sql);
-            for p in chunk {
-                q = q.bind(p.as_str());
+            let args: Vec<Arg> = chunk.iter().map(|p| Arg::from(p.as_str())).collect();
+            if let Some(found) = self.read_now(&sql, &args, |r| rows::node(r)) {
+                out.extend(found);
+                continue;
             }
-            for row in q.fetch_all(self.pool()).await.map_err(db)? {
+            for row in bind(sqlx::query(&sql), args)
+                .fetch_all(self.pool())
+                .await
+                .map_err(db)?
+            {
                 out.push(rows::node(&row)?);
             }
         }

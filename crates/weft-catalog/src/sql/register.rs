@@ -5,7 +5,7 @@
 //! Two ways to run the same statements, built once here:
 //! - through sqlx, as every catalog statement runs: every case, every dialect;
 //! - for a group of objects none of which exists yet in a SQLite file, in the calling
-//!   (blocking) thread on a connection of the catalog's own ([`Own`]). sqlx hands each
+//!   (blocking) thread on the catalog's own connection (`own.rs`). sqlx hands each
 //!   statement to its connection's thread and the answer back; in the committer's group
 //!   commits those hand-overs, not SQLite, took most of the time (docs/PERFORMANCE.md,
 //!   issue 26). Anything this way does not cover (an object that exists, a missing
@@ -21,8 +21,6 @@ use rusqlite::TransactionBehavior;
 use sqlx::AnyConnection;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
-use std::path::PathBuf;
-use std::sync::Mutex;
 use weft_types::{Error, ErrorCode, Millis, NodeKind, PrincipalName};
 
 /// Parameters of one object's row in the nodes statement.
@@ -76,36 +74,6 @@ pub(super) async fn register_objects(
     Ok(out)
 }
 
-/// The catalog's own connection to its SQLite file, for registrations from a blocking
-/// thread (opened on first use).
-pub(super) struct Own {
-    file: PathBuf,
-    conn: Mutex<Option<rusqlite::Connection>>,
-}
-
-impl Own {
-    pub(super) fn new(file: PathBuf) -> Own {
-        Own {
-            file,
-            conn: Mutex::new(None),
-        }
-    }
-
-    fn open(&self) -> rusqlite::Result<rusqlite::Connection> {
-        let conn = rusqlite::Connection::open_with_flags(
-            &self.file,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        for pragma in super::SQLITE_PRAGMAS {
-            let mut st = conn.prepare(pragma)?;
-            let mut answer = st.query([])?;
-            while answer.next()?.is_some() {}
-        }
-        conn.set_prepared_statement_cache_capacity(64);
-        Ok(conn)
-    }
-}
-
 impl SqlCatalog {
     /// [`crate::Namespace::register_new_objects_now`].
     pub(super) fn register_new_now(&self, objects: &[NewObject]) -> Option<Vec<Registered>> {
@@ -119,18 +87,7 @@ impl SqlCatalog {
         // is why the caller's must be a blocking one (tokio refuses this in a task).
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         let _writer = runtime.block_on(self.writer.acquire()).ok()?;
-        let mut conn = own.conn.lock().ok()?;
-        if conn.is_none() {
-            match own.open() {
-                Ok(c) => *conn = Some(c),
-                Err(e) => {
-                    tracing::warn!(file = %own.file.display(), "the committer's catalog connection did not open: {e}");
-                    return None;
-                }
-            }
-        }
-        let conn = conn.as_mut()?;
-        match write_new(self, conn, objects) {
+        match own.write(|conn| write_new(self, conn, objects)) {
             Ok(done) => done,
             Err(e) => {
                 // The general way meets the same failure and reports it with its context.

@@ -56,11 +56,42 @@ where
     })
 }
 
+/// A row as either way of running a statement hands it over: sqlx's, or the catalog's own
+/// SQLite connection (`own.rs`). Decoders taking `impl Columns` serve both.
+pub(crate) trait Columns {
+    fn column<T: Column>(&self, i: usize) -> Result<T, Error>;
+}
+
+/// A value both ways decode.
+pub(crate) trait Column:
+    rusqlite::types::FromSql + for<'r> Decode<'r, sqlx::Any> + Type<sqlx::Any>
+{
+}
+
+impl<T> Column for T where T: rusqlite::types::FromSql + for<'r> Decode<'r, sqlx::Any> + Type<sqlx::Any> {}
+
+impl Columns for AnyRow {
+    fn column<T: Column>(&self, i: usize) -> Result<T, Error> {
+        get(self, i)
+    }
+}
+
+impl Columns for rusqlite::Row<'_> {
+    fn column<T: Column>(&self, i: usize) -> Result<T, Error> {
+        self.get(i).map_err(|e| {
+            Error::new(
+                ErrorCode::CatalogError,
+                format!("catalog: reading column {i}: {e}"),
+            )
+        })
+    }
+}
+
 /// A boolean column: SQLite hands back integers, PostgreSQL booleans.
-pub(crate) fn get_flag(row: &AnyRow, i: usize) -> Result<bool, Error> {
-    match row.try_get::<i64, _>(i) {
+pub(crate) fn get_flag(row: &impl Columns, i: usize) -> Result<bool, Error> {
+    match row.column::<i64>(i) {
         Ok(v) => Ok(v != 0),
-        Err(_) => get::<bool>(row, i),
+        Err(_) => row.column::<bool>(i),
     }
 }
 
@@ -90,21 +121,21 @@ pub(crate) fn principal_kind(s: &str) -> Result<PrincipalKind, Error> {
 }
 
 /// A node from `NODE_COLS`.
-pub(crate) fn node(row: &AnyRow) -> Result<Node, Error> {
-    let path_s: String = get(row, 2)?;
-    let kind_s: String = get(row, 3)?;
-    let owner_s: String = get(row, 7)?;
+pub(crate) fn node(row: &impl Columns) -> Result<Node, Error> {
+    let path_s: String = row.column(2)?;
+    let kind_s: String = row.column(3)?;
+    let owner_s: String = row.column(7)?;
     Ok(Node {
-        id: get(row, 0)?,
-        parent_id: get(row, 1)?,
+        id: row.column(0)?,
+        parent_id: row.column(1)?,
         path: path(&path_s)?,
         kind: node_kind(&kind_s)?,
-        size: get(row, 4)?,
-        checksum: checksum(get(row, 5)?)?,
-        owner_id: get(row, 6)?,
+        size: row.column(4)?,
+        checksum: checksum(row.column(5)?)?,
+        owner_id: row.column(6)?,
         owner: principal_name(&owner_s)?,
-        created: get(row, 8)?,
-        modified: get(row, 9)?,
+        created: row.column(8)?,
+        modified: row.column(9)?,
     })
 }
 

@@ -1,7 +1,7 @@
 //! The S3 gateway's keys (secrets sealed), buckets and object attributes.
 
 use super::batch::{Arg, Batch};
-use super::rows::{self, get, get_flag, NODE_COLS, NODE_FROM};
+use super::rows::{self, get, get_flag, Columns, NODE_COLS, NODE_FROM};
 use super::{audit, db, db_ctx, now_ms, SqlCatalog};
 use crate::{Avu, Node, S3Attrs, S3Bucket, S3Gateway, S3Key, S3Listed, S3Write, S3_META_UNIT};
 use async_trait::async_trait;
@@ -183,38 +183,33 @@ impl S3Gateway for SqlCatalog {
         &self,
         path: &LogicalPath,
     ) -> Result<Option<(Node, Option<S3Attrs>, Vec<Avu>)>, Error> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {NODE_COLS}, s.etag, s.content_type, s.part_sizes, a.attr, a.value, a.unit FROM {NODE_FROM} \
              LEFT JOIN s3_objects s ON s.node_id = n.id AND s.checksum = n.checksum \
              LEFT JOIN avus a ON a.node_id = n.id WHERE n.path = $1 ORDER BY a.attr, a.value, a.unit"
-        ))
-        .bind(path.as_str())
-        .fetch_all(self.pool())
-        .await
-        .map_err(db)?;
-        let Some(first) = rows.first() else {
+        );
+        let args = [Arg::from(path.as_str())];
+        let mut first = true;
+        let found = match self.read_now(&sql, &args, |r| object_row(r, std::mem::take(&mut first))) {
+            Some(found) => found,
+            None => {
+                let rows = sqlx::query(&sql)
+                    .bind(path.as_str())
+                    .fetch_all(self.pool())
+                    .await
+                    .map_err(db)?;
+                let mut found = Vec::with_capacity(rows.len());
+                for (i, r) in rows.iter().enumerate() {
+                    found.push(object_row(r, i == 0)?);
+                }
+                found
+            }
+        };
+        let mut found = found.into_iter();
+        let Some((Some((node, attrs)), avu)) = found.next() else {
             return Ok(None);
         };
-        let node = rows::node(first)?;
-        let attrs = get::<Option<String>>(first, 10)?
-            .map(|etag| {
-                Ok::<_, Error>(S3Attrs {
-                    etag,
-                    content_type: get(first, 11)?,
-                    parts: part_sizes(get(first, 12)?)?,
-                })
-            })
-            .transpose()?;
-        let mut avus = Vec::new();
-        for r in &rows {
-            if let Some(attr) = get::<Option<String>>(r, 13)? {
-                avus.push(Avu {
-                    attr,
-                    value: get(r, 14)?,
-                    unit: get(r, 15)?,
-                });
-            }
-        }
+        let avus = avu.into_iter().chain(found.filter_map(|(_, avu)| avu)).collect();
         Ok(Some((node, attrs, avus)))
     }
 
@@ -280,6 +275,39 @@ const LISTED_COLS: &str =
      FROM nodes n LEFT JOIN s3_objects s ON s.node_id = n.id AND s.checksum = n.checksum";
 
 /// The part sizes as stored (`part_sizes`).
+type ObjectRow = (Option<(Node, Option<S3Attrs>)>, Option<Avu>);
+
+/// A row of [`S3Gateway::s3_object_at`]'s statement: the node and its S3 attributes (read
+/// from the `first` row only) and one of its AVUs, if it has any.
+fn object_row(r: &impl Columns, first: bool) -> Result<ObjectRow, Error> {
+    let head = if first {
+        let attrs = r
+            .column::<Option<String>>(10)?
+            .map(|etag| {
+                Ok::<_, Error>(S3Attrs {
+                    etag,
+                    content_type: r.column(11)?,
+                    parts: part_sizes(r.column(12)?)?,
+                })
+            })
+            .transpose()?;
+        Some((rows::node(r)?, attrs))
+    } else {
+        None
+    };
+    let avu = r
+        .column::<Option<String>>(13)?
+        .map(|attr| {
+            Ok::<_, Error>(Avu {
+                attr,
+                value: r.column(14)?,
+                unit: r.column(15)?,
+            })
+        })
+        .transpose()?;
+    Ok((head, avu))
+}
+
 fn part_sizes(text: Option<String>) -> Result<Vec<u64>, Error> {
     text.iter()
         .flat_map(|t| t.split(','))
