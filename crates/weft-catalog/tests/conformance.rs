@@ -292,6 +292,39 @@ async fn sqlite_registers_new_objects_in_the_callers_thread() {
     assert_eq!(c.register_objects(&[over]).await.unwrap()[0].replaced.len(), 1);
 }
 
+/// Writers through sqlx get their turn while registrations in a blocking thread go on
+/// back to back (they keep the write token between them, see `own.rs`), and after them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_writers_take_turns_with_registrations_in_a_thread() {
+    let db = sqlite_db().await;
+    let c = db.cat.clone();
+    let (admin, disk) = zone(&c).await;
+    let dir = c.create_collection(&p("/z/d"), admin, false).await.unwrap();
+    let registrations = {
+        let c = c.clone();
+        tokio::task::spawn_blocking(move || {
+            for i in 0..300 {
+                let o = obj(&format!("/z/d/f{i:03}"), admin, disk, &format!("k{i:03}"));
+                assert!(c.register_new_objects_now(&[o]).is_some(), "registration {i}");
+            }
+        })
+    };
+    // Had a waiting writer not been handed the token, it would wait for the pool's 30 s
+    // and fail.
+    let writers: Vec<_> = (0..20)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move { c.create_collection(&p(&format!("/z/c{i}")), admin, false).await })
+        })
+        .collect();
+    for made in writers {
+        made.await.unwrap().unwrap();
+    }
+    registrations.await.unwrap();
+    c.create_collection(&p("/z/after"), admin, false).await.unwrap();
+    assert_eq!(c.list_children(dir.id, None, 1000).await.unwrap().len(), 300);
+}
+
 #[tokio::test]
 async fn sqlite_in_memory_keeps_one_database() {
     let c = SqlCatalog::connect("sqlite::memory:").await.unwrap();

@@ -31,7 +31,7 @@ impl Leases for SqlCatalog {
             .bind(now.saturating_add(ms(ttl)))
             .bind(now)
             .bind(now)
-            .execute(self.writer())
+            .execute(&mut *self.writer().await?)
             .await
             .map_err(db)?;
         Ok(done.rows_affected() == 1)
@@ -62,7 +62,7 @@ impl Leases for SqlCatalog {
                 q = q.bind(n.as_str());
             }
             let kept: Vec<String> = q
-                .fetch_all(self.writer())
+                .fetch_all(&mut *self.writer().await?)
                 .await
                 .map_err(db)?
                 .iter()
@@ -81,7 +81,7 @@ impl Leases for SqlCatalog {
         sqlx::query(&sql)
             .bind(name)
             .bind(holder)
-            .execute(self.writer())
+            .execute(&mut *self.writer().await?)
             .await
             .map_err(db)?;
         Ok(())

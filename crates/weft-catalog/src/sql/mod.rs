@@ -35,6 +35,7 @@ use crate::{Avu, Catalog, Dialect};
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyQueryResult};
 use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Executor, Transaction};
 use std::borrow::Cow;
 use std::fmt;
@@ -51,7 +52,8 @@ pub struct SqlCatalog {
     /// Where write transactions run. SQLite: a pool of one connection of its own, so that
     /// writers queue in order for it instead of in SQLite's busy handler, which sleeps
     /// 1, 2, 5, 10, 15, 20, 25 ms... between tries (ten writers at once took 80 ms). The
-    /// in-memory database and PostgreSQL write through `pool`.
+    /// in-memory database and PostgreSQL write through `pool`. Taken through
+    /// [`SqlCatalog::writer`] only: on a SQLite file it may be parked (`own.rs`).
     writer: AnyPool,
     /// A SQLite file's connections of the catalog's own, for statements run in the calling
     /// thread (`own.rs`); none for PostgreSQL and the in-memory database.
@@ -376,7 +378,7 @@ impl SqlCatalog {
         };
         let own = match dialect {
             Dialect::Sqlite if !memory => {
-                sqlite_file(&url).map(|f| std::sync::Arc::new(own::Own::new(f.into())))
+                sqlite_file(&url).map(|f| std::sync::Arc::new(own::Own::new(f.into(), writer.clone())))
             }
             _ => None,
         };
@@ -409,7 +411,7 @@ impl SqlCatalog {
     /// PostgreSQL also does it on its own (autovacuum); SQLite runs without statistics
     /// unless asked (see `SQLITE_PRAGMAS`).
     pub async fn analyze(&self) -> Result<(), Error> {
-        let mut conn = self.writer.acquire().await.map_err(db)?;
+        let mut conn = self.writer().await?;
         conn.execute("ANALYZE").await.map_err(db)?;
         Ok(())
     }
@@ -450,9 +452,22 @@ impl SqlCatalog {
         self.own.as_ref()?.read(sql, args, row)
     }
 
-    /// For statements that write outside a transaction of `begin_write`.
-    pub(crate) fn writer(&self) -> &AnyPool {
-        &self.writer
+    /// The connection for statements that write outside a transaction of `begin_write`.
+    /// SQLite: the one writer connection, the token writers take turns with (`own.rs`).
+    pub(crate) async fn writer(&self) -> Result<PoolConnection<Any>, Error> {
+        Self::write_token(self.own.clone(), &self.writer)
+            .await
+            .map_err(db)
+    }
+
+    async fn write_token(
+        own: Option<std::sync::Arc<own::Own>>,
+        writer: &AnyPool,
+    ) -> Result<PoolConnection<Any>, sqlx::Error> {
+        match own {
+            Some(own) => own.token().await,
+            None => writer.acquire().await,
+        }
     }
 
     /// Begins a transaction that will write. SQLite takes the write lock at once (`BEGIN
@@ -464,13 +479,15 @@ impl SqlCatalog {
     /// the write lock for good ("database is locked" everywhere after). On its own task the
     /// begin completes, and if the caller is gone the transaction is dropped and rolls back.
     pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Any>, Error> {
-        let pool = self.writer.clone();
+        let (pool, own) = (self.writer.clone(), self.own.clone());
         let dialect = self.dialect;
         tokio::spawn(async move {
-            match dialect {
-                Dialect::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
-                Dialect::Postgres => pool.begin().await,
-            }
+            let conn = Self::write_token(own, &pool).await?;
+            let begin = match dialect {
+                Dialect::Sqlite => Some("BEGIN IMMEDIATE".into()),
+                Dialect::Postgres => None,
+            };
+            Transaction::begin(conn, begin).await
         })
         .await
         .map_err(|e| Error::internal(format!("catalog: beginning a transaction failed: {e}")))?
@@ -831,9 +848,9 @@ mod tests {
         let c = SqlCatalog::connect(&format!("sqlite://{}", file.display()))
             .await
             .unwrap();
-        for pool in [c.pool(), c.writer()] {
+        for mut conn in [c.pool().acquire().await.unwrap(), c.writer().await.unwrap()] {
             let (sync,): (i64,) = sqlx::query_as("PRAGMA synchronous")
-                .fetch_one(pool)
+                .fetch_one(&mut *conn)
                 .await
                 .unwrap();
             assert_eq!(sync, 2, "synchronous = FULL on every connection");

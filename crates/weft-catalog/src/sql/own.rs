@@ -11,10 +11,19 @@
 //!
 //! Anything that fails here (a busy database, any error) is left to sqlx's way, which
 //! runs the same statement and reports the failure with its context.
+//!
+//! Writers take turns with sqlx's one writer connection as the token (see
+//! `SqlCatalog::writer`), including the writes here, which do not use it otherwise. Giving
+//! it back to sqlx's pool costs a task and a ping (sqlx tests every connection it takes
+//! back): a third of a busy committer's transaction. So between two of its writes the
+//! token stays parked here, and any writer takes it from here first; it goes back to the
+//! pool only when a writer is waiting there.
 
 use super::batch::{bind_now, Arg};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyPool};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use weft_types::Error;
 
 /// Readers kept open between reads; more may be open at once, and those go when done.
@@ -24,14 +33,75 @@ pub(super) struct Own {
     file: PathBuf,
     writer: Mutex<Option<rusqlite::Connection>>,
     readers: Mutex<Vec<rusqlite::Connection>>,
+    /// sqlx's writer pool, of one connection: the token.
+    pool: AnyPool,
+    token: Mutex<Token>,
+}
+
+#[derive(Default)]
+struct Token {
+    parked: Option<PoolConnection<Any>>,
+    /// Writers waiting for the pool to hand them the token.
+    waiting: usize,
+}
+
+/// One writer counted as waiting for the pool, until dropped (also when its wait is
+/// cancelled).
+struct Waiting<'a>(&'a Mutex<Token>);
+
+impl<'a> Waiting<'a> {
+    fn new(token: &'a Mutex<Token>) -> Waiting<'a> {
+        locked(token).waiting += 1;
+        Waiting(token)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        locked(self.0).waiting -= 1;
+    }
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Own {
-    pub(super) fn new(file: PathBuf) -> Own {
+    pub(super) fn new(file: PathBuf, pool: AnyPool) -> Own {
         Own {
             file,
             writer: Mutex::new(None),
             readers: Mutex::new(Vec::new()),
+            pool,
+            token: Mutex::default(),
+        }
+    }
+
+    /// The token, for a write through sqlx: parked here, or from the pool. Dropped, it goes
+    /// back to the pool.
+    pub(super) async fn token(&self) -> Result<PoolConnection<Any>, sqlx::Error> {
+        if let Some(conn) = locked(&self.token).parked.take() {
+            return Ok(conn);
+        }
+        let _waiting = Waiting::new(&self.token);
+        self.pool.acquire().await
+    }
+
+    /// The token, for a write here (from a thread that may block).
+    fn take_token(&self, runtime: &tokio::runtime::Handle) -> Result<PoolConnection<Any>, sqlx::Error> {
+        if let Some(conn) = locked(&self.token).parked.take() {
+            return Ok(conn);
+        }
+        let _waiting = Waiting::new(&self.token);
+        runtime.block_on(self.pool.acquire())
+    }
+
+    /// Parks the token after a write here, or gives it back to the pool for a writer
+    /// waiting there.
+    fn park_token(&self, conn: PoolConnection<Any>) {
+        let mut token = locked(&self.token);
+        if token.waiting == 0 {
+            token.parked = Some(conn);
         }
     }
 
@@ -49,19 +119,28 @@ impl Own {
         Ok(conn)
     }
 
-    /// Runs `f` on the writer connection (opened on first use). The caller holds sqlx's
-    /// writer meanwhile, so that this connection never meets another writer.
+    /// Runs `f` on the writer connection (opened on first use), holding the token. Waiting
+    /// for the token blocks this thread, which is why it must be one that may block (tokio
+    /// refuses that in a task); `None` outside a runtime or if the pool fails.
     pub(super) fn write<T>(
         &self,
         f: impl FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<T> {
-        let mut conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+    ) -> Option<rusqlite::Result<T>> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let token = self.take_token(&runtime).ok()?;
+        let mut conn = locked(&self.writer);
         if conn.is_none() {
-            *conn = Some(self.open(&[]).inspect_err(|e| {
-                tracing::warn!(file = %self.file.display(), "the catalog's own connection did not open: {e}");
-            })?);
+            match self.open(&[]) {
+                Ok(c) => *conn = Some(c),
+                Err(e) => {
+                    tracing::warn!(file = %self.file.display(), "the catalog's own connection did not open: {e}");
+                    return Some(Err(e));
+                }
+            }
         }
-        f(conn.as_mut().expect("opened above"))
+        let done = f(conn.as_mut().expect("opened above"));
+        self.park_token(token);
+        Some(done)
     }
 
     /// The rows `sql` answers for `args` (`$n` binds the n-th), each made a `T` by `row`;
@@ -72,7 +151,7 @@ impl Own {
         args: &[Arg],
         mut row: impl FnMut(&rusqlite::Row<'_>) -> Result<T, Error>,
     ) -> Option<Vec<T>> {
-        let taken = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let taken = locked(&self.readers).pop();
         let conn = match taken {
             Some(conn) => conn,
             None => self
@@ -90,7 +169,7 @@ impl Own {
             }
             Ok::<_, String>(out)
         })();
-        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut readers = locked(&self.readers);
         if readers.len() < READERS_KEPT {
             readers.push(conn);
         }

@@ -201,7 +201,7 @@ impl Policies for SqlCatalog {
         let r = sqlx::query("UPDATE policy_rules SET last_run = $1 WHERE name = $2")
             .bind(at)
             .bind(name)
-            .execute(self.writer())
+            .execute(&mut *self.writer().await?)
             .await
             .map_err(db)?;
         if affected(r) == 0 {
@@ -408,7 +408,7 @@ impl Policies for SqlCatalog {
             .bind(reason)
             .bind(at)
             .bind(id)
-            .execute(self.writer())
+            .execute(&mut *self.writer().await?)
             .await
             .map_err(|e| db_ctx(e, format!("QoS requirement {id}")))?;
         if affected(r) == 0 {

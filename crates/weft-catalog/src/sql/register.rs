@@ -81,13 +81,7 @@ impl SqlCatalog {
         if objects.is_empty() || objects.iter().any(|o| invalid(o).is_some()) {
             return None;
         }
-        // sqlx's writer connection, held unused meanwhile: the catalog's writers queue in
-        // order for it rather than sleep in SQLite's busy handler (see `SqlCatalog::writer`),
-        // where a busy committer could starve them. Waiting for it blocks this thread, which
-        // is why the caller's must be a blocking one (tokio refuses this in a task).
-        let runtime = tokio::runtime::Handle::try_current().ok()?;
-        let _writer = runtime.block_on(self.writer.acquire()).ok()?;
-        match own.write(|conn| write_new(self, conn, objects)) {
+        match own.write(|conn| write_new(self, conn, objects))? {
             Ok(done) => done,
             Err(e) => {
                 // The general way meets the same failure and reports it with its context.

@@ -98,7 +98,7 @@ impl Replicas for SqlCatalog {
         let r = sqlx::query("UPDATE replicas SET state = $2 WHERE id = $1")
             .bind(id)
             .bind(state.as_str())
-            .execute(self.writer())
+            .execute(&mut *self.writer().await?)
             .await
             .map_err(db)?;
         if affected(r) == 0 {
@@ -119,7 +119,7 @@ impl Replicas for SqlCatalog {
         .bind(id)
         .bind(state.as_str())
         .bind(verified)
-        .execute(self.writer())
+        .execute(&mut *self.writer().await?)
         .await
         .map_err(db)?;
         if affected(r) == 0 {
@@ -253,7 +253,7 @@ impl Replicas for SqlCatalog {
         let r = sqlx::query("UPDATE replicas SET verified = $2 WHERE id = $1")
             .bind(replica_id)
             .bind(at)
-            .execute(self.writer())
+            .execute(&mut *self.writer().await?)
             .await
             .map_err(db)?;
         if affected(r) == 0 {

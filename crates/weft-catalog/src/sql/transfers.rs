@@ -173,7 +173,7 @@ impl Transfers for SqlCatalog {
         .bind(error)
         .bind(id.as_str())
         .bind(now)
-        .execute(self.writer())
+        .execute(&mut *self.writer().await?)
         .await
         .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
         if affected(done) == 0 {

@@ -128,7 +128,7 @@ impl Uploads for SqlCatalog {
             .bind(u.created)
             .bind(u.touched)
             .bind(u.s3.as_deref())
-            .execute(self.writer())
+            .execute(&mut *self.writer().await?)
             .await
             .map_err(db)?;
         Ok(())
@@ -348,7 +348,7 @@ impl Uploads for SqlCatalog {
         sqlx::query("UPDATE uploads SET completing = NULL, touched = $2 WHERE id = $1")
             .bind(id)
             .bind(now_ms())
-            .execute(self.writer())
+            .execute(&mut *self.writer().await?)
             .await
             .map_err(db)?;
         Ok(())

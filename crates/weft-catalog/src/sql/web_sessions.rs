@@ -123,7 +123,7 @@ impl WebSessions for SqlCatalog {
             .bind(at)
             .bind(secret_hash)
             .bind(at)
-            .execute(self.writer())
+            .execute(&mut *self.writer().await?)
             .await
             .map_err(db)?;
         Ok(())
