@@ -38,11 +38,14 @@ SMALL, SMALL_COUNT, DIRS = 64 << 10, 10_000, 100
 class Server:
     """One side of the comparison: an S3 endpoint, its keys and a bucket `bench`."""
 
-    def __init__(self, name: str, url: str, key: str, secret: str, scratch: str) -> None:
+    def __init__(self, name: str, url: str, key: str, secret: str, scratch: str, pid: int) -> None:
         self.name = name
         self.url = url
+        self.pid = pid
         home = os.path.join(scratch, f"home-{name}")
         os.makedirs(home, exist_ok=True)
+        # Empty: the remote is set by the variables below (rclone notes a missing file).
+        open(os.path.join(home, "rclone.conf"), "a").close()
         self.env = dict(
             os.environ,
             HOME=home,
@@ -102,8 +105,8 @@ def main() -> None:
                                         capture_output=True, text=True).stdout)
         assert zone.s3_url is not None
         sides = [
-            Server("weft", zone.s3_url, key["access_key"], key["secret_key"], scratch),
-            Server("minio", minio.url, MINIO_KEY, MINIO_SECRET, scratch),
+            Server("weft", zone.s3_url, key["access_key"], key["secret_key"], scratch, zone.proc.pid),
+            Server("minio", minio.url, MINIO_KEY, MINIO_SECRET, scratch, minio.proc.pid),
         ]
         subprocess.run(sides[1].aws("s3", "mb", "s3://bench"), env=sides[1].env, check=True)
         run(args.rounds, sides, big, tree, scratch)
@@ -111,6 +114,13 @@ def main() -> None:
         zone.stop()
         minio.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def cpu(pid: int) -> float:
+    """CPU seconds `pid` has used (user + system)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run(rounds: int, sides: list[Server], big: str, tree: str, scratch: str) -> None:
@@ -125,13 +135,17 @@ def run(rounds: int, sides: list[Server], big: str, tree: str, scratch: str) -> 
             down = timed(s.aws("s3", "cp", "s3://bench/big.bin", got), env=s.env)
             os.remove(got)
             settle(drop=False)
+            cpu0 = [cpu(side.pid) for side in sides]
             small = timed([RCLONE, "copy", tree, f"s:bench/small-{r}"], env=s.env)
+            # Both servers' CPU in the step: the idle one's background work takes from the other.
+            cpus = ", ".join(f"{side.name} {cpu(side.pid) - c:.1f}" for side, c in zip(sides, cpu0))
             subprocess.run(s.aws("s3", "rm", "--recursive", f"s3://bench/small-{r}"), env=s.env, check=True)
             if r == 0:
                 continue  # warm-up
             for step, t in (("1 GiB up", up), ("1 GiB down", down), ("10,000 x 64 KiB up", small)):
                 times.setdefault((step, s.name), []).append(t)
-            print(f"round {r} {s.name}: up {up:.2f} s, down {down:.2f} s, small {small:.2f} s", flush=True)
+            print(f"round {r} {s.name}: up {up:.2f} s, down {down:.2f} s, small {small:.2f} s "
+                  f"(CPU s: {cpus})", flush=True)
     print()
     print("| step | weft | MinIO | weft / MinIO rate |")
     print("|---|---|---|---|")
