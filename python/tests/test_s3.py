@@ -742,6 +742,72 @@ def test_s3_put_is_an_object_in_weft(gw: Gateway, s3: Any, p: str, tmp_path: pat
     assert missing(s3, HOME, f"{p}deep/er/s3.bin")
 
 
+def until(what: str, check: Any, timeout: float = 60) -> Any:
+    """Polls `check()` until it returns something true; that value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.2)
+
+
+def test_s3_objects_fire_policies_and_take_qos_replicas_and_pids(
+    gw: Gateway, s3: Any, p: str, tmp_path: pathlib.Path
+) -> None:
+    """What the zone does with objects it is given applies to those put over S3: a small one
+    (packed, registered by the committer's group commit) and one of its own file alike."""
+    extra = f"s3-copies-{os.getpid()}"
+    gw.zone.ok("resource", "add", extra, "--kind", "fs", "--root", str(tmp_path / extra), "--tier", "ssd")
+    rule = tmp_path / "policy.toml"
+    rule.write_text(
+        f'[[rule]]\nname = "{extra}"\non = "created"\n[rule.if]\npath = "{home_path(p)}tagged/**"\n'
+        f'[rule.do]\nset_meta = ["seen=s3"]\nmint_pid = true\nreplicate = "resource = {extra}"\n'
+    )
+    gw.zone.ok("policy", "apply", str(rule))
+    # A requirement names a collection that exists; objects put below it later are held to it.
+    gw.zone.ok("mkdir", "-p", home_path(f"{p}kept"))
+    qos = gw.zone.json("qos", "add", home_path(f"{p}kept"), f"replicas=2 & (resource = default | resource = {extra})")
+    try:
+        sizes = {"small.bin": 64 * 1024, "own-file.bin": 2 * MiB + 1}
+        for i, (name, size) in enumerate(sizes.items()):
+            for where in ("tagged", "kept", "plain"):
+                s3.put_object(Bucket=HOME, Key=f"{p}{where}/{name}", Body=payload(size, i))
+
+        def placed(where: str, name: str) -> Any:
+            st = gw.zone.json("stat", home_path(f"{p}{where}/{name}"))
+            good = sorted(r["resource"] for r in st["replicas"] if r["state"] == "good")
+            return st if good == sorted(["default", extra]) else None
+
+        for name in sizes:
+            # The rule's actions run in its order: metadata, PID, then the copy.
+            st = until(f"the rule's copy of tagged/{name}", lambda n=name: placed("tagged", n))
+            assert st["pid"], st
+            assert gw.zone.json("pid", "show", st["pid"])["path"] == home_path(f"{p}tagged/{name}")
+            meta = gw.zone.json("meta", "ls", home_path(f"{p}tagged/{name}"))
+            assert ("seen", "s3") in [(a["attr"], a["value"]) for a in meta], meta
+            until(f"the QoS copy of kept/{name}", lambda n=name: placed("kept", n))
+            # Neither reaches what they do not cover.
+            plain = gw.zone.json("stat", home_path(f"{p}plain/{name}"))
+            assert [r["resource"] for r in plain["replicas"]] == ["default"] and "pid" not in plain, plain
+            assert gw.zone.json("meta", "ls", home_path(f"{p}plain/{name}")) == []
+        assert [q["status"] for q in gw.zone.json("qos", "ls", home_path(f"{p}kept/small.bin"))] == ["fulfilled"]
+
+        # With its first copy gone, S3 reads the one the rule made, with the same ETag.
+        for i, (name, size) in enumerate(sizes.items()):
+            key = f"{p}tagged/{name}"
+            etag = s3.head_object(Bucket=HOME, Key=key)["ETag"]
+            gw.zone.ok("trim", home_path(key), "--from", f"{ZONE}:default")
+            st = gw.zone.json("stat", home_path(key))
+            assert [r["resource"] for r in st["replicas"]] == [extra], st
+            got = s3.get_object(Bucket=HOME, Key=key)
+            assert got["Body"].read() == payload(size, i) and got["ETag"] == etag
+    finally:
+        gw.zone.ok("policy", "rm", extra)
+        gw.zone.ok("qos", "rm", str(qos["id"]))
+
+
 # -- boto3: multipart uploads ---------------------------------------------------------------
 
 
