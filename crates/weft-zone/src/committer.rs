@@ -8,17 +8,31 @@
 //! catalog's log) then overlap, and neither wakes a task or a blocking thread per group.
 //! Small objects may come as bytes, not yet written: the first stage appends those of a
 //! group to one pack with one write and one `fdatasync`.
+//!
+//! A group is what waits when the first stage takes it, and also what is about to come: a
+//! small put counts itself as [`Coming`] while it receives its bytes, and the first stage
+//! waits (at most [`GATHER`]) for those. A put arriving just after a group was taken would
+//! otherwise wait for that group's flush and then pay a pack write, a flush and a catalog
+//! transaction of its own (PostgreSQL's `commit_delay` with `commit_siblings` is the same
+//! idea). Measured in docs/PERFORMANCE.md (S3 small files).
 
 use crate::worker::{self, BlockingWorker, WorkerState};
 use bytes::Bytes;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use weft_catalog::{Catalog, NewObject, Registered};
 use weft_storage::{Packed, Store};
 use weft_types::Error;
 
 const MAX_GROUP: usize = 512;
+/// How long the first stage waits at most for puts still receiving their bytes: about
+/// what 64 KiB take to arrive on a fast link, so a slow upload delays a group no longer.
+const GATHER: Duration = Duration::from_micros(300);
+/// How often it looks meanwhile.
+const GATHER_STEP: Duration = Duration::from_micros(50);
 
 struct Job {
     object: NewObject,
@@ -41,6 +55,17 @@ enum Data {
 pub(crate) struct Committer {
     tx: mpsc::Sender<Job>,
     pub(crate) worker: Arc<WorkerState>,
+    coming: Arc<AtomicUsize>,
+}
+
+/// A small put receiving the bytes it will hand to the committer, counted until dropped:
+/// the committer's first stage waits a little for such puts to join its group.
+pub(crate) struct Coming(Arc<AtomicUsize>);
+
+impl Drop for Coming {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Committer {
@@ -49,10 +74,12 @@ impl Committer {
         // One group may wait durable while the next is being made so.
         let (synced_tx, synced_rx) = std_mpsc::sync_channel(1);
         let worker = WorkerState::new("committer");
+        let coming = Arc::new(AtomicUsize::new(0));
         let syncs = Syncs {
             rx,
             tx: synced_tx,
             worker: worker.clone(),
+            coming: coming.clone(),
         };
         let runtime = tokio::runtime::Handle::current();
         std::thread::Builder::new()
@@ -69,7 +96,14 @@ impl Committer {
             first: None,
         };
         worker::spawn_thread(worker.clone(), groups)?;
-        Ok(Committer { tx, worker })
+        Ok(Committer { tx, worker, coming })
+    }
+
+    /// Counts a small put as coming until the guard is dropped (by
+    /// [`Committer::append_and_register`] once the job is handed over).
+    pub(crate) fn coming(&self) -> Coming {
+        self.coming.fetch_add(1, Ordering::AcqRel);
+        Coming(self.coming.clone())
     }
 
     /// Registers `object`, after syncing `unsynced` if given, grouped with whatever else is
@@ -79,27 +113,30 @@ impl Committer {
         object: NewObject,
         unsynced: Option<Store>,
     ) -> Result<Registered, Error> {
-        self.send(object, Data::Written(unsynced)).await
+        self.send(object, Data::Written(unsynced), None).await
     }
 
     /// Appends `bytes` (at most [`weft_storage::PACKED_MAX`]) to a pack of `store` with the
     /// other small objects of the group, and registers `object` at their key. `store` must
-    /// have packs ([`Store::packs_now`]).
+    /// have packs ([`Store::packs_now`]). `coming` is the put's count, dropped once the
+    /// job waits here.
     pub(crate) async fn append_and_register(
         &self,
         object: NewObject,
         store: Store,
         bytes: Bytes,
+        coming: Coming,
     ) -> Result<Registered, Error> {
-        self.send(object, Data::Append(store, bytes)).await
+        self.send(object, Data::Append(store, bytes), Some(coming)).await
     }
 
-    async fn send(&self, object: NewObject, data: Data) -> Result<Registered, Error> {
+    async fn send(&self, object: NewObject, data: Data, coming: Option<Coming>) -> Result<Registered, Error> {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Job { object, data, reply })
             .await
             .map_err(|_| Error::internal("the committer has stopped"))?;
+        drop(coming);
         rx.await
             .map_err(|_| Error::internal("the committer dropped a registration"))?
     }
@@ -124,18 +161,14 @@ struct Syncs {
     rx: mpsc::Receiver<Job>,
     tx: std_mpsc::SyncSender<(Vec<Job>, Vec<Packed>)>,
     worker: Arc<WorkerState>,
+    coming: Arc<AtomicUsize>,
 }
 
 impl Syncs {
     fn run(mut self) {
         while let Some(first) = self.rx.blocking_recv() {
             let mut group = vec![first];
-            while group.len() < MAX_GROUP {
-                match self.rx.try_recv() {
-                    Ok(job) => group.push(job),
-                    Err(_) => break,
-                }
-            }
+            self.gather(&mut group);
             let (group, packed) = self.append(group);
             crate::failpoints::crash_point!("replica-visible");
             match unsynced(&group).iter().try_for_each(Store::sync_filesystem_now) {
@@ -150,6 +183,25 @@ impl Syncs {
                     self.worker.record(0, Some(e.to_string()));
                 }
             }
+        }
+    }
+
+    /// Adds the jobs waiting to `group`, and those of the puts still coming that arrive
+    /// within [`GATHER`].
+    fn gather(&mut self, group: &mut Vec<Job>) {
+        let began = Instant::now();
+        loop {
+            while group.len() < MAX_GROUP {
+                match self.rx.try_recv() {
+                    Ok(job) => group.push(job),
+                    Err(_) => break,
+                }
+            }
+            let full = group.len() >= MAX_GROUP;
+            if full || self.coming.load(Ordering::Acquire) == 0 || began.elapsed() >= GATHER {
+                return;
+            }
+            std::thread::sleep(GATHER_STEP);
         }
     }
 

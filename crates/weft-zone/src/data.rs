@@ -250,6 +250,8 @@ impl Zone {
         S: Stream<Item = Result<Bytes, Error>> + Send,
         F: FnOnce() -> Result<Option<S3Write>, Error> + Send,
     {
+        // While its bytes arrive, the committer may wait for them to join its next group.
+        let coming = target.store.packs_now().then(|| self.committer.coming());
         let mut chunks = Vec::new();
         let body = body.inspect(|c| {
             if let Ok(c) = c {
@@ -261,15 +263,24 @@ impl Zone {
             .and_then(|sum| check_expected(path, sum, expected))?;
         let s3 = finish()?;
         let bytes = weft_storage::concat(chunks);
-        if target.store.packs_now() {
+        if let Some(mut coming) = coming {
             // The committer appends the bytes with the rest of its group (one write and one
             // sync for all). The body is in and checked, so a put refused for it leaves no
             // collection behind; one that fails to be written may (empty, as a `mkdir`).
             if let Some(dir) = missing {
+                // Not soon at the committer: a catalog transaction first.
+                drop(coming);
                 self.mkdir(caller, &dir, true).await?;
+                coming = self.committer.coming();
             }
             return self
-                .register_appending(caller, (path, size, checksum, overwrite), &target, bytes, s3)
+                .register_appending(
+                    caller,
+                    (path, size, checksum, overwrite),
+                    &target,
+                    bytes,
+                    (s3, coming),
+                )
                 .await;
         }
         let packed = target.store.put_packed(vec![bytes]).await?;
@@ -496,7 +507,7 @@ impl Zone {
         what: (&LogicalPath, u64, Checksum, bool),
         target: &PutTarget,
         bytes: Bytes,
-        s3: Option<S3Write>,
+        (s3, coming): (Option<S3Write>, crate::committer::Coming),
     ) -> Result<PutOutcome, Error> {
         if let Some(w) = &s3 {
             crate::s3::check_meta(&w.meta)?;
@@ -505,7 +516,7 @@ impl Zone {
         let object = new_object(caller, what, target, String::new(), s3);
         let done = self
             .committer
-            .append_and_register(object, target.store.clone(), bytes)
+            .append_and_register(object, target.store.clone(), bytes, coming)
             .await?;
         Ok(self.registered(target, size, done).await)
     }

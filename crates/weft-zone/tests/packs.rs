@@ -2,6 +2,7 @@
 //! between append and registration, and nothing that is registered.
 
 use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
 use std::path::Path;
 use weft_catalog::NewObject;
 use weft_storage::{FsConfig, Store};
@@ -115,4 +116,74 @@ fn blocks(root: &Path) -> u64 {
         .iter()
         .map(|p| std::fs::metadata(p).unwrap().blocks() * 512)
         .sum()
+}
+
+fn small_put(path: &LogicalPath, size: u64) -> weft_zone::Put<'_> {
+    weft_zone::Put {
+        path,
+        size,
+        expected: None,
+        resource: None,
+        overwrite: true,
+        parents: true,
+        pack: true,
+    }
+}
+
+/// The committer waits a little for small puts still receiving their bytes (to take them
+/// in the same group); a put whose client stops sending must hold no other put for longer
+/// than that, and once cancelled it leaves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_put_whose_body_stalls_holds_no_other_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (zone, _) = Zone::open(config(dir.path())).await.unwrap();
+    let caller = common::caller(&zone, "admin").await;
+
+    let stalled_path = p("/z/home/admin/in/stalled");
+    let first = futures::stream::iter([Ok(Bytes::from(vec![1u8; 1000]))]);
+    let stalled_body = first.chain(futures::stream::pending());
+    let mut stalled = Box::pin(zone.put_stream(&caller, small_put(&stalled_path, 64 << 10), stalled_body));
+    // Polled until it waits for more bytes: counted as coming from here on.
+    assert!(futures::poll!(stalled.as_mut()).is_pending());
+
+    // Meanwhile others go through, one after another and many at once.
+    let data = |i: usize| Bytes::from(vec![i as u8; 20_000 + i]);
+    for i in 0..5 {
+        let path = p(&format!("/z/home/admin/in/one{i}"));
+        let body = futures::stream::iter([Ok(data(i))]);
+        let put = zone.put_stream(&caller, small_put(&path, data(i).len() as u64), body);
+        tokio::time::timeout(std::time::Duration::from_secs(30), put)
+            .await
+            .expect("a put beside a stalled one finished")
+            .unwrap();
+    }
+    let paths: Vec<LogicalPath> = (0..40).map(|i| p(&format!("/z/home/admin/in/many{i}"))).collect();
+    let puts = paths.iter().enumerate().map(|(i, path)| {
+        let body = futures::stream::iter([Ok(data(i))]);
+        zone.put_stream(&caller, small_put(path, data(i).len() as u64), body)
+    });
+    for done in futures::future::join_all(puts).await {
+        done.unwrap();
+    }
+    assert!(futures::poll!(stalled.as_mut()).is_pending());
+
+    // The client gives up: nothing of its put is registered, and puts go on as before.
+    drop(stalled);
+    assert_eq!(
+        zone.stat(&caller, &stalled_path).await.unwrap_err().code,
+        ErrorCode::NotFound
+    );
+    let last = p("/z/home/admin/in/last");
+    zone.put_stream(
+        &caller,
+        small_put(&last, 3),
+        futures::stream::iter([Ok(Bytes::from_static(b"end"))]),
+    )
+    .await
+    .unwrap();
+    for (i, path) in paths.iter().enumerate() {
+        let read = zone.read(&caller, path, None).await.unwrap();
+        let chunks: Vec<Bytes> = read.stream.try_collect().await.unwrap();
+        assert_eq!(chunks.concat(), data(i).to_vec(), "{path}");
+    }
 }
