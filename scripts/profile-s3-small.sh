@@ -4,9 +4,12 @@
 # defaults, as scripts/bench-s3.py runs it) after a warm-up copy; then the CPU time of
 # rclone and of the zone, and the zone's own metrics: mean PUT and HEAD latency, group
 # commits and their mean. With `perf`, the zone is also recorded (`perf report -i
-# target/profile-s3/perf.data`).
+# target/profile-s3/perf.data`); with `strace`, its system calls are counted
+# (target/profile-s3/strace.txt; strace slows the zone, so read the counts, not the times).
 #
-#   bash scripts/profile-s3-small.sh [perf]
+#   bash scripts/profile-s3-small.sh [perf|strace]
+#
+# RCLONE_FLAGS adds flags to the measured copy (e.g. "--transfers 8").
 #
 # WEFT_BIN=path runs that build instead of building this tree's (to compare two builds).
 set -euo pipefail
@@ -50,11 +53,15 @@ commit0=$(metric 'group_commit_seconds_sum'); commits0=$(metric 'group_commit_se
 cpu0=$(cpu)
 if [ "${1:-}" = perf ]; then
   perf record -F 999 -g -p $ZONE -o "$S/perf.data" 2> /dev/null &
-  PERF=$!
+  TRACER=$!
+  sleep 0.5
+elif [ "${1:-}" = strace ]; then
+  strace -f -c -o "$S/strace.txt" -p $ZONE 2> /dev/null &
+  TRACER=$!
   sleep 0.5
 fi
-/usr/bin/time -f "rclone: %e s wall, %U s user + %S s system CPU" "$RCLONE" copy -q "$S/tree" s:home-admin/measured
-[ -n "${PERF:-}" ] && kill -INT $PERF && wait $PERF 2> /dev/null || true
+/usr/bin/time -f "rclone: %e s wall, %U s user + %S s system CPU" "$RCLONE" copy ${RCLONE_FLAGS:-} -q "$S/tree" s:home-admin/measured
+[ -n "${TRACER:-}" ] && kill -INT $TRACER && wait $TRACER 2> /dev/null || true
 python3 - "$(cpu)" "$cpu0" \
   "$(metric 'duration_seconds_sum{route="s3",method="PUT"}')" "$put0" "$(metric 'duration_seconds_count{route="s3",method="PUT"}')" "$puts0" \
   "$(metric 'duration_seconds_sum{route="s3",method="HEAD"}')" "$head0" "$(metric 'duration_seconds_count{route="s3",method="HEAD"}')" "$heads0" \
