@@ -10,8 +10,10 @@ which goes first:
     and down;
   - `rclone copy` of 10,000 files of 64 KiB (100 directories) up, rclone's defaults
     (4 transfers, 8 checkers), each round into a new prefix.
-Both servers get the same client settings (`AWS_REQUEST_CHECKSUM_CALCULATION=when_required`,
-which MinIO's multipart needs with botocore 1.36 and later). Reports medians and ratios.
+The server not measured is paused (SIGSTOP) meanwhile, so that neither's background work
+takes from the other's step. Both servers get the same client settings
+(`AWS_REQUEST_CHECKSUM_CALCULATION=when_required`, which MinIO's multipart needs with
+botocore 1.36 and later). Reports medians and ratios.
 Not a test: nothing is asserted.
 """
 
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -111,6 +114,7 @@ def main() -> None:
         subprocess.run(sides[1].aws("s3", "mb", "s3://bench"), env=sides[1].env, check=True)
         run(args.rounds, sides, big, tree, scratch)
     finally:
+        resume(sides)
         zone.stop()
         minio.stop()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -123,12 +127,26 @@ def cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def pause(sides: list[Server]) -> None:
+    for side in sides:
+        os.kill(side.pid, signal.SIGSTOP)
+
+
+def resume(sides: list[Server]) -> None:
+    for side in sides:
+        os.kill(side.pid, signal.SIGCONT)
+
+
 def run(rounds: int, sides: list[Server], big: str, tree: str, scratch: str) -> None:
     times: dict[tuple[str, str], list[float]] = {}
     got = os.path.join(scratch, "got.bin")
     for r in range(rounds + 1):
         order = sides if r % 2 == 0 else sides[::-1]
         for s in order:
+            # The other server is paused while this one is measured: MinIO's scanner used
+            # up to a core-second of the two cores during weft's small-file step.
+            others = [o for o in sides if o is not s]
+            pause(others)
             settle(big)
             up = timed(s.aws("s3", "cp", big, "s3://bench/big.bin"), env=s.env)
             settle()
@@ -137,9 +155,10 @@ def run(rounds: int, sides: list[Server], big: str, tree: str, scratch: str) -> 
             settle(drop=False)
             cpu0 = [cpu(side.pid) for side in sides]
             small = timed([RCLONE, "copy", tree, f"s:bench/small-{r}"], env=s.env)
-            # Both servers' CPU in the step: the idle one's background work takes from the other.
+            # Both servers' CPU in the step (the paused one's: none).
             cpus = ", ".join(f"{side.name} {cpu(side.pid) - c:.1f}" for side, c in zip(sides, cpu0))
             subprocess.run(s.aws("s3", "rm", "--recursive", f"s3://bench/small-{r}"), env=s.env, check=True)
+            resume(others)
             if r == 0:
                 continue  # warm-up
             for step, t in (("1 GiB up", up), ("1 GiB down", down), ("10,000 x 64 KiB up", small)):

@@ -5,9 +5,12 @@
 # rclone and of the zone, and the zone's own metrics: mean PUT and HEAD latency, group
 # commits and their mean. With `perf`, the zone is also recorded (`perf report -i
 # target/profile-s3/perf.data`); with `strace`, its system calls are counted
-# (target/profile-s3/strace.txt; strace slows the zone, so read the counts, not the times).
+# (target/profile-s3/strace.txt; strace slows the zone, so read the counts, not the times);
+# with `stat`, its context switches are counted; with `switches`, where its threads give
+# up their core is recorded (`perf report -i target/profile-s3/switches.data`; recording
+# slows the zone too).
 #
-#   bash scripts/profile-s3-small.sh [perf|strace]
+#   bash scripts/profile-s3-small.sh [perf|stat|switches|strace]
 #
 # RCLONE_FLAGS adds flags to the measured copy (e.g. "--transfers 8").
 #
@@ -55,6 +58,14 @@ if [ "${1:-}" = perf ]; then
   perf record -F 999 -g -p $ZONE -o "$S/perf.data" 2> /dev/null &
   TRACER=$!
   sleep 0.5
+elif [ "${1:-}" = switches ]; then
+  perf record -e sched:sched_switch -g -p $ZONE -o "$S/switches.data" 2> /dev/null &
+  TRACER=$!
+  sleep 0.5
+elif [ "${1:-}" = stat ]; then
+  perf stat -e task-clock,context-switches,cpu-migrations -p $ZONE -o "$S/stat.txt" 2> /dev/null &
+  TRACER=$!
+  sleep 0.5
 elif [ "${1:-}" = strace ]; then
   strace -f -c -o "$S/strace.txt" -p $ZONE 2> /dev/null &
   TRACER=$!
@@ -62,6 +73,7 @@ elif [ "${1:-}" = strace ]; then
 fi
 /usr/bin/time -f "rclone: %e s wall, %U s user + %S s system CPU" "$RCLONE" copy ${RCLONE_FLAGS:-} -q "$S/tree" s:home-admin/measured
 [ -n "${TRACER:-}" ] && kill -INT $TRACER && wait $TRACER 2> /dev/null || true
+if [ "${1:-}" = stat ]; then grep -E "task-clock|context-switches|migrations" "$S/stat.txt"; fi
 python3 - "$(cpu)" "$cpu0" \
   "$(metric 'duration_seconds_sum{route="s3",method="PUT"}')" "$put0" "$(metric 'duration_seconds_count{route="s3",method="PUT"}')" "$puts0" \
   "$(metric 'duration_seconds_sum{route="s3",method="HEAD"}')" "$head0" "$(metric 'duration_seconds_count{route="s3",method="HEAD"}')" "$heads0" \
