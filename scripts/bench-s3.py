@@ -2,7 +2,7 @@
 """weft's S3 gateway against a MinIO on the same disk, with the same clients, in one run on
 one machine. Run with the venv the tests use (it has aws-cli; rclone is a test tool):
 
-    ~/.cache/weft/tools/pysdk/bin/python scripts/bench-s3.py --rounds 3
+    ~/.cache/weft/tools/pysdk/bin/python scripts/bench-s3.py --rounds 5
 
 Steps, each measured once per round after a warm-up round, the two servers alternating
 which goes first:
@@ -89,7 +89,7 @@ def make_inputs(data: str) -> tuple[str, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     binary = build_weft()
     data = os.path.join(ROOT, "target", "bench-s3")
