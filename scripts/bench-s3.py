@@ -143,8 +143,8 @@ def run(rounds: int, sides: list[Server], big: str, tree: str, scratch: str) -> 
     for r in range(rounds + 1):
         order = sides if r % 2 == 0 else sides[::-1]
         for s in order:
-            # The other server is paused while this one is measured: MinIO's scanner used
-            # up to a core-second of the two cores during weft's small-file step.
+            # The other server is paused while this one is measured, so that its background
+            # work (MinIO's scanner) takes nothing from this one's steps.
             others = [o for o in sides if o is not s]
             pause(others)
             settle(big)
