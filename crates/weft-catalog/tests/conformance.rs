@@ -2797,10 +2797,20 @@ async fn find_uses_indexes_on_100k_objects(c: &SqlCatalog) {
             );
         }
         Dialect::Postgres => {
-            assert!(plan.contains("audit_path"), "{plan}");
+            // A tenth of this log is below d42: PostgreSQL may rightly read the newest
+            // entries backwards by id until it has a page, or take the path index,
+            // depending on its sampled statistics. Never the whole table.
             assert!(!plan.contains("Seq Scan on audit"), "{plan}");
         }
     }
+    // Where few entries match, both read them by path.
+    let rare = weft_catalog::AuditQuery {
+        path: Some(p("/z/data/d42/f000042.nc")),
+        limit: 100,
+        ..Default::default()
+    };
+    let plan = c.explain_audit(&rare).await.unwrap();
+    assert!(plan.contains("audit_path"), "{plan}");
     let page = weft_catalog::Audit::audit_log(c, &below).await.unwrap();
     assert_eq!(page.len(), 100);
     assert!(page.iter().all(|e| {
