@@ -2797,9 +2797,9 @@ async fn find_uses_indexes_on_100k_objects(c: &SqlCatalog) {
             );
         }
         Dialect::Postgres => {
-            // A tenth of this log is below d42: PostgreSQL may rightly read the newest
-            // entries backwards by id until it has a page, or take the path index,
-            // depending on its sampled statistics. Never the whole table.
+            // About 1,100 of this log's 110,000 entries are at or below d42: PostgreSQL
+            // may rightly read the newest backwards by id until it has a page, or take
+            // the path index, as its sampled statistics say. Never the whole table.
             assert!(!plan.contains("Seq Scan on audit"), "{plan}");
         }
     }
