@@ -21,7 +21,7 @@ mod seal;
 mod sql;
 
 pub use seal::{SealKey, Sealer};
-pub use sql::SqlCatalog;
+pub use sql::{sqlite_file, sqlite_url, SqlCatalog};
 pub use weft_types::{TransferCounts, TransferFile};
 
 /// Which SQL dialect a catalog speaks.

@@ -93,17 +93,12 @@ fn raced_is_done<T>(created: Result<T, Error>) -> Result<(), Error> {
 fn lock_sqlite(url: &str) -> Result<Option<std::fs::File>, Error> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
-    let Some(rest) = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-    else {
+    let Some(file) = weft_catalog::sqlite_file(url)? else {
         return Ok(None);
     };
-    let file = rest.split('?').next().unwrap_or_default();
-    if file.is_empty() || file == ":memory:" {
-        return Ok(None);
-    }
-    let path = PathBuf::from(format!("{file}.lock"));
+    let mut path = file.clone().into_os_string();
+    path.push(".lock");
+    let path = PathBuf::from(path);
     let failed =
         |e: std::io::Error| Error::internal(format!("cannot lock the catalog ({}): {e}", path.display()));
     let lock = std::fs::OpenOptions::new()
@@ -129,8 +124,9 @@ fn lock_sqlite(url: &str) -> Result<Option<std::fs::File>, Error> {
             return Err(Error::new(
                 ErrorCode::Conflict,
                 format!(
-                    "the catalog {file} is in use by another `weft serve`: a SQLite catalog serves one server. \
-                     To run several servers of one zone, give them all one PostgreSQL catalog (--catalog postgres://...)"
+                    "the catalog {} is in use by another `weft serve`: a SQLite catalog serves one server. \
+                     To run several servers of one zone, give them all one PostgreSQL catalog (--catalog postgres://...)",
+                    file.display()
                 ),
             ));
         }
@@ -163,10 +159,10 @@ impl Zone {
         let data_dir = config.data_dir.clone();
         private_dir(&data_dir)?;
         let sealer = crate::keys::load_or_create(&data_dir)?;
-        let url = config
-            .catalog_url
-            .clone()
-            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("catalog.db").display()));
+        let url = match &config.catalog_url {
+            Some(url) => url.clone(),
+            None => weft_catalog::sqlite_url(&data_dir.join("catalog.db"))?,
+        };
         let (pid_prefix, pid_landing) =
             crate::pid_registry::prefix_and_landing(&config.pid, config.name.as_str())?;
         let pid_registry = crate::pid_registry::open(&config.pid)?;

@@ -270,3 +270,54 @@ async fn json_logs_follow_a_request_id_to_the_peer() {
         assert!(serde_json::from_str::<serde_json::Value>(line).is_ok(), "{line}");
     }
 }
+
+/// A data directory however spelled (a leading `//`, as `$ROOT/$DIR` gives with an
+/// absolute `$DIR`; a space, `?`, `#`, `%`) holds the zone's one catalog: every
+/// connection opens the file sqlx opens. The small files' registrations (on the
+/// committer's own connection) and the lookups of later requests then agree, and survive
+/// a restart.
+#[test]
+fn any_spelling_of_the_data_directory_holds_one_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("zone a?b#c%41d");
+    let spelled = std::path::PathBuf::from(format!("/{}", real.display()));
+    assert!(spelled.to_str().unwrap().starts_with("//"));
+    let mut z = ZoneProcess::options(WEFT, "odd")
+        .data_dir(&spelled)
+        .start()
+        .unwrap();
+    let w = z.work();
+    std::fs::create_dir(w.join("tree")).unwrap();
+    for i in 0..20 {
+        std::fs::write(w.join(format!("tree/f{i:02}")), format!("file {i}")).unwrap();
+    }
+    z.weft(&["put", "-r", "-q", "tree", "up"]).ok();
+    assert_eq!(z.weft(&["ls", "up"]).ok().lines().len(), 20);
+    z.kill9();
+    z.restart().unwrap();
+    z.weft(&["get", "-r", "up", "down"]).ok();
+    weft_testkit::data::assert_same_tree(&w.join("tree"), &w.join("down"));
+    let catalogs: Vec<_> = walk(dir.path())
+        .into_iter()
+        .chain(walk(z.dir()))
+        .filter(|p| p.file_name().is_some_and(|n| n == "catalog.db"))
+        .collect();
+    assert_eq!(
+        catalogs,
+        vec![real.join("catalog.db")],
+        "one catalog, in the data directory"
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -33,12 +33,16 @@ mod zones;
 
 use crate::{Avu, Catalog, Dialect};
 use async_trait::async_trait;
-use sqlx::any::{AnyPoolOptions, AnyQueryResult};
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyQueryResult};
 use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyConnection, AnyPool, Executor, Transaction};
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{Any, AnyConnection, AnyPool, ConnectOptions, Executor, Transaction};
 use std::borrow::Cow;
 use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 use weft_types::{Error, ErrorCode, LogicalPath, Millis};
 
@@ -378,7 +382,7 @@ impl SqlCatalog {
         };
         let own = match dialect {
             Dialect::Sqlite if !memory => {
-                sqlite_file(&url).map(|f| std::sync::Arc::new(own::Own::new(f.into(), writer.clone())))
+                sqlite_file(&url)?.map(|f| std::sync::Arc::new(own::Own::new(f, writer.clone())))
             }
             _ => None,
         };
@@ -540,11 +544,48 @@ fn normalise_url(url: &str) -> Result<(Dialect, String, bool), Error> {
     )))
 }
 
-/// The file of a SQLite catalog's URL.
-fn sqlite_file(url: &str) -> Option<&str> {
-    let path = url.trim_start_matches("sqlite:").trim_start_matches("//");
-    let path = path.split_once('?').map_or(path, |(p, _)| p);
-    (!path.is_empty()).then_some(path)
+/// The URL of the SQLite catalog in `file`: its absolute path, with the characters a URL
+/// would read otherwise (`?`, `#`, `%`, spaces...) percent-encoded. A relative path would
+/// be read as the URL's host.
+pub fn sqlite_url(file: &Path) -> Result<String, Error> {
+    const ENCODE: &AsciiSet = &CONTROLS
+        .add(b' ')
+        .add(b'"')
+        .add(b'#')
+        .add(b'%')
+        .add(b'<')
+        .add(b'>')
+        .add(b'?')
+        .add(b'`')
+        .add(b'{')
+        .add(b'}');
+    let file = std::path::absolute(file)
+        .map_err(|e| Error::invalid(format!("catalog file {}: {e}", file.display())))?;
+    let Some(name) = file.to_str() else {
+        return Err(Error::invalid(format!(
+            "catalog file {} is not UTF-8; give the data directory a UTF-8 path",
+            file.display()
+        )));
+    };
+    Ok(format!("sqlite://{}", utf8_percent_encode(name, ENCODE)))
+}
+
+/// The file SQLite opens for the catalog at `url`; `None` for PostgreSQL and for a catalog
+/// in memory. It is read the way sqlx reads it (through `url::Url`, then what follows
+/// `sqlite://` up to `?`, percent-decoded), because whatever else opens that file (its
+/// creation with the zone's mode, the catalog's own connections, the zone's lock) must open
+/// the same one: `sqlite:////srv/weft/catalog.db` is `//srv/weft/catalog.db`, not a path
+/// relative to the working directory.
+pub fn sqlite_file(url: &str) -> Result<Option<PathBuf>, Error> {
+    let (dialect, url, memory) = normalise_url(url)?;
+    if dialect != Dialect::Sqlite || memory {
+        return Ok(None);
+    }
+    let bad = |e: sqlx::Error| Error::invalid(format!("catalog URL {:?}: {e}", redact(&url)));
+    let any = AnyConnectOptions::from_str(&url).map_err(bad)?;
+    let options = SqliteConnectOptions::from_url(&any.database_url).map_err(bad)?;
+    let file = options.get_filename();
+    Ok((!file.as_os_str().is_empty()).then(|| file.to_path_buf()))
 }
 
 /// Creates the file of a SQLite catalog, if missing, readable by the zone alone: it holds
@@ -552,18 +593,18 @@ fn sqlite_file(url: &str) -> Option<&str> {
 /// gives its log and shared-memory files the mode of the database file.
 fn create_private(url: &str) -> Result<(), Error> {
     use std::os::unix::fs::OpenOptionsExt;
-    let Some(path) = sqlite_file(url).filter(|_| !url.contains("mode=ro")) else {
+    let Some(path) = sqlite_file(url)?.filter(|_| !url.contains("mode=ro")) else {
         return Ok(());
     };
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(path)
+        .open(&path)
     {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(Error::new(
             ErrorCode::CatalogError,
-            format!("cannot create catalog {path}: {e}"),
+            format!("cannot create catalog {}: {e}", path.display()),
         )),
         _ => Ok(()),
     }
@@ -869,6 +910,43 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600, "{name}");
         }
+    }
+
+    /// The catalog's own connections, its creation and the zone's lock open
+    /// [`sqlite_file`]; sqlx must have opened that very file, whatever the path's shape.
+    /// (A data directory given as `//srv/weft` once had the own connections open
+    /// `srv/weft/catalog.db` below the working directory: a second catalog.)
+    #[tokio::test]
+    async fn every_connection_opens_the_file_sqlx_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let odd = dir.path().join("a b?c#d%41e&f=g");
+        std::fs::create_dir(&odd).unwrap();
+        let file = odd.join("catalog.db");
+        let double_slash = format!("sqlite:///{}", dir.path().join("x.db").display());
+        assert!(double_slash.starts_with("sqlite:////"));
+        for url in [sqlite_url(&file).unwrap(), double_slash] {
+            let expected = sqlite_file(&url).unwrap().unwrap();
+            let c = SqlCatalog::connect(&url).await.unwrap();
+            let (opened,): (String,) =
+                sqlx::query_as("SELECT file FROM pragma_database_list WHERE name = 'main'")
+                    .fetch_one(c.pool())
+                    .await
+                    .unwrap();
+            assert_eq!(
+                std::fs::canonicalize(&opened).unwrap(),
+                std::fs::canonicalize(&expected).unwrap(),
+                "{url}"
+            );
+            assert!(expected.starts_with(dir.path()), "{url}: {}", expected.display());
+        }
+        assert!(file.exists(), "the catalog is where its path says");
+        assert_eq!(sqlite_file(&sqlite_url(&file).unwrap()).unwrap().unwrap(), file);
+        assert_eq!(sqlite_file("sqlite::memory:").unwrap(), None);
+        assert_eq!(sqlite_file("postgres://u@h/db").unwrap(), None);
+        assert_eq!(
+            sqlite_file("sqlite:///srv/weft/catalog.db?mode=ro").unwrap(),
+            Some(PathBuf::from("/srv/weft/catalog.db"))
+        );
     }
 
     #[test]
