@@ -1319,7 +1319,8 @@ pub trait Access: Send + Sync {
 pub trait Policies: Send + Sync {
     /// `register_object(s)` record a `written` event per object and `add_avu`, `add_avus`,
     /// `set_avu` and `remove_avu` a `meta` event per node and attribute, in their own
-    /// transactions. The oldest `limit` events not yet deleted:
+    /// transactions, while a policy rule or a QoS requirement exists (nothing else reads
+    /// them). The oldest `limit` events not yet deleted:
     async fn events(&self, limit: u32) -> Result<Vec<NodeEvent>, Error>;
 
     /// Forgets handled events (ids unknown are ignored).

@@ -175,6 +175,8 @@ async fn sqlite_registers_new_objects_in_the_callers_thread() {
     for dir in ["/z/direct", "/z/general"] {
         c.create_collection(&p(dir), admin, false).await.unwrap();
     }
+    // Events are recorded while a rule listens.
+    c.put_policy_rules(&[("r".into(), "{}".into())]).await.unwrap();
     // More than one statement's worth of nodes, some with S3 attributes and metadata.
     let group = |dir: &str| -> Vec<NewObject> {
         (0..70)
@@ -2890,7 +2892,25 @@ async fn event_list(c: &SqlCatalog) -> Vec<(i64, String, Option<String>)> {
 
 async fn events_record_writes_and_metadata(c: &SqlCatalog) {
     let (admin, disk) = zone(c).await;
+    // Nothing listens (no rule, no QoS requirement): nothing is recorded.
+    let quiet = c
+        .register_objects(&[obj("/z/q1", admin, disk, "kq1"), obj("/z/q2", admin, disk, "kq2")])
+        .await
+        .unwrap();
+    c.add_avu(quiet[0].node.id, &avu("colour", "red")).await.unwrap();
     assert!(c.events(10).await.unwrap().is_empty());
+    // A QoS requirement listens as a rule does.
+    let qos = c.add_qos(&p("/z"), "replicas = 2", admin).await.unwrap();
+    c.add_avu(quiet[1].node.id, &avu("colour", "red")).await.unwrap();
+    assert_eq!(
+        event_list(c).await,
+        [(quiet[1].node.id, "meta".to_owned(), Some("colour".to_owned()))]
+    );
+    c.delete_events(&[c.events(1).await.unwrap()[0].id])
+        .await
+        .unwrap();
+    c.put_policy_rules(&[("r".into(), "{}".into())]).await.unwrap();
+    c.delete_qos(qos.id).await.unwrap();
     let a = c
         .register_object(&obj("/z/a", admin, disk, "ka"))
         .await
@@ -2954,6 +2974,13 @@ async fn events_record_writes_and_metadata(c: &SqlCatalog) {
     // Ids are never reused once deleted.
     c.add_avu(a.id, &avu("again", "1")).await.unwrap();
     assert!(c.events(1).await.unwrap()[0].id > *rest.last().unwrap());
+    // Once nothing listens again, nothing more is recorded.
+    c.delete_policy_rule("r").await.unwrap();
+    c.add_avu(a.id, &avu("unheard", "1")).await.unwrap();
+    c.register_object(&obj("/z/q3", admin, disk, "kq3"))
+        .await
+        .unwrap();
+    assert_eq!(event_list(c).await.len(), 1);
 }
 
 async fn policy_rules_put_list_remove(c: &SqlCatalog) {
@@ -3194,6 +3221,7 @@ async fn qos_requirements(c: &SqlCatalog) {
 
 async fn copy_places_of_many_objects(c: &SqlCatalog) {
     let (admin, disk) = zone(c).await;
+    c.put_policy_rules(&[("r".into(), "{}".into())]).await.unwrap();
     let tape = c.create_resource(&new_resource("tape")).await.unwrap().id;
     let objects: Vec<NewObject> = (0..1200)
         .map(|i| obj(&format!("/z/o{i}"), admin, disk, &format!("k{i}")))
