@@ -105,7 +105,7 @@ def staged_uploads(zone) -> list[pathlib.Path]:
 def test_ctrl_c_cancels_a_put_cleanly(zone, client, home, tmp_path, streams) -> None:
     big = tmp_path / "big.bin"
     with open(big, "wb") as f:
-        f.write(os.urandom(1 << 20) * 512)
+        f.write(os.urandom(1 << 20) * 1024)
     staged = zone.data_dir / "resources" / "default" / ".weft-tmp"
     # Ctrl-C as soon as the zone has begun to stage the upload (progress is reported only
     # every 300 ms, by when a fast machine is nearly done), with most of it still to go.
