@@ -10,10 +10,11 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 
 import fsspec
 import pytest
-from conftest import free_port
+from conftest import Zone, free_port
 
 import weft
 
@@ -101,14 +102,30 @@ def staged_uploads(zone) -> list[pathlib.Path]:
     return [p for p in tmp.glob("up-*")] if tmp.exists() else []
 
 
+@pytest.fixture(scope="module")
+def slow_zone(zone_root: pathlib.Path) -> Iterator[Zone]:
+    """A zone that holds every piece it receives for 2 s (the test build's hold point
+    ``piece-received``): an upload into it is still under way whenever a test looks, on
+    however fast a machine."""
+    z = Zone("slow", zone_root / "slow-data")
+    z.env = {"FAILPOINTS": "piece-received=return(2000)"}
+    z.run()
+    yield z
+    z.stop()
+
+
 @pytest.mark.parametrize("streams", [1, None])
-def test_ctrl_c_cancels_a_put_cleanly(zone, client, home, tmp_path, streams) -> None:
+def test_ctrl_c_cancels_a_put_cleanly(slow_zone, tmp_path, streams) -> None:
+    zone = slow_zone
+    client = weft.Client(zone.url, zone.token, progress=False)
+    home = f"/slow/home/admin/ctrl-c-{streams}"
+    client.mkdir(home)
     big = tmp_path / "big.bin"
     with open(big, "wb") as f:
-        f.write(os.urandom(1 << 20) * 1024)
+        f.write(os.urandom(1 << 20) * 256)
     staged = zone.data_dir / "resources" / "default" / ".weft-tmp"
-    # Ctrl-C as soon as the zone has begun to stage the upload (progress is reported only
-    # every 300 ms, by when a fast machine is nearly done), with most of it still to go.
+    # Ctrl-C once the zone has begun to stage the upload: every piece is held 2 s, so the
+    # put is under way then, and the client looks for Ctrl-C every 100 ms.
     child = run_child(
         zone,
         f"""
@@ -139,7 +156,11 @@ def test_ctrl_c_cancels_a_put_cleanly(zone, client, home, tmp_path, streams) -> 
     assert rc == 130 and "interrupted after" in out, (rc, out)
     assert float(out.split()[-1]) < 10, out
     assert not client.exists(f"{home}/big.bin")
-    # What the zone had staged for it was dropped at once, not left for the idle sweep.
+    # What the zone had staged for it was dropped at once (once the pieces it was holding
+    # ended), not left for the idle sweep.
+    deadline = time.monotonic() + 10
+    while staged_uploads(zone) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert staged_uploads(zone) == []
 
 

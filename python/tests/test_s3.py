@@ -1564,8 +1564,8 @@ def test_a_users_key_cannot_touch_another_users_home(gw: Gateway, p: str) -> Non
     assert error_of(bob.put_object, Bucket=ha, Key=f"{p}planted.txt", Body=b"bob was here") == (403, "AccessDenied")
     assert error_of(bob.put_object, Bucket=ha, Key=key, Body=b"overwritten") == (403, "AccessDenied")
     assert error_of(bob.delete_object, Bucket=ha, Key=key) == (403, "AccessDenied")
-    r = bob.delete_objects(Bucket=ha, Delete={"Objects": [{"Key": key}]})
-    assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [(key, "AccessDenied")] and not r.get("Deleted")
+    # A home bob can reach no part of is refused whole, as one of nobody is.
+    assert error_of(bob.delete_objects, Bucket=ha, Delete={"Objects": [{"Key": key}]}) == (403, "AccessDenied")
     assert error_of(bob.copy_object, Bucket=hb, Key=f"{p}stolen.txt", CopySource={"Bucket": ha, "Key": key}) == (
         403,
         "AccessDenied",
@@ -1602,7 +1602,7 @@ def test_a_collection_shared_inside_a_bucket_lists_with_its_prefix(gw: Gateway, 
 def test_home_buckets_of_names_that_are_not_bucket_names(gw: Gateway, p: str) -> None:
     gw.zone.ok("user", "add", "data_mgr")
     key = Key(gw.zone.json("s3", "key", "create", "--user", "data_mgr"))
-    assert re.fullmatch(r"home-[0-9a-f]{16}", key.home_bucket), key.home_bucket
+    assert re.fullmatch(r"home--[0-9a-f]{16}", key.home_bucket), key.home_bucket
     mine = client(gw.url, key)
     mine.put_object(Bucket=key.home_bucket, Key=f"{p}x", Body=b"hashed home")
     assert mine.get_object(Bucket=key.home_bucket, Key=f"{p}x")["Body"].read() == b"hashed home"

@@ -106,9 +106,28 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 type KeySet = Arc<HashMap<String, DecodingKey>>;
 
+/// How long an issuer's discovery document is kept: a change of its endpoints shows within
+/// this, and a sign-in page that anybody may load costs the issuer no request.
+const DISCOVERY_FRESH: Duration = Duration::from_secs(300);
+
+/// What weft reads of an issuer's discovery document.
+#[derive(Clone, Deserialize)]
+pub(crate) struct Discovery {
+    pub jwks_uri: Option<String>,
+    pub authorization_endpoint: Option<String>,
+    pub token_endpoint: Option<String>,
+}
+
+/// The last discovery document fetched of one issuer, or the last failure: a document for
+/// [`DISCOVERY_FRESH`], a failure for [`REFRESH_EVERY`], so that neither the sign-in page
+/// nor garbage tokens make a request to the issuer each.
+type Discovered = Option<(Instant, Result<Discovery, String>)>;
+
 /// The keys of one issuer.
 #[derive(Default)]
 struct Keys {
+    /// Held across a fetch of the discovery document: at most one in flight.
+    discovery: tokio::sync::Mutex<Discovered>,
     /// The last keys fetched; replaced whole by a successful fetch, held only to clone.
     current: RwLock<KeySet>,
     /// When the last fetch ended (or began, while one is in flight). Held across a fetch,
@@ -239,7 +258,7 @@ impl OidcVerifier {
             // Stamped before (a request dropped mid-fetch counts) and after the fetch (the
             // interval runs from its end, however long it hung).
             *last = Some(Instant::now());
-            let fetched = self.fetch_keys(&self.issuers[i]).await;
+            let fetched = self.fetch_keys(i).await;
             *last = Some(Instant::now());
             *keys.current.write().expect("not poisoned") = Arc::new(fetched?);
         }
@@ -248,7 +267,8 @@ impl OidcVerifier {
             .ok_or_else(|| unauthenticated(format!("no key {kid:?} in the issuer's JWKS")))
     }
 
-    async fn fetch_keys(&self, config: &OidcIssuer) -> Result<HashMap<String, DecodingKey>, Error> {
+    async fn fetch_keys(&self, i: usize) -> Result<HashMap<String, DecodingKey>, Error> {
+        let config = &self.issuers[i];
         let unavailable = |e: String| {
             Error::new(
                 ErrorCode::StorageUnavailable,
@@ -257,18 +277,12 @@ impl OidcVerifier {
         };
         let jwks_uri = match &config.jwks_uri {
             Some(u) => u.clone(),
-            None => {
-                #[derive(Deserialize)]
-                struct Discovery {
-                    jwks_uri: String,
-                }
-                let url = format!(
-                    "{}/.well-known/openid-configuration",
-                    config.issuer.trim_end_matches('/')
-                );
-                let d: Discovery = self.get_json(&url).await.map_err(unavailable)?;
-                d.jwks_uri
-            }
+            None => self
+                .discovery(i)
+                .await
+                .map_err(unavailable)?
+                .jwks_uri
+                .ok_or_else(|| unavailable("its discovery document names no jwks_uri".into()))?,
         };
         let set: JwkSet = self.get_json(&jwks_uri).await.map_err(unavailable)?;
         let mut out = HashMap::new();
@@ -278,6 +292,27 @@ impl OidcVerifier {
             }
         }
         Ok(out)
+    }
+
+    /// Issuer `i`'s discovery document, as last fetched while it is fresh (see
+    /// [`Discovered`]). The error names the document's URL.
+    pub(crate) async fn discovery(&self, i: usize) -> Result<Discovery, String> {
+        let mut cached = self.keys[i].discovery.lock().await;
+        match &*cached {
+            Some((at, Ok(d))) if at.elapsed() < DISCOVERY_FRESH => return Ok(d.clone()),
+            Some((at, Err(e))) if at.elapsed() < REFRESH_EVERY => return Err(e.clone()),
+            _ => {}
+        }
+        let url = format!(
+            "{}/.well-known/openid-configuration",
+            self.issuers[i].issuer.trim_end_matches('/')
+        );
+        let got = self
+            .get_json::<Discovery>(&url)
+            .await
+            .map_err(|e| format!("{url}: {e}"));
+        *cached = Some((Instant::now(), got.clone()));
+        got
     }
 
     /// `url`'s JSON answer; the error as text, for a message naming the issuer.

@@ -306,6 +306,121 @@ async fn upload_in_pieces_combines_to_the_whole_file_checksum() {
     assert_eq!(report["checks"][0]["ok"], true);
 }
 
+/// A permission revoked while an upload is open ends the upload: its next piece and its
+/// completion are refused, and nothing appears (S3's parts are checked the same way).
+#[tokio::test]
+async fn an_upload_ends_with_the_permission_it_began_with() {
+    let z = start().await;
+    let admin = z.admin_token.clone();
+    let alice = z.user("alice").await;
+    let mkdir = z.post("mkdir/z/home/admin/inbox", &admin).send().await.unwrap();
+    assert_eq!(mkdir.status(), 201, "{}", mkdir.text().await.unwrap());
+    let grant = |permission: &'static str| {
+        z.post("acl/z/home/admin/inbox", &admin)
+            .json(&json!({"principal": "alice", "permission": permission}))
+            .send()
+    };
+    assert_eq!(grant("write").await.unwrap().status(), 204);
+    let open = || async {
+        let r = z
+            .post("uploads", &alice)
+            .json(&json!({"path": "/z/home/admin/inbox/drop", "size": 2 << 16, "piece_size": 1 << 16}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+        let up: Value = r.json().await.unwrap();
+        up["id"].as_str().unwrap().to_owned()
+    };
+    let piece = |id: String, i: u64| {
+        z.put(&format!("uploads/{id}/{i}"), &alice)
+            .body(vec![7u8; 1 << 16])
+            .send()
+    };
+    let complete = |id: String| {
+        z.post(&format!("uploads/{id}/complete"), &alice)
+            .json(&json!({}))
+            .send()
+    };
+    // One upload revoked between its pieces, one with every piece in before.
+    let (halfway, full) = (open().await, open().await);
+    assert_eq!(piece(halfway.clone(), 0).await.unwrap().status(), 200);
+    for i in 0..2 {
+        assert_eq!(piece(full.clone(), i).await.unwrap().status(), 200);
+    }
+    assert_eq!(grant("none").await.unwrap().status(), 204);
+    assert_eq!(
+        code(piece(halfway.clone(), 1).await.unwrap()).await,
+        (403, "forbidden".into())
+    );
+    assert_eq!(
+        code(complete(full.clone()).await.unwrap()).await,
+        (403, "forbidden".into())
+    );
+    assert_eq!(
+        code(complete(halfway).await.unwrap()).await,
+        (403, "forbidden".into())
+    );
+    let stat = z
+        .get("stat/z/home/admin/inbox/drop", &admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(code(stat).await.0, 404, "nothing was created");
+    // Given back, the open upload completes.
+    assert_eq!(grant("write").await.unwrap().status(), 204);
+    assert_eq!(complete(full).await.unwrap().status(), 201);
+}
+
+/// Re-reading every replica (`?verify`) costs the zone a full read of each, remote ones
+/// included: it is for those who own the object, not for every reader.
+#[tokio::test]
+async fn only_owners_make_the_zone_reread_replicas() {
+    let z = start().await;
+    let admin = z.admin_token.clone();
+    let alice = z.user("alice").await;
+    assert_eq!(
+        z.put_bytes("/z/home/admin/shared", b"shared bytes", &admin)
+            .await
+            .status(),
+        201
+    );
+    let r = z
+        .post("acl/z/home/admin/shared", &admin)
+        .json(&json!({"principal": "alice", "permission": "write"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let stored = z
+        .post("checksum/z/home/admin/shared", &alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stored.status(), 200, "a reader sees the stored checksum");
+    let verify = z
+        .post("checksum/z/home/admin/shared?verify=true", &alice)
+        .send()
+        .await
+        .unwrap();
+    let (status, code, message) = code_of(verify).await;
+    assert_eq!((status, code.as_str()), (403, "forbidden"), "{message}");
+    assert!(message.contains("own"), "{message}");
+    let r = z
+        .post("acl/z/home/admin/shared", &admin)
+        .json(&json!({"principal": "alice", "permission": "own"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let verify = z
+        .post("checksum/z/home/admin/shared?verify=true", &alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(verify.status(), 200);
+}
+
 #[tokio::test]
 async fn upload_with_a_wrong_checksum_leaves_nothing() {
     let z = start().await;

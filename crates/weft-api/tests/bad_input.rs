@@ -580,6 +580,51 @@ async fn hostile_upload_sessions_are_refused_early_and_bounded() {
     assert_eq!(open(body).await.unwrap().status(), 201);
 }
 
+/// A few users at their own bound cannot take every open upload of the zone: the last
+/// quarter goes only to users holding fewer than 8, so another user still gets in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_few_users_cannot_take_every_upload_of_the_zone() {
+    let z = start().await;
+    let mut held = Vec::new();
+    for u in 0..8 {
+        let name = format!("heavy{u}");
+        let t = z.user(&name).await;
+        let mut n = 0u64;
+        loop {
+            let body = json!({"path": format!("/z/home/{name}/f{n}"), "size": 1});
+            let r = z.post("uploads", &t).json(&body).send().await.unwrap();
+            if r.status() != 201 {
+                let (status, code, message) = common::code_of(r).await;
+                assert_eq!((status, code.as_str()), (429, "limit_exceeded"), "{message}");
+                break;
+            }
+            n += 1;
+        }
+        held.push(n);
+    }
+    let open: u64 = held.iter().sum();
+    let reserved = weft_zone::UPLOAD_SESSIONS_RESERVED;
+    let share = weft_zone::UPLOAD_FAIR_SHARE;
+    assert_eq!(held[..6], [64; 6], "{held:?}");
+    assert_eq!(
+        held[6..],
+        [share; 2],
+        "past the reserve, a user gets its fair share: {held:?}"
+    );
+    assert_eq!(open, weft_zone::UPLOAD_SESSIONS_PER_ZONE - reserved + 2 * share);
+    let alice = z.user("alice").await;
+    for i in 0..share {
+        let body = json!({"path": format!("/z/home/alice/f{i}"), "size": 1});
+        let r = z.post("uploads", &alice).json(&body).send().await.unwrap();
+        assert_eq!(r.status(), 201, "alice's upload {i}");
+    }
+    let body = json!({"path": "/z/home/alice/one-more", "size": 1});
+    let (status, _, message) =
+        common::code_of(z.post("uploads", &alice).json(&body).send().await.unwrap()).await;
+    assert_eq!(status, 429);
+    assert!(message.contains(&format!("fewer than {share}")), "{message}");
+}
+
 /// A user without read permission learns nothing of what lies below, not even whether a
 /// path exists: `stat`, `ls`, a read, metadata, ACLs and exports answer the same `forbidden`
 /// for a path that exists and one that does not. Whoever may read sees `not_found`.

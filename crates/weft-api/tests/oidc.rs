@@ -14,8 +14,12 @@ use weft_api::OidcIssuer;
 use weft_testkit::keycloak::{weft_realm_fixture, Keycloak};
 
 fn issuer(kc: &Keycloak, audience: &str) -> OidcIssuer {
+    issuer_at(kc.issuer("weft"), audience)
+}
+
+fn issuer_at(url: String, audience: &str) -> OidcIssuer {
     OidcIssuer {
-        issuer: kc.issuer("weft"),
+        issuer: url,
         audience: audience.into(),
         user_claim: "preferred_username".into(),
         groups_claim: "groups".into(),
@@ -470,5 +474,85 @@ async fn key_refresh_never_blocks_known_keys() {
     assert_eq!((status, code.as_str()), (401, "unauthenticated"), "{message}");
     assert!(message.contains("rotated-key"), "{message}");
     assert_eq!(jwks.requests.load(Ordering::SeqCst), 2);
+    server.abort();
+}
+
+/// The sign-in page, which anybody may load, asks the issuer's discovery document once for
+/// many loads (the document is kept), and once more only after a failed fetch's pause. The
+/// issuer here is a local server that counts what it is asked; the document is one of the
+/// form Keycloak serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_pages_do_not_ask_the_issuer_each() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let down = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer_url = format!("http://{}/realms/weft", listener.local_addr().unwrap());
+    let document = json!({
+        "issuer": issuer_url,
+        "authorization_endpoint": format!("{issuer_url}/protocol/openid-connect/auth"),
+        "token_endpoint": format!("{issuer_url}/protocol/openid-connect/token"),
+        "jwks_uri": format!("{issuer_url}/protocol/openid-connect/certs"),
+    });
+    let app = axum::Router::new().route(
+        "/realms/weft/.well-known/openid-configuration",
+        axum::routing::get({
+            let (asked, down) = (asked.clone(), down.clone());
+            move || async move {
+                asked.fetch_add(1, Ordering::SeqCst);
+                if down.load(Ordering::SeqCst) {
+                    Err(axum::http::StatusCode::SERVICE_UNAVAILABLE)
+                } else {
+                    Ok(axum::Json(document))
+                }
+            }
+        }),
+    );
+    let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let z = start_with(
+        None,
+        vec![OidcIssuer {
+            web_client_id: Some("weft-web".into()),
+            ..issuer_at(issuer_url.clone(), "weft")
+        }],
+    )
+    .await;
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let load = || async {
+        let r = browser
+            .get(format!("{}/login/oidc/0", z.url))
+            .send()
+            .await
+            .unwrap();
+        let to = r
+            .headers()
+            .get("location")
+            .map(|l| l.to_str().unwrap().to_owned());
+        (r.status().as_u16(), to)
+    };
+    // The issuer is down: the page says so, and asks again only after the pause.
+    for _ in 0..10 {
+        let (status, to) = load().await;
+        assert_eq!((status, to), (503, None));
+    }
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "a failed fetch is not repeated at once"
+    );
+    down.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(10_500)).await;
+    for _ in 0..20 {
+        let (status, to) = load().await;
+        assert_eq!(status, 303);
+        let to = to.expect("a redirect to the issuer");
+        assert!(
+            to.starts_with(&format!("{issuer_url}/protocol/openid-connect/auth?")),
+            "{to}"
+        );
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "the document is kept");
     server.abort();
 }

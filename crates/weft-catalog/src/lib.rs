@@ -1023,6 +1023,10 @@ pub trait Throughput: Send + Sync {
     async fn throughput(&self, step: Millis, since: Millis) -> Result<Vec<ThroughputBucket>, Error>;
 }
 
+/// The most web sessions a user holds: opening one more ends the least recently used, so
+/// that signing in again and again grows no table.
+pub const WEB_SESSIONS_PER_USER: usize = 32;
+
 /// Sessions of the web interface, shared by every server of a zone.
 #[async_trait]
 pub trait WebSessions: Send + Sync {
@@ -1312,6 +1316,10 @@ pub trait Access: Send + Sync {
         path: &LogicalPath,
         principal_ids: &[i64],
     ) -> Result<Permission, Error>;
+
+    /// Whether any of `principal_ids` has an ACL entry on a node strictly below `path`: a
+    /// caller with no permission on a collection may still reach into it there.
+    async fn has_acl_below(&self, path: &LogicalPath, principal_ids: &[i64]) -> Result<bool, Error>;
 }
 
 /// The policy engine's events, rules and tasks, and QoS requirements.

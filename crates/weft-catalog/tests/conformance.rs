@@ -1379,6 +1379,28 @@ async fn web_sessions_live_with_their_token_and_user(c: &SqlCatalog) {
         code(c.create_web_session("o4", 424242, &grant, None, "x", 0, 0).await),
         ErrorCode::NotFound
     );
+    // A user's sessions are bounded: the least recently used end first.
+    let bound = weft_catalog::WEB_SESSIONS_PER_USER;
+    c.touch_web_session("o1", i64::MAX / 2).await.unwrap();
+    for i in 0..bound {
+        c.create_web_session(&format!("many{i}"), bob.id, &plain, None, "c", 0, 0)
+            .await
+            .unwrap();
+    }
+    assert!(
+        c.web_session("o1").await.unwrap().is_some(),
+        "the most recently used stays"
+    );
+    assert_eq!(
+        c.web_session("o2").await.unwrap(),
+        None,
+        "the least recently used went"
+    );
+    let mut left = 0;
+    for i in 0..bound {
+        left += usize::from(c.web_session(&format!("many{i}")).await.unwrap().is_some());
+    }
+    assert_eq!(left + 1, bound, "one of the new ones gave way to o1");
     c.delete_principal(&name("bob")).await.unwrap();
     assert_eq!(c.web_session("o1").await.unwrap(), None);
 }
@@ -2563,6 +2585,32 @@ async fn acl_inheritance_groups_and_owner(c: &SqlCatalog) {
     assert_eq!(perm("/z/proj", vec![]).await, Permission::None);
     assert_eq!(home.owner_id, alice.id);
 
+    // An entry strictly below a collection is a way into it; one on it or beside it is not.
+    let below = |path: &'static str, ids: Vec<i64>| {
+        let path = p(path);
+        async move { c.has_acl_below(&path, &ids).await.unwrap() }
+    };
+    assert!(!below("/z/home/alice", vec![bob.id]).await);
+    c.set_acl(&p("/z/home/alice/mine"), lab.id, Permission::Read, false)
+        .await
+        .unwrap();
+    assert!(below("/z/home/alice", bob_ids.clone()).await, "through the group");
+    assert!(!below("/z/home/alice", vec![bob.id]).await);
+    assert!(
+        !below("/z/home/alice/mine", bob_ids.clone()).await,
+        "on the node itself"
+    );
+    assert!(
+        !below("/z/home/alic", bob_ids.clone()).await,
+        "a sibling's prefix"
+    );
+    assert!(below("/z", vec![alice.id]).await);
+    assert!(!below("/z/home/alice", vec![]).await);
+    c.set_acl(&p("/z/home/alice/mine"), lab.id, Permission::None, false)
+        .await
+        .unwrap();
+    assert!(!below("/z/home/alice", bob_ids.clone()).await);
+
     // Recursive set and removal.
     c.set_acl(&p("/z/proj"), bob.id, Permission::Read, true)
         .await
@@ -3435,7 +3483,16 @@ async fn uploads_and_their_pieces(c: &SqlCatalog) {
         c.upload_pieces("z.a").await.unwrap(),
         [piece(0, "0a"), piece(2, "cc")]
     );
-    assert!(c.get_upload("z.a").await.unwrap().unwrap().touched > 1000);
+    let touched = c.get_upload("z.a").await.unwrap().unwrap().touched;
+    assert!(touched > 1000);
+    // A piece sent again is no progress: it keeps no upload alive past its idle limit.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    c.record_piece("z.a", &piece(2, "c2")).await.unwrap();
+    assert_eq!(c.get_upload("z.a").await.unwrap().unwrap().touched, touched);
+    c.record_piece("z.a", &piece(1, "11")).await.unwrap();
+    assert!(c.get_upload("z.a").await.unwrap().unwrap().touched > touched);
+    c.record_piece("z.a", &piece(2, "cc")).await.unwrap();
+    c.record_piece("z.a", &piece(1, "1a")).await.unwrap();
     assert!(c.upload_pieces("z.b").await.unwrap().is_empty());
     assert_eq!(
         code(c.record_piece("z.none", &piece(0, "00")).await),
@@ -3518,11 +3575,17 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
     };
     assert_eq!(c.put_upload_part("z.m", &part(2, "b")).await.unwrap(), None);
     assert_eq!(c.put_upload_part("z.m", &part(1, "a")).await.unwrap(), None);
-    // A part sent again replaces the record; the bytes of the first are garbage now.
+    let touched = c.get_upload("z.m").await.unwrap().unwrap().touched;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    // A part sent again replaces the record; the bytes of the first are garbage now. It is
+    // no progress: it keeps no upload alive past its idle limit, nor does claiming its slot.
     assert_eq!(
         c.put_upload_part("z.m", &part(1, "a2")).await.unwrap().as_deref(),
         Some("data/pp/a")
     );
+    assert!(c.claim_part_slot("z.m", 2).await.unwrap());
+    c.end_part_slot("z.m", 2).await.unwrap();
+    assert_eq!(c.get_upload("z.m").await.unwrap().unwrap().touched, touched);
     assert_eq!(
         c.upload_parts("z.m").await.unwrap(),
         [part(1, "a2"), part(2, "b")]

@@ -748,7 +748,7 @@ impl Zone {
         caller: &Caller,
         path: &LogicalPath,
     ) -> Result<Vec<(crate::ReplicaInfo, Checksum)>, Error> {
-        let node = self.node_as(caller, path, Permission::Read).await?;
+        let node = self.node_as(caller, path, Permission::Own).await?;
         if node.kind != NodeKind::Object {
             return Err(Error::new(
                 ErrorCode::IsACollection,

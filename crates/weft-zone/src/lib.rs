@@ -74,7 +74,7 @@ pub use replication::REPLICA_AREA;
 pub use resources::ResourceInfo;
 pub use s3::{
     bucket_name_error, check_meta as check_s3_meta, etag, home_bucket, BucketInfo, BucketSpec, NewS3Key,
-    S3Object, S3Page, ANONYMOUS, HOME_BUCKET_PREFIX, S3_KEY_MAX, S3_LIST_MAX,
+    S3Object, S3Page, ANONYMOUS, HOME_BUCKET_PREFIX, S3_KEYS_PER_USER, S3_KEY_MAX, S3_LIST_MAX,
 };
 pub use scrubber::SCRUB_INTERVAL_DEFAULT;
 pub use sessions::{NewSession, Session, SESSION_IDLE_MS, SESSION_MAX_MS};
@@ -83,8 +83,9 @@ pub use staging::{StagingInfo, StagingSpec};
 pub use throughput::{Flow, ThroughputHistory, ThroughputRange, ThroughputSeries, ZoneMap};
 pub use transfers::{TransferFilter, TransferInfo, HISTORY_PAGE_MAX, TRANSFER_PIECE};
 pub use upload::{
-    UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_IDLE_LIMIT, UPLOAD_PIECES_MAX, UPLOAD_PIECE_MAX, UPLOAD_PIECE_MIN,
-    UPLOAD_SESSIONS_PER_USER, UPLOAD_SESSIONS_PER_ZONE,
+    UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_FAIR_SHARE, UPLOAD_IDLE_LIMIT, UPLOAD_PIECES_MAX,
+    UPLOAD_PIECE_MAX, UPLOAD_PIECE_MIN, UPLOAD_SESSIONS_PER_USER, UPLOAD_SESSIONS_PER_ZONE,
+    UPLOAD_SESSIONS_RESERVED,
 };
 pub use weft_catalog::{act_as, acting, current_actor, Actor, AuditEntry, AuditQuery};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};

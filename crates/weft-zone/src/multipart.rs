@@ -618,10 +618,12 @@ fn merged_checksum(picked: &[UploadPart], stride: u64, size: u64) -> Option<Chec
 /// The parts `chosen` names, from those the upload `have`s, in order. Errors name the
 /// first part that does not fit.
 fn pick(have: &[UploadPart], chosen: &[(u32, String)]) -> Result<Vec<UploadPart>, Error> {
+    // By number, so that a completion of 10,000 parts costs 10,000 lookups, not 10⁸.
+    let have: std::collections::HashMap<u32, &UploadPart> = have.iter().map(|p| (p.part, p)).collect();
     chosen
         .iter()
-        .map(|(n, md5)| match have.iter().find(|p| p.part == *n) {
-            Some(p) if p.md5 == *md5 => Ok(p.clone()),
+        .map(|(n, md5)| match have.get(n) {
+            Some(p) if p.md5 == *md5 => Ok((*p).clone()),
             Some(_) => Err(Error::invalid(format!(
                 "part {n} was sent again since; its ETag is no longer {md5}"
             ))),

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use weft_catalog::{CopyPlace, NewPolicyTask, Node, PolicyTask};
+use weft_catalog::{CopyPlace, NewPolicyTask, Node, NodeEvent, PolicyTask};
 use weft_policy::{Action, Event, Place, Rule, Trigger};
 use weft_transfer::{TransferSpec, Verify};
 use weft_types::{
@@ -109,8 +109,13 @@ impl Worker for PolicyEngine {
 impl Zone {
     /// One pass of the engine; how many events and tasks it handled.
     pub(crate) async fn policy_pass(self: &Arc<Self>) -> Result<u64, Error> {
+        // The events before the rules: a rule that existed when an event was written is
+        // then among the rules read. Read the other way round, a rule added between the two
+        // reads missed the events written after it, which were deleted unmatched.
+        let events = self.catalog.events(BATCH).await?;
+        crate::failpoints::hold_point!("policy-pass-between-reads");
         let rules: Vec<Rule> = self.policy_rules().await?.into_iter().map(|r| r.rule).collect();
-        let mut n = self.handle_events(&rules).await?;
+        let mut n = self.handle_events(events, &rules).await?;
         n += self.run_schedules(&rules).await?;
         if self.engine_state.qos_dirty.swap(false, Ordering::Relaxed) {
             if let Err(e) = self.evaluate_qos().await {
@@ -123,8 +128,7 @@ impl Zone {
         Ok(n)
     }
 
-    async fn handle_events(&self, rules: &[Rule]) -> Result<u64, Error> {
-        let events = self.catalog.events(BATCH).await?;
+    async fn handle_events(&self, events: Vec<NodeEvent>, rules: &[Rule]) -> Result<u64, Error> {
         if events.is_empty() {
             return Ok(0);
         }

@@ -18,6 +18,9 @@ pub const ANONYMOUS: &str = "anonymous";
 /// Home buckets are `home-<user>`; declared buckets may not look like one.
 pub const HOME_BUCKET_PREFIX: &str = "home-";
 
+/// The most access keys a user holds.
+pub const S3_KEYS_PER_USER: usize = 32;
+
 /// Listings return at most this many keys per page, as S3 does.
 pub const S3_LIST_MAX: usize = 1000;
 
@@ -112,15 +115,21 @@ pub const S3_KEY_MAX: usize = 1024;
 const KEY_CACHE_LIFETIME: Duration = Duration::from_secs(5);
 const KEY_CACHE_SIZE: usize = 10_000;
 
-/// `home-<user>` when that is a valid bucket name, else `home-` and 16 hex digits of the
-/// user's BLAKE3 (names with `_`, `#`, `..` or over 58 bytes).
+/// What follows [`HOME_BUCKET_PREFIX`] in a hashed home bucket's name: a `-`, which no
+/// user name starts with, so that no user's plain name spells another user's hashed one.
+const HASHED_HOME_MARK: char = '-';
+
+/// `home-<user>` when that is a valid bucket name, else `home--` and 16 hex digits of the
+/// user's BLAKE3 (names with `_`, `#`, `..` or over 58 bytes). The two forms never meet:
+/// a user name starts with a letter or `_`, never with the `-` of the hashed form, so the
+/// mapping from users to buckets is one-to-one by construction.
 pub fn home_bucket(user: &PrincipalName) -> String {
     let plain = format!("{HOME_BUCKET_PREFIX}{user}");
     if bucket_name_error(&plain).is_none() {
         return plain;
     }
     let h = blake3::hash(user.as_str().as_bytes()).to_hex();
-    format!("{HOME_BUCKET_PREFIX}{}", &h[..16])
+    format!("{HOME_BUCKET_PREFIX}{HASHED_HOME_MARK}{}", &h[..16])
 }
 
 /// Why `name` is not a bucket name S3 clients accept (3-63 of `[a-z0-9.-]`, starting and
@@ -154,6 +163,12 @@ fn random_text(alphabet: &[u8], len: usize) -> String {
         .collect()
 }
 
+/// The one answer to a home bucket that is nobody's, or that the caller can reach no part
+/// of.
+fn not_your_home(name: &str) -> Error {
+    Error::forbidden(format!("bucket {name} is not a home you may use"))
+}
+
 /// Whether `caller` may manage the keys of `owner`.
 fn may_manage(caller: &Caller, owner: &PrincipalName) -> bool {
     caller.is_admin || *owner == caller.name
@@ -185,6 +200,18 @@ impl Zone {
             return Err(Error::invalid(format!(
                 "{name} is a group; S3 keys belong to users"
             )));
+        }
+        // Servers creating keys at the same instant may each pass: the bound holds within
+        // a few, which is all it is for (no user grows the table without end).
+        let held = self.catalog.s3_keys(Some(principal.id)).await?.len();
+        if held >= S3_KEYS_PER_USER {
+            return Err(Error::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "{name} holds {held} access keys, the most a user may ({S3_KEYS_PER_USER}); \
+                     remove one with `weft s3 key rm`"
+                ),
+            ));
         }
         // 20 characters like AWS's, 100 random bits; the secret has 240.
         let access_key = format!("WEFT{}", random_text(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16));
@@ -428,9 +455,20 @@ impl Zone {
         }))
     }
 
-    /// The collection of bucket `name`: a declared one, or the home of the user whose
-    /// home bucket it is. Unknown: `not_found`. Permissions are the operation's to check.
-    pub async fn s3_bucket_path(&self, name: &str) -> Result<LogicalPath, Error> {
+    /// The collection of bucket `name` as `caller` may name it: a declared one, or the
+    /// home of the user whose home bucket it is. Unknown: `not_found`. The operation checks
+    /// its own permissions; but a home that the caller can reach no part of answers as a
+    /// home of nobody does, whatever the operation and the key, so that home buckets do not
+    /// tell who has an account (nor, for hashed names, the user's name).
+    pub async fn s3_bucket_path(&self, caller: &Caller, name: &str) -> Result<LogicalPath, Error> {
+        let path = self.bucket_path(name).await?;
+        if name.starts_with(HOME_BUCKET_PREFIX) && !self.reaches_into(caller, &path).await? {
+            return Err(not_your_home(name));
+        }
+        Ok(path)
+    }
+
+    async fn bucket_path(&self, name: &str) -> Result<LogicalPath, Error> {
         let generation = self.auth_cache.generation();
         if let Some((g, at, path)) = self.s3_keys.buckets.lock().expect("not poisoned").get(name) {
             if *g == generation && at.elapsed() < KEY_CACHE_LIFETIME {
@@ -446,6 +484,20 @@ impl Zone {
         Ok(path)
     }
 
+    /// Whether `caller` holds a permission on the collection `path`, or an ACL entry on
+    /// something below it (a collection shared out of someone's home).
+    async fn reaches_into(&self, caller: &Caller, path: &LogicalPath) -> Result<bool, Error> {
+        let home = LogicalPath::zone_root(&self.name).join("home")?;
+        if caller.is_admin || path.name() == caller.name.as_str() && path.parent() == Some(home) {
+            return Ok(true);
+        }
+        let ids = &caller.principal_ids;
+        Ok(
+            self.catalog.effective_permission(path, ids).await? >= Permission::Read
+                || self.catalog.has_acl_below(path, ids).await?,
+        )
+    }
+
     async fn find_bucket(&self, name: &str) -> Result<LogicalPath, Error> {
         if let Some(b) = self.catalog.s3_bucket(name).await? {
             return Ok(b.path);
@@ -455,15 +507,17 @@ impl Zone {
         };
         // A home bucket that is nobody's is refused as another's is, so that bucket names
         // do not tell who has an account.
-        let nobodys = || Error::forbidden(format!("bucket {name} is not a home you may use"));
-        // `home-<user>` names its user; a hashed name (16 hex digits) needs the users
-        // searched.
-        if let Some(u) = PrincipalName::parse(rest).ok().filter(|u| home_bucket(u) == name) {
-            if let Some(home) = self.home_of(&u).await? {
-                return Ok(home.path);
-            }
-        }
-        let hashed = rest.len() == 16 && rest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let nobodys = || not_your_home(name);
+        // `home-<user>` names its user; a hashed name (`home--` and 16 hex digits) needs
+        // the users searched.
+        let Some(hex) = rest.strip_prefix(HASHED_HOME_MARK) else {
+            let user = PrincipalName::parse(rest).ok().filter(|u| home_bucket(u) == name);
+            return match user {
+                Some(u) => Ok(self.home_of(&u).await?.ok_or_else(nobodys)?.path),
+                None => Err(nobodys()),
+            };
+        };
+        let hashed = hex.len() == 16 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         if !hashed {
             return Err(nobodys());
         }
@@ -764,7 +818,24 @@ fn declared(b: S3Bucket) -> BucketInfo {
 
 #[cfg(test)]
 mod tests {
-    use super::successor;
+    use super::{home_bucket, successor};
+    use weft_types::PrincipalName;
+
+    #[test]
+    fn no_plain_home_bucket_spells_a_hashed_one() {
+        let jane = PrincipalName::parse("jane_doe").unwrap();
+        let hashed = home_bucket(&jane);
+        let hex = hashed.strip_prefix("home--").expect("hashed form");
+        assert_eq!(hex.len(), 16, "{hashed}");
+        // The user named after the hash gets a bucket of the plain form, not jane_doe's.
+        let mimic = PrincipalName::parse(hex).or_else(|_| PrincipalName::parse(&format!("a{}", &hex[1..])));
+        assert_ne!(home_bucket(&mimic.unwrap()), hashed);
+        assert!(
+            PrincipalName::parse(&format!("-{hex}")).is_err(),
+            "a user name may not start with '-'"
+        );
+        assert_eq!(home_bucket(&PrincipalName::parse("alice").unwrap()), "home-alice");
+    }
 
     #[test]
     fn successor_is_past_every_extension() {

@@ -16,15 +16,16 @@ use std::task::{Context, Poll};
 use weft_catalog::{UploadPiece, UploadRecord};
 use weft_storage::Store;
 use weft_types::{
-    Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, PieceDigest, PieceHasher, PieceSize, ResourceName,
+    Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, Permission, PieceDigest, PieceHasher, PieceSize,
+    ResourceName,
 };
 
 /// Default piece size: large enough that per-request cost vanishes, small enough that
 /// four streams keep busy on a file of a few hundred MiB.
 pub const PIECE_SIZE_DEFAULT: u64 = 32 << 20;
 
-/// An upload that received nothing for this long is abandoned (its client died): the
-/// sweeper aborts it and frees its staged pieces. A piece of a transfer takes seconds; a
+/// An upload that received no new piece for this long is abandoned (its client died): the
+/// sweeper aborts it and frees its staged pieces. A piece sent again is no progress. A piece of a transfer takes seconds; a
 /// client that pauses longer starts the file again.
 pub const UPLOAD_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
@@ -39,6 +40,12 @@ pub const UPLOAD_SESSIONS_PER_USER: u64 = 64;
 /// Counted across the zone's servers; servers opening uploads at the same instant may
 /// each pass the check, so the bound holds within a few.
 pub const UPLOAD_SESSIONS_PER_ZONE: u64 = 512;
+/// The zone's last open uploads are kept for users holding fewer than
+/// [`UPLOAD_FAIR_SHARE`]: eight users at their own bound would otherwise take all 512 and
+/// lock every other user out. With this, they stop at 384 and at least 16 more users get
+/// 8 each.
+pub const UPLOAD_SESSIONS_RESERVED: u64 = UPLOAD_SESSIONS_PER_ZONE / 4;
+pub const UPLOAD_FAIR_SHARE: u64 = 8;
 
 /// Fails with `limit_exceeded` when a user holding `mine` uploads, in a zone holding
 /// `all`, may open no more.
@@ -47,7 +54,7 @@ pub(crate) fn check_room(mine: u64, all: u64, idle: std::time::Duration) -> Resu
         Err(Error::new(
             ErrorCode::LimitExceeded,
             format!(
-                "{what}; finish or abort one (idle ones are removed after {} minutes)",
+                "{what}; finish or abort one (idle ones are removed after {} minutes without progress)",
                 idle.as_secs() / 60
             ),
         ))
@@ -60,6 +67,13 @@ pub(crate) fn check_room(mine: u64, all: u64, idle: std::time::Duration) -> Resu
     if all >= UPLOAD_SESSIONS_PER_ZONE {
         return limit(format!(
             "{all} uploads are open in this zone, the most it holds at once ({UPLOAD_SESSIONS_PER_ZONE})"
+        ));
+    }
+    if all + UPLOAD_SESSIONS_RESERVED >= UPLOAD_SESSIONS_PER_ZONE && mine >= UPLOAD_FAIR_SHARE {
+        return limit(format!(
+            "{all} of the zone's {UPLOAD_SESSIONS_PER_ZONE} uploads are open, and the last \
+             {UPLOAD_SESSIONS_RESERVED} are kept for users holding fewer than {UPLOAD_FAIR_SHARE} \
+             (this user holds {mine})"
         ));
     }
     Ok(())
@@ -197,6 +211,13 @@ impl Zone {
         }
     }
 
+    /// Refuses (`forbidden`) a piece or the completion of upload `u` once its caller may no
+    /// longer write what it began (a permission revoked meanwhile), as S3's parts are: write
+    /// on the object, or where it does not exist yet on the collection above.
+    async fn may_still_write(&self, caller: &Caller, u: &UploadRecord) -> Result<(), Error> {
+        self.require(caller, &u.path, Permission::Write).await
+    }
+
     /// The upload `id` of `caller` and the indices of the pieces it holds, ascending: a
     /// client that lost its own account (a reloaded page, a restarted program) sends only
     /// the others. Errors: `not_found` (no such upload of the caller's, or it ended).
@@ -233,6 +254,8 @@ impl Zone {
         S: Stream<Item = Result<Bytes, Error>> + Send,
     {
         let (u, piece) = self.upload_of(caller, id).await?;
+        self.may_still_write(caller, &u).await?;
+        crate::failpoints::hold_point!("piece-received");
         let count = piece.count(u.size);
         if index >= count {
             return Err(Error::invalid(format!(
@@ -289,6 +312,7 @@ impl Zone {
             }
             Err(e) => return Err(e),
         };
+        self.may_still_write(caller, &u).await?;
         let pieces = self.catalog.upload_pieces(id).await?;
         let count = piece.count(u.size);
         let missing: Vec<u64> = {

@@ -360,7 +360,7 @@ pub async fn abort_upload(
 }
 
 #[utoipa::path(post, path = "/api/v1/checksum/{path}", tag = "data",
-    params(("path" = String, Path), ("verify" = Option<bool>, Query, description = "re-read every replica")),
+    params(("path" = String, Path), ("verify" = Option<bool>, Query, description = "re-read every replica (needs own on the object)")),
     responses((status = 200, body = ChecksumReport)))]
 pub async fn checksum(
     State(s): State<Arc<AppState>>,

@@ -76,52 +76,83 @@ fn is_read(op: &str) -> bool {
     )
 }
 
-/// Signature version 2 (HMAC-SHA1, deprecated by AWS) is refused before s3s looks at it:
-/// s3s 0.14 would verify it, and answer a request it cannot verify with a misleading
-/// SignatureDoesNotMatch.
-pub(super) async fn refuse_sigv2(
+/// The request's query as s3s reads it: form-decoded (`X-Amz-Expire%73` is
+/// `X-Amz-Expires`, `+` a space), as s3s's own query parser does. Every rule weft adds to
+/// s3s's checks reads these pairs, never the raw query, so that what weft checks is what
+/// s3s verifies.
+fn query_pairs(uri: &http::Uri) -> Vec<(String, String)> {
+    uri.query()
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default()
+}
+
+/// What s3s 0.14 would verify but weft does not accept, refused before s3s looks at it:
+/// signature version 2 (HMAC-SHA1, deprecated by AWS; s3s compares its signatures in
+/// variable time, and answers a request it cannot verify with a misleading
+/// SignatureDoesNotMatch) in a header, a presigned URL or a browser form, and POST-object
+/// form uploads (s3s gathers the file in memory). s3s takes a query with a `Signature` as
+/// version 2 before it looks for version 4, so such a query is refused whatever else it
+/// holds.
+pub(super) async fn refuse_unverifiable(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let v2_header = req
         .headers()
-        .get(http::header::AUTHORIZATION)
-        .is_some_and(|v| v.as_bytes().starts_with(b"AWS "));
-    let v2_query = req
-        .uri()
-        .query()
-        .is_some_and(|q| q.split('&').any(|p| p.starts_with("AWSAccessKeyId=")));
-    if !(v2_header || v2_query) {
+        .get_all(http::header::AUTHORIZATION)
+        .iter()
+        .any(|v| v.as_bytes().starts_with(b"AWS "));
+    let v2_query = query_pairs(req.uri())
+        .iter()
+        .any(|(k, _)| k == "Signature" || k == "AWSAccessKeyId");
+    let form = req.method() == http::Method::POST
+        && req.headers().get_all(http::header::CONTENT_TYPE).iter().any(|v| {
+            v.as_bytes()
+                .trim_ascii_start()
+                .to_ascii_lowercase()
+                .starts_with(b"multipart/form-data")
+        });
+    let (status, code, message) = if v2_header || v2_query {
+        (
+            http::StatusCode::FORBIDDEN,
+            "AccessDenied",
+            "signature version 2 is not accepted; sign requests with SigV4 (boto3: \
+             Config(signature_version=\"s3v4\"))",
+        )
+    } else if form {
+        (
+            http::StatusCode::NOT_IMPLEMENTED,
+            "NotImplemented",
+            "POST object (browser form uploads) is not supported; use PUT",
+        )
+    } else {
         return next.run(req).await;
-    }
-    let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>\
-        <Message>signature version 2 is not accepted; sign requests with SigV4 (boto3: \
-        Config(signature_version=\"s3v4\"))</Message></Error>";
+    };
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>{message}</Message></Error>"
+    );
     axum::response::Response::builder()
-        .status(http::StatusCode::FORBIDDEN)
+        .status(status)
         .header(http::header::CONTENT_TYPE, "application/xml")
         .body(axum::body::Body::from(body))
         .expect("a valid response")
 }
 
 /// What s3s 0.14 would accept but weft does not: presigned URLs valid for longer than AWS
-/// allows, and POST-object form uploads (s3s gathers the file in memory).
+/// allows. s3s takes any `X-Amz-Expires`; the value it reads is the decoded query's.
 fn refuse_unsupported(cx: &S3AccessContext<'_>) -> S3Result<()> {
-    let query = cx.uri().query().unwrap_or("");
-    for pair in query.split('&') {
-        if let Some(v) = pair.strip_prefix("X-Amz-Expires=") {
-            let secs: u64 = v.parse().map_err(|_| {
-                s3_error!(
-                    AuthorizationQueryParametersError,
-                    "X-Amz-Expires must be a number of seconds"
-                )
-            })?;
-            if secs > PRESIGN_MAX_SECS {
-                return Err(s3_error!(
-                    AuthorizationQueryParametersError,
-                    "X-Amz-Expires must be at most {PRESIGN_MAX_SECS} seconds (7 days)"
-                ));
-            }
+    for (_, v) in query_pairs(cx.uri()).iter().filter(|(k, _)| k == "X-Amz-Expires") {
+        let secs: u64 = v.parse().map_err(|_| {
+            s3_error!(
+                AuthorizationQueryParametersError,
+                "X-Amz-Expires must be a number of seconds"
+            )
+        })?;
+        if secs > PRESIGN_MAX_SECS {
+            return Err(s3_error!(
+                AuthorizationQueryParametersError,
+                "X-Amz-Expires must be at most {PRESIGN_MAX_SECS} seconds (7 days)"
+            ));
         }
     }
     if cx.s3_op().name() == "PostObject" {

@@ -44,7 +44,7 @@ pub fn router(zone: Arc<Zone>, domain: Option<&str>) -> Result<Router, weft_type
                 http::StatusCode::INTERNAL_SERVER_ERROR
             },
         ))
-        .layer(axum::middleware::from_fn(auth::refuse_sigv2))
+        .layer(axum::middleware::from_fn(auth::refuse_unverifiable))
         .layer(axum::middleware::from_fn(crate::drain::unread_bodies))
         .layer(axum::middleware::from_fn_with_state(state, requests::observe))
         .layer(axum::middleware::from_fn(label_s3)))

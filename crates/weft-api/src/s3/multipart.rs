@@ -12,8 +12,9 @@ use super::ops::{time, Gateway};
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use weft_types::LogicalPath;
-use weft_zone::{Caller, S3Attrs, S3Write, UploadRecord};
+use weft_zone::{Caller, S3Attrs, S3Write, UploadPart, UploadRecord};
 
 /// Every part but the last must be at least this large, as on AWS.
 const PART_MIN: u64 = 5 << 20;
@@ -35,7 +36,7 @@ impl Gateway {
         key: &str,
         id: &str,
     ) -> S3Result<(LogicalPath, UploadRecord)> {
-        let path = self.object_path(bucket, key).await?;
+        let path = self.object_path(&caller, bucket, key).await?;
         let u = self.zone.multipart_of(caller, id).await.map_err(errors::upload)?;
         if u.path != path {
             return Err(s3_error!(NoSuchUpload, "upload {id} is not of {bucket}/{key}"));
@@ -49,7 +50,7 @@ impl Gateway {
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let caller = caller(&req)?;
         let i = req.input;
-        let bucket = self.bucket(&i.bucket).await?;
+        let bucket = self.bucket(&caller, &i.bucket).await?;
         let path = key_path(&bucket, &i.key)?;
         let meta = super::ops::meta_pairs(i.metadata.as_ref())?;
         // Refused now rather than after every part arrived.
@@ -141,7 +142,7 @@ impl Gateway {
         if version_id.is_some() {
             return Err(s3_error!(NotImplemented, "weft keeps no object versions"));
         }
-        let from = self.object_path(bucket, key).await?;
+        let from = self.object_path(&caller, bucket, key).await?;
         let src = self.object(&caller, &from).await?;
         super::ops::copy_source_conditions(
             &src,
@@ -206,7 +207,7 @@ impl Gateway {
         let i = req.input;
         // Completed already (the client lost the answer and asks again): the same answer.
         if let Some((path, etag)) = self.zone.recently_completed(&caller, &i.upload_id) {
-            if path == self.object_path(&i.bucket, &i.key).await? {
+            if path == self.object_path(&caller, &i.bucket, &i.key).await? {
                 return Ok(S3Response::new(CompleteMultipartUploadOutput {
                     bucket: Some(i.bucket),
                     key: Some(i.key),
@@ -228,23 +229,30 @@ impl Gateway {
                 "a multipart upload completes with at least one part"
             ));
         }
-        let mut chosen: Vec<(u32, String)> = Vec::with_capacity(listed.len());
-        let mut md5s = Md5::new();
-        let mut sizes: Vec<u64> = Vec::with_capacity(listed.len());
-        for (k, p) in listed.iter().enumerate() {
+        // The list's shape first, as S3 checks it: numbers, then their order, before any
+        // part is looked at.
+        let mut numbers: Vec<u32> = Vec::with_capacity(listed.len());
+        for p in &listed {
             let n = p
                 .part_number
                 .ok_or_else(|| s3_error!(InvalidPart, "a listed part has no number"))?;
             let n = part_number(n)?;
-            if chosen.last().is_some_and(|(prev, _)| *prev >= n) {
+            if numbers.last().is_some_and(|prev| *prev >= n) {
                 return Err(s3_error!(
                     InvalidPartOrder,
                     "parts must be listed in ascending order"
                 ));
             }
+            numbers.push(n);
+        }
+        // By number: a list of 10,000 parts costs 10,000 lookups, not 10⁸ comparisons.
+        let have: HashMap<u32, &UploadPart> = have.iter().map(|h| (h.part, h)).collect();
+        let mut chosen: Vec<(u32, String)> = Vec::with_capacity(listed.len());
+        let mut md5s = Md5::new();
+        let mut sizes: Vec<u64> = Vec::with_capacity(listed.len());
+        for (k, (p, n)) in listed.iter().zip(numbers).enumerate() {
             let got = have
-                .iter()
-                .find(|h| h.part == n)
+                .get(&n)
                 .ok_or_else(|| s3_error!(InvalidPart, "part {n} was not uploaded"))?;
             if p.e_tag.as_ref().is_some_and(|e| e.value() != got.md5) {
                 return Err(s3_error!(

@@ -54,14 +54,22 @@ fn whole_seconds(ms: Millis) -> Timestamp {
 }
 
 impl Gateway {
-    pub(super) async fn bucket(&self, name: &str) -> S3Result<LogicalPath> {
-        self.zone.s3_bucket_path(name).await.map_err(errors::bucket)
+    pub(super) async fn bucket(&self, caller: &Caller, name: &str) -> S3Result<LogicalPath> {
+        self.zone
+            .s3_bucket_path(caller, name)
+            .await
+            .map_err(errors::bucket)
     }
 
     /// The path of `key` in bucket `bucket`, to read or copy from: a key naming a folder
     /// is no object.
-    pub(super) async fn object_path(&self, bucket: &str, key: &str) -> S3Result<LogicalPath> {
-        let b = self.bucket(bucket).await?;
+    pub(super) async fn object_path(
+        &self,
+        caller: &Caller,
+        bucket: &str,
+        key: &str,
+    ) -> S3Result<LogicalPath> {
+        let b = self.bucket(caller, bucket).await?;
         if is_folder(key) {
             // What tools probe to tell a folder from a file: a folder is no object.
             return Err(s3_error!(NoSuchKey, "key {key:?} names a folder, not an object"));
@@ -71,7 +79,7 @@ impl Gateway {
 
     /// The bucket's collection, checked readable (HeadBucket).
     pub(super) async fn readable_bucket(&self, caller: &Caller, name: &str) -> S3Result<LogicalPath> {
-        let path = self.bucket(name).await?;
+        let path = self.bucket(caller, name).await?;
         self.zone
             .s3_head_bucket(caller, &path)
             .await
@@ -81,7 +89,7 @@ impl Gateway {
 
     /// One page of a listing (both versions), its entries encoded as asked.
     async fn list(&self, caller: &Caller, q: ListQuery<'_>) -> S3Result<Listed> {
-        let path = self.bucket(q.bucket).await?;
+        let path = self.bucket(caller, q.bucket).await?;
         let url = q.encoding.is_some_and(|e| e.as_str() == EncodingType::URL);
         let max = q.max_keys.unwrap_or(1000).clamp(0, 1000) as usize;
         let page = self
@@ -341,7 +349,7 @@ impl S3 for Gateway {
     async fn head_object(&self, req: S3Request<HeadObjectInput>) -> S3Result<S3Response<HeadObjectOutput>> {
         let caller = caller(&req)?;
         let i = &req.input;
-        let path = self.object_path(&i.bucket, &i.key).await?;
+        let path = self.object_path(&caller, &i.bucket, &i.key).await?;
         let o = self.object(&caller, &path).await?;
         preconditions(
             &o.etag,
@@ -374,7 +382,7 @@ impl S3 for Gateway {
     async fn get_object(&self, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
         let caller = caller(&req)?;
         let i = &req.input;
-        let path = self.object_path(&i.bucket, &i.key).await?;
+        let path = self.object_path(&caller, &i.bucket, &i.key).await?;
         let o = self.object(&caller, &path).await?;
         preconditions(
             &o.etag,
@@ -433,7 +441,7 @@ impl S3 for Gateway {
         let caller = caller(&req)?;
         let announced = Announced::of(&req, req.input.content_md5.as_ref());
         let i = &mut req.input;
-        let bucket = self.bucket(&i.bucket).await?;
+        let bucket = self.bucket(&caller, &i.bucket).await?;
         let size = i
             .content_length
             .ok_or_else(|| s3_error!(MissingContentLength, "PUT needs a Content-Length"))?;
@@ -525,8 +533,8 @@ impl S3 for Gateway {
         if version_id.is_some() {
             return Err(s3_error!(NotImplemented, "weft keeps no object versions"));
         }
-        let from = self.object_path(src_bucket, src_key).await?;
-        let bucket = self.bucket(&i.bucket).await?;
+        let from = self.object_path(&caller, src_bucket, src_key).await?;
+        let bucket = self.bucket(&caller, &i.bucket).await?;
         let to = key_path(&bucket, &i.key)?;
         let src = self.object(&caller, &from).await?;
         copy_source_conditions(
@@ -601,7 +609,7 @@ impl S3 for Gateway {
         req: S3Request<DeleteObjectInput>,
     ) -> S3Result<S3Response<DeleteObjectOutput>> {
         let caller = caller(&req)?;
-        let bucket = self.bucket(&req.input.bucket).await?;
+        let bucket = self.bucket(&caller, &req.input.bucket).await?;
         delete(&self.zone, &caller, &bucket, &req.input.key).await?;
         Ok(S3Response::new(DeleteObjectOutput::default()))
     }
@@ -654,7 +662,7 @@ impl S3 for Gateway {
         req: S3Request<DeleteObjectsInput>,
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
         let caller = caller(&req)?;
-        let bucket = self.bucket(&req.input.bucket).await?;
+        let bucket = self.bucket(&caller, &req.input.bucket).await?;
         let quiet = req.input.delete.quiet.unwrap_or(false);
         if req.input.delete.objects.len() > 1000 {
             return Err(s3_error!(MalformedXML, "DeleteObjects takes at most 1000 keys"));

@@ -40,7 +40,6 @@ struct Pending {
 }
 
 /// The endpoints of the issuer's discovery document the flow uses.
-#[derive(Deserialize)]
 struct Endpoints {
     authorization_endpoint: String,
     token_endpoint: String,
@@ -253,18 +252,21 @@ async fn signed_in(
     s.zone.open_oidc_session(&login).await
 }
 
-/// Issuer n's endpoints, from its discovery document (asked at each sign-in, which is
-/// rare, so that a change at the issuer needs no restart).
+/// Issuer n's endpoints, from its discovery document (as the verifier keeps it, so that
+/// loading the sign-in page costs the issuer no request of its own).
 async fn endpoints(s: &AppState, n: usize) -> Result<Endpoints, Error> {
-    let issuer = &s.oidc.issuers()[n];
-    let url = format!(
-        "{}/.well-known/openid-configuration",
-        issuer.issuer.trim_end_matches('/')
-    );
-    s.oidc
-        .get_json::<Endpoints>(&url)
-        .await
-        .map_err(|e| unavailable(issuer.label(), format!("{url}: {e}")))
+    let label = s.oidc.issuers()[n].label();
+    let d = s.oidc.discovery(n).await.map_err(|e| unavailable(label, e))?;
+    match (d.authorization_endpoint, d.token_endpoint) {
+        (Some(authorization_endpoint), Some(token_endpoint)) => Ok(Endpoints {
+            authorization_endpoint,
+            token_endpoint,
+        }),
+        _ => Err(unavailable(
+            label,
+            "its discovery document names no authorization_endpoint or token_endpoint".into(),
+        )),
+    }
 }
 
 fn unavailable(label: &str, why: String) -> Error {

@@ -131,6 +131,25 @@ impl Access for SqlCatalog {
             .map_err(db)?;
         permission(&row)
     }
+
+    async fn has_acl_below(&self, path: &LogicalPath, principal_ids: &[i64]) -> Result<bool, Error> {
+        if principal_ids.is_empty() {
+            return Ok(false);
+        }
+        // From the principals' entries (few, by `acls_principal`) to their nodes' paths,
+        // never over the subtree, whatever its size.
+        let (lo, hi) = subtree_range(path);
+        let ids = placeholders(3, principal_ids.len());
+        let sql = format!(
+            "SELECT CASE WHEN EXISTS (SELECT 1 FROM acls a JOIN nodes n ON n.id = a.node_id \
+             WHERE a.principal_id IN ({ids}) AND n.path >= $1 AND n.path < $2) THEN 1 ELSE 0 END"
+        );
+        let mut q = sqlx::query_scalar::<_, i64>(&sql).bind(lo).bind(hi);
+        for id in principal_ids {
+            q = q.bind(*id);
+        }
+        Ok(q.fetch_one(self.pool()).await.map_err(db)? == 1)
+    }
 }
 
 /// One query over the path and its ancestors (each an indexed lookup by path): the best ACL

@@ -65,6 +65,17 @@ impl WebSessions for SqlCatalog {
         if affected(made.execute(&mut *tx).await.map_err(db)?) == 0 {
             return Err(Error::not_found(what));
         }
+        // A user's sessions are bounded: the least recently used beyond the bound end.
+        sqlx::query(
+            "DELETE FROM web_sessions WHERE user_id = $1 AND secret_hash NOT IN \
+             (SELECT secret_hash FROM web_sessions WHERE user_id = $1 \
+              ORDER BY last_seen DESC, created DESC, secret_hash LIMIT $2)",
+        )
+        .bind(user_id)
+        .bind(crate::WEB_SESSIONS_PER_USER as i64)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
         let how = match grant {
             SessionGrant::Token(id) => format!("open a web session with token {id}"),
             SessionGrant::Oidc { admin: true, .. } => {

@@ -66,7 +66,7 @@ pub struct CpArgs {
 
 #[derive(Debug, Args)]
 pub struct ChecksumArgs {
-    /// Have the zone re-read and re-hash every replica.
+    /// Have the zone re-read and re-hash every replica (needs own on the object).
     #[arg(long)]
     verify: bool,
     /// Print JSON.
