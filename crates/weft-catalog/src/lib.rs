@@ -9,6 +9,7 @@
 //! one transaction: a failure changes nothing.
 
 use async_trait::async_trait;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use weft_types::{
@@ -1421,6 +1422,16 @@ pub trait Catalog:
     /// credentials, web sessions' CSRF secrets) stored in clear or under an older key; how many were. A zone calls it
     /// at start, which completes a key rotation.
     async fn reseal_secrets(&self) -> Result<u64, Error>;
+
+    /// The ids of the keys that seal the secrets the catalog holds: a server of the zone
+    /// needs each of them in its key file.
+    async fn sealing_key_ids(&self) -> Result<BTreeSet<String>, Error>;
+
+    /// Keeps a value sealed with the newest key, unless the catalog has one already: from
+    /// a zone's first start on, the catalog names a key of the zone (in
+    /// [`Catalog::sealing_key_ids`]) before it holds any other secret. Whether this call
+    /// kept it; false too without keys.
+    async fn record_zone_key(&self) -> Result<bool, Error>;
 }
 
 /// Opens (creating if needed) and migrates the catalog at `url`: `sqlite://FILE` or

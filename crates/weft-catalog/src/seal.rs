@@ -11,7 +11,19 @@ use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng};
 use chacha20poly1305::XChaCha20Poly1305;
 use weft_types::{Error, ErrorCode};
 
-const PREFIX: &str = "sealed:v1:";
+pub(crate) const PREFIX: &str = "sealed:v1:";
+
+/// A key's id: the first hex digits of its BLAKE3 hash.
+const ID_LEN: usize = 12;
+
+/// How a sealed value begins: the prefix, the key's id and a colon. The catalog finds the
+/// keys it holds secrets under by these heads (`Catalog::sealing_key_ids`).
+pub(crate) const SEALED_HEAD: usize = PREFIX.len() + ID_LEN + 1;
+
+/// The id of the key that sealed `stored`; none if it is not sealed.
+pub(crate) fn sealed_by(stored: &str) -> Option<&str> {
+    stored.strip_prefix(PREFIX)?.split_once(':').map(|(id, _)| id)
+}
 
 /// Settings fields (JSON) that hold secrets: S3 credentials of resources and staging areas.
 /// The access key is sealed too: with the secret it is a credential, and it is shown to
@@ -27,7 +39,7 @@ pub struct SealKey {
 
 impl SealKey {
     pub fn new(bytes: [u8; 32]) -> SealKey {
-        let id = blake3::hash(&bytes).to_hex()[..12].to_owned();
+        let id = blake3::hash(&bytes).to_hex()[..ID_LEN].to_owned();
         SealKey {
             id,
             cipher: XChaCha20Poly1305::new(&bytes.into()),
@@ -64,6 +76,11 @@ impl Sealer {
         Sealer { keys }
     }
 
+    /// The ids of its keys, newest first.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|k| k.id.as_str())
+    }
+
     pub fn seal(&self, plain: &str) -> String {
         let Some(key) = self.keys.first() else {
             return plain.to_owned();
@@ -93,7 +110,7 @@ impl Sealer {
             .ok_or_else(|| sealed_error("a sealed secret in the catalog is malformed".into()))?;
         let key = self.keys.iter().find(|k| k.id == id).ok_or_else(|| {
             sealed_error(format!(
-                "a secret in the catalog is sealed with key {id}, which is not in the zone's key file; restore the key file from its backup"
+                "a secret in the catalog is sealed with key {id}, which is not in the zone's key file; copy the key file from a server of this zone that has it, or restore it from its backup"
             ))
         })?;
         let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -139,6 +156,16 @@ impl Sealer {
             Ok(v.to_owned())
         });
         stale.get()
+    }
+
+    /// The ids of the keys that sealed the secret fields of `settings`.
+    pub(crate) fn settings_sealed_by(settings: &str) -> Vec<String> {
+        let ids = std::cell::RefCell::new(Vec::new());
+        let _ = Sealer::default().map_settings(settings, |v| {
+            ids.borrow_mut().extend(sealed_by(v).map(str::to_owned));
+            Ok(v.to_owned())
+        });
+        ids.into_inner()
     }
 
     fn map_settings(
@@ -195,6 +222,10 @@ mod tests {
             "plain, from before sealing"
         );
 
+        assert_eq!(sealed_by(&sealed), Some(key(1).id()));
+        assert_eq!(sealed[..SEALED_HEAD], format!("{PREFIX}{}:", key(1).id()));
+        assert_eq!(sealed_by("plain, from before sealing"), None);
+
         let e = Sealer::new(vec![key(3)]).open(&sealed).unwrap_err();
         assert!(e.message.contains(key(1).id()), "{e}");
         // A character in the middle carries six bits of the ciphertext (the last may carry
@@ -214,6 +245,8 @@ mod tests {
         assert!(!sealed.contains("AKIA") && !sealed.contains("SECRET"), "{sealed}");
         assert!(sealed.contains("http://s3"));
         assert!(!s.settings_stale(&sealed) && s.settings_stale(plain));
+        assert_eq!(Sealer::settings_sealed_by(&sealed), [key(1).id(), key(1).id()]);
+        assert!(Sealer::settings_sealed_by(plain).is_empty());
         let opened: serde_json::Value = serde_json::from_str(&s.open_settings(&sealed).unwrap()).unwrap();
         assert_eq!(opened, serde_json::from_str::<serde_json::Value>(plain).unwrap());
         let fs = r#"{"root":"/data"}"#;

@@ -158,7 +158,7 @@ impl Zone {
     pub async fn open(config: ZoneConfig) -> Result<(Arc<Zone>, Bootstrap), Error> {
         let data_dir = config.data_dir.clone();
         private_dir(&data_dir)?;
-        let sealer = crate::keys::load_or_create(&data_dir)?;
+        let keys = crate::keys::load_or_new(&data_dir)?;
         let url = match &config.catalog_url {
             Some(url) => url.clone(),
             None => weft_catalog::sqlite_url(&data_dir.join("catalog.db"))?,
@@ -167,7 +167,8 @@ impl Zone {
             crate::pid_registry::prefix_and_landing(&config.pid, config.name.as_str())?;
         let pid_registry = crate::pid_registry::open(&config.pid)?;
         let sqlite_lock = lock_sqlite(&url)?;
-        let catalog = weft_catalog::connect_sealed(&url, sealer).await?;
+        let catalog = weft_catalog::connect_sealed(&url, keys.sealer()).await?;
+        keys.settle(catalog.as_ref()).await?;
         let resealed = catalog.reseal_secrets().await?;
         if resealed > 0 {
             tracing::info!(

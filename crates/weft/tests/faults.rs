@@ -425,7 +425,7 @@ async fn a_crash_between_bytes_and_catalog_leaves_nothing_unreferenced() {
 
 /// The README's key rotation, end to end: `weft key rotate` beside a stopped zone, and its
 /// next start seals every secret with the new key, after which the old one may go; a zone
-/// whose key file is lost refuses to start and names the key it needs.
+/// whose key file is lost refuses to start, names the key it needs and makes none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
     let mut s = start();
@@ -501,7 +501,7 @@ async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
         .unwrap();
     assert_eq!(zones[0]["name"], "peer", "{zones}");
 
-    // A lost key file: a new one is made, and the start stops at the first sealed secret.
+    // A lost key file: the start is refused, naming the key, and makes no new one.
     s.kill9();
     std::fs::remove_file(s.data_dir().join("secret.key")).unwrap();
     assert!(
@@ -513,4 +513,5 @@ async fn a_rotated_key_reseals_the_secrets_and_a_lost_key_stops_the_start() {
         "{}",
         s.log()
     );
+    assert!(!s.data_dir().join("secret.key").exists(), "made a key of its own");
 }

@@ -699,3 +699,70 @@ fn policy_tasks_and_zone_workers_run_once_with_three_servers() {
         }
     }
 }
+
+/// A server of a zone started without the zone's key file is refused, naming the key the
+/// catalog holds its secrets under and where the file goes, and makes no key of its own:
+/// before anything is sealed (the catalog names the zone's key from the first start on) and
+/// after a peer zone's secret is. With a copy of the first server's file it starts and
+/// opens that secret.
+#[test]
+fn a_server_without_the_zones_key_file_is_refused_and_makes_none() {
+    let pg = Postgres::start().unwrap();
+    let catalog = pg.create_database("z").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("server-a"), root.path().join("server-b"));
+    let ports = [free_port(), free_port()];
+    // The first server of a new zone makes the key.
+    let mut first = [serve(ports[0], &a, &catalog)];
+    wait_healthy(&ports[..1], &mut first, std::slice::from_ref(&a));
+    let hex = std::fs::read_to_string(a.join("secret.key")).unwrap();
+    let bytes: Vec<u8> = (0..32)
+        .map(|i| u8::from_str_radix(&hex.trim()[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let key = weft_catalog::SealKey::new(bytes.try_into().unwrap());
+    let key_file = b.join("secret.key");
+    std::fs::create_dir(&b).unwrap();
+    let refused = || {
+        let mut server = serve(ports[1], &b, &catalog);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = server.try_wait().unwrap() {
+                break status;
+            }
+            assert!(!healthy(ports[1]), "a server without the zone's key file started");
+            assert!(Instant::now() < deadline, "the server neither started nor exited");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let log = std::fs::read_to_string(b.with_extension("log")).unwrap();
+        assert!(!status.success(), "{log}");
+        let named = log.contains(key.id()) && log.contains(&key_file.display().to_string());
+        assert!(named, "names the key and the file: {log}");
+        assert!(!key_file.exists(), "made a key of its own: {log}");
+    };
+    refused();
+
+    let admin = std::fs::read_to_string(a.join("admin.token")).unwrap();
+    let weft = |port: u16, args: &[&str]| {
+        let mut cmd = clean_command(WEFT, root.path(), root.path());
+        cmd.env("WEFT_URL", format!("http://127.0.0.1:{port}"))
+            .env("WEFT_TOKEN", admin.trim());
+        run(cmd.args(args))
+    };
+    std::fs::write(root.path().join("peer.secret"), "7".repeat(64)).unwrap();
+    let add = [
+        "zone",
+        "add",
+        "peer",
+        "http://127.0.0.1:9",
+        "--secret-file",
+        "peer.secret",
+    ];
+    weft(ports[0], &add).ok();
+    refused();
+
+    std::fs::copy(a.join("secret.key"), &key_file).unwrap();
+    let mut both = [serve(ports[1], &b, &catalog)];
+    wait_healthy(&ports[1..], &mut both, std::slice::from_ref(&b));
+    let zones = weft(ports[1], &["zone", "ls", "--json"]).ok();
+    assert!(zones.stdout.contains("\"peer\""), "{}", zones.stdout);
+}

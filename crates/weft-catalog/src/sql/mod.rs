@@ -40,6 +40,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Any, AnyConnection, AnyPool, ConnectOptions, Executor, Transaction};
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -181,6 +182,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "s3_part_sizes",
         include_str!("../../migrations/sqlite/0023_s3_part_sizes.sql"),
     ),
+    (
+        24,
+        "zone_key",
+        include_str!("../../migrations/sqlite/0024_zone_key.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -285,6 +291,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         23,
         "s3_part_sizes",
         include_str!("../../migrations/postgres/0023_s3_part_sizes.sql"),
+    ),
+    (
+        24,
+        "zone_key",
+        include_str!("../../migrations/postgres/0024_zone_key.sql"),
     ),
 ];
 
@@ -395,6 +406,14 @@ impl SqlCatalog {
         };
         catalog.migrate().await?;
         Ok(catalog)
+    }
+
+    /// The same catalog (its connections), sealing and opening secrets with `sealer`.
+    pub fn with_sealer(&self, sealer: crate::Sealer) -> SqlCatalog {
+        SqlCatalog {
+            sealer,
+            ..self.clone()
+        }
     }
 
     async fn migrate(&self) -> Result<(), Error> {
@@ -516,6 +535,17 @@ impl SqlCatalog {
         }
     }
 }
+
+/// Where the catalog keeps sealed secrets: (table, key column, secret column, whole
+/// settings JSON or one secret).
+const SEALED: &[(&str, &str, &str, bool)] = &[
+    ("zones", "name", "secret", false),
+    ("resources", "name", "config", true),
+    ("staging_areas", "name", "settings", true),
+    ("web_sessions", "secret_hash", "csrf", false),
+    ("s3_keys", "access_key", "secret", false),
+    ("zone_key", "name", "sealed", false),
+];
 
 /// Works out the dialect, and for SQLite makes sure a missing file is created.
 fn normalise_url(url: &str) -> Result<(Dialect, String, bool), Error> {
@@ -806,19 +836,52 @@ impl Catalog for SqlCatalog {
         })
     }
 
+    async fn sealing_key_ids(&self) -> Result<BTreeSet<String>, Error> {
+        let mut ids = BTreeSet::new();
+        let prefix = crate::seal::PREFIX;
+        for &(table, _, column, settings) in SEALED {
+            // A settings column seals some of its fields: read it whole. A secret column
+            // is one sealed value: its head names the key, and its heads are few.
+            let sql = if settings {
+                format!("SELECT {column} FROM {table} WHERE {column} LIKE '%{prefix}%'")
+            } else {
+                format!(
+                    "SELECT DISTINCT substr({column}, 1, {}) FROM {table} WHERE {column} LIKE '{prefix}%'",
+                    crate::seal::SEALED_HEAD
+                )
+            };
+            for row in sqlx::query(&sql).fetch_all(self.pool()).await.map_err(db)? {
+                let stored: String = rows::get(&row, 0)?;
+                if settings {
+                    ids.extend(crate::Sealer::settings_sealed_by(&stored));
+                } else {
+                    ids.extend(crate::seal::sealed_by(&stored).map(str::to_owned));
+                }
+            }
+        }
+        Ok(ids)
+    }
+
+    async fn record_zone_key(&self) -> Result<bool, Error> {
+        if self.sealer.ids().next().is_none() {
+            return Ok(false);
+        }
+        let mut conn = self.writer().await?;
+        let done =
+            sqlx::query("INSERT INTO zone_key (name, sealed) VALUES ('zone', $1) ON CONFLICT DO NOTHING")
+                .bind(self.sealer.seal("weft"))
+                .execute(&mut *conn)
+                .await
+                .map_err(db)?;
+        Ok(affected(done) == 1)
+    }
+
     /// Seals again every secret in clear or sealed under an older key; how many.
     async fn reseal_secrets(&self) -> Result<u64, Error> {
         use sqlx::Row;
         let mut tx = self.begin_write().await?;
         let mut n = 0;
-        // (table, key column, secret column, whole settings JSON or one secret)
-        for (table, key, column, settings) in [
-            ("zones", "name", "secret", false),
-            ("resources", "name", "config", true),
-            ("staging_areas", "name", "settings", true),
-            ("web_sessions", "secret_hash", "csrf", false),
-            ("s3_keys", "access_key", "secret", false),
-        ] {
+        for &(table, key, column, settings) in SEALED {
             let rows = sqlx::query(&format!("SELECT {key}, {column} FROM {table}"))
                 .fetch_all(&mut *tx)
                 .await
