@@ -26,6 +26,7 @@ from typing import Any
 import boto3
 import botocore.auth
 import pytest
+import test_web
 from boto3.s3.transfer import TransferConfig
 from botocore.auth import S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
@@ -56,6 +57,7 @@ from s3_helpers import (
     tree,
     xml_code,
 )
+from selenium.webdriver.remote.webdriver import WebDriver
 
 ZONE = "s3z"
 HOME = "home-admin"
@@ -1955,3 +1957,76 @@ def test_sigv2_is_refused(gw: Gateway, s3: Any, p: str) -> None:
         status, body = send("GET", url)
         assert (status, xml_code(body)) == (403, "AccessDenied"), body
     assert missing(s3, HOME, f"{p}v2")
+
+
+# -- browsers: a stored page on the zone's host ---------------------------------------------
+
+
+def curl_head(url: str) -> tuple[int, dict[str, list[str]], bytes]:
+    """``curl -si URL``: the status, every header's values (names in lower case) and the
+    body, as the server sent them."""
+    out = subprocess.run(["curl", "-si", "--max-time", "30", url], capture_output=True, timeout=60, check=True).stdout
+    head, _, body = out.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers.setdefault(name.strip().lower(), []).append(value.strip())
+    return int(lines[0].split()[1]), headers, body
+
+
+PAGE = b"<html><body><script>document.title = 'ran'</script>stored page</body></html>"
+
+
+def test_a_stored_page_is_served_sandboxed_and_unsniffed(gw: Gateway, s3: Any, p: str) -> None:
+    """Cookies ignore ports: a page served from the S3 port could set the web interface's
+    session cookie. Whatever type an object was stored with or a presigned URL asks for,
+    the browser gets ``nosniff`` and a sandbox with no script."""
+    s3.put_object(Bucket=HOME, Key=f"{p}page.html", Body=PAGE, ContentType="text/html")
+    s3.put_object(Bucket=HOME, Key=f"{p}page.bin", Body=PAGE)
+    s3.put_object(Bucket=PUBLIC, Key=f"{p}page.html", Body=PAGE, ContentType="text/html")
+    signer = client(gw.url, gw.admin, signature_version="s3v4")
+
+    def presigned(key: str, **params: str) -> str:
+        return str(
+            signer.generate_presigned_url("get_object", Params={"Bucket": HOME, "Key": key, **params}, ExpiresIn=600)
+        )
+
+    for why, url, want in [
+        ("stored as text/html", presigned(f"{p}page.html"), 200),
+        ("stored as bytes, asked for as html", presigned(f"{p}page.bin", ResponseContentType="text/html"), 200),
+        ("public, unsigned", f"{gw.url}/{PUBLIC}/{p}page.html", 200),
+        ("an error", f"{gw.url}/{PUBLIC}/{p}nothing.html", 404),
+    ]:
+        status, headers, body = curl_head(url)
+        assert status == want, (why, status, body[:300])
+        assert headers.get("x-content-type-options") == ["nosniff"], (why, headers)
+        assert headers.get("content-security-policy") == ["sandbox"], (why, headers)
+        if want == 200:
+            assert body == PAGE, why
+            assert headers["content-type"] == ["text/html"], (why, headers)
+    # S3 clients are unaffected: the stored type comes back as stored.
+    assert s3.get_object(Bucket=HOME, Key=f"{p}page.html")["ContentType"] == "text/html"
+
+
+# The browser of test_web.py (headless Chromium), one per module.
+browser = test_web.browser
+
+
+def test_a_stored_page_cannot_plant_a_session_cookie_for_the_web_interface(
+    gw: Gateway, s3: Any, p: str, browser: WebDriver
+) -> None:
+    """What the sandbox is for, in a browser: a page stored over S3 and opened from the
+    gateway's port runs no script, so it cannot set a cookie that the web interface's port
+    of the same host would read as a session."""
+    web = gw.zone.url
+    planted = f"weft_session_{ZONE}=planted; path=/data"
+    page = f"<script>document.cookie = {planted!r}; document.title = 'ran'</script>page".encode()
+    s3.put_object(Bucket=PUBLIC, Key=f"{p}plant.html", Body=page, ContentType="text/html")
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    browser.get(f"{gw.url}/{PUBLIC}/{p}plant.html")
+    assert "page" in browser.page_source
+    assert browser.title != "ran", "the stored page's script ran"
+    sent = browser.execute_cdp_cmd("Network.getCookies", {"urls": [f"{web}/data/{ZONE}/home/admin"]})["cookies"]
+    assert sent == [], sent

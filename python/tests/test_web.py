@@ -13,6 +13,7 @@ import os
 import pathlib
 import re
 import sqlite3
+import subprocess
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -249,6 +250,100 @@ def test_a_forged_or_expired_cookie_leads_to_the_login_page(b: WebDriver, zone: 
         db.execute("UPDATE web_sessions SET created = created - 604800001")
     b.get(zone.url + "/data/t/home/admin")
     wait(b, lambda d: "/login" in d.current_url)
+
+
+# --- Cookies planted by another page of the host ---
+
+
+def login_cookie(zone: Zone, token: str) -> str:
+    """A session of ``token``'s user: its cookie, ``name=value``."""
+    status, headers, _ = send(zone, "POST", "/login", form({"token": token}), FORM)
+    assert status == 303, status
+    return headers["set-cookie"].split(";")[0]
+
+
+def curl(zone: Zone, target: str, *args: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    """``curl -si`` of ``target``: the status, every header (name in lower case, in the
+    order sent: ``Set-Cookie`` comes several times) and the body."""
+    out = subprocess.run(
+        ["curl", "-si", "--max-time", "30", *args, zone.url + target], capture_output=True, timeout=60, check=True
+    ).stdout
+    head, _, body = out.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = [(n.strip().lower(), v.strip()) for n, _, v in (line.partition(":") for line in lines[1:])]
+    return int(lines[0].split()[1]), headers, body
+
+
+def test_two_session_cookies_act_as_neither(zone: Zone) -> None:
+    """Cookies ignore ports: a page of another port of this host can plant a cookie of the
+    session's name for a narrower path, which the browser sends first, next to the user's
+    own. Taking either would be a guess, and the first is the attacker's."""
+    mine = login_cookie(zone, zone.token)
+    theirs = login_cookie(zone, new_user(zone, unique("planter")))
+    junk = "weft_session_t=" + "A" * 43
+    home = "/t/home/admin"
+    for pair in [f"{theirs}; {mine}", f"{mine}; {theirs}", f"{mine}; {junk}", f"{mine}; {mine}"]:
+        status, _, body = send(zone, "GET", "/api/v1/whoami", headers={"Cookie": pair})
+        assert status == 401 and b'"code":"unauthenticated"' in body, (pair, body)
+        assert b"two session cookies" in body, body
+        status, headers, page = curl(zone, f"/data{home}", "-H", f"Cookie: {pair}")
+        assert status == 401, (pair, status)
+        assert b"two session cookies" in page and b'action="/login"' in page, page[:500]
+        assert b'class="user"' not in page, "the page shows nobody's top bar"
+        clears = [v for n, v in headers if n == "set-cookie" and v.startswith("weft_session_t=;")]
+        cleared = {v.split(";")[1].strip() for v in clears}
+        assert {"Path=/", "Path=/data", "Path=/data/t", "Path=/data/t/home/admin"} <= cleared, headers
+
+    # A change with both cookies and the user's own CSRF token changes nothing.
+    _, csrf = session_of(zone, zone.token)
+    name = unique("twice")
+    hdrs = {"Cookie": f"{theirs}; {mine}", "Origin": zone.url, "X-CSRF-Token": csrf}
+    status, _, body = send(zone, "POST", f"/api/v1/mkdir{home}/{name}", headers=hdrs)
+    assert status == 401, body
+    assert not exists(zone, f"{home}/{name}")
+    # The login page says why, and the logout is no way around it.
+    status, _, page = send(zone, "GET", "/login", headers={"Cookie": f"{theirs}; {mine}"})
+    assert status == 401 and b"two session cookies" in page, page[:500]
+    status, _, page = send(zone, "POST", "/logout", form({}), {**FORM, "Cookie": f"{theirs}; {mine}"})
+    assert status == 401 and b"two session cookies" in page, page[:500]
+    # Each cookie alone is its session, as ever.
+    status, _, body = send(zone, "GET", "/api/v1/whoami", headers={"Cookie": mine})
+    assert status == 200 and b'"admin"' in body, body
+
+
+def test_a_cookie_planted_for_a_path_is_refused_then_forgotten(b: WebDriver, zone: Zone) -> None:
+    """In a browser: the user is logged in; another page of the host planted a session of
+    the attacker's for /data (what a stored page's script on the S3 port could do without
+    the sandbox). The Data page refuses both, the browser forgets them, and logging in
+    again gives the user their own session."""
+    theirs = login_cookie(zone, new_user(zone, unique("planter"))).split("=", 1)[1]
+    login(b, zone, zone.token)
+    b.add_cookie({"name": "weft_session_t", "value": theirs, "path": "/data"})
+    b.get(zone.url + "/data/t/home/admin")
+    alert = wait(b, lambda d: d.find_element(By.CSS_SELECTOR, ".login .alert"))
+    assert "two session cookies" in alert.text
+    assert not has(b, ".who .user")
+    left = b.execute_cdp_cmd("Network.getCookies", {"urls": [zone.url + "/data/t/home/admin"]})["cookies"]
+    assert [c for c in left if c["name"] == "weft_session_t"] == [], left
+    b.find_element(By.ID, "token").send_keys(zone.token)
+    b.find_element(By.CSS_SELECTOR, "form[action='/login'] button[type=submit]").click()
+    wait(b, lambda d: d.current_url.endswith("/data/t/home/admin"))
+    assert b.find_element(By.CSS_SELECTOR, ".who .user").text == "admin"
+
+
+def test_object_bytes_are_saved_never_shown_as_a_page_of_the_site(zone: Zone) -> None:
+    """``GET /api/v1/data`` serves anyone's upload on the web interface's own origin, where
+    the session cookie lives: a browser must save it, not run it."""
+    mkdir(zone, "/t/home/admin/pages")
+    put(zone, "/t/home/admin/pages/page.html", b"<script>document.title = 'ran'</script>")
+    status, headers, body = curl(
+        zone, "/api/v1/data/t/home/admin/pages/page.html", "-H", f"Authorization: Bearer {zone.token}"
+    )
+    assert status == 200 and body.startswith(b"<script>"), status
+    got = dict(headers)
+    assert got["x-content-type-options"] == "nosniff", headers
+    assert got["content-security-policy"] == "sandbox", headers
+    assert got["content-disposition"] == "attachment", headers
 
 
 # --- CSRF ---

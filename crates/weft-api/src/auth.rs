@@ -35,7 +35,7 @@ impl FromRequestParts<Arc<AppState>> for Authed {
 impl Authed {
     async fn decide(parts: &Parts, state: &Arc<AppState>) -> Result<Caller, ApiError> {
         let Some(header) = parts.headers.get(http::header::AUTHORIZATION) else {
-            if !crate::web::session::has_cookie(&parts.headers, state.zone.name().as_str()) {
+            if !crate::web::session::has_cookie(&parts.headers, state.zone.name().as_str(), state.https) {
                 return Err(ApiError::new(
                     ErrorCode::Unauthenticated,
                     "no Authorization header; send `Authorization: Bearer <token>`",

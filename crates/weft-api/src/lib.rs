@@ -67,6 +67,22 @@ pub struct AppState {
     pub https: bool,
 }
 
+/// Marks an answer whose body this zone does not vouch for (a stored object, a peer's
+/// answer), served on a host where the web session's cookie lives (cookies ignore ports):
+/// no browser sniffs it into another type than the one declared, and one shown as a page
+/// runs in an opaque origin with no script (`sandbox`), so it can neither read nor plant
+/// this host's cookies.
+pub(crate) fn sandboxed(h: &mut http::HeaderMap) {
+    h.insert(
+        http::header::X_CONTENT_TYPE_OPTIONS,
+        http::HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        http::header::CONTENT_SECURITY_POLICY,
+        http::HeaderValue::from_static("sandbox"),
+    );
+}
+
 /// The whole API and the web interface as one router, served over plain HTTP.
 pub fn router(zone: Arc<Zone>, issuers: Vec<OidcIssuer>) -> Router {
     router_over(zone, issuers, false)

@@ -1,7 +1,8 @@
 //! One namespace over federated zones: a request about another zone's paths (`/it4i/...`)
 //! is relayed to that zone, acting for the caller with a freshly minted zone token, and the
-//! answer (status, headers, streamed body) comes back as the peer gave it. The peer
-//! enforces its own ACLs for `user#thiszone`; this zone only authenticates the caller.
+//! answer (status, headers, streamed body) comes back as the peer gave it, but for what
+//! would let the peer act on this zone's origin ([`relayed_headers`]). The peer enforces
+//! its own ACLs for `user#thiszone`; this zone only authenticates the caller.
 //!
 //! Which zone a request is about: the first component of the logical path for routes
 //! `…/{*path}`, the `path` query parameter of `find`, the `<zone>.` prefix of an upload id,
@@ -141,17 +142,65 @@ async fn forward(s: &Arc<AppState>, zone: &str, req: Request) -> Result<Response
                 format!("zone {zone} ({}) did not answer: {e}", client.zone_url()),
             )
         })?;
-    let mut out = Response::builder().status(answer.status().as_u16());
-    for (name, value) in answer.headers() {
-        if !weft_client::is_hop_by_hop(name) {
-            out = out.header(name, value);
+    let status = answer.status();
+    let headers = relayed_headers(answer.headers());
+    let stream = answer.bytes_stream().map_err(std::io::Error::other);
+    let mut out = Response::new(Body::from_stream(stream));
+    *out.status_mut() = status;
+    *out.headers_mut() = headers;
+    Ok(out)
+}
+
+/// The headers of a peer's answer that go on to the caller. The answer is served on this
+/// zone's origin, where the web session's cookie lives: a peer's `Set-Cookie` would set
+/// cookies of this origin (a session of the peer's choosing), and a peer's `text/html`
+/// would be a page of it; so cookies are dropped, and the body is sandboxed whatever type
+/// the peer says ([`crate::sandboxed`]).
+fn relayed_headers(peer: &http::HeaderMap) -> http::HeaderMap {
+    let mut out = http::HeaderMap::with_capacity(peer.len() + 2);
+    for (name, value) in peer {
+        let cookie = name == http::header::SET_COOKIE || name.as_str() == "set-cookie2";
+        if !cookie && !weft_client::is_hop_by_hop(name) {
+            out.append(name, value.clone());
         }
     }
-    let stream = answer.bytes_stream().map_err(std::io::Error::other);
-    out.body(Body::from_stream(stream)).map_err(|e| {
-        ApiError::new(
-            ErrorCode::Internal,
-            format!("relaying the answer of zone {zone}: {e}"),
-        )
-    })
+    crate::sandboxed(&mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use http::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn a_peers_cookies_stay_out_and_its_body_is_sandboxed() {
+        let mut peer = HeaderMap::new();
+        for (k, v) in [
+            ("set-cookie", "weft_session_lrz=planted; Path=/"),
+            ("set-cookie", "other=1"),
+            ("set-cookie2", "old=1"),
+            ("content-type", "text/html"),
+            ("x-content-type-options", "sniff-away"),
+            ("content-security-policy", "script-src *"),
+            ("connection", "close"),
+            ("etag", "\"abc\""),
+            ("x-weft-checksum", "blake3:00"),
+        ] {
+            peer.append(k, HeaderValue::from_static(v));
+        }
+        let out = super::relayed_headers(&peer);
+        assert!(
+            !out.contains_key("set-cookie") && !out.contains_key("set-cookie2"),
+            "{out:?}"
+        );
+        assert!(!out.contains_key("connection"));
+        assert_eq!(out["x-content-type-options"], "nosniff");
+        assert_eq!(
+            out.get_all("content-security-policy").iter().collect::<Vec<_>>(),
+            ["sandbox"]
+        );
+        for kept in ["content-type", "etag", "x-weft-checksum"] {
+            assert_eq!(out[kept], peer[kept], "{kept}");
+        }
+    }
 }

@@ -582,3 +582,62 @@ async fn plain_http_peers_off_loopback_need_insecure() {
     let r = add("near", "http://127.0.0.1:1", None).await.unwrap();
     assert_eq!(r.status(), 201, "loopback needs no flag");
 }
+
+/// A peer answers on this zone's origin when this zone relays for it: what it sends must
+/// not set this origin's cookies (a web session of the peer's choosing) nor be a page of
+/// it. `evil` answers every request with a cookie of lrz's session name and a page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_answer_sets_no_cookie_and_is_sandboxed() {
+    let (lrz, it4i, alice) = two_zones().await;
+    let fake = axum::Router::new().fallback(|| async {
+        (
+            [
+                ("set-cookie", "weft_session_lrz=planted; Path=/"),
+                ("set-cookie", "other=1; Path=/data"),
+                ("set-cookie2", "old=1"),
+                ("content-type", "text/html"),
+            ],
+            "<script>document.cookie = 'weft_session_lrz=planted2; path=/'</script>",
+        )
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let fake_url = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, fake).await.unwrap() });
+    let r = lrz
+        .post("zones", &lrz.admin_token)
+        .json(&json!({"name": "evil", "url": fake_url, "secret": SECRET}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+
+    let r = lrz.get("data/evil/x.html", &alice).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let h = r.headers();
+    assert!(
+        h.get("set-cookie").is_none() && h.get("set-cookie2").is_none(),
+        "{h:?}"
+    );
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert_eq!(h["content-security-policy"], "sandbox");
+    assert!(
+        r.text().await.unwrap().contains("<script>"),
+        "the body itself is the peer's"
+    );
+
+    // A real peer's object comes through sandboxed too.
+    let r = it4i
+        .post("acl/it4i/shared", &it4i.admin_token)
+        .json(&json!({"principal": "alice#lrz", "permission": "read", "recursive": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204, "{}", r.text().await.unwrap());
+    let r = lrz.get("data/it4i/shared/a.txt", &alice).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(r.headers()["content-security-policy"], "sandbox");
+    assert_eq!(r.headers()["content-disposition"], "attachment");
+    assert_eq!(r.bytes().await.unwrap().as_ref(), b"hello from it4i");
+    server.abort();
+}

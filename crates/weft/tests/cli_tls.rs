@@ -416,3 +416,64 @@ fn oidc_tokens_from_an_issuer_served_over_tls() {
     assert_ne!(r.code, 0, "{r:?}");
     assert!(r.stderr.contains("cannot fetch the keys"), "{r:?}");
 }
+
+/// `curl -si --cacert CA ARGS`: the status, the header lines and the body.
+fn curl(ca: &Path, args: &[&str]) -> (u16, Vec<String>, String) {
+    let out = std::process::Command::new("curl")
+        .args(["-si", "--max-time", "30", "--cacert"])
+        .arg(ca)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "curl {args:?}: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines().map(str::to_owned);
+    let status = lines.next().unwrap_or_default();
+    let status = status.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, lines.collect(), body.to_owned())
+}
+
+/// Over HTTPS the web session's cookie is `__Host-`: browsers take it only from a Secure
+/// page of this very host, for Path=/, so no plain-HTTP page and no sibling host can plant
+/// one. The zone reads that name only, and refuses it twice.
+#[test]
+fn over_https_the_session_cookie_is_host_only() {
+    let pki = Pki::new();
+    let z = tls_zone("tlsweb", &pki);
+    let (ca, url) = (pki.ca(), z.url().to_owned());
+    let token = format!("token={}", z.admin_token());
+    let (status, head, _) = curl(&ca, &["--data-urlencode", &token, &format!("{url}/login")]);
+    assert_eq!(status, 303, "{head:?}");
+    let set = head
+        .iter()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .unwrap_or_else(|| panic!("no cookie: {head:?}"));
+    assert!(set.starts_with("__Host-weft_session_tlsweb="), "{set}");
+    for part in ["; Path=/;", "; Secure", "; HttpOnly"] {
+        assert!(set.contains(part), "{set}");
+    }
+    assert!(!set.to_ascii_lowercase().contains("domain="), "{set}");
+    let cookie = set.split(';').next().unwrap().to_owned();
+    let page = format!("{url}/data/tlsweb/home/admin");
+    let with = |cookie: &str| curl(&ca, &["-H", &format!("Cookie: {cookie}"), &page]);
+    assert_eq!(with(&cookie).0, 200);
+    // The same secret under the plain-HTTP name is no session here.
+    let plain = cookie.trim_start_matches("__Host-");
+    let (status, head, _) = with(plain);
+    assert_eq!(status, 303, "{head:?}");
+    // Twice, whatever the other value: the login page says why, and the API acts as nobody.
+    let twice = format!("{cookie}; __Host-weft_session_tlsweb={}", "A".repeat(43));
+    let (status, head, body) = with(&twice);
+    assert_eq!(status, 401, "{head:?}");
+    assert!(body.contains("two session cookies"), "{body}");
+    assert!(
+        head.iter()
+            .any(|l| l.starts_with("set-cookie: __Host-weft_session_tlsweb=;") && l.contains("Max-Age=0")),
+        "the cookie is forgotten: {head:?}"
+    );
+    let api = format!("{url}/api/v1/stat/tlsweb/home/admin");
+    let (status, _, body) = curl(&ca, &["-H", &format!("Cookie: {twice}"), &api]);
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("\"unauthenticated\""), "{body}");
+}

@@ -207,6 +207,13 @@ pub async fn get(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/octet-stream"),
     );
+    // The bytes are anyone's upload, served on the web interface's own origin: a browser
+    // saves them, and never reads them as a page of this site.
+    crate::sandboxed(h);
+    h.insert(
+        header::CONTENT_DISPOSITION,
+        HeaderValue::from_static("attachment"),
+    );
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     if let Some(sum) = &read.node.checksum {

@@ -11,6 +11,7 @@ mod host;
 mod multipart;
 mod names;
 mod ops;
+mod sandbox;
 
 use crate::{requests, AppState, OidcVerifier};
 use axum::Router;
@@ -47,7 +48,8 @@ pub fn router(zone: Arc<Zone>, domain: Option<&str>) -> Result<Router, weft_type
         .layer(axum::middleware::from_fn(auth::refuse_unverifiable))
         .layer(axum::middleware::from_fn(crate::drain::unread_bodies))
         .layer(axum::middleware::from_fn_with_state(state, requests::observe))
-        .layer(axum::middleware::from_fn(label_s3)))
+        .layer(axum::middleware::from_fn(label_s3))
+        .layer(axum::middleware::from_fn(sandbox::sandbox)))
 }
 
 /// What s3s buffers is kept small: POST-object (browser form uploads) is refused before

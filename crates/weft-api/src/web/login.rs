@@ -51,11 +51,30 @@ pub(super) fn next_page(q: Option<&str>) -> Option<&str> {
 
 pub async fn page(State(s): State<Arc<AppState>>, headers: HeaderMap, q: QueryPairs) -> Response {
     let next = next_page(q.get("next"));
-    if let Ok(session) = session::resolve(&headers, &s).await {
-        let to = next.map_or_else(|| home_of(&s, &session.caller), str::to_owned);
-        return Redirect::to(&to).into_response();
+    match session::resolve(&headers, &s).await {
+        Ok(session) => {
+            let to = next.map_or_else(|| home_of(&s, &session.caller), str::to_owned);
+            Redirect::to(&to).into_response()
+        }
+        Err(e) if session::twice(&headers, &s) => refused_twice(&s, &headers, "/login", next, &e.message),
+        Err(_) => login_page(&s, next, None).into_response(),
     }
-    login_page(&s, next, None).into_response()
+}
+
+/// The login page for a request that carried the session cookie twice: it says why, with
+/// 401, and makes the browser forget every cookie of the name it can reach from `path`.
+pub(super) fn refused_twice(
+    s: &AppState,
+    headers: &HeaderMap,
+    path: &str,
+    next: Option<&str>,
+    why: &str,
+) -> Response {
+    let mut resp = page_with(s, next, why, 401);
+    for clear in session::forget(headers, path, s.zone.name().as_str(), s.https) {
+        resp.headers_mut().append(header::SET_COOKIE, clear);
+    }
+    resp
 }
 
 /// The sign-in page: the token form, and a button per issuer the web can sign in with.
@@ -118,12 +137,18 @@ pub async fn logout(
             if let Err(e) = session::check_csrf(&headers, &user.session, form.get("csrf")) {
                 return WebError::of(&user, e).into_response();
             }
-            let secret = session::secret(&headers, zone).unwrap_or_default();
+            // One cookie: the session resolved from it.
+            let secret = session::secret(&headers, zone, s.https)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
             if let Err(e) = s.zone.close_session(&secret).await {
                 return WebError::of(&user, e).into_response();
             }
             Redirect::to("/login").into_response()
         }
+        // Two cookies: the login page saying so, forgetting both.
+        Err(refused) if session::twice(&headers, &s) => return refused,
         // Already ended: nothing to close, but the browser still forgets its cookie.
         Err(_) => Redirect::to("/login").into_response(),
     };

@@ -153,6 +153,19 @@ impl FromRequestParts<Arc<AppState>> for WebUser {
                     zone: state.zone.name().to_string(),
                 })
             }
+            Err(e) if session::twice(&parts.headers, state) => {
+                let next = (parts.method == http::Method::GET)
+                    .then(|| parts.uri.path_and_query().map(|p| p.as_str()))
+                    .flatten();
+                let next = login::next_page(next);
+                Err(login::refused_twice(
+                    state,
+                    &parts.headers,
+                    parts.uri.path(),
+                    next,
+                    &e.message,
+                ))
+            }
             Err(e) if e.code == ErrorCode::Unauthenticated => Err(to_login(parts, state)),
             Err(e) => Err(WebError::new(e).into_response()),
         }
@@ -174,7 +187,7 @@ fn to_login(parts: &Parts, state: &Arc<AppState>) -> Response {
             .finish()
     );
     let mut resp = Redirect::to(&target).into_response();
-    if session::has_cookie(&parts.headers, zone) {
+    if session::has_cookie(&parts.headers, zone, state.https) {
         resp.headers_mut()
             .insert(header::SET_COOKIE, session::clear_cookie(zone, state.https));
     }

@@ -63,8 +63,7 @@ fn challenge(verifier: &str) -> String {
 /// The pending sign-in's cookie. `__Host-` when over HTTPS, so that no sibling host can
 /// plant one; SameSite=Lax, as the issuer's redirect back is a top-level navigation.
 fn cookie_name(zone: &str, https: bool) -> String {
-    let prefix = if https { "__Host-" } else { "" };
-    format!("{prefix}weft_sso_{zone}")
+    session::host_only(&format!("weft_sso_{zone}"), https)
 }
 
 fn pending_cookie(zone: &str, https: bool, value: &str, max_age: u32) -> HeaderValue {
@@ -77,7 +76,8 @@ fn pending_cookie(zone: &str, https: bool, value: &str, max_age: u32) -> HeaderV
 }
 
 fn read_pending(headers: &HeaderMap, zone: &str, https: bool) -> Option<Pending> {
-    let value = session::cookie_named(headers, &cookie_name(zone, https))?;
+    // Sent twice, one was planted: no pending sign-in to trust.
+    let value = session::cookie_named(headers, &cookie_name(zone, https)).only()?;
     let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(value)
         .ok()?;
