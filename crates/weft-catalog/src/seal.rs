@@ -127,6 +127,11 @@ impl Sealer {
         String::from_utf8(plain).map_err(|_| sealed_error("a sealed secret is not text".into()))
     }
 
+    /// The id of the key that seals; `None` without keys.
+    pub fn sealing_key(&self) -> Option<&str> {
+        self.keys.first().map(SealKey::id)
+    }
+
     /// Whether `stored` would be sealed again: in clear, or under another key than the
     /// newest.
     pub fn is_stale(&self, stored: &str) -> bool {

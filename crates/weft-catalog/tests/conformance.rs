@@ -38,6 +38,8 @@ use weft_types::{
 
 struct Db {
     cat: SqlCatalog,
+    /// For a second connection to the same catalog (under other sealing keys).
+    url: String,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -46,7 +48,11 @@ async fn sqlite_db() -> Db {
     let url = format!("sqlite://{}", dir.path().join("catalog.db").display());
     let cat = SqlCatalog::connect(&url).await.unwrap();
     assert_eq!(cat.dialect(), Dialect::Sqlite);
-    Db { cat, _dir: Some(dir) }
+    Db {
+        cat,
+        url,
+        _dir: Some(dir),
+    }
 }
 
 /// One PostgreSQL server for the whole test binary, stopped when the process exits.
@@ -78,7 +84,23 @@ async fn postgres_db(name: &str) -> Db {
         .unwrap();
     let cat = SqlCatalog::connect(&url).await.unwrap();
     assert_eq!(cat.dialect(), Dialect::Postgres);
-    Db { cat, _dir: None }
+    Db { cat, url, _dir: None }
+}
+
+/// Sealing again at start (`reseal_secrets`, under a key the first connection lacks) is
+/// recorded: a case of its own, since it needs the catalog's URL.
+mod resealing {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        let db = super::sqlite_db().await;
+        super::audit_records_secrets_sealed_again(&db).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        let db = super::postgres_db("audit_records_secrets_sealed_again").await;
+        super::audit_records_secrets_sealed_again(&db).await;
+    }
 }
 
 macro_rules! conformance {
@@ -109,6 +131,7 @@ conformance!(
     transfer_history_filters_and_pages,
     tokens_are_listed_and_deleted_with_their_sessions,
     audit_records_every_change_with_its_actor,
+    audit_records_replicas_folders_replicates_and_cancels,
     audit_records_a_put_of_several_as_one_entry,
     uploads_and_their_pieces,
     multipart_parts_are_kept_replaced_and_claimed,
@@ -4137,6 +4160,190 @@ fn audit_line(e: &weft_catalog::AuditEntry) -> String {
 async fn audit_lines(c: &SqlCatalog, q: weft_catalog::AuditQuery) -> Vec<String> {
     use weft_catalog::Audit;
     c.audit_log(&q).await.unwrap().iter().map(audit_line).collect()
+}
+
+/// The audit lines written after entry `after`, oldest first.
+async fn audit_lines_after(c: &SqlCatalog, after: i64) -> Vec<String> {
+    use weft_catalog::{Audit, AuditQuery};
+    let q = AuditQuery {
+        limit: 1000,
+        ..AuditQuery::default()
+    };
+    let log = c.audit_log(&q).await.unwrap();
+    log.iter()
+        .rev()
+        .filter(|e| e.id > after)
+        .map(audit_line)
+        .collect()
+}
+
+async fn newest_audit_id(c: &SqlCatalog) -> i64 {
+    use weft_catalog::{Audit, AuditQuery};
+    let q = AuditQuery {
+        limit: 1,
+        ..AuditQuery::default()
+    };
+    c.audit_log(&q).await.unwrap().first().map_or(0, |e| e.id)
+}
+
+async fn audit_records_replicas_folders_replicates_and_cancels(c: &SqlCatalog) {
+    use weft_catalog::{acting, Actor};
+    let (admin, disk) = zone(c).await;
+    let tape = c.create_resource(&new_resource("tape")).await.unwrap().id;
+    let f = c
+        .register_object(&obj("/z/f", admin, disk, "k1"))
+        .await
+        .unwrap()
+        .node;
+    let dir = c.create_collection(&p("/z/dir"), admin, false).await.unwrap();
+    let t2 = c
+        .create_transfer(&tid("t2"), admin, None, TransferKind::User, "{}")
+        .await
+        .unwrap();
+    c.set_transfer_state(&t2.id, TransferState::Succeeded, None)
+        .await
+        .unwrap();
+    let before = newest_audit_id(c).await;
+
+    let bob = Actor {
+        user: "bob".into(),
+        origin: "198.51.100.1".into(),
+        request_id: Some("r2".into()),
+    };
+    acting(bob, async {
+        let copy = |at: ReplicaPlace| NewReplica {
+            node_id: f.id,
+            at,
+            size: 2,
+            checksum: sum(2),
+        };
+        c.add_replica(&copy(ReplicaPlace::Local {
+            resource_id: tape,
+            physical_key: "t1".into(),
+        }))
+        .await
+        .unwrap();
+        c.add_replica(&copy(ReplicaPlace::Remote {
+            zone: ZoneName::parse("far").unwrap(),
+            resource: rname("disk"),
+            location: p("/far/replicas/z/disk/1"),
+        }))
+        .await
+        .unwrap();
+        // Refused (other bytes): nothing changed, nothing recorded.
+        let mut stale = copy(ReplicaPlace::Local {
+            resource_id: tape,
+            physical_key: "t2".into(),
+        });
+        stale.checksum = sum(3);
+        assert_eq!(code(c.add_replica(&stale).await), ErrorCode::Conflict);
+        let on_tape = c.replicas(f.id).await.unwrap();
+        let on_tape = on_tape.iter().find(|r| r.resource_id == tape).unwrap();
+        c.remove_replica(on_tape.id).await.unwrap();
+        let far = c.remote_replicas(f.id).await.unwrap();
+        c.remove_remote_replica(far[0].id).await.unwrap();
+        let only = c.replicas(f.id).await.unwrap();
+        assert_eq!(code(c.remove_replica(only[0].id).await), ErrorCode::Conflict);
+
+        // A mark set or removed twice is one change.
+        c.set_s3_folder(dir.id, true).await.unwrap();
+        c.set_s3_folder(dir.id, true).await.unwrap();
+        c.set_s3_folder(dir.id, false).await.unwrap();
+        c.set_s3_folder(dir.id, false).await.unwrap();
+
+        let spec = |to: &str| {
+            serde_json::json!({"sources": ["/z/f"], "destination": to, "streams": 4, "concurrency": 8})
+                .to_string()
+        };
+        c.create_transfer(
+            &tid("t1"),
+            admin,
+            None,
+            TransferKind::User,
+            &spec("replica://far:disk"),
+        )
+        .await
+        .unwrap();
+        c.create_transfer(&tid("t3"), admin, None, TransferKind::User, &spec("/far/x"))
+            .await
+            .unwrap();
+        // Once, however many times its run and the request mark it; an ended transfer
+        // stays as it ended.
+        c.set_transfer_state(&tid("t1"), TransferState::Cancelled, None)
+            .await
+            .unwrap();
+        c.set_transfer_state(&tid("t1"), TransferState::Cancelled, None)
+            .await
+            .unwrap();
+        c.set_transfer_state(&tid("t2"), TransferState::Cancelled, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            code(
+                c.set_transfer_state(&tid("nope"), TransferState::Cancelled, None)
+                    .await
+            ),
+            ErrorCode::NotFound
+        );
+    })
+    .await;
+    let t1 = c.get_transfer(&tid("t1")).await.unwrap().unwrap();
+    assert_eq!(t1.state, TransferState::Cancelled);
+    assert!(t1.finished.is_some());
+    let t2 = c.get_transfer(&tid("t2")).await.unwrap().unwrap();
+    assert_eq!(t2.state, TransferState::Succeeded);
+
+    let by_bob: Vec<String> = [
+        "replica /z/f | add on tape, 2 bytes",
+        "replica /z/f | add in far:disk as /far/replicas/z/disk/1, 2 bytes",
+        "replica /z/f | remove from tape (good)",
+        "replica /z/f | remove from far:disk (good)",
+        "s3-folder /z/dir | mark",
+        "s3-folder /z/dir | unmark",
+        "replicate /z/f | t1 to far:disk",
+        "transfer /z/f | t3 to /far/x",
+        "transfer - | cancel t1",
+    ]
+    .iter()
+    .map(|l| format!("bob 198.51.100.1 r2 {l}"))
+    .collect();
+    assert_eq!(audit_lines_after(c, before).await, by_bob);
+}
+
+async fn audit_records_secrets_sealed_again(db: &Db) {
+    use weft_catalog::{SealKey, Sealer};
+    let c = &db.cat;
+    zone(c).await;
+    let admin = c.get_principal(&name("admin")).await.unwrap().unwrap();
+    // Without keys, secrets are stored as they are: a key added later seals them.
+    let peer = PeerZone {
+        name: ZoneName::parse("peer").unwrap(),
+        url: "http://peer:1".into(),
+        secret: "peer-s3cr3t".into(),
+        created: 0,
+    };
+    c.put_zone(&peer, false).await.unwrap();
+    c.create_s3_key("AKIAEXAMPLE", admin.id, "s3-s3cr3t")
+        .await
+        .unwrap();
+    let before = newest_audit_id(c).await;
+
+    let key = SealKey::new([7; 32]);
+    let sealed = SqlCatalog::connect_sealed(&db.url, Sealer::new(vec![key.clone()]))
+        .await
+        .unwrap();
+    assert_eq!(sealed.reseal_secrets().await.unwrap(), 2);
+    // Nothing left to seal: no change, no entry.
+    assert_eq!(sealed.reseal_secrets().await.unwrap(), 0);
+    let lines = audit_lines_after(c, before).await;
+    assert_eq!(
+        lines,
+        [format!(
+            "zone zone - secrets - | seal 2 again under key {}: zones 1, s3_keys 1",
+            key.id()
+        )]
+    );
+    assert!(!lines[0].contains("s3cr3t") && !lines[0].contains("AKIA"));
 }
 
 async fn audit_records_every_change_with_its_actor(c: &SqlCatalog) {

@@ -9,6 +9,7 @@ pub mod meta;
 pub mod model;
 pub mod names;
 pub mod path;
+pub mod text;
 mod transfer;
 pub mod wire;
 
@@ -22,6 +23,7 @@ pub use model::{
 };
 pub use names::{PrincipalName, ResourceName, StagingName, ZoneName};
 pub use path::LogicalPath;
+pub use text::{check_text, escape_controls};
 pub use transfer::{TransferCounts, TransferFile};
 
 /// Milliseconds since the Unix epoch; the one time representation stored in the catalog.

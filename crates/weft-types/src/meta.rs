@@ -123,7 +123,8 @@ pub fn parse_number(s: &str) -> Option<f64> {
     s.trim().parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// Checks an attribute, value or unit given by a user.
+/// Checks an attribute, value or unit given by a user: one line of text (a value may hold
+/// tabs), at most [`MAX_AVU_LEN`] bytes.
 pub fn validate_avu_part(what: &str, s: &str) -> Result<(), Error> {
     if what == "attribute" && s.is_empty() {
         return Err(Error::new(
@@ -131,19 +132,7 @@ pub fn validate_avu_part(what: &str, s: &str) -> Result<(), Error> {
             "metadata attribute is empty",
         ));
     }
-    if s.len() > MAX_AVU_LEN {
-        return Err(Error::new(
-            ErrorCode::InvalidArgument,
-            format!("metadata {what} exceeds {MAX_AVU_LEN} bytes"),
-        ));
-    }
-    if s.contains('\0') {
-        return Err(Error::new(
-            ErrorCode::InvalidArgument,
-            format!("metadata {what} contains a NUL byte"),
-        ));
-    }
-    Ok(())
+    crate::text::check_text(&format!("metadata {what}"), s, MAX_AVU_LEN, what == "value")
 }
 
 #[cfg(test)]

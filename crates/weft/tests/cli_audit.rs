@@ -176,3 +176,115 @@ async fn every_change_is_audited_for_administrators() {
         human.stdout
     );
 }
+
+/// Text with a newline (a forged second entry) and terminal commands (clear the screen,
+/// retitle the window), as a catalog from before they were refused may hold.
+const RAW: &str = "tidy\n2026-01-01 00:00:00  admin  forged\x1b[2J\x1b]0;owned\x07";
+
+#[test]
+fn replicas_are_audited_and_control_characters_refused_or_escaped() {
+    let z = ZoneProcess::start(WEFT, "ay").unwrap();
+    let tape = z.work().join("tape");
+    let root = tape.to_str().unwrap();
+    z.weft(&["resource", "add", "tape", "--kind", "fs", "--root", root])
+        .ok();
+    let alice = z.user_with_token("alice");
+    let path = "/ay/home/alice/a.txt";
+    std::fs::write(z.work().join("a.txt"), b"replicated\n").unwrap();
+    z.weft_as(&alice, &["put", "a.txt", "."]).ok();
+
+    // A replicate is recorded at its path, and so are the copy it made (by its run, as
+    // alice) and the trim.
+    z.weft_as(&alice, &["replicate", "a.txt", "--to", "ay:tape"]).ok();
+    z.weft_as(&alice, &["trim", "a.txt", "--from", "ay:tape"]).ok();
+    let log = z.weft(&["audit", "--json", path]).ok().json();
+    let seen: Vec<(String, String, String)> = actions(&log["items"]);
+    let want: Vec<(String, String, String)> = ["replica", "replica", "replicate", "put"]
+        .iter()
+        .map(|a| ("alice".to_owned(), (*a).to_owned(), path.to_owned()))
+        .collect();
+    assert_eq!(seen, want, "{log:#}");
+    let details: Vec<&str> = log["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["detail"].as_str().unwrap())
+        .collect();
+    assert!(details[0].starts_with("remove from tape"), "{log:#}");
+    assert!(details[1].starts_with("add on tape"), "{log:#}");
+    assert!(details[2].ends_with("to ay:tape"), "{log:#}");
+    assert!(
+        log["items"][1]["origin"]
+            .as_str()
+            .unwrap()
+            .starts_with("transfer "),
+        "{log:#}"
+    );
+    let human = z.weft(&["audit", path]).ok().stdout;
+    assert!(
+        human
+            .lines()
+            .any(|l| l.contains(" replicate ") && l.contains(path)),
+        "{human}"
+    );
+
+    // Refused through the CLI, whatever the door (the catalog checks).
+    for bad in ["two\nlines", "esc\x1b[2J", "c1\u{9b}31m", "del\u{7f}"] {
+        z.weft_as(&alice, &["meta", "add", "a.txt", "note", bad])
+            .fails(1, "invalid_argument");
+        z.weft_as(&alice, &["meta", "add", "a.txt", bad, "v"])
+            .fails(1, "invalid_argument");
+        z.weft_as(&alice, &["token", "create", "--label", bad])
+            .fails(1, "invalid_argument");
+    }
+    z.weft_as(&alice, &["token", "create", "--label", "tab\there"])
+        .fails(1, "invalid_argument");
+    z.weft_as(&alice, &["token", "create", "--label", &"x".repeat(257)])
+        .fails(1, "invalid_argument");
+    // A tab stays allowed in a value, and a label of the limit's length is fine.
+    z.weft_as(&alice, &["meta", "add", "a.txt", "cols", "a\tb"]).ok();
+    z.weft_as(&alice, &["token", "create", "--label", &"x".repeat(256)])
+        .ok();
+
+    // What got in raw before is printed escaped.
+    let catalog = rusqlite::Connection::open(z.data_dir().join("catalog.db")).unwrap();
+    catalog.busy_timeout(std::time::Duration::from_secs(30)).unwrap();
+    catalog
+        .execute(
+            "INSERT INTO avus (node_id, attr, value, unit) \
+             SELECT id, 'raw', ?1, '' FROM nodes WHERE path = ?2",
+            rusqlite::params![RAW, path],
+        )
+        .unwrap();
+    catalog
+        .execute(
+            "INSERT INTO audit (action, at, actor, origin, path, detail) \
+             VALUES ('meta', strftime('%s', 'now') * 1000, 'alice', '127.0.0.1', ?1, ?2)",
+            rusqlite::params![path, format!("add raw={RAW}")],
+        )
+        .unwrap();
+    catalog
+        .execute(
+            "UPDATE tokens SET label = ?1 WHERE id = (SELECT max(id) FROM tokens)",
+            rusqlite::params![RAW],
+        )
+        .unwrap();
+    let escaped = "tidy\\n2026-01-01 00:00:00  admin  forged\\u{1b}[2J\\u{1b}]0;owned\\u{7}";
+    let printed = [
+        z.weft(&["audit", "--limit", "1"]).ok().stdout,
+        z.weft_as(&alice, &["meta", "ls", "a.txt"]).ok().stdout,
+        z.weft_as(&alice, &["token", "ls"]).ok().stdout,
+    ];
+    for out in &printed {
+        assert!(out.contains(escaped), "{out}");
+        assert!(!out.contains('\x1b') && !out.contains('\x07'), "{out:?}");
+        assert!(!out.lines().any(|l| l.starts_with("2026-01-01")), "{out}");
+    }
+    assert_eq!(printed[0].lines().count(), 1, "{}", printed[0]);
+    // The tab of a value is shown escaped too, keeping the columns.
+    assert!(printed[1].contains("a\\tb"), "{}", printed[1]);
+    // JSON carries the text as it is stored; JSON escapes it itself.
+    let json = z.weft(&["audit", "--json", "--limit", "1"]).ok();
+    assert!(!json.stdout.contains('\x1b'), "{:?}", json.stdout);
+    assert_eq!(json.json()["items"][0]["detail"], format!("add raw={RAW}"));
+}

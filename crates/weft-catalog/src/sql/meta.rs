@@ -284,7 +284,10 @@ pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(),
     tx.commit().await.map_err(db)
 }
 
-async fn node_path(tx: &mut Transaction<'static, Any>, node_id: i64) -> Result<LogicalPath, Error> {
+pub(super) async fn node_path(
+    tx: &mut Transaction<'static, Any>,
+    node_id: i64,
+) -> Result<LogicalPath, Error> {
     let path: String = sqlx::query_scalar("SELECT path FROM nodes WHERE id = $1")
         .bind(node_id)
         .fetch_optional(&mut **tx)

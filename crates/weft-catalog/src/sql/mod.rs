@@ -881,11 +881,15 @@ impl Catalog for SqlCatalog {
         use sqlx::Row;
         let mut tx = self.begin_write().await?;
         let mut n = 0;
+        // What each table had sealed again, for the audit log (never the secrets, nor
+        // which rows: a count says the rotation reached them).
+        let mut counts: Vec<String> = Vec::new();
         for &(table, key, column, settings) in SEALED {
             let rows = sqlx::query(&format!("SELECT {key}, {column} FROM {table}"))
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db)?;
+            let before = n;
             for row in rows {
                 let (name, stored): (String, String) =
                     (row.try_get(0).map_err(db)?, row.try_get(1).map_err(db)?);
@@ -908,6 +912,14 @@ impl Catalog for SqlCatalog {
                     .map_err(db)?;
                 n += 1;
             }
+            if n > before {
+                counts.push(format!("{table} {}", n - before));
+            }
+        }
+        if n > 0 {
+            let key = self.sealer.sealing_key().unwrap_or("none");
+            let detail = format!("seal {n} again under key {key}: {}", counts.join(", "));
+            audit::record(&mut tx, "secrets", None, detail).await?;
         }
         tx.commit().await.map_err(db)?;
         Ok(n)

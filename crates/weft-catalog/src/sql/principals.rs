@@ -164,6 +164,8 @@ impl Principals for SqlCatalog {
         label: &str,
         expires: Option<Millis>,
     ) -> Result<TokenRecord, Error> {
+        // Here, so that no door can leave a label that forges lines of `weft token ls`.
+        weft_types::check_text("token label", label, weft_types::text::MAX_LABEL_LEN, false)?;
         let created = now_ms();
         let mut tx = self.begin_write().await?;
         let user: String = sqlx::query_scalar("SELECT name FROM principals WHERE id = $1 AND kind = 'user'")

@@ -2,25 +2,26 @@
 //! in federated zones (`remote_replicas`), their states, and the scrubber's queue.
 
 use super::rows::{self, corrupt, get, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
-use super::{affected, db, now_ms, placeholders, subtree_range, SqlCatalog};
+use super::{affected, audit, db, now_ms, placeholders, subtree_range, SqlCatalog};
 use crate::{
     CopyPlace, NewReplica, PlaceBytes, RemoteReplica, Replica, ReplicaPlace, Replicas, SubtreeCopies,
 };
 use async_trait::async_trait;
-use sqlx::AnyConnection;
+use sqlx::{Any, AnyConnection, Transaction};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, ReplicaState, ResourceName, ZoneName};
 
 #[async_trait]
 impl Replicas for SqlCatalog {
     async fn add_replica(&self, r: &NewReplica) -> Result<Option<Replica>, Error> {
         let mut tx = self.begin_write().await?;
-        let sum: Option<String> =
-            sqlx::query_scalar("SELECT checksum FROM nodes WHERE id = $1 AND kind = 'object'")
-                .bind(r.node_id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db)?
-                .ok_or_else(|| Error::not_found(format_args!("data object {}", r.node_id)))?;
+        let object = sqlx::query("SELECT checksum, path FROM nodes WHERE id = $1 AND kind = 'object'")
+            .bind(r.node_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found(format_args!("data object {}", r.node_id)))?;
+        let sum: Option<String> = get(&object, 0)?;
+        let path = rows::path(&get::<String>(&object, 1)?)?;
         if sum.as_deref() != Some(r.checksum.to_string().as_str()) {
             return Err(Error::new(
                 ErrorCode::Conflict,
@@ -51,6 +52,12 @@ impl Replicas for SqlCatalog {
                     .execute(&mut *tx)
                     .await
                     .map_err(db)?;
+                let resource: String = sqlx::query_scalar("SELECT name FROM resources WHERE id = $1")
+                    .bind(resource_id)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db)?
+                    .ok_or_else(|| Error::not_found(format_args!("resource id {resource_id}")))?;
                 sqlx::query(
                     "INSERT INTO replicas (node_id, resource_id, physical_key, size, checksum, state, created, verified) \
                      VALUES ($1, $2, $3, $4, $5, 'good', $6, $6)",
@@ -64,6 +71,8 @@ impl Replicas for SqlCatalog {
                 .execute(&mut *tx)
                 .await
                 .map_err(db)?;
+                let detail = format!("add on {resource}, {} bytes", r.size);
+                audit::record(&mut tx, "replica", Some(&path), detail).await?;
                 old.into_iter().find(|o| &o.physical_key != physical_key)
             }
             ReplicaPlace::Remote {
@@ -87,6 +96,8 @@ impl Replicas for SqlCatalog {
                 .execute(&mut *tx)
                 .await
                 .map_err(db)?;
+                let detail = format!("add in {zone}:{resource} as {location}, {} bytes", r.size);
+                audit::record(&mut tx, "replica", Some(&path), detail).await?;
                 None
             }
         };
@@ -148,6 +159,8 @@ impl Replicas for SqlCatalog {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        let detail = format!("remove from {} ({})", replica.resource, replica.state);
+        record_at_node(&mut tx, replica.node_id, detail).await?;
         tx.commit().await.map_err(db)?;
         Ok(replica)
     }
@@ -184,6 +197,11 @@ impl Replicas for SqlCatalog {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+        let detail = format!(
+            "remove from {}:{} ({})",
+            replica.zone, replica.resource, replica.state
+        );
+        record_at_node(&mut tx, replica.node_id, detail).await?;
         tx.commit().await.map_err(db)?;
         Ok(replica)
     }
@@ -369,6 +387,16 @@ async fn other_good_copies(
     .fetch_one(conn)
     .await
     .map_err(db)
+}
+
+/// Records a change to the replicas of `node_id`, at its path.
+async fn record_at_node(
+    tx: &mut Transaction<'static, Any>,
+    node_id: i64,
+    detail: String,
+) -> Result<(), Error> {
+    let path = super::meta::node_path(tx, node_id).await?;
+    audit::record(tx, "replica", Some(&path), detail).await
 }
 
 fn last_copy(state: ReplicaState) -> Error {

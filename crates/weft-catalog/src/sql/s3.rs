@@ -241,8 +241,15 @@ impl S3Gateway for SqlCatalog {
         } else {
             sqlx::query("DELETE FROM s3_objects WHERE node_id = $1")
         };
-        q.bind(node_id).execute(self.pool()).await.map_err(db)?;
-        Ok(())
+        let mut tx = self.begin_write().await?;
+        let done = q.bind(node_id).execute(&mut *tx).await.map_err(db)?;
+        // A mark already there (or already gone) is no change.
+        if super::affected(done) > 0 {
+            let path = super::meta::node_path(&mut tx, node_id).await?;
+            let detail = if folder { "mark" } else { "unmark" };
+            audit::record(&mut tx, "s3-folder", Some(&path), detail).await?;
+        }
+        tx.commit().await.map_err(db)
     }
 
     async fn s3_folders(&self, paths: &[String]) -> Result<Vec<S3Listed>, Error> {

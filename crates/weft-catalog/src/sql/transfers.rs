@@ -6,7 +6,9 @@ use crate::{Dialect, TransferCounts, TransferFile, TransferQuery, TransferRecord
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use std::collections::HashSet;
-use weft_types::{Checksum, Error, FileState, TransferId, TransferKind, TransferState, ZoneName};
+use weft_types::{
+    Checksum, Error, FileState, LogicalPath, TransferId, TransferKind, TransferState, ZoneName,
+};
 
 #[async_trait]
 impl Transfers for SqlCatalog {
@@ -32,11 +34,11 @@ impl Transfers for SqlCatalog {
         .execute(&mut *tx)
         .await
         .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
-        let detail = match via_zone {
-            Some(z) => format!("{id} via zone {z}"),
-            None => id.to_string(),
-        };
-        audit::record(&mut tx, "transfer", None, detail).await?;
+        let (action, path, mut detail) = described(id, spec);
+        if let Some(z) = via_zone {
+            detail.push_str(&format!(" via zone {z}"));
+        }
+        audit::record(&mut tx, action, path.as_ref(), detail).await?;
         tx.commit().await.map_err(db)?;
         self.get_transfer(id)
             .await?
@@ -160,6 +162,9 @@ impl Transfers for SqlCatalog {
         state: TransferState,
         error: Option<&str>,
     ) -> Result<(), Error> {
+        if state == TransferState::Cancelled {
+            return cancel(self, id).await;
+        }
         let now = now_ms();
         let stamps = match state {
             TransferState::Active => ", started = COALESCE(started, $4), finished = NULL",
@@ -308,6 +313,60 @@ impl Transfers for SqlCatalog {
         counts.files_by_state.sort();
         Ok(counts)
     }
+}
+
+/// How the audit log shows a new transfer: its action (`replicate` for a copy to
+/// `replica://`, whose one source is the object or collection it copies), the path it is
+/// about (its one source, if that is a path of the catalog) and the detail.
+fn described(id: &TransferId, spec: &str) -> (&'static str, Option<LogicalPath>, String) {
+    // The spec is the transfer crate's; only these two fields are read, and a spec without
+    // them (tests store `{}`) is shown by its id alone.
+    let spec: serde_json::Value = serde_json::from_str(spec).unwrap_or_default();
+    let sources: Vec<&str> = spec["sources"]
+        .as_array()
+        .map(|s| s.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let path = match sources[..] {
+        [one] => LogicalPath::parse(one).ok(),
+        _ => None,
+    };
+    match spec["destination"].as_str() {
+        Some(to) if to.starts_with("replica://") && path.is_some() => {
+            let place = to.trim_start_matches("replica://");
+            ("replicate", path, format!("{id} to {place}"))
+        }
+        Some(to) => ("transfer", path, format!("{id} to {to}")),
+        None => ("transfer", path, id.to_string()),
+    }
+}
+
+/// Marks the open transfer `id` cancelled, recording who did; one already ended (or
+/// cancelled through another server of the zone, whose run ends here now) keeps its state
+/// and is not recorded again.
+async fn cancel(c: &SqlCatalog, id: &TransferId) -> Result<(), Error> {
+    let mut tx = c.begin_write().await?;
+    let done = sqlx::query(
+        "UPDATE transfers SET state = 'cancelled', error = NULL, finished = $1 \
+         WHERE id = $2 AND state IN ('queued', 'active')",
+    )
+    .bind(now_ms())
+    .bind(id.as_str())
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| db_ctx(e, format_args!("transfer {id}")))?;
+    if affected(done) == 0 {
+        let found: Option<String> = sqlx::query_scalar("SELECT state FROM transfers WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        if found.is_none() {
+            return Err(Error::not_found(format_args!("transfer {id}")));
+        }
+        return tx.commit().await.map_err(db);
+    }
+    audit::record(&mut tx, "transfer", None, format!("cancel {id}")).await?;
+    tx.commit().await.map_err(db)
 }
 
 /// Which way [`count_states`] moves files.

@@ -3,6 +3,7 @@
 use super::output::{format_millis, print_json, Result};
 use super::Ctx;
 use clap::Args;
+use weft_types::escape_controls;
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
@@ -80,7 +81,9 @@ fn print_entries(entries: &[weft_client::wire::AuditWire]) {
             n if n <= 5 => format!(": {}", e.items.join(", ")),
             n => format!(": {}, ... ({} more)", e.items[..5].join(", "), n - 5),
         };
-        println!(
+        // Escaped whole: a catalog from before labels and values were checked may hold a
+        // newline (a forged entry) or an ESC (a terminal command) in any of them.
+        let line = format!(
             "{}  {:<12} {:<24} {:<9} {path}  {}{items}",
             format_millis(e.at),
             e.actor,
@@ -88,6 +91,7 @@ fn print_entries(entries: &[weft_client::wire::AuditWire]) {
             e.action,
             e.detail
         );
+        println!("{}", escape_controls(&line));
     }
 }
 

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use std::io::{BufRead, IsTerminal, Write};
 use weft_client::wire::{TokenRequest, TokenWire};
 use weft_client::Client;
+use weft_types::escape_controls;
 
 #[derive(Debug, Args)]
 pub struct LoginArgs {
@@ -189,11 +190,13 @@ fn print_tokens(tokens: &[TokenWire]) {
         } else {
             format!("  {}", t.label)
         };
-        println!(
+        // Labels given before control characters were refused may still hold them.
+        let line = format!(
             "{:>id$}  {:w$}  created {}  {expires}{label}",
             t.id,
             t.user,
             format_millis(t.created)
         );
+        println!("{}", escape_controls(&line));
     }
 }

@@ -5,7 +5,7 @@ use super::Ctx;
 use clap::{Args, Subcommand};
 use weft_client::wire::MetaRequest;
 use weft_client::FindParams;
-use weft_types::MetaCondition;
+use weft_types::{escape_controls, MetaCondition};
 
 #[derive(Debug, Args)]
 pub struct MetaArgs {
@@ -72,7 +72,8 @@ pub async fn meta(ctx: &Ctx, a: MetaArgs) -> Result {
             let w = avus.iter().map(|a| a.attr.len()).max().unwrap_or(0);
             for avu in &avus {
                 let line = format!("{:w$}  {}  {}", avu.attr, avu.value, avu.unit);
-                println!("{}", line.trim_end());
+                // Values set before control characters were refused may still hold them.
+                println!("{}", escape_controls(line.trim_end()));
             }
             return Ok(());
         }

@@ -4,6 +4,7 @@ use super::output::{format_millis, print_json, Result};
 use super::Ctx;
 use clap::{Args, Subcommand};
 use weft_client::wire::PidWire;
+use weft_types::escape_controls;
 
 #[derive(Debug, Args)]
 pub struct PidArgs {
@@ -74,6 +75,7 @@ fn print_pid(p: &PidWire) {
         }
     }
     for a in &p.metadata {
-        println!("meta      {} = {} {}", a.attr, a.value, a.unit);
+        let line = format!("meta      {} = {} {}", a.attr, a.value, a.unit);
+        println!("{}", escape_controls(&line));
     }
 }

@@ -5,7 +5,7 @@
 
 use super::{paths, time, PageUser};
 use maud::{html, Markup};
-use weft_types::{Error, LogicalPath, NodeKind, Permission};
+use weft_types::{escape_controls as esc, Error, LogicalPath, NodeKind, Permission};
 use weft_zone::{AclEntry, Avu, Distribution, NodeInfo};
 
 /// Everything a node's page shows.
@@ -241,12 +241,14 @@ pub fn metadata(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
                             @if v.can_write() && v.editing == Some(i) {
                                 (meta_edit_row(user, &action, &here, a, v.outcome))
                             } @else {
+                                // Shown escaped, sent back (hidden) as stored: a catalog may
+                                // hold control characters from before they were refused.
                                 tr {
-                                    td.attr { (a.attr) } td.value { (a.value) } td.unit { (a.unit) }
+                                    td.attr { (esc(&a.attr)) } td.value { (esc(&a.value)) } td.unit { (esc(&a.unit)) }
                                     @if v.can_write() {
                                         td.row-actions {
                                             a.button.small href={ (here) "?edit=" (i) "#metadata" }
-                                                aria-label={ "Edit " (a.attr) "=" (a.value) } { "Edit" }
+                                                aria-label={ "Edit " (esc(&a.attr)) "=" (esc(&a.value)) } { "Edit" }
                                             form.inline method="post" action=(action) {
                                                 (csrf(user))
                                                 input type="hidden" name="op" value="remove";
@@ -254,7 +256,7 @@ pub fn metadata(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
                                                 input type="hidden" name="value" value=(a.value);
                                                 input type="hidden" name="unit" value=(a.unit);
                                                 button.small.danger type="submit"
-                                                    aria-label={ "Remove " (a.attr) "=" (a.value) } { "Remove" }
+                                                    aria-label={ "Remove " (esc(&a.attr)) "=" (esc(&a.value)) } { "Remove" }
                                             }
                                         }
                                     }
@@ -298,7 +300,7 @@ fn meta_edit_row(user: &PageUser<'_>, action: &str, here: &str, a: &Avu, o: &Out
     };
     html! {
         tr.editing {
-            td.attr { (a.attr) }
+            td.attr { (esc(&a.attr)) }
             td colspan="3" {
                 form.meta-edit method="post" action=(action) {
                     (csrf(user))
@@ -306,12 +308,13 @@ fn meta_edit_row(user: &PageUser<'_>, action: &str, here: &str, a: &Avu, o: &Out
                     input type="hidden" name="attr" value=(a.attr);
                     input type="hidden" name="old_value" value=(a.value);
                     input type="hidden" name="old_unit" value=(a.unit);
-                    label.visually-hidden for="edit-value" { "New value of " (a.attr) }
+                    label.visually-hidden for="edit-value" { "New value of " (esc(&a.attr)) }
+                    // Escaped, so that saving it as shown stores printable text.
                     input #edit-value.grow type="text" name="value" spellcheck="false" autofocus
-                        value=(typed("value").unwrap_or(a.value.as_str()));
-                    label.visually-hidden for="edit-unit" { "New unit of " (a.attr) }
+                        value=(typed("value").map_or(esc(&a.value), Into::into));
+                    label.visually-hidden for="edit-unit" { "New unit of " (esc(&a.attr)) }
                     input #edit-unit.narrow type="text" name="unit" spellcheck="false" placeholder="unit"
-                        value=(typed("unit").unwrap_or(a.unit.as_str()));
+                        value=(typed("unit").map_or(esc(&a.unit), Into::into));
                     button.primary.small type="submit" { "Save" }
                     a.button.small href={ (here) "#metadata" } { "Cancel" }
                 }

@@ -4,6 +4,7 @@
 use crate::web::pages::{layout_in, time, PageUser, Section};
 use axum::response::Html;
 use maud::html;
+use weft_types::escape_controls;
 use weft_zone::{NewToken, Principal, TokenInfo};
 
 pub struct Admin<'a> {
@@ -102,7 +103,7 @@ pub fn page(user: &PageUser<'_>, v: &Admin<'_>) -> Html<String> {
                         tr data-token=(t.token.id) {
                             td.num { (t.token.id) }
                             td.owner { (t.user.as_str()) }
-                            td.label { @if t.token.label.is_empty() { span.muted { "—" } } @else { (t.token.label) } }
+                            td.label { @if t.token.label.is_empty() { span.muted { "—" } } @else { (escape_controls(&t.token.label)) } }
                             td.when { (time(t.token.created)) }
                             td.when { @if let Some(e) = t.token.expires { (time(e)) } @else { span.muted { "never" } } }
                             td {
