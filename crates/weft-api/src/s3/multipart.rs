@@ -36,7 +36,7 @@ impl Gateway {
         key: &str,
         id: &str,
     ) -> S3Result<(LogicalPath, UploadRecord)> {
-        let path = self.object_path(&caller, bucket, key).await?;
+        let path = self.object_path(caller, bucket, key).await?;
         let u = self.zone.multipart_of(caller, id).await.map_err(errors::upload)?;
         if u.path != path {
             return Err(s3_error!(NoSuchUpload, "upload {id} is not of {bucket}/{key}"));
