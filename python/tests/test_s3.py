@@ -1632,6 +1632,29 @@ def test_parts_count_against_the_quota(gw: Gateway, p: str) -> None:
     carol.put_object(Bucket="home-carol", Key=f"{p}fits.bin", Body=payload(5 * MiB))
 
 
+def test_copies_and_completions_count_against_the_quota(gw: Gateway, p: str) -> None:
+    gw.zone.ok("user", "add", "dave")
+    gw.zone.ok("quota", "set", "dave", "--bytes", "12M")
+    dave = client(gw.url, Key(gw.zone.json("s3", "key", "create", "--user", "dave")))
+    dave.put_object(Bucket="home-dave", Key=f"{p}a.bin", Body=payload(5 * MiB))
+    source = {"Bucket": "home-dave", "Key": f"{p}a.bin"}
+    dave.copy_object(Bucket="home-dave", Key=f"{p}b.bin", CopySource=source)
+    # A copy stores as much again: a third would pass the quota.
+    err = error_of(dave.copy_object, Bucket="home-dave", Key=f"{p}c.bin", CopySource=source)
+    assert err == (403, "QuotaExceeded"), err
+    assert missing(dave, "home-dave", f"{p}c.bin")
+    # An upload's own parts become its object: completing it is not charged for them twice.
+    key = f"{p}parts.bin"
+    up = dave.create_multipart_upload(Bucket="home-dave", Key=key)["UploadId"]
+    etag = dave.upload_part(Bucket="home-dave", Key=key, UploadId=up, PartNumber=1, Body=payload(MiB + MiB // 2))[
+        "ETag"
+    ]
+    dave.complete_multipart_upload(
+        Bucket="home-dave", Key=key, UploadId=up, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
+    )
+    assert dave.head_object(Bucket="home-dave", Key=key)["ContentLength"] == MiB + MiB // 2
+
+
 def test_wrong_secret_is_signature_does_not_match(gw: Gateway, s3: Any, p: str) -> None:
     forged = client(gw.url, gw.admin, secret="x" * 40)
     assert error_of(forged.put_object, Bucket=HOME, Key=f"{p}forged", Body=b"x") == (403, "SignatureDoesNotMatch")

@@ -237,3 +237,88 @@ async fn quotas_refuse_writes_before_any_byte_is_stored() {
         201
     );
 }
+
+/// Every way of storing counts against the quota, with what open uploads hold, and an
+/// object is charged to its owner whoever writes it: a copy, a second upload session and
+/// another user's overwrite are each refused where they would pass alice's quota.
+#[tokio::test]
+async fn every_way_of_storing_is_charged_to_the_objects_owner() {
+    let z = start().await;
+    let admin = z.admin_token.clone();
+    let alice = z.user("alice").await;
+    let bob = z.user("bob").await;
+    let r = z
+        .put("quotas", &admin)
+        .json(&json!({"principal": "alice", "max_bytes": 100_000}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(
+        z.put_bytes("/z/home/alice/a.bin", &[1u8; 60_000], &alice)
+            .await
+            .status(),
+        201
+    );
+
+    // A copy stores as much again.
+    let r = z
+        .post("copy", &alice)
+        .json(&json!({"from": "/z/home/alice/a.bin", "to": "/z/home/alice/copy.bin"}))
+        .send()
+        .await
+        .unwrap();
+    let (status, c, message) = code_of(r).await;
+    assert_eq!((status, c.as_str()), (403, "quota_exceeded"), "{message}");
+    assert_eq!(
+        z.get("stat/z/home/alice/copy.bin", &alice)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+
+    // An open upload session holds its declared size: a second one that would pass the
+    // quota with it is refused, and the listing shows what is held.
+    let open = |name: &'static str| {
+        z.post("uploads", &alice)
+            .json(&json!({"path": format!("/z/home/alice/{name}"), "size": 30_000}))
+            .send()
+    };
+    let first = open("s1").await.unwrap();
+    assert_eq!(first.status(), 201, "{}", first.text().await.unwrap());
+    let (status, c, message) = code_of(open("s2").await.unwrap()).await;
+    assert_eq!((status, c.as_str()), (403, "quota_exceeded"), "{message}");
+    assert!(message.contains("30000 held by open uploads"), "{message}");
+    let quotas = z.get_json("quotas", &admin).await;
+    assert_eq!(
+        (&quotas[0]["used_bytes"], &quotas[0]["reserved_bytes"]),
+        (&json!(60_000), &json!(30_000)),
+        "{quotas}"
+    );
+
+    // Bob, with write permission on alice's object, overwrites it: alice is charged (bob
+    // has no quota), the object stays hers, and growing it past her quota is refused.
+    let r = z
+        .post("acl/z/home/alice/a.bin", &alice)
+        .json(&json!({"principal": "bob", "permission": "write"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let overwrite = |n: usize| {
+        z.put("data/z/home/alice/a.bin?overwrite=true", &bob)
+            .body(vec![2u8; n])
+            .send()
+    };
+    let (status, c, message) = code_of(overwrite(80_000).await.unwrap()).await;
+    assert_eq!((status, c.as_str()), (403, "quota_exceeded"), "{message}");
+    assert!(message.contains("the quota of alice"), "{message}");
+    let stat = z.get_json("stat/z/home/alice/a.bin", &alice).await;
+    assert_eq!((&stat["size"], &stat["owner"]), (&json!(60_000), &json!("alice")));
+    // What fits beside the open session is taken, and still hers.
+    assert_eq!(overwrite(65_000).await.unwrap().status(), 201);
+    let stat = z.get_json("stat/z/home/alice/a.bin", &alice).await;
+    assert_eq!((&stat["size"], &stat["owner"]), (&json!(65_000), &json!("alice")));
+}

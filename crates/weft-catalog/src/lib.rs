@@ -629,6 +629,9 @@ pub struct Quota {
 pub struct Usage {
     pub bytes: u64,
     pub objects: u64,
+    /// Bytes held for open uploads, not stored yet: the declared sizes of REST upload
+    /// sessions and the parts received of S3 multipart uploads (on the resource, or on all).
+    pub reserved: u64,
 }
 
 /// Quotas, and the usage they limit, counted from the namespace (exact whichever server
@@ -650,7 +653,7 @@ pub trait Quotas: Send + Sync {
     /// The quotas of these principals (a user and its groups).
     async fn quotas_of(&self, principal_ids: &[i64]) -> Result<Vec<Quota>, Error>;
     /// What the objects of a user, or of a group's members, use: their sizes as data
-    /// objects, or (`resource`) their replicas there.
+    /// objects, or (`resource`) their replicas there; and what their open uploads reserve.
     async fn usage(&self, principal_id: i64, resource: Option<&ResourceName>) -> Result<Usage, Error>;
 }
 
@@ -841,9 +844,6 @@ pub trait Uploads: Send + Sync {
     async fn put_upload_part(&self, id: &str, part: &UploadPart) -> Result<Option<String>, Error>;
     /// The parts received, by number.
     async fn upload_parts(&self, id: &str) -> Result<Vec<UploadPart>, Error>;
-    /// Bytes of the parts of `owner_id`'s open multipart uploads on `resource_id`: stored,
-    /// not yet any object's, and counted against the owner's quota all the same.
-    async fn open_part_bytes(&self, owner_id: i64, resource_id: i64) -> Result<u64, Error>;
     /// Claims an upload to abort it (also one whose completion began before `stale`, a
     /// completer that died) and returns the parts it had; `None`: someone else has it.
     async fn claim_upload_parts(&self, id: &str, stale: Millis) -> Result<Option<Vec<UploadPart>>, Error>;

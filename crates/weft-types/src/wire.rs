@@ -350,6 +350,10 @@ pub struct QuotaWire {
     pub max_objects: Option<u64>,
     pub used_bytes: u64,
     pub used_objects: u64,
+    /// Bytes held by open uploads (REST sessions' declared sizes, S3 parts received):
+    /// counted with `used_bytes` when a write is checked.
+    #[serde(default)]
+    pub reserved_bytes: u64,
 }
 
 /// An entry of the audit log: who changed what, when and from where.

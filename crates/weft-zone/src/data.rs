@@ -1,6 +1,7 @@
 //! Data objects: streaming put with the checksum computed in flight, ranged reads,
 //! server-side copy and re-verification of replicas.
 
+use crate::quotas::Charge;
 use crate::{Caller, Zone};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -194,8 +195,8 @@ impl Zone {
         let (target, missing) = self
             .prepare_put_parents(caller, path, resource, overwrite, parents)
             .await?;
-        self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
-            .await?;
+        let charge = Charge::objects(Some(path), &target.resource.name, size, 1);
+        self.check_quota(caller, charge).await?;
         if pack && size <= weft_storage::PACKED_MAX {
             return self
                 .put_small(
@@ -370,14 +371,8 @@ impl Zone {
         let bytes = files.iter().map(|(_, data, _)| data.len() as u64).sum();
         let checked = async {
             let (resource, _) = self.store_for_write(resource).await?;
-            self.check_quota(
-                &caller.principal_ids,
-                &resource.name,
-                bytes,
-                files.len() as u64,
-                false,
-            )
-            .await
+            let charge = Charge::objects(None, &resource.name, bytes, files.len() as u64);
+            self.check_quota(caller, charge).await
         };
         if let Err(e) = checked.await {
             return files.iter().map(|_| Err(e.clone())).collect();
@@ -716,6 +711,8 @@ impl Zone {
         let size = src.node.size as u64;
         let (target, missing) = self
             .prepare_put_parents(caller, to, resource, overwrite, parents)
+            .await?;
+        self.check_quota(caller, Charge::objects(Some(to), &target.resource.name, size, 1))
             .await?;
         let key = Store::new_key();
         let mut writer = target.store.writer(&key).await?;

@@ -13,6 +13,7 @@
 //! when the parts chosen do not make that layout, streams every part into a new replica.
 
 use crate::data::{copy_hashing, Committed, PutTarget, OWN_SYNC_THRESHOLD};
+use crate::quotas::Charge;
 use crate::upload::{check_room, Exact};
 use crate::{now_ms, Caller, PutOutcome, Zone};
 use bytes::Bytes;
@@ -163,12 +164,9 @@ impl Zone {
         self.prepare_put_parents(caller, &u.path, None, true, true)
             .await?;
         let (resource, store) = self.store_by_id(u.resource_id).await?;
-        // Parts already stored count too: they hold the disk until completed or aborted.
-        let held = self
-            .catalog
-            .open_part_bytes(caller.user_id, u.resource_id)
-            .await?;
-        self.check_quota(&caller.principal_ids, &resource.name, held + size, 0, false)
+        // Parts already stored count too (as reserved): they hold the disk until the
+        // upload is completed or aborted.
+        self.check_quota(caller, Charge::objects(None, &resource.name, size, 0))
             .await?;
         let place = self.place_part(&u, part, size).await?;
         let mut hasher = place.hash_at.map(PieceHasher::new);
@@ -355,8 +353,13 @@ impl Zone {
         let (target, missing) = self
             .prepare_put_parents(caller, &u.path, None, true, true)
             .await?;
-        self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
-            .await?;
+        // The parts received are held already; what is stored is the parts chosen.
+        let held = self.catalog.upload_parts(id).await?.iter().map(|p| p.size).sum();
+        let charge = Charge {
+            own_reservation: held,
+            ..Charge::objects(Some(&u.path), &target.resource.name, size, 1)
+        };
+        self.check_quota(caller, charge).await?;
         Ok(Prepared {
             u,
             picked,

@@ -1,8 +1,12 @@
 //! Quotas: what a user, or the members of a group together, may store. A write is checked
-//! before its bytes are accepted (the declared size of a put or an upload, the sum of a
-//! bundle, the planned size of a transfer), against usage counted from the catalog at that
-//! moment: exact whichever server wrote before and whatever crashed. Two writes checked at
-//! the same moment may together pass a limit by what the later one adds.
+//! twice. Before its bytes are accepted (the declared size of a put or an upload, a part,
+//! the sum of a bundle, the planned size of a transfer) against usage counted from the
+//! catalog at that moment plus what open uploads reserve: a refusal then costs nothing.
+//! And in the transaction that registers it, against what is stored then: exact whichever
+//! server wrote before or at the same moment, whatever crashed.
+//!
+//! An object is charged to its owner: its writer when new, and its owner still when
+//! someone else with write permission overwrites it or copies it to another resource.
 //!
 //! Most zones set no quota: whether any exists is kept for [`QUOTAS_FRESH`], so that a
 //! write costs no catalog query then. A quota set through another server of the zone
@@ -12,7 +16,41 @@ use crate::{Caller, Zone};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use weft_catalog::{Quota, Usage};
-use weft_types::{Error, ErrorCode, PrincipalName, ResourceName};
+use weft_types::{Error, ErrorCode, LogicalPath, PrincipalName, ResourceName};
+
+/// A write as the quota check before its bytes arrive sees it.
+pub(crate) struct Charge<'a> {
+    /// Where it lands, if one place: an object there is overwritten (or copied further),
+    /// and its owner is charged. Otherwise the caller, who owns what it makes.
+    pub at: Option<&'a LogicalPath>,
+    pub resource: &'a ResourceName,
+    pub bytes: u64,
+    pub objects: u64,
+    /// Further copies of objects: counted only by quotas on `resource`.
+    pub replicas: bool,
+    /// What the caller's own open upload holds of the quota, which this write turns into
+    /// stored bytes (its completion).
+    pub own_reservation: u64,
+}
+
+impl<'a> Charge<'a> {
+    /// `bytes` in new objects (or overwrites) at `at`, on `resource`.
+    pub(crate) fn objects(
+        at: Option<&'a LogicalPath>,
+        resource: &'a ResourceName,
+        bytes: u64,
+        objects: u64,
+    ) -> Self {
+        Charge {
+            at,
+            resource,
+            bytes,
+            objects,
+            replicas: false,
+            own_reservation: 0,
+        }
+    }
+}
 
 /// A quota with what it limits used now, as the interfaces show it.
 #[derive(Debug, Clone)]
@@ -52,23 +90,52 @@ impl Zone {
         Ok(any)
     }
 
-    /// Refuses (`quota_exceeded`) a write of `bytes` in `objects` onto `resource` that a
-    /// quota of the principals `ids` (a user and its groups) forbids. New data objects count
-    /// against quotas on all resources and on that one; further replicas of existing objects
-    /// (`replicas`) only against quotas on that resource, since a quota on all resources
-    /// counts objects, not their copies.
-    pub(crate) async fn check_quota(
-        &self,
-        ids: &[i64],
-        resource: &ResourceName,
-        bytes: u64,
-        objects: u64,
-        replicas: bool,
-    ) -> Result<(), Error> {
+    /// Refuses (`quota_exceeded`) `write` by `caller` if a quota of whoever it is charged
+    /// to forbids it, counting what the open uploads of those charged reserve. Every way of
+    /// storing calls this before the bytes arrive, so that a refusal comes first and costs
+    /// nothing; the transaction that registers checks once more (weft-catalog's
+    /// `quota_guard`), which is what holds when servers write at once.
+    pub(crate) async fn check_quota(&self, caller: &Caller, write: Charge<'_>) -> Result<(), Error> {
         if !self.any_quota().await? {
             return Ok(());
         }
-        for q in self.catalog.quotas_of(ids).await? {
+        let Charge {
+            at,
+            resource,
+            mut bytes,
+            mut objects,
+            replicas,
+            own_reservation,
+        } = write;
+        // An object there is its owner's: an overwrite or a further copy is charged to the
+        // owner, and an overwrite adds only what it grows by.
+        let mut owner = caller.user_id;
+        if let Some(path) = at {
+            if let Some(node) = self.catalog.get_node(path).await? {
+                owner = node.owner_id;
+                if !replicas && node.kind == weft_types::NodeKind::Object {
+                    bytes = bytes.saturating_sub(node.size.max(0) as u64);
+                    objects = 0;
+                }
+            }
+        }
+        let ids = if owner == caller.user_id {
+            caller.principal_ids.clone()
+        } else {
+            let mut ids = self.catalog.group_ids_of(owner).await?;
+            ids.push(owner);
+            ids
+        };
+        // The caller's own upload turns into what it stores; not the owner's.
+        let own_reservation = if owner == caller.user_id {
+            own_reservation
+        } else {
+            0
+        };
+        if bytes == 0 && objects == 0 {
+            return Ok(());
+        }
+        for q in self.catalog.quotas_of(&ids).await? {
             let applies = match &q.resource {
                 Some(r) => r == resource,
                 None => !replicas,
@@ -81,19 +148,28 @@ impl Zone {
                 Some(r) => format!("the quota of {} on resource {r}", q.principal.name),
                 None => format!("the quota of {}", q.principal.name),
             };
-            if let Some(max) = q.max_bytes.filter(|m| used.bytes.saturating_add(bytes) > *m) {
+            let reserved = used.reserved.saturating_sub(own_reservation);
+            let taken = used.bytes.saturating_add(reserved);
+            if let Some(max) = q
+                .max_bytes
+                .filter(|m| bytes > 0 && taken.saturating_add(bytes) > *m)
+            {
+                let held = match reserved {
+                    0 => String::new(),
+                    n => format!(", {n} held by open uploads"),
+                };
                 return Err(Error::new(
                     ErrorCode::QuotaExceeded,
                     format!(
-                        "{whose} is {max} bytes: {} used, {} left, and this write needs {bytes}; nothing was stored",
+                        "{whose} is {max} bytes: {} used{held}, {} left, and this write needs {bytes}; nothing was stored",
                         used.bytes,
-                        max.saturating_sub(used.bytes)
+                        max.saturating_sub(taken)
                     ),
                 ));
             }
             if let Some(max) = q
                 .max_objects
-                .filter(|m| used.objects.saturating_add(objects) > *m)
+                .filter(|m| objects > 0 && used.objects.saturating_add(objects) > *m)
             {
                 return Err(Error::new(
                     ErrorCode::QuotaExceeded,

@@ -7,6 +7,7 @@
 //! request, acting for the transfer's owner so that each zone applies its own ACLs.
 
 use crate::leases::LeaseGuard;
+use crate::quotas::Charge;
 use crate::sides::ZoneSides;
 use crate::worker::{self, Worker, WorkerState};
 use crate::{Caller, Zone};
@@ -174,8 +175,11 @@ impl Zone {
                 Some(r) => r,
                 None => self.store_for_write(None).await?.0.name,
             };
-            self.check_quota(&caller.principal_ids, &resource, bytes, objects, replicas)
-                .await?;
+            let charge = Charge {
+                replicas,
+                ..Charge::objects(None, &resource, bytes, objects)
+            };
+            self.check_quota(caller, charge).await?;
         }
         Ok(())
     }

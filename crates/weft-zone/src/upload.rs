@@ -8,6 +8,7 @@
 //! never asked for again: not after a restart, not through another server.
 
 use crate::data::{Committed, PutTarget};
+use crate::quotas::Charge;
 use crate::{now_ms, Caller, PutOutcome, Zone};
 use bytes::Bytes;
 use futures::Stream;
@@ -127,8 +128,11 @@ impl Zone {
     ) -> Result<UploadInfo, Error> {
         let piece = self::piece_size(size, piece_size)?;
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
-        self.check_quota(&caller.principal_ids, &target.resource.name, size, 1, false)
-            .await?;
+        self.check_quota(
+            caller,
+            Charge::objects(Some(path), &target.resource.name, size, 1),
+        )
+        .await?;
         self.open_upload(caller, path, size, piece, &target, overwrite, None)
             .await
     }
@@ -143,6 +147,11 @@ impl Zone {
         size: u64,
         piece: PieceSize,
     ) -> Result<UploadInfo, Error> {
+        let charge = Charge {
+            replicas: true,
+            ..Charge::objects(Some(&node.path), &target.resource.name, size, 1)
+        };
+        self.check_quota(caller, charge).await?;
         self.open_upload(caller, &node.path, size, piece, target, false, Some(node.id))
             .await
     }
@@ -313,6 +322,13 @@ impl Zone {
             Err(e) => return Err(e),
         };
         self.may_still_write(caller, &u).await?;
+        let (resource, _) = self.store_by_id(u.resource_id).await?;
+        let charge = Charge {
+            replicas: u.replica_of.is_some(),
+            own_reservation: u.size,
+            ..Charge::objects(Some(&u.path), &resource.name, u.size, 1)
+        };
+        self.check_quota(caller, charge).await?;
         let pieces = self.catalog.upload_pieces(id).await?;
         let count = piece.count(u.size);
         let missing: Vec<u64> = {

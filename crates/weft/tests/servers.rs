@@ -424,6 +424,69 @@ fn two_servers_racing_for_leases_run_each_transfer_once() {
     assert_eq!(listed.stdout.lines().count(), ids.len(), "{}", listed.stdout);
 }
 
+/// Two servers of one zone racing to fill one quota: 40 puts of 64 KiB at once, half
+/// through each, against a quota of ten. Each server's check before the bytes sees too
+/// little of the other's; the registering transactions count one after the other, so
+/// exactly ten are stored, each answered 201, and every other put is refused whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_racing_to_fill_one_quota_never_pass_it() {
+    const SIZE: usize = 64 << 10;
+    let Servers {
+        _pg,
+        ports,
+        servers: _servers,
+        admin,
+        ..
+    } = servers(2);
+    let http = reqwest::Client::new();
+    let api = |port: u16, rest: &str| format!("http://127.0.0.1:{port}/api/v1/{rest}");
+    let r = http
+        .put(api(ports[0], "quotas"))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({"principal": "admin", "max_bytes": 10 * SIZE}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let puts = (0..40).map(|i| {
+        let (http, admin) = (http.clone(), admin.clone());
+        let url = api(ports[i % 2], &format!("data/z/home/admin/f{i:02}"));
+        async move {
+            let r = http
+                .put(url)
+                .bearer_auth(admin)
+                .body(vec![i as u8; SIZE])
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            (status, r.text().await.unwrap())
+        }
+    });
+    let answers = futures::future::join_all(puts).await;
+    let created = answers.iter().filter(|(s, _)| *s == 201).count();
+    for (status, body) in &answers {
+        assert!(
+            *status == 201 || (*status == 403 && body.contains("quota_exceeded")),
+            "{status}: {body}"
+        );
+    }
+    let listed: serde_json::Value = http
+        .get(api(ports[1], "list/z/home/admin"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let stored = listed["items"].as_array().unwrap();
+    let names: Vec<&str> = stored.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    let bytes: u64 = stored.iter().map(|e| e["size"].as_u64().unwrap()).sum();
+    assert_eq!(bytes, 10 * SIZE as u64, "stored: {names:?}");
+    assert_eq!((stored.len(), created), (10, 10), "stored: {names:?}");
+}
+
 /// Three servers of one zone on one PostgreSQL and one MinIO. Trees are put through all
 /// three at once and listed through the others; a 1 GiB upload onto the MinIO resource
 /// sends its pieces to each server in turn, goes on through the other two when one is

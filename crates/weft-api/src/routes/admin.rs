@@ -295,6 +295,7 @@ pub async fn list_quotas(
                 max_objects: q.quota.max_objects,
                 used_bytes: q.used.bytes,
                 used_objects: q.used.objects,
+                reserved_bytes: q.used.reserved,
             })
             .collect(),
     ))

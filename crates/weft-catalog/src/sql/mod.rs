@@ -18,6 +18,7 @@ mod own;
 mod pids;
 mod policy;
 mod principals;
+mod quota_guard;
 mod quotas;
 mod register;
 mod replicas;

@@ -1,5 +1,7 @@
 //! Quotas of users and groups, and what they use, counted from the namespace.
 
+use super::batch::bind;
+use super::quota_guard::{reserved_statement, usage_statement};
 use super::rows::{self, get};
 use super::{audit, db, now_ms, placeholders, positional, SqlCatalog};
 use crate::{Quota, Quotas, Usage};
@@ -140,29 +142,22 @@ impl Quotas for SqlCatalog {
     }
 
     async fn usage(&self, principal_id: i64, resource: Option<&ResourceName>) -> Result<Usage, Error> {
-        // A user's own objects; a group's: those of its members. Placeholders in the order
-        // they appear (SQLite numbers them so).
-        let owners = "SELECT CAST($1 AS BIGINT) UNION SELECT user_id FROM group_members WHERE group_id = $2";
-        let sql = match resource {
-            None => format!(
-                "SELECT count(*), CAST(coalesce(sum(n.size), 0) AS BIGINT) FROM nodes n \
-                 WHERE n.owner_id IN ({owners}) AND n.kind = 'object'"
-            ),
-            Some(_) => format!(
-                "SELECT count(*), CAST(coalesce(sum(c.size), 0) AS BIGINT) FROM replicas c \
-                 JOIN nodes n ON n.id = c.node_id JOIN resources r ON r.id = c.resource_id \
-                 WHERE n.owner_id IN ({owners}) AND r.name = $3"
-            ),
-        };
-        let sql = positional(self.dialect, sql);
-        let mut q = sqlx::query(&sql).bind(principal_id).bind(principal_id);
-        if let Some(r) = resource {
-            q = q.bind(r.as_str());
-        }
-        let row = q.fetch_one(self.pool()).await.map_err(db)?;
+        let resource = resource.map(ResourceName::as_str);
+        let (sql, args) = usage_statement(self.dialect, principal_id, resource);
+        let row = bind(sqlx::query(&sql), args)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db)?;
+        let (sql, args) = reserved_statement(self.dialect, principal_id, resource);
+        let reserved: i64 = bind(sqlx::query(&sql), args)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db)
+            .and_then(|r| get(&r, 0))?;
         Ok(Usage {
             objects: get::<i64>(&row, 0)? as u64,
             bytes: get::<i64>(&row, 1)? as u64,
+            reserved: reserved.max(0) as u64,
         })
     }
 }

@@ -14,6 +14,7 @@
 
 use super::batch::{bind_now, Arg, Batch};
 use super::namespace::{node_by_path, not_a_collection};
+use super::quota_guard::{self, Charges};
 use super::replicas::replicas_of;
 use super::{db, db_ctx, now_ms, placeholders, positional, rows, rows_per_statement, Dialect, SqlCatalog};
 use crate::{NewObject, Node, Registered, Replica};
@@ -48,6 +49,7 @@ pub(super) async fn register_objects(
 
     let mut out: Vec<Registered> = Vec::with_capacity(objects.len());
     let mut overwrote: Vec<bool> = Vec::with_capacity(objects.len());
+    let mut charges = Charges::default();
     for range in chunks(objects) {
         let chunk = &objects[range.clone()];
         let checksums = checksums(chunk);
@@ -63,13 +65,17 @@ pub(super) async fn register_objects(
         for (o, sum) in chunk.iter().zip(&checksums) {
             overwrote.push(!inserted.contains_key(o.path.as_str()));
             match inserted.get(o.path.as_str()) {
-                Some(&id) => out.push(new_node(&resolved, o, id, now)),
-                None => out.push(overwrite(&mut tx, o, sum, now).await?),
+                Some(&id) => {
+                    charges.new_object(o.owner_id, o.resource_id, o.size);
+                    out.push(new_node(&resolved, o, id, now));
+                }
+                None => out.push(overwrite(&mut tx, o, sum, now, &mut charges).await?),
             }
         }
         let batch = rest(c.dialect, objects, range, &checksums, (&out, &overwrote), now);
         batch.run(&mut tx).await.map_err(|e| db_ctx(e, "replica key"))?;
     }
+    quota_guard::enforce(&mut tx, c.dialect, &charges).await?;
     tx.commit().await.map_err(db)?;
     Ok(out)
 }
@@ -116,6 +122,7 @@ fn write_new(
     };
     let mut out: Vec<Registered> = Vec::with_capacity(objects.len());
     let overwrote = vec![false; objects.len()];
+    let mut charges = Charges::default();
     for range in chunks(objects) {
         let chunk = &objects[range.clone()];
         let checksums = checksums(chunk);
@@ -133,6 +140,7 @@ fn write_new(
             let Some(&id) = inserted.get(o.path.as_str()) else {
                 return Ok(None);
             };
+            charges.new_object(o.owner_id, o.resource_id, o.size);
             out.push(new_node(&resolved, o, id, now));
         }
         let batch = rest(
@@ -144,6 +152,10 @@ fn write_new(
             now,
         );
         batch.run_now(&tx)?;
+    }
+    // Past a quota the general way refuses, with the message.
+    if !quota_guard::within_now(&tx, &charges)? {
+        return Ok(None);
     }
     tx.commit()?;
     Ok(Some(out))
@@ -396,6 +408,7 @@ async fn overwrite(
     o: &NewObject,
     sum: &str,
     now: Millis,
+    charges: &mut Charges,
 ) -> Result<Registered, Error> {
     let Some(mut node) = node_by_path(conn, o.path.as_str()).await? else {
         return Err(Error::new(
@@ -422,6 +435,8 @@ async fn overwrite(
         .into_iter()
         .filter(|r| r.resource_id == o.resource_id)
         .collect();
+    let old_copy = replaced.iter().map(|r| r.size).reduce(|a, b| a + b);
+    charges.overwrite(node.owner_id, o.resource_id, (node.size, o.size), old_copy);
     sqlx::query("DELETE FROM replicas WHERE node_id = $1 AND resource_id = $2")
         .bind(node.id)
         .bind(o.resource_id)

@@ -1,6 +1,7 @@
 //! Replication: copies of a data object on further resources of this zone (`replicas`) and
 //! in federated zones (`remote_replicas`), their states, and the scrubber's queue.
 
+use super::quota_guard::{self, Charges};
 use super::rows::{self, corrupt, get, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
 use super::{affected, audit, db, now_ms, placeholders, subtree_range, SqlCatalog};
 use crate::{
@@ -14,14 +15,16 @@ use weft_types::{Error, ErrorCode, LogicalPath, Millis, ReplicaState, ResourceNa
 impl Replicas for SqlCatalog {
     async fn add_replica(&self, r: &NewReplica) -> Result<Option<Replica>, Error> {
         let mut tx = self.begin_write().await?;
-        let object = sqlx::query("SELECT checksum, path FROM nodes WHERE id = $1 AND kind = 'object'")
-            .bind(r.node_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?
-            .ok_or_else(|| Error::not_found(format_args!("data object {}", r.node_id)))?;
+        let object =
+            sqlx::query("SELECT checksum, path, owner_id FROM nodes WHERE id = $1 AND kind = 'object'")
+                .bind(r.node_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?
+                .ok_or_else(|| Error::not_found(format_args!("data object {}", r.node_id)))?;
         let sum: Option<String> = get(&object, 0)?;
         let path = rows::path(&get::<String>(&object, 1)?)?;
+        let owner_id: i64 = get(&object, 2)?;
         if sum.as_deref() != Some(r.checksum.to_string().as_str()) {
             return Err(Error::new(
                 ErrorCode::Conflict,
@@ -71,6 +74,10 @@ impl Replicas for SqlCatalog {
                 .execute(&mut *tx)
                 .await
                 .map_err(db)?;
+                let mut charges = Charges::default();
+                let old_copy = old.iter().map(|o| o.size).reduce(|a, b| a + b);
+                charges.replica(owner_id, *resource_id, r.size, old_copy);
+                quota_guard::enforce(&mut tx, self.dialect, &charges).await?;
                 let detail = format!("add on {resource}, {} bytes", r.size);
                 audit::record(&mut tx, "replica", Some(&path), detail).await?;
                 old.into_iter().find(|o| &o.physical_key != physical_key)

@@ -320,19 +320,6 @@ impl Uploads for SqlCatalog {
         .collect()
     }
 
-    async fn open_part_bytes(&self, owner_id: i64, resource_id: i64) -> Result<u64, Error> {
-        let total: Option<i64> = sqlx::query_scalar(
-            "SELECT CAST(SUM(p.size) AS BIGINT) FROM upload_parts p JOIN uploads u ON u.id = p.upload_id \
-             WHERE u.owner_id = $1 AND u.resource_id = $2",
-        )
-        .bind(owner_id)
-        .bind(resource_id)
-        .fetch_one(self.pool())
-        .await
-        .map_err(db)?;
-        Ok(total.unwrap_or(0).max(0) as u64)
-    }
-
     async fn claim_upload_parts(&self, id: &str, stale: Millis) -> Result<Option<Vec<UploadPart>>, Error> {
         let mut tx = self.begin_write().await?;
         let Some(parts) = mark_completing(&mut tx, id, Some(stale)).await? else {

@@ -77,8 +77,12 @@ pub async fn quota(ctx: &Ctx, a: QuotaArgs) -> Result {
                     .resource
                     .as_deref()
                     .map_or("all resources".to_owned(), |r| format!("resource {r}"));
+                let held = match q.reserved_bytes {
+                    0 => String::new(),
+                    n => format!(" (+{} held by open uploads)", human_bytes(n)),
+                };
                 let bytes = q.max_bytes.map_or("-".to_owned(), |m| {
-                    format!("{} of {}", human_bytes(q.used_bytes), human_bytes(m))
+                    format!("{}{held} of {}", human_bytes(q.used_bytes), human_bytes(m))
                 });
                 let objects = q
                     .max_objects
