@@ -2,11 +2,12 @@
 """A/B of what quotas cost a tree of small files: `weft put -r` of 10,000 x 64 KiB into a
 fresh zone without any quota, and into one whose administrator has a quota too large to
 refuse anything (so every put is checked before its bytes and again in its group's catalog
-transaction). One build; the two arms alternate round by round so that the machine's
-drift falls on both.
+transaction); with `--old`, a third arm: an older build without any quota. The arms
+alternate round by round so that the machine's drift falls on all.
 
-    cargo build --release -p weft
-    scripts/ab-quota.py --weft target/release/weft --rounds 5
+    cp target/release/weft /tmp/weft-old      # before the change
+    cargo build --release -p weft             # after it
+    scripts/ab-quota.py --weft target/release/weft --old /tmp/weft-old --rounds 5
 
 Reports each arm's median files/s and the ratio. Not a test: nothing is asserted.
 """
@@ -39,6 +40,7 @@ def one_put(weft, scratch, tree, quota):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", required=True)
+    ap.add_argument("--old", help="an older build, measured without a quota")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--files", type=int, default=10000)
     ap.add_argument("--file-kib", type=int, default=64)
@@ -53,13 +55,16 @@ def main():
         with open(os.path.join(tree, f"f{i:05d}"), "wb") as f:
             f.write(blob[i % 251:] + blob[:i % 251])
 
-    arms = {"no quota": False, "quota": True}
+    arms = {"no quota": (weft, False), "quota": (weft, True)}
+    if args.old:
+        arms["old build, no quota"] = (os.path.abspath(args.old), False)
     times = {a: [] for a in arms}
     one_put(weft, args.scratch, tree, False)  # warm-up
     for r in range(args.rounds):
         order = list(arms) if r % 2 == 0 else list(reversed(arms))
         for a in order:
-            t = one_put(weft, args.scratch, tree, arms[a])
+            build, quota = arms[a]
+            t = one_put(build, args.scratch, tree, quota)
             times[a].append(t)
             print(f"round {r + 1} {a}: {args.files / t:.0f} files/s ({t:.2f} s)", flush=True)
 

@@ -31,6 +31,25 @@ pub struct ObjectRead {
 pub(crate) struct PutTarget {
     pub resource: Resource,
     pub store: Store,
+    /// The object a put there replaces, as looked up by the checks.
+    pub replaces: Option<Owned>,
+}
+
+/// Who owns an existing object, and its size: what a write over it or a copy of it
+/// charges to quotas.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Owned {
+    pub owner_id: i64,
+    pub size: u64,
+}
+
+impl Owned {
+    pub(crate) fn of(node: &Node) -> Option<Owned> {
+        (node.kind == weft_types::NodeKind::Object).then_some(Owned {
+            owner_id: node.owner_id,
+            size: node.size.max(0) as u64,
+        })
+    }
 }
 
 /// A data object to store: where, how many bytes, what they must hash to (when known), on
@@ -110,6 +129,7 @@ impl Zone {
             out.push(checked.map(|()| PutTarget {
                 resource: resource.clone(),
                 store: store.clone(),
+                replaces: nodes.get(path).and_then(Owned::of),
             }));
         }
         out
@@ -195,7 +215,7 @@ impl Zone {
         let (target, missing) = self
             .prepare_put_parents(caller, path, resource, overwrite, parents)
             .await?;
-        let charge = Charge::objects(Some(path), &target.resource.name, size, 1);
+        let charge = Charge::objects(target.replaces, &target.resource.name, size, 1);
         self.check_quota(caller, charge).await?;
         if pack && size <= weft_storage::PACKED_MAX {
             return self
@@ -325,7 +345,15 @@ impl Zone {
                         .map(|t| (t, None));
                 }
                 let (resource, store) = self.store_for_write(resource).await?;
-                Ok((PutTarget { resource, store }, Some(dir)))
+                let replaces = None;
+                Ok((
+                    PutTarget {
+                        resource,
+                        store,
+                        replaces,
+                    },
+                    Some(dir),
+                ))
             }
             other => other.map(|t| (t, None)),
         }
@@ -712,8 +740,11 @@ impl Zone {
         let (target, missing) = self
             .prepare_put_parents(caller, to, resource, overwrite, parents)
             .await?;
-        self.check_quota(caller, Charge::objects(Some(to), &target.resource.name, size, 1))
-            .await?;
+        self.check_quota(
+            caller,
+            Charge::objects(target.replaces, &target.resource.name, size, 1),
+        )
+        .await?;
         let key = Store::new_key();
         let mut writer = target.store.writer(&key).await?;
         let copied = copy_hashing(src.stream, size, Some(&mut writer)).await;

@@ -357,7 +357,7 @@ impl Zone {
         let held = self.catalog.upload_parts(id).await?.iter().map(|p| p.size).sum();
         let charge = Charge {
             own_reservation: held,
-            ..Charge::objects(Some(&u.path), &target.resource.name, size, 1)
+            ..Charge::objects(target.replaces, &target.resource.name, size, 1)
         };
         self.check_quota(caller, charge).await?;
         Ok(Prepared {

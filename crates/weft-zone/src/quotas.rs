@@ -12,17 +12,18 @@
 //! write costs no catalog query then. A quota set through another server of the zone
 //! applies here within that time.
 
+use crate::data::Owned;
 use crate::{Caller, Zone};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use weft_catalog::{Quota, Usage};
-use weft_types::{Error, ErrorCode, LogicalPath, PrincipalName, ResourceName};
+use weft_types::{Error, ErrorCode, PrincipalName, ResourceName};
 
 /// A write as the quota check before its bytes arrive sees it.
 pub(crate) struct Charge<'a> {
-    /// Where it lands, if one place: an object there is overwritten (or copied further),
-    /// and its owner is charged. Otherwise the caller, who owns what it makes.
-    pub at: Option<&'a LogicalPath>,
+    /// The object it overwrites (or copies further), whose owner is charged; otherwise
+    /// the caller, who owns what it makes.
+    pub over: Option<Owned>,
     pub resource: &'a ResourceName,
     pub bytes: u64,
     pub objects: u64,
@@ -34,15 +35,10 @@ pub(crate) struct Charge<'a> {
 }
 
 impl<'a> Charge<'a> {
-    /// `bytes` in new objects (or overwrites) at `at`, on `resource`.
-    pub(crate) fn objects(
-        at: Option<&'a LogicalPath>,
-        resource: &'a ResourceName,
-        bytes: u64,
-        objects: u64,
-    ) -> Self {
+    /// `bytes` in new objects, or over the object `over`, on `resource`.
+    pub(crate) fn objects(over: Option<Owned>, resource: &'a ResourceName, bytes: u64, objects: u64) -> Self {
         Charge {
-            at,
+            over,
             resource,
             bytes,
             objects,
@@ -100,7 +96,7 @@ impl Zone {
             return Ok(());
         }
         let Charge {
-            at,
+            over,
             resource,
             mut bytes,
             mut objects,
@@ -110,13 +106,11 @@ impl Zone {
         // An object there is its owner's: an overwrite or a further copy is charged to the
         // owner, and an overwrite adds only what it grows by.
         let mut owner = caller.user_id;
-        if let Some(path) = at {
-            if let Some(node) = self.catalog.get_node(path).await? {
-                owner = node.owner_id;
-                if !replicas && node.kind == weft_types::NodeKind::Object {
-                    bytes = bytes.saturating_sub(node.size.max(0) as u64);
-                    objects = 0;
-                }
+        if let Some(over) = over {
+            owner = over.owner_id;
+            if !replicas {
+                bytes = bytes.saturating_sub(over.size);
+                objects = 0;
             }
         }
         let ids = if owner == caller.user_id {

@@ -250,7 +250,12 @@ impl Zone {
     ) -> Result<ReplicaSide, Error> {
         let place = if zone == &self.name {
             let (resource, store) = self.store_for_write(resource).await?;
-            Place::Local(PutTarget { resource, store })
+            let replaces = None;
+            Place::Local(PutTarget {
+                resource,
+                store,
+                replaces,
+            })
         } else {
             self.peer(zone.as_str()).await?;
             let service = self.service_caller().await?;

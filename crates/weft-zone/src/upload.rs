@@ -7,7 +7,7 @@
 //! staged.rs), so any server of the zone takes any piece of it, and a piece acknowledged is
 //! never asked for again: not after a restart, not through another server.
 
-use crate::data::{Committed, PutTarget};
+use crate::data::{Committed, Owned, PutTarget};
 use crate::quotas::Charge;
 use crate::{now_ms, Caller, PutOutcome, Zone};
 use bytes::Bytes;
@@ -130,7 +130,7 @@ impl Zone {
         let target = self.prepare_put(caller, path, resource, overwrite).await?;
         self.check_quota(
             caller,
-            Charge::objects(Some(path), &target.resource.name, size, 1),
+            Charge::objects(target.replaces, &target.resource.name, size, 1),
         )
         .await?;
         self.open_upload(caller, path, size, piece, &target, overwrite, None)
@@ -149,7 +149,7 @@ impl Zone {
     ) -> Result<UploadInfo, Error> {
         let charge = Charge {
             replicas: true,
-            ..Charge::objects(Some(&node.path), &target.resource.name, size, 1)
+            ..Charge::objects(Owned::of(node), &target.resource.name, size, 1)
         };
         self.check_quota(caller, charge).await?;
         self.open_upload(caller, &node.path, size, piece, target, false, Some(node.id))
@@ -323,10 +323,11 @@ impl Zone {
         };
         self.may_still_write(caller, &u).await?;
         let (resource, _) = self.store_by_id(u.resource_id).await?;
+        let there = self.catalog.get_node(&u.path).await?;
         let charge = Charge {
             replicas: u.replica_of.is_some(),
             own_reservation: u.size,
-            ..Charge::objects(Some(&u.path), &resource.name, u.size, 1)
+            ..Charge::objects(there.as_ref().and_then(Owned::of), &resource.name, u.size, 1)
         };
         self.check_quota(caller, charge).await?;
         let pieces = self.catalog.upload_pieces(id).await?;
@@ -387,7 +388,12 @@ impl Zone {
             self.discard_staged(&u, &store).await;
             return Err(e);
         }
-        let target = PutTarget { resource, store };
+        let replaces = None;
+        let target = PutTarget {
+            resource,
+            store,
+            replaces,
+        };
         if let Some(node_id) = u.replica_of {
             self.register_replica(node_id, u.size, checksum, &target, u.physical_key.clone())
                 .await?;

@@ -168,26 +168,16 @@ pub(super) fn usage_statement(
     principal_id: i64,
     resource: Option<&str>,
 ) -> (String, Vec<Arg>) {
-    let owners = "SELECT CAST($1 AS BIGINT) UNION SELECT user_id FROM group_members WHERE group_id = $2";
-    let sql = match resource {
-        None => format!(
-            "SELECT count(*), CAST(coalesce(sum(n.size), 0) AS BIGINT) FROM nodes n \
-             WHERE n.owner_id IN ({owners}) AND n.kind = 'object'"
-        ),
-        Some(_) => format!(
-            "SELECT count(*), CAST(coalesce(sum(c.size), 0) AS BIGINT) FROM replicas c \
-             JOIN nodes n ON n.id = c.node_id JOIN resources r ON r.id = c.resource_id \
-             WHERE n.owner_id IN ({owners}) AND r.name = $3"
-        ),
-    };
-    let mut args = vec![Arg::from(principal_id), Arg::from(principal_id)];
-    args.extend(resource.map(Arg::from));
-    (positional(dialect, sql), args)
+    (
+        positional(dialect, usage_sql(resource.is_some())),
+        usage_args(principal_id, resource),
+    )
 }
 
-/// What the open uploads of a principal's members hold: a REST session its declared size
-/// (until its row goes, with its registration), an S3 multipart upload its parts so far.
-pub(super) fn reserved_statement(
+/// [`usage_statement`] with a third column: what the open uploads of the principal's
+/// members hold. A REST session holds its declared size (until its row goes, with its
+/// registration), an S3 multipart upload its parts so far.
+pub(super) fn usage_and_reserved_statement(
     dialect: Dialect,
     principal_id: i64,
     resource: Option<&str>,
@@ -196,15 +186,40 @@ pub(super) fn reserved_statement(
         None => "",
         Some(_) => " AND u.resource_id IN (SELECT id FROM resources WHERE name = $3)",
     };
-    let sql = format!(
+    let reserved = format!(
         "SELECT CAST(coalesce(sum(CASE WHEN u.s3 IS NULL THEN u.size ELSE \
          (SELECT coalesce(sum(p.size), 0) FROM upload_parts p WHERE p.upload_id = u.id) END), 0) AS BIGINT) \
-         FROM uploads u WHERE u.owner_id IN \
-         (SELECT CAST($1 AS BIGINT) UNION SELECT user_id FROM group_members WHERE group_id = $2){on}"
+         FROM uploads u WHERE u.owner_id IN ({OWNERS}){on}"
     );
+    // The parameters repeat: `positional` leaves them numbered, as both dialects take them.
+    let sql = format!(
+        "SELECT s.n, s.b, ({reserved}) FROM ({}) s",
+        usage_sql(resource.is_some())
+    );
+    (positional(dialect, sql), usage_args(principal_id, resource))
+}
+
+/// A user (`$1`), or the members of a group (`$2`, the same id).
+const OWNERS: &str = "SELECT CAST($1 AS BIGINT) UNION SELECT user_id FROM group_members WHERE group_id = $2";
+
+fn usage_sql(on_resource: bool) -> String {
+    match on_resource {
+        false => format!(
+            "SELECT count(*) AS n, CAST(coalesce(sum(n.size), 0) AS BIGINT) AS b FROM nodes n \
+             WHERE n.owner_id IN ({OWNERS}) AND n.kind = 'object'"
+        ),
+        true => format!(
+            "SELECT count(*) AS n, CAST(coalesce(sum(c.size), 0) AS BIGINT) AS b FROM replicas c \
+             JOIN nodes n ON n.id = c.node_id JOIN resources r ON r.id = c.resource_id \
+             WHERE n.owner_id IN ({OWNERS}) AND r.name = $3"
+        ),
+    }
+}
+
+fn usage_args(principal_id: i64, resource: Option<&str>) -> Vec<Arg> {
     let mut args = vec![Arg::from(principal_id), Arg::from(principal_id)];
     args.extend(resource.map(Arg::from));
-    (positional(dialect, sql), args)
+    args
 }
 
 /// The refusal of a transaction that leaves `limit`'s principals with `used` (objects,

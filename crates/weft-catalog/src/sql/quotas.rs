@@ -1,7 +1,7 @@
 //! Quotas of users and groups, and what they use, counted from the namespace.
 
 use super::batch::bind;
-use super::quota_guard::{reserved_statement, usage_statement};
+use super::quota_guard::usage_and_reserved_statement;
 use super::rows::{self, get};
 use super::{audit, db, now_ms, placeholders, positional, SqlCatalog};
 use crate::{Quota, Quotas, Usage};
@@ -143,21 +143,15 @@ impl Quotas for SqlCatalog {
 
     async fn usage(&self, principal_id: i64, resource: Option<&ResourceName>) -> Result<Usage, Error> {
         let resource = resource.map(ResourceName::as_str);
-        let (sql, args) = usage_statement(self.dialect, principal_id, resource);
+        let (sql, args) = usage_and_reserved_statement(self.dialect, principal_id, resource);
         let row = bind(sqlx::query(&sql), args)
             .fetch_one(self.pool())
             .await
             .map_err(db)?;
-        let (sql, args) = reserved_statement(self.dialect, principal_id, resource);
-        let reserved: i64 = bind(sqlx::query(&sql), args)
-            .fetch_one(self.pool())
-            .await
-            .map_err(db)
-            .and_then(|r| get(&r, 0))?;
         Ok(Usage {
             objects: get::<i64>(&row, 0)? as u64,
             bytes: get::<i64>(&row, 1)? as u64,
-            reserved: reserved.max(0) as u64,
+            reserved: get::<i64>(&row, 2)?.max(0) as u64,
         })
     }
 }
