@@ -188,6 +188,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "zone_key",
         include_str!("../../migrations/sqlite/0024_zone_key.sql"),
     ),
+    (
+        25,
+        "nodes_owner_usage",
+        include_str!("../../migrations/sqlite/0025_nodes_owner_usage.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -297,6 +302,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         24,
         "zone_key",
         include_str!("../../migrations/postgres/0024_zone_key.sql"),
+    ),
+    (
+        25,
+        "nodes_owner_usage",
+        include_str!("../../migrations/postgres/0025_nodes_owner_usage.sql"),
     ),
 ];
 
