@@ -1,7 +1,7 @@
 //! Data objects: streaming put with the checksum computed in flight, ranged reads,
 //! server-side copy and re-verification of replicas.
 
-use crate::quotas::Charge;
+use crate::quotas::{Charge, Owned};
 use crate::{Caller, Zone};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -33,23 +33,6 @@ pub(crate) struct PutTarget {
     pub store: Store,
     /// The object a put there replaces, as looked up by the checks.
     pub replaces: Option<Owned>,
-}
-
-/// Who owns an existing object, and its size: what a write over it or a copy of it
-/// charges to quotas.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Owned {
-    pub owner_id: i64,
-    pub size: u64,
-}
-
-impl Owned {
-    pub(crate) fn of(node: &Node) -> Option<Owned> {
-        (node.kind == weft_types::NodeKind::Object).then_some(Owned {
-            owner_id: node.owner_id,
-            size: node.size.max(0) as u64,
-        })
-    }
 }
 
 /// A data object to store: where, how many bytes, what they must hash to (when known), on

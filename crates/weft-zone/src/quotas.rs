@@ -12,11 +12,10 @@
 //! write costs no catalog query then. A quota set through another server of the zone
 //! applies here within that time.
 
-use crate::data::Owned;
 use crate::{Caller, Zone};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use weft_catalog::{Quota, Usage};
+use weft_catalog::{Node, Quota, Usage};
 use weft_types::{Error, ErrorCode, PrincipalName, ResourceName};
 
 /// A write as the quota check before its bytes arrive sees it.
@@ -45,6 +44,23 @@ impl<'a> Charge<'a> {
             replicas: false,
             own_reservation: 0,
         }
+    }
+}
+
+/// Who owns an existing object, and its size: what a write over it or a copy of it
+/// charges to quotas.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Owned {
+    pub owner_id: i64,
+    pub size: u64,
+}
+
+impl Owned {
+    pub(crate) fn of(node: &Node) -> Option<Owned> {
+        (node.kind == weft_types::NodeKind::Object).then_some(Owned {
+            owner_id: node.owner_id,
+            size: node.size.max(0) as u64,
+        })
     }
 }
 

@@ -7,8 +7,8 @@
 //! staged.rs), so any server of the zone takes any piece of it, and a piece acknowledged is
 //! never asked for again: not after a restart, not through another server.
 
-use crate::data::{Committed, Owned, PutTarget};
-use crate::quotas::Charge;
+use crate::data::{Committed, PutTarget};
+use crate::quotas::{Charge, Owned};
 use crate::{now_ms, Caller, PutOutcome, Zone};
 use bytes::Bytes;
 use futures::Stream;
