@@ -354,7 +354,7 @@ impl Zone {
             .prepare_put_parents(caller, &u.path, None, true, true)
             .await?;
         // The parts received are held already; what is stored is the parts chosen.
-        let held = self.catalog.upload_parts(id).await?.iter().map(|p| p.size).sum();
+        let held = have.iter().map(|p| p.size).sum();
         let charge = Charge {
             own_reservation: held,
             ..Charge::objects(target.replaces, &target.resource.name, size, 1)

@@ -93,7 +93,7 @@ impl QuotasSeen {
 }
 
 impl Zone {
-    async fn any_quota(&self) -> Result<bool, Error> {
+    pub(crate) async fn any_quota(&self) -> Result<bool, Error> {
         if let Some(any) = self.quotas_seen.fresh() {
             return Ok(any);
         }
@@ -129,6 +129,9 @@ impl Zone {
                 objects = 0;
             }
         }
+        if bytes == 0 && objects == 0 {
+            return Ok(());
+        }
         let ids = if owner == caller.user_id {
             caller.principal_ids.clone()
         } else {
@@ -142,9 +145,6 @@ impl Zone {
         } else {
             0
         };
-        if bytes == 0 && objects == 0 {
-            return Ok(());
-        }
         for q in self.catalog.quotas_of(&ids).await? {
             let applies = match &q.resource {
                 Some(r) => r == resource,
