@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use weft_types::{Error, ErrorCode};
-use weft_zone::OidcLogin;
+use weft_zone::{OidcClaims, OidcLogin};
 
 /// One trusted issuer, as configured.
 #[derive(Debug, Clone, Deserialize)]
@@ -236,8 +236,7 @@ impl OidcVerifier {
             issuer: config.issuer.clone(),
             subject,
             preferred_name,
-            groups,
-            admin,
+            claims: OidcClaims { groups, admin },
         })
     }
 

@@ -510,6 +510,7 @@ async fn a_visitor_gets_no_token_staging_or_relay_and_zone_rm_ends_its_credentia
             &weft_types::TransferId::new("later"),
             al.id,
             Some(&lrz_name),
+            None,
             weft_types::TransferKind::User,
             &spec.to_string(),
         )

@@ -148,6 +148,24 @@ async fn keycloak_tokens() {
     let bob = token(&kc, "bob", "bob-pw").await;
     assert_eq!(read_paper(&z, &bob).await, forbidden());
 
+    // A transfer runs later, in a worker, without the token: it keeps the group claims the
+    // request that started it had, so what physics may read alice may copy.
+    let spec = json!({"sources": ["/z/shared/paper.pdf"], "destination": "/z/home/alice/paper.pdf"});
+    let r = z.post("transfers", &alice).json(&spec).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = common::wait_transfer(&z, &alice, &id).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let r = z.get("data/z/home/alice/paper.pdf", &alice).send().await.unwrap();
+    assert_eq!(r.bytes().await.unwrap().as_ref(), b"pdf");
+    // bob's transfer of the same is refused: claims grant only what they name.
+    let spec = json!({"sources": ["/z/shared/paper.pdf"], "destination": "/z/home/bob/paper.pdf"});
+    let r = z.post("transfers", &bob).json(&spec).send().await.unwrap();
+    assert_eq!(code(r).await, forbidden());
+
     // A confidential client's token works the same way.
     let svc = kc
         .password_token("weft", "weft-zone", Some("weft-zone-secret"), "alice", "alice-pw")

@@ -358,6 +358,7 @@ async fn a_transfer_left_without_files_by_a_crash_is_planned_again() {
             &weft_types::TransferId::new("crashed"),
             owner.id,
             None,
+            None,
             weft_types::TransferKind::User,
             &spec.to_string(),
         )

@@ -150,6 +150,9 @@ pub struct TransferRecord {
     pub via_zone: Option<ZoneName>,
     /// Who asked for it: a user, a policy rule, a QoS requirement or the scrubber.
     pub kind: TransferKind,
+    /// The claims of the OIDC token it was submitted with: the run acts on them, as the
+    /// request that submitted it did.
+    pub oidc: Option<OidcClaims>,
 }
 
 /// A page of the transfer history: newest first, filtered, after the last one of the page
@@ -978,9 +981,18 @@ pub struct WebSession {
 pub enum SessionGrant {
     /// An API token (its id): the session ends with it.
     Token(i64),
-    /// A sign-in with an OIDC issuer: the group names and the administrator role its
-    /// token carried then, which the session keeps until it ends.
-    Oidc { groups: Vec<String>, admin: bool },
+    /// A sign-in with an OIDC issuer, whose claims the session keeps until it ends.
+    Oidc(OidcClaims),
+}
+
+/// What an OIDC token said of its holder beyond who it is, kept where the token is not:
+/// by a web session it opened and a transfer it started, which act on them later.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OidcClaims {
+    /// Its group claims, as names; only those that name a weft group count.
+    pub groups: Vec<String>,
+    /// Whether it carried the administrator role.
+    pub admin: bool,
 }
 
 /// Bytes moved between this zone and one peer, one way, in one bucket of time.
@@ -1059,12 +1071,14 @@ pub trait WebSessions: Send + Sync {
 #[async_trait]
 pub trait Transfers: Send + Sync {
     /// Stores a new transfer in state `queued`, submitted by `owner_id` (vouched for by the
-    /// federated zone `via_zone`, if any). Errors: `already_exists` (id).
+    /// federated zone `via_zone`, or holding the claims `oidc` of its token, if any).
+    /// Errors: `already_exists` (id).
     async fn create_transfer(
         &self,
         id: &TransferId,
         owner_id: i64,
         via_zone: Option<&ZoneName>,
+        oidc: Option<&OidcClaims>,
         kind: TransferKind,
         spec: &str,
     ) -> Result<TransferRecord, Error>;

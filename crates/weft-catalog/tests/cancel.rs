@@ -58,9 +58,16 @@ async fn writes_dropped_at_any_point_leave_no_transaction_behind() {
         )
         .await
         .unwrap();
-    cat.create_transfer(&TransferId::new("t1"), owner.id, None, TransferKind::User, "{}")
-        .await
-        .unwrap();
+    cat.create_transfer(
+        &TransferId::new("t1"),
+        owner.id,
+        None,
+        None,
+        TransferKind::User,
+        "{}",
+    )
+    .await
+    .unwrap();
     let files: Vec<weft_catalog::TransferFile> = (0..2000)
         .map(|seq| weft_catalog::TransferFile {
             seq,

@@ -15,7 +15,6 @@ use weft_catalog::Quotas;
 use weft_catalog::Replicas;
 use weft_catalog::Resources;
 use weft_catalog::S3Gateway;
-use weft_catalog::SessionGrant;
 use weft_catalog::Staging;
 use weft_catalog::Throughput;
 use weft_catalog::Transfers;
@@ -26,6 +25,7 @@ use weft_catalog::{
     PrincipalKind, Registered, Removed, ReplicaPlace, SealKey, Sealer, SqlCatalog, StagingArea,
     ThroughputLevel, ThroughputSample, TransferFile, TransferQuery, UploadPiece, UploadRecord, Usage,
 };
+use weft_catalog::{OidcClaims, SessionGrant};
 use weft_types::{
     Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
     ResourceKind, ResourceName, StagingName, ZoneName,
@@ -150,6 +150,7 @@ conformance!(
     user_maps_follow_zones_and_users,
     oidc_identities_bind_issuer_and_subject,
     transfers_and_their_files,
+    transfers_keep_the_oidc_claims_they_were_started_with,
     transfer_files_in_many_rows,
     transfer_counts_follow_every_update,
     collections_and_zone_roots,
@@ -904,7 +905,7 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
         resume: None,
     };
     for t in ["big", "other"] {
-        c.create_transfer(&tid(t), admin, None, TransferKind::User, "{}")
+        c.create_transfer(&tid(t), admin, None, None, TransferKind::User, "{}")
             .await
             .unwrap();
         let files: Vec<TransferFile> = (0..500).map(file).collect();
@@ -979,7 +980,7 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
 
 async fn transfer_files_in_many_rows(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
-    c.create_transfer(&tid("big"), admin, None, TransferKind::User, "{}")
+    c.create_transfer(&tid("big"), admin, None, None, TransferKind::User, "{}")
         .await
         .unwrap();
     let files: Vec<TransferFile> = (0..250u64)
@@ -1021,20 +1022,43 @@ async fn transfer_files_in_many_rows(c: &SqlCatalog) {
     assert_eq!(t.files_total, 250);
 }
 
+async fn transfers_keep_the_oidc_claims_they_were_started_with(c: &SqlCatalog) {
+    let (admin, _) = zone(c).await;
+    c.create_transfer(&tid("t1"), admin, None, None, TransferKind::User, "{}")
+        .await
+        .unwrap();
+    let claims = OidcClaims {
+        groups: vec!["physics".into(), "<b>\"x".into()],
+        admin: true,
+    };
+    let o = c
+        .create_transfer(&tid("o1"), admin, None, Some(&claims), TransferKind::User, "{}")
+        .await
+        .unwrap();
+    assert_eq!(o.oidc.as_ref(), Some(&claims));
+    let plain = OidcClaims::default();
+    c.create_transfer(&tid("o2"), admin, None, Some(&plain), TransferKind::User, "{}")
+        .await
+        .unwrap();
+    let listed = c.list_transfers(None, 10).await.unwrap();
+    let of = |id: &str| listed.iter().find(|t| t.id.as_str() == id).unwrap().oidc.clone();
+    assert_eq!((of("o1"), of("o2"), of("t1")), (Some(claims), Some(plain), None));
+}
+
 async fn transfers_and_their_files(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
     let t = c
-        .create_transfer(&tid("t1"), admin, None, TransferKind::User, "{\"spec\":1}")
+        .create_transfer(&tid("t1"), admin, None, None, TransferKind::User, "{\"spec\":1}")
         .await
         .unwrap();
     assert_eq!(
         (t.state.as_str(), t.owner.as_str(), t.files_total),
         ("queued", "admin", 0)
     );
-    assert_eq!(t.started, None);
+    assert_eq!((t.started, t.oidc), (None, None));
     assert_eq!(
         code(
-            c.create_transfer(&tid("t1"), admin, None, TransferKind::User, "{}")
+            c.create_transfer(&tid("t1"), admin, None, None, TransferKind::User, "{}")
                 .await
         ),
         ErrorCode::AlreadyExists
@@ -1139,7 +1163,7 @@ async fn transfers_and_their_files(c: &SqlCatalog) {
         ErrorCode::NotFound
     );
 
-    c.create_transfer(&tid("t2"), admin, None, TransferKind::User, "{}")
+    c.create_transfer(&tid("t2"), admin, None, None, TransferKind::User, "{}")
         .await
         .unwrap();
     let ids: Vec<TransferId> = c
@@ -1429,19 +1453,16 @@ async fn web_sessions_live_with_their_token_and_user(c: &SqlCatalog) {
 
     // An OIDC sign-in: no token, the groups and role of its sign-in, an end of its own
     // (and the sooner of that and a token's expiry).
-    let grant = SessionGrant::Oidc {
+    let grant = SessionGrant::Oidc(OidcClaims {
         groups: vec!["physics".into(), "<b>\"x".into()],
         admin: true,
-    };
+    });
     c.create_web_session("o1", bob.id, &grant, Some(77), "csrf-o", 0, 0)
         .await
         .unwrap();
     let (s, user) = c.web_session("o1").await.unwrap().unwrap();
     assert_eq!((user.id, s.grant, s.expires), (bob.id, grant.clone(), Some(77)));
-    let plain = SessionGrant::Oidc {
-        groups: vec![],
-        admin: false,
-    };
+    let plain = SessionGrant::Oidc(OidcClaims::default());
     c.create_web_session("o2", bob.id, &plain, None, "csrf-o", 0, 0)
         .await
         .unwrap();
@@ -4034,7 +4055,7 @@ async fn stats_count_by_state(c: &SqlCatalog) {
     assert!(empty.pool_size >= 1 && empty.pool_idle <= empty.pool_size);
     let node = one_object(c).await;
     for t in ["a", "b", "c"] {
-        c.create_transfer(&tid(t), node.owner_id, None, TransferKind::User, "{}")
+        c.create_transfer(&tid(t), node.owner_id, None, None, TransferKind::User, "{}")
             .await
             .unwrap();
     }
@@ -4365,7 +4386,7 @@ async fn audit_records_replicas_folders_replicates_and_cancels(c: &SqlCatalog) {
         .node;
     let dir = c.create_collection(&p("/z/dir"), admin, false).await.unwrap();
     let t2 = c
-        .create_transfer(&tid("t2"), admin, None, TransferKind::User, "{}")
+        .create_transfer(&tid("t2"), admin, None, None, TransferKind::User, "{}")
         .await
         .unwrap();
     c.set_transfer_state(&t2.id, TransferState::Succeeded, None)
@@ -4427,12 +4448,13 @@ async fn audit_records_replicas_folders_replicates_and_cancels(c: &SqlCatalog) {
             &tid("t1"),
             admin,
             None,
+            None,
             TransferKind::User,
             &spec("replica://far:disk"),
         )
         .await
         .unwrap();
-        c.create_transfer(&tid("t3"), admin, None, TransferKind::User, &spec("/far/x"))
+        c.create_transfer(&tid("t3"), admin, None, None, TransferKind::User, &spec("/far/x"))
             .await
             .unwrap();
         // Once, however many times its run and the request mark it; an ended transfer
@@ -4671,7 +4693,7 @@ async fn audit_records_every_change_with_its_actor(c: &SqlCatalog) {
         assert_eq!(code(c.delete_policy_rule("r1").await), ErrorCode::NotFound);
         let q = c.add_qos(&p("/z/a"), "replicas = 2", admin).await.unwrap();
         c.delete_qos(q.id).await.unwrap();
-        c.create_transfer(&tid("t1"), alice.id, None, TransferKind::User, "{}")
+        c.create_transfer(&tid("t1"), alice.id, None, None, TransferKind::User, "{}")
             .await
             .unwrap();
         c.create_oidc_user("https://idp.example", "sub-1", &name("olga"))
@@ -5022,7 +5044,7 @@ async fn transfer_history_filters_and_pages(c: &SqlCatalog) {
     for (i, kind) in kinds.iter().enumerate() {
         let owner = if i == 4 { alice.id } else { admin };
         let t = c
-            .create_transfer(&tid(&format!("t{i}")), owner, None, *kind, "{}")
+            .create_transfer(&tid(&format!("t{i}")), owner, None, None, *kind, "{}")
             .await
             .unwrap();
         assert_eq!(t.kind, *kind);

@@ -2,6 +2,7 @@
 
 use crate::Zone;
 use std::collections::HashMap;
+use weft_catalog::OidcClaims;
 use weft_types::{Error, LogicalPath, Permission, PrincipalName, ZoneName};
 
 /// An authenticated principal, with the ids the ACL checks match against.
@@ -15,6 +16,9 @@ pub struct Caller {
     /// The federated zone that vouched for this caller (a zone token): a visitor, or a
     /// user of that zone mapped to a local one. It never acts on further zones.
     pub via_zone: Option<ZoneName>,
+    /// The claims of the OIDC token it was decided by, which work it leaves behind (a
+    /// transfer) acts on again.
+    pub oidc: Option<OidcClaims>,
 }
 
 impl Caller {
@@ -118,6 +122,7 @@ impl Zone {
             is_admin: user.is_admin,
             principal_ids: ids,
             via_zone: None,
+            oidc: None,
         })
     }
 }

@@ -87,7 +87,7 @@ pub use upload::{
     UPLOAD_PIECE_MAX, UPLOAD_PIECE_MIN, UPLOAD_SESSIONS_PER_USER, UPLOAD_SESSIONS_PER_ZONE,
     UPLOAD_SESSIONS_RESERVED,
 };
-pub use weft_catalog::{act_as, acting, current_actor, Actor, AuditEntry, AuditQuery};
+pub use weft_catalog::{act_as, acting, current_actor, Actor, AuditEntry, AuditQuery, OidcClaims};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};
 pub use weft_catalog::{ChildKey, ChildOrder, ChildSort};
 pub use weft_catalog::{PolicyTask, QosRecord, TokenRecord, TransferCounts, TransferFile, TransferRecord};

@@ -17,7 +17,7 @@
 //! reads it) is one, per request; the principal itself is never stored as an administrator.
 
 use crate::{Caller, Zone};
-use weft_catalog::Principal;
+use weft_catalog::{OidcClaims, Principal};
 use weft_types::{Error, ErrorCode, PrincipalName};
 
 /// A verified OIDC token, as far as weft uses it.
@@ -29,10 +29,8 @@ pub struct OidcLogin {
     pub subject: String,
     /// The user name the token suggests (`preferred_username` by default).
     pub preferred_name: String,
-    /// Group names the token carries; they count where a weft group of that name exists.
-    pub groups: Vec<String>,
-    /// The token carries the issuer's administrator role.
-    pub admin: bool,
+    /// Its group claims and administrator role.
+    pub claims: OidcClaims,
 }
 
 /// Hex digits of the identity's hash in a derived name.
@@ -90,14 +88,24 @@ fn looks_derived(name: &str) -> bool {
 
 impl Zone {
     /// The caller a verified OIDC token acts as: the user bound to its issuer and subject
-    /// (created on first sight, with a home collection), in the stored groups of that user
-    /// and the existing weft groups its group claims name; an administrator only when the
-    /// token carries the administrator role.
+    /// (created on first sight, with a home collection), with the token's claims.
     pub async fn caller_for_oidc(&self, login: &OidcLogin) -> Result<Caller, Error> {
         let user = self.oidc_user(login).await?;
-        let groups = self.group_ids(&login.groups).await?;
-        let mut caller = self.caller_for(&user, &groups).await?;
-        caller.is_admin = login.admin;
+        self.caller_with_claims(&user, &login.claims).await
+    }
+
+    /// `user` as an OIDC token with `claims` makes it, now or later (a web session, a
+    /// transfer's run): in its stored groups and the existing weft groups the claims name;
+    /// an administrator only when they carry the administrator role.
+    pub(crate) async fn caller_with_claims(
+        &self,
+        user: &Principal,
+        claims: &OidcClaims,
+    ) -> Result<Caller, Error> {
+        let groups = self.group_ids(&claims.groups).await?;
+        let mut caller = self.caller_for(user, &groups).await?;
+        caller.is_admin = claims.admin;
+        caller.oidc = Some(claims.clone());
         Ok(caller)
     }
 

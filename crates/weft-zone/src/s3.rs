@@ -313,6 +313,7 @@ impl Zone {
             is_admin: false,
             principal_ids: ids,
             via_zone: None,
+            oidc: None,
         })
     }
 

@@ -84,10 +84,7 @@ impl Zone {
     /// for a bearer token), with the token's groups and administrator role.
     pub async fn open_oidc_session(&self, login: &OidcLogin) -> Result<NewSession, Error> {
         let caller = self.caller_for_oidc(login).await?;
-        let grant = SessionGrant::Oidc {
-            groups: login.groups.clone(),
-            admin: login.admin,
-        };
+        let grant = SessionGrant::Oidc(login.claims.clone());
         let ends = crate::now_ms() + OIDC_SESSION_MAX_MS;
         self.record_session(caller, &grant, Some(ends)).await
     }
@@ -133,12 +130,7 @@ impl Zone {
         }
         let caller = match &s.grant {
             SessionGrant::Token(_) => self.caller_for(&user, &[]).await?,
-            SessionGrant::Oidc { groups, admin } => {
-                let groups = self.group_ids(groups).await?;
-                let mut caller = self.caller_for(&user, &groups).await?;
-                caller.is_admin = *admin;
-                caller
-            }
+            SessionGrant::Oidc(claims) => self.caller_with_claims(&user, claims).await?,
         };
         Ok(Session { caller, csrf: s.csrf })
     }

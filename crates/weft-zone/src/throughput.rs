@@ -425,6 +425,7 @@ mod tests {
             finished: None,
             via_zone: None,
             kind: weft_types::TransferKind::User,
+            oidc: None,
         }
     }
 

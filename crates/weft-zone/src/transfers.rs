@@ -116,7 +116,14 @@ impl Zone {
         let flag = self.running.claim(&id).expect("a new id");
         let created = async {
             self.catalog
-                .create_transfer(&id, caller.user_id, caller.via_zone.as_ref(), kind, &json)
+                .create_transfer(
+                    &id,
+                    caller.user_id,
+                    caller.via_zone.as_ref(),
+                    caller.oidc.as_ref(),
+                    kind,
+                    &json,
+                )
                 .await?;
             self.catalog
                 .get_transfer(&id)
@@ -441,7 +448,8 @@ impl Zone {
 
 impl Zone {
     /// The principal a transfer runs as: the one that submitted it, as it was decided at
-    /// the door, with the zone that vouched for it (never looked up again by name alone).
+    /// the door, with the zone that vouched for it (never looked up again by name alone)
+    /// or the claims of its OIDC token.
     async fn caller_of(&self, record: &TransferRecord) -> Result<Caller, Error> {
         let user = self
             .catalog
@@ -451,7 +459,10 @@ impl Zone {
             .ok_or_else(|| {
                 Error::not_found(format_args!("user {} of transfer {}", record.owner, record.id))
             })?;
-        let mut caller = self.caller_for(&user, &[]).await?;
+        let mut caller = match &record.oidc {
+            Some(claims) => self.caller_with_claims(&user, claims).await?,
+            None => self.caller_for(&user, &[]).await?,
+        };
         if let Some(zone) = &record.via_zone {
             caller.is_admin = false;
             caller.via_zone = Some(zone.clone());

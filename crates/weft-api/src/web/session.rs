@@ -308,6 +308,7 @@ mod tests {
                 is_admin: false,
                 principal_ids: vec![1],
                 via_zone: None,
+                oidc: None,
             },
             csrf: "s3cret".into(),
         }

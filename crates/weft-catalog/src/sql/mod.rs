@@ -193,6 +193,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "nodes_owner_usage",
         include_str!("../../migrations/sqlite/0025_nodes_owner_usage.sql"),
     ),
+    (
+        26,
+        "transfer_oidc",
+        include_str!("../../migrations/sqlite/0026_transfer_oidc.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -307,6 +312,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         25,
         "nodes_owner_usage",
         include_str!("../../migrations/postgres/0025_nodes_owner_usage.sql"),
+    ),
+    (
+        26,
+        "transfer_oidc",
+        include_str!("../../migrations/postgres/0026_transfer_oidc.sql"),
     ),
 ];
 

@@ -2,8 +2,8 @@
 //! the order of the `*_COLS` constants.
 
 use crate::{
-    Node, PeerZone, Principal, PrincipalKind, RemoteReplica, Replica, Resource, StagingArea, TokenRecord,
-    TransferFile, TransferRecord,
+    Node, OidcClaims, PeerZone, Principal, PrincipalKind, RemoteReplica, Replica, Resource, StagingArea,
+    TokenRecord, TransferFile, TransferRecord,
 };
 use sqlx::any::AnyRow;
 use sqlx::{Decode, Row, Type};
@@ -26,7 +26,8 @@ pub(crate) const ZONE_COLS: &str = "name, url, secret, created";
 pub(crate) const STAGING_COLS: &str = "name, kind, url, settings, allow, created";
 
 pub(crate) const TRANSFER_COLS: &str = "t.id, t.owner_id, p.name, t.spec, t.state, t.error, t.files_total, \
-     t.bytes_total, t.created, t.started, t.finished, t.via_zone, t.kind";
+     t.bytes_total, t.created, t.started, t.finished, t.via_zone, t.kind, \
+     t.oidc_groups, t.oidc_admin";
 pub(crate) const TRANSFER_FROM: &str = "transfers t JOIN principals p ON p.id = t.owner_id";
 pub(crate) const TRANSFER_FILE_COLS: &str =
     "seq, source, destination, size, state, bytes_done, attempts, error, checksum, resume";
@@ -239,7 +240,24 @@ pub(crate) fn transfer(row: &AnyRow) -> Result<TransferRecord, Error> {
             .map(|z| ZoneName::parse(&z).map_err(|e| corrupt("zone name", e.message)))
             .transpose()?,
         kind: parsed(row, 12, "transfer kind")?,
+        oidc: oidc_claims(row, 13, 14)?,
     })
+}
+
+/// The group claims of `claims` as stored (a JSON array of names).
+pub(crate) fn oidc_groups(claims: &OidcClaims) -> String {
+    serde_json::to_string(&claims.groups).expect("strings serialize")
+}
+
+/// The OIDC claims stored in columns `groups` and `admin`; `None` where `groups` is NULL.
+pub(crate) fn oidc_claims(row: &AnyRow, groups: usize, admin: usize) -> Result<Option<OidcClaims>, Error> {
+    let Some(names) = get::<Option<String>>(row, groups)? else {
+        return Ok(None);
+    };
+    Ok(Some(OidcClaims {
+        groups: serde_json::from_str(&names).map_err(|e| corrupt("oidc_groups", e.to_string()))?,
+        admin: get_flag(row, admin)?,
+    }))
 }
 
 pub(crate) fn transfer_file(row: &AnyRow) -> Result<TransferFile, Error> {

@@ -2,7 +2,7 @@
 
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
 use super::{affected, audit, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, SqlCatalog};
-use crate::{Dialect, TransferCounts, TransferFile, TransferQuery, TransferRecord, Transfers};
+use crate::{Dialect, OidcClaims, TransferCounts, TransferFile, TransferQuery, TransferRecord, Transfers};
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use std::collections::HashSet;
@@ -17,17 +17,20 @@ impl Transfers for SqlCatalog {
         id: &TransferId,
         owner_id: i64,
         via_zone: Option<&ZoneName>,
+        oidc: Option<&OidcClaims>,
         kind: TransferKind,
         spec: &str,
     ) -> Result<TransferRecord, Error> {
         let mut tx = self.begin_write().await?;
         sqlx::query(
-            "INSERT INTO transfers (id, owner_id, via_zone, kind, spec, state, created) \
-             VALUES ($1, $2, $3, $4, $5, 'queued', $6)",
+            "INSERT INTO transfers (id, owner_id, via_zone, oidc_groups, oidc_admin, kind, spec, state, created) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8)",
         )
         .bind(id.as_str())
         .bind(owner_id)
         .bind(via_zone.map(|z| z.as_str().to_owned()))
+        .bind(oidc.map(rows::oidc_groups))
+        .bind(oidc.is_some_and(|c| c.admin))
         .bind(kind.as_str())
         .bind(spec)
         .bind(now_ms())

@@ -4,7 +4,7 @@
 
 use super::rows::{self, get, PRINCIPAL_COLS};
 use super::{affected, audit, db, SqlCatalog};
-use crate::{Principal, SessionGrant, WebSession, WebSessions};
+use crate::{OidcClaims, Principal, SessionGrant, WebSession, WebSessions};
 use async_trait::async_trait;
 use weft_types::{Error, Millis};
 
@@ -46,14 +46,14 @@ impl WebSessions for SqlCatalog {
                 .bind(user_id),
                 format!("token {token_id}"),
             ),
-            SessionGrant::Oidc { groups, admin } => (
+            SessionGrant::Oidc(claims) => (
                 sqlx::query(
                     "INSERT INTO web_sessions (secret_hash, user_id, oidc_groups, oidc_admin, expires, csrf, created, last_seen) \
                      SELECT $1, p.id, $2, $3, $4, $5, $6, $7 FROM principals p WHERE p.id = $8",
                 )
                 .bind(secret_hash)
-                .bind(serde_json::to_string(groups).expect("strings serialize"))
-                .bind(*admin)
+                .bind(rows::oidc_groups(claims))
+                .bind(claims.admin)
                 .bind(expires)
                 .bind(csrf)
                 .bind(now)
@@ -78,10 +78,10 @@ impl WebSessions for SqlCatalog {
         .map_err(db)?;
         let how = match grant {
             SessionGrant::Token(id) => format!("open a web session with token {id}"),
-            SessionGrant::Oidc { admin: true, .. } => {
+            SessionGrant::Oidc(OidcClaims { admin: true, .. }) => {
                 "open a web session by OIDC sign-in, as an administrator".to_owned()
             }
-            SessionGrant::Oidc { .. } => "open a web session by OIDC sign-in".to_owned(),
+            SessionGrant::Oidc(_) => "open a web session by OIDC sign-in".to_owned(),
         };
         audit::record(&mut tx, "session", None, how).await?;
         tx.commit().await.map_err(db)
@@ -106,15 +106,8 @@ impl WebSessions for SqlCatalog {
         };
         let grant = match get::<Option<i64>>(&row, 1)? {
             Some(token) => SessionGrant::Token(token),
-            None => {
-                let groups: Option<String> = get(&row, 2)?;
-                let groups = serde_json::from_str(groups.as_deref().unwrap_or("[]"))
-                    .map_err(|e| rows::corrupt("oidc_groups", e.to_string()))?;
-                SessionGrant::Oidc {
-                    groups,
-                    admin: rows::get_flag(&row, 3)?,
-                }
-            }
+            // The table's check makes the groups present where the token is not.
+            None => SessionGrant::Oidc(rows::oidc_claims(&row, 2, 3)?.unwrap_or_default()),
         };
         let (own, token): (Option<Millis>, Option<Millis>) = (get(&row, 4)?, get(&row, 5)?);
         let sealed: String = get(&row, 6)?;
