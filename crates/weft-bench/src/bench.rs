@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use weft_client::wire::MetaRequest;
-use weft_client::{Client, ClientError};
+use weft_client::{Client, ClientError, TrustedCas};
 use weft_types::LogicalPath;
 
 /// The attribute that marks a scratch collection as the bench's own; its value is the run id.
@@ -31,6 +31,9 @@ pub struct Options {
     pub staging: Option<String>,
     /// Objects the catalog-growth scenario ingests in all.
     pub growth_objects: u64,
+    /// Certificates trusted besides the system roots (a zone whose certificate a private
+    /// CA signed); every client of the run trusts them.
+    pub cas: TrustedCas,
 }
 
 /// Reports progress: the scenario, what it measures now, and how far it is.
@@ -74,6 +77,11 @@ pub enum BenchError {
 }
 
 impl Bench {
+    /// A client of its own to the zone under test, as `token`.
+    pub fn client(&self, token: Option<String>) -> Result<Client, ClientError> {
+        Client::with_cas(&self.url, token, &self.opts.cas)
+    }
+
     /// Creates the scratch collection (`<home>/weft-bench-<id>` unless given), marked as
     /// the bench's. Refuses an existing one: the bench writes and removes only what it
     /// created.
@@ -83,7 +91,7 @@ impl Bench {
         opts: Options,
         progress: Arc<dyn Progress>,
     ) -> Result<Bench, BenchError> {
-        let client = Client::new(url, token.clone())?;
+        let client = Client::with_cas(url, token.clone(), &opts.cas)?;
         let me = client.whoami().await?;
         let run_id = format!("{:016x}", rand::random::<u64>());
         let scratch = match &opts.scratch {

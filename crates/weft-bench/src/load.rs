@@ -305,7 +305,7 @@ async fn drive(bench: &Bench, users: &[User], opts: &LoadOptions) -> Result<Load
     for k in 0..opts.clients {
         let user = &users[k % users.len()];
         let foreign = (users.len() > 1).then(|| users[(k + 1) % users.len()].dir.clone());
-        let client = Client::new(&bench.url, user.token.clone())?;
+        let client = bench.client(user.token.clone())?;
         let dir = user
             .dir
             .join(&format!("c{k}"))

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use std::time::Instant;
 use weft_client::wire::{MetaRequest, TransferRequest, BUNDLE_MAX_FILES};
-use weft_client::{Client, FindParams, MoveOptions};
+use weft_client::{FindParams, MoveOptions};
 use weft_client::{AUTO_STREAMS, DEFAULT_CONCURRENCY, DEFAULT_PIECE_SIZE};
 use weft_types::{Checksum, LogicalPath};
 
@@ -178,7 +178,7 @@ async fn stages(b: &Bench) -> Result<Found, BenchError> {
                     .await?;
             }
             let t = Instant::now();
-            let client = Client::new(&b.url, b.token.clone())?;
+            let client = b.client(b.token.clone())?;
             let env = t.elapsed().as_secs_f64();
             let (connect, _) = timed(client.health()).await?;
             let (auth, _) = timed(client.whoami()).await?;
@@ -219,7 +219,7 @@ async fn parallel(b: &Bench) -> Result<Found, BenchError> {
                 let puts = (0..n).map(|k| {
                     let coll = &coll;
                     async move {
-                        let client = Client::new(&b.url, b.token.clone())?;
+                        let client = b.client(b.token.clone())?;
                         let data = Bytes::from(vec![k as u8]);
                         let path = coll
                             .join(&format!("f{k}"))
@@ -523,7 +523,7 @@ async fn catalog_stress(b: &Bench) -> Result<Found, BenchError> {
                 let workers = (0..c).map(|w| {
                     let target = &target;
                     async move {
-                        let client = Client::new(&b.url, b.token.clone())?;
+                        let client = b.client(b.token.clone())?;
                         let mut refused = 0u64;
                         for k in 0..10 {
                             let edit = avu("set", format!("w{w}"), k.to_string());

@@ -80,22 +80,34 @@ pub enum Store {
 
 impl Store {
     /// Opens a resource from its kind and JSON settings. `scratch_dir` is local scratch space
-    /// for resources that cannot write at offsets (S3 stages parallel pieces there). What
+    /// for resources that cannot write at offsets (S3 stages parallel pieces there); `http`
+    /// is the client an S3 resource speaks through (so it trusts what the zone trusts). What
     /// a file-system resource creates is the zone's alone (directories 0700, files 0600).
-    pub fn open(kind: ResourceKind, config_json: &str, scratch_dir: PathBuf) -> Result<Store, Error> {
-        Self::open_as(kind, config_json, scratch_dir, beneath::Sharing::Private)
+    pub fn open(
+        kind: ResourceKind,
+        config_json: &str,
+        scratch_dir: PathBuf,
+        http: &reqwest::Client,
+    ) -> Result<Store, Error> {
+        Self::open_as(kind, config_json, scratch_dir, http, beneath::Sharing::Private)
     }
 
     /// Opens a staging area: like [`Store::open`], but what it creates is for the users of
     /// its file system (directories 0755, files 0644, less their umask).
-    pub fn open_staging(kind: ResourceKind, config_json: &str, scratch_dir: PathBuf) -> Result<Store, Error> {
-        Self::open_as(kind, config_json, scratch_dir, beneath::Sharing::Shared)
+    pub fn open_staging(
+        kind: ResourceKind,
+        config_json: &str,
+        scratch_dir: PathBuf,
+        http: &reqwest::Client,
+    ) -> Result<Store, Error> {
+        Self::open_as(kind, config_json, scratch_dir, http, beneath::Sharing::Shared)
     }
 
     fn open_as(
         kind: ResourceKind,
         config_json: &str,
         scratch_dir: PathBuf,
+        http: &reqwest::Client,
         sharing: beneath::Sharing,
     ) -> Result<Store, Error> {
         let bad = |e: serde_json::Error| {
@@ -112,6 +124,7 @@ impl Store {
             ResourceKind::S3 => Store::S3(s3::S3Store::new(
                 serde_json::from_str(config_json).map_err(bad)?,
                 scratch_dir,
+                http.clone(),
             )?),
         })
     }

@@ -70,11 +70,11 @@ struct ListedUpload {
 }
 
 impl Uploads {
-    pub(crate) fn new(config: S3Config) -> Result<Uploads, Error> {
+    pub(crate) fn new(config: S3Config, http: reqwest::Client) -> Result<Uploads, Error> {
         Url::parse(&config.endpoint)
             .map_err(|e| Error::invalid(format!("S3 endpoint {:?}: {e}", config.endpoint)))?;
         Ok(Uploads {
-            http: reqwest::Client::new(),
+            http,
             config: Arc::new(config),
             writing: Arc::default(),
         })
@@ -322,7 +322,11 @@ impl Uploads {
         let resp = self.http.execute(req).await.map_err(|e| {
             Error::new(
                 ErrorCode::StorageUnavailable,
-                format!("{}: cannot {what}: {e}", self.describe()),
+                format!(
+                    "{}: cannot {what}: {}",
+                    self.describe(),
+                    weft_types::with_causes(&e)
+                ),
             )
         })?;
         let status = resp.status();
@@ -406,7 +410,7 @@ mod tests {
         let left = begin(&minio, "res1/ab/left").await;
         let busy = begin(&minio, "res1/ab/busy").await;
         let other = begin(&minio, "res2/ab/theirs").await;
-        let ours = Uploads::new(config(&minio, "res1")).unwrap();
+        let ours = Uploads::new(config(&minio, "res1"), reqwest::Client::new()).unwrap();
         let listed: Vec<(String, String)> = ours
             .list()
             .await
@@ -449,7 +453,7 @@ mod tests {
         );
         assert!(ours.list().await.unwrap().is_empty());
         // Another resource's prefix is not ours to touch.
-        let theirs = Uploads::new(config(&minio, "res2")).unwrap();
+        let theirs = Uploads::new(config(&minio, "res2"), reqwest::Client::new()).unwrap();
         let ids: Vec<String> = theirs
             .list()
             .await
@@ -462,7 +466,7 @@ mod tests {
         // A store that cannot be reached says so, naming the resource.
         let mut gone = config(&minio, "res1");
         gone.endpoint = "http://127.0.0.1:9".into();
-        let e = Uploads::new(gone)
+        let e = Uploads::new(gone, reqwest::Client::new())
             .unwrap()
             .abort_stale(Duration::ZERO, &HashSet::new())
             .await

@@ -7,6 +7,8 @@ use crate::temp::Temp;
 use crate::{ByteStream, S3Config, IO_BUFFER};
 use bytes::Bytes;
 use futures::StreamExt;
+use opendal::layers::HttpClientLayer;
+use opendal::raw::HttpClient;
 use opendal::{services, Operator};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
@@ -28,7 +30,7 @@ pub struct S3Store {
 }
 
 impl S3Store {
-    pub fn new(config: S3Config, scratch_dir: PathBuf) -> Result<Self, Error> {
+    pub fn new(config: S3Config, scratch_dir: PathBuf, http: reqwest::Client) -> Result<Self, Error> {
         if config.bucket.is_empty() || config.endpoint.is_empty() {
             return Err(Error::invalid("an S3 resource needs an endpoint and a bucket"));
         }
@@ -45,9 +47,10 @@ impl S3Store {
             .disable_ec2_metadata();
         let op = Operator::new(builder)
             .map_err(|e| s3_error("cannot configure S3 resource", e))?
+            .layer(HttpClientLayer::new(HttpClient::with(http.clone())))
             .finish();
         let describe = format!("s3://{}/{} at {}", config.bucket, config.prefix, config.endpoint);
-        let uploads = crate::multipart::Uploads::new(config)?;
+        let uploads = crate::multipart::Uploads::new(config, http)?;
         let scratch = FsStore::new(
             crate::FsConfig { root: scratch_dir },
             crate::beneath::Sharing::Private,
@@ -207,5 +210,5 @@ pub(crate) fn s3_error(what: &str, e: opendal::Error) -> Error {
         _ if e.is_temporary() => ErrorCode::StorageUnavailable,
         _ => ErrorCode::StorageError,
     };
-    Error::new(code, format!("{what}: {e}"))
+    Error::new(code, format!("{what}: {}", weft_types::with_causes(&e)))
 }

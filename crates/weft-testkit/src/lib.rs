@@ -20,6 +20,7 @@ pub mod cli;
 pub mod data;
 pub mod keycloak;
 pub mod minio;
+pub mod pki;
 pub mod postgres;
 pub mod toxiproxy;
 pub mod zone;
@@ -87,6 +88,30 @@ fn http_status(port: u16, path: &str) -> Option<u16> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// As [`http_status`] over HTTPS, trusting the CA `ca_pem`. Its own thread and runtime,
+/// so that it may be called from a test's runtime as well as outside one.
+fn https_status(ca_pem: &[u8], port: u16, path: &str) -> Option<u16> {
+    let url = format!("https://127.0.0.1:{port}{path}");
+    let ca = reqwest::Certificate::from_pem(ca_pem).ok()?;
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        rt.block_on(async {
+            let client = reqwest::Client::builder()
+                .add_root_certificate(ca)
+                .timeout(Duration::from_secs(5))
+                .build()
+                .ok()?;
+            Some(client.get(&url).send().await.ok()?.status().as_u16())
+        })
+    })
+    .join()
+    .ok()
+    .flatten()
 }
 
 /// A spawned child in its own process group, killed (group and all) on drop, so tools

@@ -9,7 +9,8 @@ use anyhow::{bail, Context, Result};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::{free_port, http_status, port_clash, require, tools_dir, wait_ready, Proc};
+use crate::pki::Pki;
+use crate::{free_port, http_status, https_status, port_clash, require, tools_dir, wait_ready, Proc};
 
 const ACCESS_KEY: &str = "weft-minio-admin";
 const SECRET_KEY: &str = "weft-minio-secret-key";
@@ -20,6 +21,10 @@ pub struct Minio {
     proc: Proc,
     port: u16,
     data: PathBuf,
+    /// `https` when started with a certificate, else `http`.
+    scheme: &'static str,
+    /// The client of [`Minio::request`]: trusting the test CA when there is one.
+    http: reqwest::Client,
     // Dropped after `proc` (field order), so the server is dead before its dir goes.
     _dir: tempfile::TempDir,
 }
@@ -29,11 +34,28 @@ impl Minio {
     /// which answers 200 only once the object layer can serve requests (`health/live`
     /// answers earlier: a busy machine then saw `XMinioServerNotInitialized`).
     pub fn start() -> Result<Minio> {
+        Minio::start_with(None)
+    }
+
+    /// As [`Minio::start`], serving HTTPS only, with the server certificate of `pki`.
+    pub fn start_tls(pki: &Pki) -> Result<Minio> {
+        Minio::start_with(Some(pki))
+    }
+
+    fn start_with(pki: Option<&Pki>) -> Result<Minio> {
         let bin = tools_dir().join("bin/minio");
         require(&bin, "minio")?;
         let dir = tempfile::Builder::new().prefix("weft-minio-").tempdir()?;
         let data = dir.path().join("data");
         std::fs::create_dir(&data)?;
+        let certs = dir.path().join("certs");
+        std::fs::create_dir(&certs)?;
+        if let Some(pki) = pki {
+            // MinIO's names for its certificate and key in the certs dir.
+            std::fs::copy(pki.path("server.pem"), certs.join("public.crt"))?;
+            std::fs::copy(pki.path("server.key"), certs.join("private.key"))?;
+        }
+        let ca_pem = pki.map(|p| std::fs::read(p.ca())).transpose()?;
         let log = dir.path().join("minio.log");
         for attempt in 1..=3 {
             let (port, console) = (free_port(), free_port());
@@ -45,7 +67,7 @@ impl Minio {
                     .args(["--console-address", &format!("127.0.0.1:{console}")])
                     // Per-run certs dir: the default ~/.minio would be shared.
                     .arg("--certs-dir")
-                    .arg(dir.path().join("certs"))
+                    .arg(&certs)
                     .env("MINIO_ROOT_USER", ACCESS_KEY)
                     .env("MINIO_ROOT_PASSWORD", SECRET_KEY)
                     .env("MINIO_REGION", REGION)
@@ -53,13 +75,19 @@ impl Minio {
                 &log,
             )?;
             match wait_ready(&mut proc, "minio", &log, Duration::from_secs(60), || {
-                http_status(port, "/minio/health/cluster") == Some(200)
+                let health = match &ca_pem {
+                    None => http_status(port, "/minio/health/cluster"),
+                    Some(ca) => https_status(ca, port, "/minio/health/cluster"),
+                };
+                health == Some(200)
             }) {
                 Ok(()) => {
                     return Ok(Minio {
                         proc,
                         port,
                         data,
+                        scheme: if pki.is_some() { "https" } else { "http" },
+                        http: pki.map_or_else(reqwest::Client::new, Pki::client),
                         _dir: dir,
                     })
                 }
@@ -70,9 +98,9 @@ impl Minio {
         unreachable!("the last attempt returns")
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT`, or `https://` when started with a certificate.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.port)
     }
 
     pub fn access_key(&self) -> &str {
@@ -133,8 +161,9 @@ impl Minio {
             REGION,
             SystemTime::now(),
         );
-        let mut req = reqwest::Client::new()
-            .request(method, format!("http://{host}{path_and_query}"))
+        let mut req = self
+            .http
+            .request(method, format!("{}://{host}{path_and_query}", self.scheme))
             .body(body);
         for (k, v) in headers {
             req = req.header(k, v);

@@ -219,9 +219,59 @@ impl Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// `e`'s message followed by those of its causes that add to it, so that what went wrong
+/// at the bottom (a certificate no trusted CA signed, a refused connection) reaches the
+/// operator: an HTTP client's own message ("error sending request for url") names none
+/// of it. An `io::Error` is looked into, as its `source()` skips the error it wraps.
+pub fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = cause_of(e);
+    while let Some(cause) = next {
+        let message = cause.to_string();
+        if !out.contains(&message) {
+            out.push_str(": ");
+            out.push_str(&message);
+        }
+        next = cause_of(cause);
+    }
+    out
+}
+
+fn cause_of<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a (dyn std::error::Error + 'static)> {
+    match e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+        Some(wrapped) => Some(wrapped),
+        None => e.source(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn causes_are_told_once_each_looking_into_io_errors() {
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("error sending request")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let inner = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let tls = std::io::Error::other(Outer(std::io::Error::other(
+            "invalid peer certificate: UnknownIssuer",
+        )));
+        assert_eq!(with_causes(&Outer(inner)), "error sending request: refused");
+        assert_eq!(
+            with_causes(&tls),
+            "error sending request: invalid peer certificate: UnknownIssuer"
+        );
+    }
 
     #[test]
     fn codes_round_trip_and_are_unique() {

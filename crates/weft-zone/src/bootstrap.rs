@@ -1,7 +1,7 @@
 //! Opening a zone: catalog, first-start setup (admin, home collections, default resource,
 //! admin token), resources and the removal of what interrupted writes left behind.
 
-use crate::{committer::Committer, scratch_dir, Zone, ADMIN};
+use crate::{committer::Committer, Zone, ADMIN};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -34,8 +34,8 @@ pub struct ZoneConfig {
     /// How long a lease on background work lasts unless extended
     /// ([`crate::LEASE_TTL_DEFAULT`]).
     pub lease_ttl: std::time::Duration,
-    /// Certificates trusted besides the system roots when this zone calls peers and OIDC
-    /// issuers over HTTPS (`--tls-ca`).
+    /// Certificates trusted besides the system roots when this zone calls out over HTTPS
+    /// (`--tls-ca`): peers, OIDC issuers, S3 resources, webhooks, the Handle server.
     pub trusted_cas: weft_client::TrustedCas,
 }
 
@@ -165,7 +165,12 @@ impl Zone {
         };
         let (pid_prefix, pid_landing) =
             crate::pid_registry::prefix_and_landing(&config.pid, config.name.as_str())?;
-        let pid_registry = crate::pid_registry::open(&config.pid)?;
+        let pid_registry = crate::pid_registry::open(&config.pid, &config.trusted_cas)?;
+        let outbound = config
+            .trusted_cas
+            .apply(reqwest::Client::builder())
+            .build()
+            .map_err(|e| Error::internal(format!("cannot build the outbound HTTP client: {e}")))?;
         let sqlite_lock = lock_sqlite(&url)?;
         let catalog = weft_catalog::connect_sealed(&url, keys.sealer()).await?;
         keys.settle(catalog.as_ref()).await?;
@@ -212,6 +217,7 @@ impl Zone {
             s3_keys: Default::default(),
             completed: Default::default(),
             peers: crate::federation::Peers::new(config.trusted_cas.clone()),
+            outbound,
             running: Default::default(),
             leases,
             metrics,
@@ -295,9 +301,7 @@ impl Zone {
             if existing.iter().all(|r| r.name != spec.name) {
                 let settings =
                     serde_json::to_string(&spec.settings).map_err(|e| Error::invalid(e.to_string()))?;
-                Store::open(spec.kind, &settings, scratch_dir(&self.data_dir))?
-                    .check()
-                    .await?;
+                self.open_store(spec.kind, &settings)?.check().await?;
                 let created = self
                     .catalog
                     .create_resource(&NewResource {
@@ -342,13 +346,12 @@ impl Zone {
             }
             self.sweep_packs(r, store).await.map_err(in_resource)?;
         }
-        let scratch = Store::open(
+        let scratch = self.open_store(
             ResourceKind::Fs,
             &serde_json::to_string(&FsConfig {
                 root: self.scratch_dir(),
             })
             .expect("serialisable"),
-            self.scratch_dir(),
         )?;
         n += scratch.remove_temporary().await?;
         Ok(n)

@@ -115,6 +115,9 @@ pub struct Zone {
     s3_keys: s3::KeyCache,
     completed: multipart::Completed,
     peers: federation::Peers,
+    /// The client of the calls out that are not to a peer zone (S3 resources, webhooks):
+    /// it trusts the certificates of `trusted_cas` as the peers' clients do.
+    outbound: reqwest::Client,
     running: transfers::Running,
     /// This server's leases on the zone's background work.
     leases: Arc<leases::LeaseKeeper>,
@@ -130,7 +133,7 @@ pub struct Zone {
 
 impl Zone {
     /// Certificates this zone trusts besides the system roots when it calls out over
-    /// HTTPS (peers, OIDC issuers).
+    /// HTTPS (peers, OIDC issuers, S3 resources, webhooks, the Handle server).
     pub fn trusted_cas(&self) -> &weft_client::TrustedCas {
         self.peers.cas()
     }
@@ -151,6 +154,12 @@ impl Zone {
     /// Staging space for resources that cannot write at offsets.
     fn scratch_dir(&self) -> PathBuf {
         scratch_dir(&self.data_dir)
+    }
+
+    /// Opens a resource of `kind` with the settings `config`, with this server's scratch
+    /// space and outbound client.
+    fn open_store(&self, kind: weft_types::ResourceKind, config: &str) -> Result<Store, Error> {
+        Store::open(kind, config, self.scratch_dir(), &self.outbound)
     }
 
     /// Checks `path` belongs to this zone.

@@ -61,8 +61,12 @@ pub trait PidRegistry: Send + Sync {
     async fn withdraw(&self, pid: &str) -> Result<(), Error>;
 }
 
-/// Opens what `[pid]` configures: `None` when the zone is the only resolver.
-pub fn open(config: &PidConfig) -> Result<Option<Box<dyn PidRegistry>>, Error> {
+/// Opens what `[pid]` configures, trusting the certificates of `cas` besides the system
+/// roots: `None` when the zone is the only resolver.
+pub fn open(
+    config: &PidConfig,
+    cas: &weft_client::TrustedCas,
+) -> Result<Option<Box<dyn PidRegistry>>, Error> {
     let Some(h) = &config.handle else {
         return Ok(None);
     };
@@ -76,7 +80,7 @@ pub fn open(config: &PidConfig) -> Result<Option<Box<dyn PidRegistry>>, Error> {
             "[pid.handle] needs [pid] prefix, the Handle prefix PIDs are minted under",
         ));
     }
-    Ok(Some(Box::new(HandleRegistry::new(h)?)))
+    Ok(Some(Box::new(HandleRegistry::new(h, cas)?)))
 }
 
 /// Checks `[pid]` and answers the prefix to mint under and the base of landing pages.
@@ -111,7 +115,9 @@ pub struct HandleRegistry {
 }
 
 impl HandleRegistry {
-    pub fn new(c: &HandleConfig) -> Result<HandleRegistry, Error> {
+    /// The registry `c` describes, trusting the certificates of `cas` and of its own
+    /// `ca_file` besides the system roots.
+    pub fn new(c: &HandleConfig, cas: &weft_client::TrustedCas) -> Result<HandleRegistry, Error> {
         let bad = |what: String| Error::invalid(format!("[pid.handle] {what}"));
         let (index, handle) = c
             .admin
@@ -133,7 +139,8 @@ impl HandleRegistry {
             })?
             .trim_end_matches(['\r', '\n'])
             .to_string();
-        let mut http = reqwest::Client::builder()
+        let mut http = cas
+            .apply(reqwest::Client::builder())
             .timeout(Duration::from_secs(20))
             .connect_timeout(Duration::from_secs(5));
         if let Some(ca) = &c.ca_file {
@@ -172,7 +179,11 @@ impl HandleRegistry {
             .map_err(|e| {
                 Error::new(
                     ErrorCode::ServiceUnavailable,
-                    format!("Handle server {}: {pid}: {e}", self.base),
+                    format!(
+                        "Handle server {}: {pid}: {}",
+                        self.base,
+                        weft_types::with_causes(&e)
+                    ),
                 )
             })
     }
@@ -297,15 +308,22 @@ mod tests {
             password_file: "/nonexistent/weft-handle-password".into(),
             ca_file: None,
         };
-        let e = HandleRegistry::new(&c("ADMIN")).err().unwrap();
+        let e = HandleRegistry::new(&c("ADMIN"), &Default::default())
+            .err()
+            .unwrap();
         assert!(e.message.contains("INDEX:PREFIX/SUFFIX"), "{e}");
-        let e = HandleRegistry::new(&c("300:0.NA/21.T1")).err().unwrap();
+        let e = HandleRegistry::new(&c("300:0.NA/21.T1"), &Default::default())
+            .err()
+            .unwrap();
         assert!(e.message.contains("password_file"), "{e}");
-        let e = open(&PidConfig {
-            handle: Some(c("300:0.NA/21.T1")),
-            prefix: Some("21.T1".into()),
-            landing_url: None,
-        })
+        let e = open(
+            &PidConfig {
+                handle: Some(c("300:0.NA/21.T1")),
+                prefix: Some("21.T1".into()),
+                landing_url: None,
+            },
+            &Default::default(),
+        )
         .err()
         .unwrap();
         assert!(e.message.contains("landing_url"), "{e}");

@@ -525,16 +525,19 @@ impl Zone {
             "owner": node.owner.as_str(),
             "created": node.created,
         });
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| Error::internal(e.to_string()))?;
-        let answer = client
+        let answer = self
+            .outbound
             .post(url)
+            .timeout(Duration::from_secs(10))
             .json(&body)
             .send()
             .await
-            .map_err(|e| Error::new(ErrorCode::ServiceUnavailable, format!("webhook {url}: {e}")))?;
+            .map_err(|e| {
+                Error::new(
+                    ErrorCode::ServiceUnavailable,
+                    format!("webhook {url}: {}", weft_types::with_causes(&e)),
+                )
+            })?;
         let status = answer.status();
         if status.is_success() {
             return Ok(());

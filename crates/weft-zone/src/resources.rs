@@ -8,7 +8,7 @@ use crate::{Caller, Zone};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use weft_catalog::{NewResource, Resource};
-use weft_storage::{S3Config, Store};
+use weft_storage::S3Config;
 use weft_types::{Error, ResourceKind, ResourceName};
 
 /// How long a server picks the resource of writes by what it last read of the catalog.
@@ -65,7 +65,7 @@ impl Zone {
     ) -> Result<ResourceInfo, Error> {
         caller.require_admin("adding a resource")?;
         let config = settings.to_string();
-        let store = Store::open(kind, &config, self.scratch_dir())?;
+        let store = self.open_store(kind, &config)?;
         store.check().await?;
         let r = self
             .catalog
@@ -113,7 +113,7 @@ impl Zone {
         for r in fresh {
             let store = match stores.remove(&r.id) {
                 Some((old, store)) if old.config == r.config => store,
-                _ => Store::open(r.kind, &r.config, self.scratch_dir())?,
+                _ => self.open_store(r.kind, &r.config)?,
             };
             next.insert(r.id, (r, store));
         }

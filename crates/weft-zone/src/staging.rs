@@ -216,7 +216,7 @@ impl Zone {
     }
 
     pub(crate) fn open_staging(&self, area: &StagingArea) -> Result<Store, Error> {
-        Store::open_staging(area.kind, &area.settings, self.scratch_dir())
+        Store::open_staging(area.kind, &area.settings, self.scratch_dir(), &self.outbound)
     }
 
     /// The innermost staging area holding `at`, with its URL parsed.

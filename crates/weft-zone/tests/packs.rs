@@ -50,6 +50,7 @@ async fn a_restart_frees_what_a_crash_left_in_packs_and_keeps_the_rest() {
         ResourceKind::Fs,
         &serde_json::to_string(&FsConfig { root: root.clone() }).unwrap(),
         dir.path().join("scratch"),
+        &reqwest::Client::new(),
     )
     .unwrap();
     let (one, two) = (Bytes::from(vec![7u8; 9000]), Bytes::from(vec![8u8; 70_000]));

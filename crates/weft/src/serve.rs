@@ -47,8 +47,9 @@ pub struct ServeArgs {
     /// Private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, env = "WEFT_TLS_KEY", value_name = "FILE")]
     pub tls_key: Option<PathBuf>,
-    /// CA certificates (PEM) trusted besides the system roots in the certificates of peer
-    /// zones and OIDC issuers.
+    /// CA certificates (PEM) trusted besides the system roots in the certificates of what
+    /// the zone calls over HTTPS: peer zones, OIDC issuers, S3 resources and staging areas,
+    /// webhooks, the Handle server.
     #[arg(long, env = "WEFT_TLS_CA", value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
     /// Log lines as text (default) or as JSON objects, one per line, with the request id

@@ -2,70 +2,23 @@
 //! CA and a server certificate for 127.0.0.1 and localhost), the CLI trusting that CA
 //! through WEFT_CA_FILE or `weft login --ca-file`, two zones federated and transferring over
 //! https, plain HTTP to the TLS port answered with nothing, `zone add` of a plain-HTTP URL
-//! off loopback refused, and OIDC tokens from a Keycloak served over TLS.
+//! off loopback refused, OIDC tokens from a Keycloak served over TLS, and what a zone
+//! calls out to (S3 resources, webhooks, a Handle server) and the bench trusting the CA.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use weft_testkit::cli::{clean_command, run};
 use weft_testkit::data::{b3, pseudo_random};
+use weft_testkit::minio::Minio;
+use weft_testkit::pki::Pki;
 use weft_testkit::zone::ZoneProcess;
 
 const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
 const SECRET: &str = "5f0c2a9e7d4b1c3e8a6f0d2b4c6e8a0f1d3b5c7e9a1f3d5b7c9e1a3f5d7b9c1e\n";
-
-/// A test CA and a certificate it signed for 127.0.0.1 and localhost, as PEM files.
-struct Pki {
-    dir: tempfile::TempDir,
-}
-
-impl Pki {
-    fn new() -> Pki {
-        use rcgen::{
-            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-            KeyUsagePurpose,
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.distinguished_name.push(DnType::CommonName, "weft test CA");
-        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let ca_key = KeyPair::generate().unwrap();
-        let ca_cert = ca.self_signed(&ca_key).unwrap();
-        let issuer = Issuer::new(ca, ca_key);
-
-        let mut server =
-            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-        server
-            .distinguished_name
-            .push(DnType::CommonName, "weft test zone");
-        server.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        let server_key = KeyPair::generate().unwrap();
-        let server_cert = server.signed_by(&server_key, &issuer).unwrap();
-
-        std::fs::write(dir.path().join("ca.pem"), ca_cert.pem()).unwrap();
-        std::fs::write(dir.path().join("server.pem"), server_cert.pem()).unwrap();
-        std::fs::write(dir.path().join("server.key"), server_key.serialize_pem()).unwrap();
-        // A key that belongs to another certificate.
-        std::fs::write(
-            dir.path().join("other.key"),
-            KeyPair::generate().unwrap().serialize_pem(),
-        )
-        .unwrap();
-        Pki { dir }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn ca(&self) -> PathBuf {
-        self.path("ca.pem")
-    }
-}
 
 /// A zone serving HTTPS with the test certificate, trusting the test CA in its peers' and
 /// issuers' certificates too (`--tls-ca`); commands trust it through WEFT_CA_FILE.
@@ -476,4 +429,181 @@ fn over_https_the_session_cookie_is_host_only() {
     let (status, _, body) = curl(&ca, &["-H", &format!("Cookie: {twice}"), &api]);
     assert_eq!(status, 401, "{body}");
     assert!(body.contains("\"unauthenticated\""), "{body}");
+}
+
+/// An HTTPS server with the test certificate standing in for what a zone calls out to: a
+/// webhook receiver (`POST /hook`: the paths it is told about) and a Handle server's
+/// `PUT /api/handles/{handle}` (the handles it is given, created: 201).
+struct StandIn {
+    url: String,
+    hooks: Arc<Mutex<Vec<String>>>,
+    handles: Arc<Mutex<Vec<String>>>,
+}
+
+async fn https_stand_in(pki: &Pki) -> StandIn {
+    use axum::http::StatusCode;
+    let hooks = Arc::<Mutex<Vec<String>>>::default();
+    let handles = Arc::<Mutex<Vec<String>>>::default();
+    let (h, p) = (hooks.clone(), handles.clone());
+    let app = axum::Router::new()
+        .route(
+            "/hook",
+            axum::routing::post(move |axum::Json(v): axum::Json<serde_json::Value>| async move {
+                h.lock()
+                    .unwrap()
+                    .push(v["path"].as_str().unwrap_or_default().to_owned());
+                StatusCode::OK
+            }),
+        )
+        .route(
+            "/api/handles/{*handle}",
+            axum::routing::put(
+                move |axum::extract::Path(handle): axum::extract::Path<String>| async move {
+                    p.lock().unwrap().push(handle.clone());
+                    (
+                        StatusCode::CREATED,
+                        axum::Json(serde_json::json!({"responseCode": 1, "handle": handle})),
+                    )
+                },
+            ),
+        );
+    let config = weft_api::tls::server_config(&pki.path("server.pem"), &pki.path("server.key")).unwrap();
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}", tcp.local_addr().unwrap());
+    let listener = weft_api::tls::listener(tcp, config).unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    StandIn { url, hooks, handles }
+}
+
+/// Waits up to a minute for `seen` to hold `want`.
+fn wait_for(seen: &Mutex<Vec<String>>, want: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !seen.lock().unwrap().iter().any(|s| s == want) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{want} never arrived: {:?}",
+            seen.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Everything a zone started with `--tls-ca` calls out to over HTTPS trusts that CA: an
+/// S3 resource on MinIO, a policy rule's webhook, the Handle server PIDs are minted at;
+/// and `weft bench --zone` trusts the CA file the other commands trust (WEFT_CA_FILE).
+#[test]
+fn what_a_zone_and_the_bench_call_out_to_trusts_the_private_ca() {
+    let pki = Pki::new();
+    let minio = Minio::start_tls(&pki).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(minio.create_bucket("objects")).unwrap();
+    let stand_in = rt.block_on(https_stand_in(&pki));
+    let conf = tempfile::tempdir().unwrap();
+    let password = conf.path().join("handle.password");
+    std::fs::write(&password, "handle-secret\n").unwrap();
+    let config = conf.path().join("zone.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[pid]\nprefix = \"21.T1\"\nlanding_url = \"https://data.example.org/\"\n\
+             [pid.handle]\nurl = \"{}\"\nadmin = \"300:0.NA/21.T1\"\npassword_file = \"{}\"\n",
+            stand_in.url,
+            password.display()
+        ),
+    )
+    .unwrap();
+    let ca = pki.ca();
+    let z = tls_zone_with(
+        "tlsz",
+        &pki,
+        &[
+            "--tls-ca",
+            ca.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    let endpoint = minio.endpoint();
+    let add_s3 = [
+        "resource",
+        "add",
+        "objects",
+        "--kind",
+        "s3",
+        "--endpoint",
+        &endpoint,
+        "--bucket",
+        "objects",
+        "--access-key",
+        minio.access_key(),
+        "--secret-key",
+        minio.secret_key(),
+        "--region",
+        minio.region(),
+    ];
+    assert!(endpoint.starts_with("https://"), "{endpoint}");
+
+    // The S3 resource: added (its check writes a probe), written in parts, read back.
+    z.weft(&add_s3).ok();
+    let big = pseudo_random(20 << 20, 11);
+    std::fs::write(z.work().join("big.bin"), &big).unwrap();
+    z.weft(&[
+        "put",
+        "big.bin",
+        "/tlsz/home/admin/big.bin",
+        "--resource",
+        "objects",
+    ])
+    .ok();
+    z.weft(&["get", "/tlsz/home/admin/big.bin", "back.bin"]).ok();
+    assert!(std::fs::read(z.work().join("back.bin")).unwrap() == big);
+    let stat = z
+        .weft(&["stat", "--json", "/tlsz/home/admin/big.bin"])
+        .ok()
+        .json();
+    assert_eq!(stat["replicas"][0]["resource"], "objects", "{stat}");
+
+    // A webhook of a policy rule.
+    std::fs::write(
+        z.work().join("policy.toml"),
+        format!(
+            "[[rule]]\nname = \"tell\"\non = \"created\"\n[rule.if]\npath = \"/tlsz/home/admin/in/**\"\n\
+             [rule.do]\nwebhook = \"{}/hook\"\n",
+            stand_in.url
+        ),
+    )
+    .unwrap();
+    z.weft(&["policy", "apply", "policy.toml"]).ok();
+    z.weft(&["mkdir", "/tlsz/home/admin/in"]).ok();
+    z.weft(&["put", "big.bin", "/tlsz/home/admin/in/told.bin"]).ok();
+    wait_for(&stand_in.hooks, "/tlsz/home/admin/in/told.bin");
+
+    // A PID minted at the Handle server.
+    let pid = z.weft(&["pid", "mint", "/tlsz/home/admin/big.bin"]).ok();
+    let pid = pid.stdout.trim();
+    assert!(pid.starts_with("21.T1/"), "{pid}");
+    wait_for(&stand_in.handles, pid);
+
+    // The bench measures a zone whose certificate only the CA file vouches for.
+    let out = z.work().join("bench-out");
+    z.weft(&[
+        "bench",
+        "--zone",
+        z.url(),
+        "--quick",
+        "metadata",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .ok();
+    assert!(out.join("report.json").is_file());
+    let mut cmd = z.command();
+    cmd.env("WEFT_TOKEN", z.admin_token());
+    let refused = run(cmd.args(["bench", "--zone", z.url(), "--quick", "metadata"])).fails(9, "tls");
+    assert!(refused.stderr.contains("certificate"), "{}", refused.stderr);
+
+    // A zone without --tls-ca finds MinIO's certificate vouched for by no one it trusts.
+    let plain = tls_zone_with("plainz", &pki, &[]);
+    let refused = plain.weft(&add_s3).fails(1, "storage_unavailable");
+    assert!(refused.stderr.contains("certificate"), "{}", refused.stderr);
 }

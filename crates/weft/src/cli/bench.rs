@@ -23,7 +23,8 @@ pub struct BenchArgs {
     /// every operation at once, then every object read back (see --clients).
     #[arg(value_name = "SCENARIO")]
     scenarios: Vec<String>,
-    /// Measure this zone (token from WEFT_TOKEN or `weft login`) instead of starting one.
+    /// Measure this zone (token from WEFT_TOKEN or `weft login`, a private CA from
+    /// WEFT_CA_FILE or `weft login --ca-file`) instead of starting one.
     #[arg(long, value_name = "URL")]
     zone: Option<String>,
     /// Where to write report.json, results.csv, the SVG plots and report.md
@@ -111,12 +112,17 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
         || scenarios
             .iter()
             .any(|s| matches!(s, Scenario::Model | Scenario::Peers));
-    let (url, token, embedded, peer, staging) = match &args.zone {
+    let (url, token, cas, embedded, peer, staging) = match &args.zone {
         Some(url) => {
             let file = super::config::load(&super::config::path()?)?;
-            // No CA file: weft-bench builds its clients from the URL alone (system roots).
-            let s = super::config::resolve(Some(url.clone()), std::env::var("WEFT_TOKEN").ok(), None, file)?;
-            (s.url, s.token, None, args.peer.clone(), args.staging.clone())
+            let s = super::config::resolve(
+                Some(url.clone()),
+                std::env::var("WEFT_TOKEN").ok(),
+                std::env::var("WEFT_CA_FILE").ok(),
+                file,
+            )?;
+            let cas = super::trusted_cas(s.ca_file.as_deref())?;
+            (s.url, s.token, cas, None, args.peer.clone(), args.staging.clone())
         }
         None => {
             if args.peer.is_some() || args.staging.is_some() {
@@ -134,13 +140,15 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
             (
                 zone.url.clone(),
                 Some(zone.token.clone()),
+                weft_client::TrustedCas::default(),
                 Some((zone, peer_zone)),
                 peer,
                 staging,
             )
         }
     };
-    let client = Client::new(&url, token.clone()).map_err(|e| Failure::from(e).context("--zone"))?;
+    let client =
+        Client::with_cas(&url, token.clone(), &cas).map_err(|e| Failure::from(e).context("--zone"))?;
     let health = client
         .health()
         .await
@@ -159,6 +167,7 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
         },
         staging,
         growth_objects: args.growth_objects.unwrap_or(1_000_000),
+        cas,
         scratch: match &args.scratch {
             Some(s) => Some(
                 weft_types::LogicalPath::parse(s)
