@@ -637,6 +637,48 @@ pub struct Usage {
     pub reserved: u64,
 }
 
+/// What a write would pass of a quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverQuota {
+    /// `used` bytes stored and `held` by open uploads, of `max`; the write needs `needs`.
+    Bytes {
+        max: u64,
+        used: u64,
+        held: u64,
+        needs: u64,
+    },
+    /// `stored` objects of `max`; the write adds `adds`.
+    Objects { max: u64, stored: u64, adds: u64 },
+}
+
+/// The refusal (`quota_exceeded`) of a write that `over` the quota of `principal` (on
+/// `resource`, or on all): one wording for the check before the bytes move and the one in
+/// the transaction that stores them.
+pub fn quota_exceeded(principal: &str, resource: Option<&str>, over: OverQuota) -> Error {
+    let whose = match resource {
+        Some(r) => format!("the quota of {principal} on resource {r}"),
+        None => format!("the quota of {principal}"),
+    };
+    let message = match over {
+        OverQuota::Bytes { max, used, held, needs } => {
+            let held_text = match held {
+                0 => String::new(),
+                n => format!(", {n} held by open uploads"),
+            };
+            format!(
+                "{whose} is {max} bytes: {used} used{held_text}, {} left, and this write needs {needs}; \
+                 nothing was stored",
+                max.saturating_sub(used.saturating_add(held))
+            )
+        }
+        OverQuota::Objects { max, stored, adds } => format!(
+            "{whose} is {max} objects: {stored} stored, {} left, and this write adds {adds}; nothing was stored",
+            max.saturating_sub(stored)
+        ),
+    };
+    Error::new(weft_types::ErrorCode::QuotaExceeded, message)
+}
+
 /// Quotas, and the usage they limit, counted from the namespace (exact whichever server
 /// wrote, whatever crashed).
 #[async_trait]

@@ -15,7 +15,7 @@
 use crate::{Caller, Zone};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use weft_catalog::{Node, Quota, Usage};
+use weft_catalog::{quota_exceeded, Node, OverQuota, Quota, Usage};
 use weft_types::{Error, ErrorCode, PrincipalName, ResourceName};
 
 /// A write as the quota check before its bytes arrive sees it.
@@ -154,42 +154,32 @@ impl Zone {
                 continue;
             }
             let used = self.catalog.usage(q.principal.id, q.resource.as_ref()).await?;
-            let whose = match &q.resource {
-                Some(r) => format!("the quota of {} on resource {r}", q.principal.name),
-                None => format!("the quota of {}", q.principal.name),
-            };
             let reserved = used.reserved.saturating_sub(own_reservation);
             let taken = used.bytes.saturating_add(reserved);
-            if let Some(max) = q
+            let over = if let Some(max) = q
                 .max_bytes
                 .filter(|m| bytes > 0 && taken.saturating_add(bytes) > *m)
             {
-                let held = match reserved {
-                    0 => String::new(),
-                    n => format!(", {n} held by open uploads"),
-                };
-                return Err(Error::new(
-                    ErrorCode::QuotaExceeded,
-                    format!(
-                        "{whose} is {max} bytes: {} used{held}, {} left, and this write needs {bytes}; nothing was stored",
-                        used.bytes,
-                        max.saturating_sub(taken)
-                    ),
-                ));
-            }
-            if let Some(max) = q
+                OverQuota::Bytes {
+                    max,
+                    used: used.bytes,
+                    held: reserved,
+                    needs: bytes,
+                }
+            } else if let Some(max) = q
                 .max_objects
                 .filter(|m| objects > 0 && used.objects.saturating_add(objects) > *m)
             {
-                return Err(Error::new(
-                    ErrorCode::QuotaExceeded,
-                    format!(
-                        "{whose} is {max} objects: {} stored, {} left, and this write adds {objects}; nothing was stored",
-                        used.objects,
-                        max.saturating_sub(used.objects)
-                    ),
-                ));
-            }
+                OverQuota::Objects {
+                    max,
+                    stored: used.objects,
+                    adds: objects,
+                }
+            } else {
+                continue;
+            };
+            let resource = q.resource.as_ref().map(|r| r.as_str());
+            return Err(quota_exceeded(q.principal.name.as_str(), resource, over));
         }
         Ok(())
     }

@@ -139,7 +139,9 @@ pub(super) async fn refuse_unverifiable(
 }
 
 /// What s3s 0.14 would accept but weft does not: presigned URLs valid for longer than AWS
-/// allows. s3s takes any `X-Amz-Expires`; the value it reads is the decoded query's.
+/// allows. s3s takes any `X-Amz-Expires`; the value it reads is the decoded query's. A
+/// POST-object is refused again here, by s3s's own reading of the request, should it ever
+/// take for a form upload one that [`refuse_unverifiable`] did not.
 fn refuse_unsupported(cx: &S3AccessContext<'_>) -> S3Result<()> {
     for (_, v) in query_pairs(cx.uri()).iter().filter(|(k, _)| k == "X-Amz-Expires") {
         let secs: u64 = v.parse().map_err(|_| {

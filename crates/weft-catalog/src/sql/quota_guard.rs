@@ -13,9 +13,10 @@
 
 use super::batch::{bind, bind_now, Arg};
 use super::{db, placeholders, positional, rows, Dialect};
+use crate::{quota_exceeded, OverQuota};
 use sqlx::AnyConnection;
 use std::collections::BTreeMap;
-use weft_types::{Error, ErrorCode};
+use weft_types::Error;
 
 /// What a transaction adds to what one owner stores on one resource: objects and their
 /// bytes (what a quota on all resources counts) and copies and theirs (a quota on one).
@@ -225,33 +226,24 @@ fn usage_args(principal_id: i64, resource: Option<&str>) -> Vec<Arg> {
 /// The refusal of a transaction that leaves `limit`'s principals with `used` (objects,
 /// bytes), having added `added`; `None` when within the quota.
 fn refusal(limit: &Limit, added: (i64, i64), used: (i64, i64)) -> Option<Error> {
-    let whose = match &limit.resource {
-        Some(r) => format!("the quota of {} on resource {r}", limit.principal),
-        None => format!("the quota of {}", limit.principal),
+    let n = |v: i64| v.max(0) as u64;
+    let over = if let Some(max) = limit.max_bytes.filter(|m| added.0 > 0 && used.1 > *m) {
+        OverQuota::Bytes {
+            max: n(max),
+            used: n(used.1 - added.0),
+            held: 0,
+            needs: n(added.0),
+        }
+    } else if let Some(max) = limit.max_objects.filter(|m| added.1 > 0 && used.0 > *m) {
+        OverQuota::Objects {
+            max: n(max),
+            stored: n(used.0 - added.1),
+            adds: n(added.1),
+        }
+    } else {
+        return None;
     };
-    if let Some(max) = limit.max_bytes.filter(|m| added.0 > 0 && used.1 > *m) {
-        let before = used.1 - added.0;
-        return Some(Error::new(
-            ErrorCode::QuotaExceeded,
-            format!(
-                "{whose} is {max} bytes: {before} used, {} left, and this write needs {}; nothing was stored",
-                (max - before).max(0),
-                added.0
-            ),
-        ));
-    }
-    if let Some(max) = limit.max_objects.filter(|m| added.1 > 0 && used.0 > *m) {
-        let before = used.0 - added.1;
-        return Some(Error::new(
-            ErrorCode::QuotaExceeded,
-            format!(
-                "{whose} is {max} objects: {before} stored, {} left, and this write adds {}; nothing was stored",
-                (max - before).max(0),
-                added.1
-            ),
-        ));
-    }
-    None
+    Some(quota_exceeded(&limit.principal, limit.resource.as_deref(), over))
 }
 
 /// Refuses (`quota_exceeded`) what the transaction on `conn` has written, charged as

@@ -168,15 +168,7 @@ impl Uploads for SqlCatalog {
 
     async fn record_piece(&self, id: &str, piece: &UploadPiece) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
-        // Idle time runs from the last progress: a piece sent again keeps no upload alive.
-        let touch = positional(
-            self.dialect,
-            "UPDATE uploads SET touched = CASE WHEN EXISTS \
-             (SELECT 1 FROM upload_pieces WHERE upload_id = $2 AND idx = $3) THEN touched ELSE $1 END \
-             WHERE id = $2"
-                .to_owned(),
-        );
-        let touched = sqlx::query(&touch)
+        let touched = sqlx::query(TOUCH_ON_NEW_PIECE)
             .bind(now_ms())
             .bind(id)
             .bind(piece.index as i64)
@@ -263,7 +255,7 @@ impl Uploads for SqlCatalog {
 
     async fn put_upload_part(&self, id: &str, part: &UploadPart) -> Result<Option<String>, Error> {
         let mut tx = self.begin_write().await?;
-        let touched = sqlx::query(TOUCH_ON_PROGRESS)
+        let touched = sqlx::query(TOUCH_ON_NEW_PART)
             .bind(now_ms())
             .bind(id)
             .bind(i64::from(part.part))
@@ -369,7 +361,7 @@ impl Uploads for SqlCatalog {
         let mut tx = self.begin_write().await?;
         // Through the upload's row, as begin_completion goes: on PostgreSQL the row lock
         // orders a claim and a completion, so a completion sees every write begun before it.
-        let open = sqlx::query(TOUCH_ON_PROGRESS)
+        let open = sqlx::query(TOUCH_ON_NEW_PART)
             .bind(now_ms())
             .bind(id)
             .bind(i64::from(part))
@@ -429,6 +421,11 @@ impl Uploads for SqlCatalog {
 
 /// Touches open upload `$2` at `$1` unless part `$3` is stored already: idle time runs from
 /// the last progress, so a part sent again and again keeps no upload alive.
-const TOUCH_ON_PROGRESS: &str = "UPDATE uploads SET touched = CASE WHEN EXISTS \
+const TOUCH_ON_NEW_PART: &str = "UPDATE uploads SET touched = CASE WHEN EXISTS \
      (SELECT 1 FROM upload_parts WHERE upload_id = $2 AND part = $3) THEN touched ELSE $1 END \
      WHERE id = $2 AND completing IS NULL";
+
+/// As [`TOUCH_ON_NEW_PART`], for piece `$3` of a REST upload session.
+const TOUCH_ON_NEW_PIECE: &str = "UPDATE uploads SET touched = CASE WHEN EXISTS \
+     (SELECT 1 FROM upload_pieces WHERE upload_id = $2 AND idx = $3) THEN touched ELSE $1 END \
+     WHERE id = $2";
