@@ -217,3 +217,118 @@ fn a_trailing_slash_promises_a_container() {
     z.weft(&["put", "f", "coll/"]).ok();
     z.weft(&["stat", "coll/f"]).ok();
 }
+
+/// `weft ARGS` as admin; its exit status and raw standard output (bytes, not text).
+fn raw(z: &ZoneProcess, args: &[&str]) -> (std::process::ExitStatus, Vec<u8>, String) {
+    let out = z
+        .command()
+        .env("WEFT_URL", z.url())
+        .env("WEFT_TOKEN", z.admin_token())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status,
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn objects_go_to_standard_output_whole_and_checked() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let w = z.work();
+    // A large object (ranged reads, more than any buffer) and a small one.
+    let (big, small) = (pseudo_random((40 << 20) + 7, 3), pseudo_random(1000, 4));
+    std::fs::write(w.join("big.bin"), &big).unwrap();
+    std::fs::write(w.join("small.bin"), &small).unwrap();
+    z.weft(&["put", "big.bin", "small.bin", "/testz/home/admin/"])
+        .ok();
+
+    let (status, out, err) = raw(&z, &["cat", "big.bin", "small.bin"]);
+    assert!(status.success(), "{err}");
+    assert!(
+        out.len() == big.len() + small.len() && out[..big.len()] == big[..] && out[big.len()..] == small[..]
+    );
+    let (status, out, err) = raw(&z, &["get", "small.bin", "-"]);
+    assert!(status.success() && out == small, "{err}");
+    assert!(!w.join("-").exists(), "`-` is standard output, not a file");
+
+    // A reader that stops early ends the command quietly.
+    let mut child = z
+        .command()
+        .env("WEFT_URL", z.url())
+        .env("WEFT_TOKEN", z.admin_token())
+        .args(["cat", "big.bin"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 4096];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    assert_eq!(first[..], big[..4096]);
+    drop(child.stdout.take());
+    let done = child.wait_with_output().unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+
+    // What cannot go to standard output is refused before a byte is written.
+    z.weft(&["mkdir", "coll"]).ok();
+    let r = z.weft(&["cat", "small.bin", "coll"]).fails(2, "usage");
+    assert!(r.stderr.contains("collection"), "{}", r.stderr);
+    z.weft(&["get", "-r", "coll", "-"]).fails(2, "usage");
+    z.weft(&["cat", "missing.bin"]).fails(3, "not_found");
+}
+
+#[test]
+fn put_and_get_say_per_file_what_happened_in_json() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let w = z.work();
+    for (i, name) in ["a.txt", "b.txt", "c.txt"].iter().enumerate() {
+        std::fs::write(w.join(name), pseudo_random(100 + i, i as u64)).unwrap();
+    }
+    z.weft(&["mkdir", "in"]).ok();
+    z.weft(&["put", "b.txt", "in"]).ok();
+    // b.txt exists: the batch goes on, and says which failed and why.
+    let r = z
+        .weft(&["put", "--json", "a.txt", "b.txt", "c.txt", "in"])
+        .fails(6, "already_exists");
+    let j = r.json();
+    assert_eq!(
+        (j["files"].as_u64(), j["failed"].as_u64()),
+        (Some(2), Some(1)),
+        "{j}"
+    );
+    let results = j["results"].as_array().unwrap();
+    let paths: Vec<&str> = results.iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/testz/home/admin/in/a.txt",
+            "/testz/home/admin/in/b.txt",
+            "/testz/home/admin/in/c.txt"
+        ]
+    );
+    assert_eq!(results[0]["bytes"], 100);
+    assert!(
+        results[0].get("error").is_none() && results[2].get("error").is_none(),
+        "{j}"
+    );
+    assert_eq!(results[1]["error"]["code"], "already_exists", "{j}");
+    assert!(results[1]["local"].as_str().unwrap().ends_with("b.txt"));
+
+    std::fs::create_dir(w.join("out")).unwrap();
+    let j = z.weft(&["get", "--json", "-r", "in", "out"]).ok().json();
+    assert_eq!(
+        (j["files"].as_u64(), j["failed"].as_u64()),
+        (Some(3), Some(0)),
+        "{j}"
+    );
+    let locals: Vec<&str> = j["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["local"].as_str().unwrap())
+        .collect();
+    assert_eq!(locals, ["out/in/a.txt", "out/in/b.txt", "out/in/c.txt"], "{j}");
+    z.weft(&["get", "--json", "in/a.txt", "-"]).fails(2, "usage");
+}

@@ -167,3 +167,17 @@ fn cut_connections_are_retried_piece_by_piece() {
     );
     z.weft(&["stat", "doomed.bin"]).fails(3, "not_found");
 }
+
+#[test]
+fn rotten_replicas_fail_cat_with_the_integrity_code() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let bytes = pseudo_random(3 << 20, 9);
+    std::fs::write(z.work().join("x.bin"), &bytes).unwrap();
+    z.weft(&["put", "x.bin", "x.bin"]).ok();
+    flip_byte(&replica_file(z.data_dir(), &bytes), 12345);
+    // The bytes are out before the last one is hashed: the exit code and the message say
+    // they are wrong, naming the object.
+    let r = z.weft(&["cat", "x.bin"]).fails(7, "checksum_mismatch");
+    assert!(r.stderr.contains("/testz/home/admin/x.bin"), "{}", r.stderr);
+    z.weft(&["cat", "--no-verify", "x.bin"]).ok();
+}

@@ -2,10 +2,13 @@
 //! directory) receives each source under its own name; otherwise the destination is the
 //! new name of the single source.
 
-use super::output::{exit_code_of, human_bytes, Failure, Result, EXIT_NOT_FOUND};
+use super::output::{
+    exit_code_of, human_bytes, print_json, Failure, Result, EXIT_FAILURE, EXIT_INTEGRITY, EXIT_NOT_FOUND,
+};
 use super::progress::Bar;
 use super::Ctx;
 use clap::Args;
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use weft_client::{
@@ -31,6 +34,9 @@ pub struct PutArgs {
     /// Files in flight at once.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     concurrency: u16,
+    /// Print one result per file as JSON on stdout, failures included.
+    #[arg(long)]
+    json: bool,
     /// Local files (or directories with -r).
     #[arg(required = true, value_name = "LOCAL")]
     sources: Vec<PathBuf>,
@@ -53,12 +59,41 @@ pub struct GetArgs {
     /// Skip hashing the bytes and comparing with the zone's checksum.
     #[arg(long)]
     no_verify: bool,
+    /// Print one result per file as JSON on stdout, failures included.
+    #[arg(long)]
+    json: bool,
     /// Logical paths of data objects (or collections with -r).
     #[arg(required = true, value_name = "SRC")]
     sources: Vec<String>,
-    /// Local directory, or the new file name of a single source.
+    /// Local directory, the new file name of a single source, or `-`: standard output.
     #[arg(value_name = "LOCAL")]
     dest: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CatArgs {
+    /// Skip hashing the bytes and comparing with the zone's checksum.
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Logical paths of data objects.
+    #[arg(required = true, value_name = "PATH")]
+    pub sources: Vec<String>,
+}
+
+/// What became of one file of a put or get, for `--json`.
+#[derive(Debug, Serialize)]
+struct FileResult {
+    local: String,
+    path: String,
+    bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<FileError>,
+}
+
+#[derive(Debug, Serialize)]
+struct FileError {
+    code: String,
+    message: String,
 }
 
 pub async fn put(ctx: &Ctx, a: PutArgs) -> Result {
@@ -115,10 +150,18 @@ pub async fn put(ctx: &Ctx, a: PutArgs) -> Result {
         concurrency: a.concurrency.into(),
         ..MoveOptions::default()
     };
-    run(ctx, Direction::Put, files, opts).await
+    run(ctx, Direction::Put, files, opts, a.json).await
 }
 
 pub async fn get(ctx: &Ctx, a: GetArgs) -> Result {
+    if a.dest.as_os_str() == "-" {
+        if a.recursive || a.json {
+            return Err(Failure::usage(
+                "to standard output (-) go data objects only, as bytes: no -r, no --json",
+            ));
+        }
+        return cat(ctx, &a.sources, !a.no_verify).await;
+    }
     let into = a.dest.is_dir();
     let slash = a.dest.as_os_str().as_encoded_bytes().ends_with(b"/");
     if (a.sources.len() > 1 || slash) && !into {
@@ -157,19 +200,101 @@ pub async fn get(ctx: &Ctx, a: GetArgs) -> Result {
         verify: !a.no_verify,
         ..MoveOptions::default()
     };
-    run(ctx, Direction::Get, files, opts).await
+    run(ctx, Direction::Get, files, opts, a.json).await
+}
+
+/// Writes the data objects `sources` to standard output one after another, as they arrive
+/// (memory stays bounded whatever their size). With `verify`, each is hashed on the way and
+/// compared with the zone's checksum: its bytes are out by then, so a mismatch is the exit
+/// code (7) and a message naming the object, as `iget -` and `rclone cat` can do no better.
+pub async fn cat(ctx: &Ctx, sources: &[String], verify: bool) -> Result {
+    use futures::StreamExt;
+    use tokio::io::AsyncWriteExt;
+    let mut out = tokio::io::stdout();
+    for src in sources {
+        let logical = ctx.resolve(src).await?;
+        let stat = ctx.client.stat(&logical).await?;
+        if stat.kind == "collection" {
+            return Err(Failure::usage(format!(
+                "{logical} is a collection; cat writes data objects"
+            )));
+        }
+        let expected = stat.checksum.as_deref().and_then(|c| Checksum::parse(c).ok());
+        let mut hasher = blake3::Hasher::new();
+        let mut stream = ctx.client.read_stream(&logical, 0..stat.size).await?;
+        let mut got = 0u64;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| Failure::from(e).context(&logical))?;
+            got += chunk.len() as u64;
+            if verify {
+                hasher.update(&chunk);
+            }
+            match out.write_all(&chunk).await {
+                Ok(()) => {}
+                // The reader stopped (`weft cat f | head`): so do we, as cat does.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+                Err(e) => return Err(stdout_failure(e)),
+            }
+        }
+        if got != stat.size {
+            return Err(Failure::new(
+                EXIT_INTEGRITY,
+                "size_mismatch",
+                format!("{logical}: {got} bytes arrived of {}", stat.size),
+            ));
+        }
+        if let (true, Some(expected)) = (verify, expected) {
+            let actual = Checksum::blake3(&hasher.finalize());
+            if actual != expected {
+                return Err(Failure::new(
+                    EXIT_INTEGRITY,
+                    "checksum_mismatch",
+                    format!("{logical}: the bytes written read as {actual}, the zone has {expected}"),
+                ));
+            }
+        }
+    }
+    out.flush().await.map_err(stdout_failure)
+}
+
+/// Standard output closed under us (`weft cat f | head`) or full.
+fn stdout_failure(e: std::io::Error) -> Failure {
+    Failure::new(
+        EXIT_FAILURE,
+        "local_io",
+        format!("cannot write to standard output: {e}"),
+    )
 }
 
 /// Runs the batch with a progress bar; in a batch of several files each failure is
 /// printed as it happens (a single file's failure is the command's error, printed once).
-async fn run(ctx: &Ctx, direction: Direction, files: Vec<Planned>, mut opts: MoveOptions) -> Result {
+/// With `json`, one result per file is printed on stdout at the end, failures included.
+async fn run(
+    ctx: &Ctx,
+    direction: Direction,
+    files: Vec<Planned>,
+    mut opts: MoveOptions,
+    json: bool,
+) -> Result {
     let total: u64 = files.iter().map(|f| f.size).sum();
     let count = files.len();
     let bar = Bar::new(total, count as u64, ctx.quiet);
     opts.progress = bar.callback();
     let started = Instant::now();
+    let results = std::sync::Mutex::new(Vec::new());
     let on_done = |d: Done<'_>| {
         bar.file_done();
+        if json {
+            results.lock().expect("not poisoned").push(FileResult {
+                local: d.local.display().to_string(),
+                path: d.logical.to_string(),
+                bytes: d.bytes,
+                error: d.error.map(|e| FileError {
+                    code: e.code.as_str().to_owned(),
+                    message: e.message.clone(),
+                }),
+            });
+        }
         if let (Some(e), true) = (d.error, count > 1) {
             let (verb, from, to) = match direction {
                 Direction::Put => ("put", d.local.display().to_string(), d.logical.to_string()),
@@ -187,6 +312,17 @@ async fn run(ctx: &Ctx, direction: Direction, files: Vec<Planned>, mut opts: Mov
         Direction::Put => "uploaded",
         Direction::Get => "downloaded",
     };
+    if json {
+        let mut results = results.into_inner().expect("not poisoned");
+        results.sort_by(|a, b| a.path.cmp(&b.path));
+        print_json(&serde_json::json!({
+            "files": report.files,
+            "failed": report.failures.len(),
+            "bytes": report.bytes,
+            "seconds": started.elapsed().as_secs_f64(),
+            "results": results,
+        }))?;
+    }
     finish(ctx, report, count, started, verb)
 }
 

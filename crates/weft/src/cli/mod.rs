@@ -46,8 +46,11 @@ pub enum Command {
     Mkdir(namespace::MkdirArgs),
     /// Upload files (or trees with -r).
     Put(data::PutArgs),
-    /// Download data objects (or trees with -r).
+    /// Download data objects (or trees with -r); `-` as LOCAL writes them to standard output.
     Get(data::GetArgs),
+    /// Write data objects to standard output, one after another, each checked against its
+    /// checksum.
+    Cat(data::CatArgs),
     /// List a collection (default: your home collection).
     Ls(namespace::LsArgs),
     /// Show a data object or collection, with replicas.
@@ -100,9 +103,9 @@ pub enum Command {
     S3(s3::S3Args),
     /// The zone itself: version and background workers.
     Zone(zone::ZoneArgs),
-    /// Measure a zone as seeds/003 and seeds/002 did (stages, parallel files, directories,
-    /// file sizes, the per-file cost model) and write JSON, CSV, SVG plots and a Markdown
-    /// report. Without --zone, measures a zone of its own, started and removed for the run.
+    /// Measure a zone as Hünich & Müller-Pfefferkorn measured iRODS and Liu et al. modelled
+    /// Globus transfers (stages, parallel files, directories, file sizes, the per-file cost
+    /// model) and write JSON, CSV, SVG plots and a Markdown report. Without --zone, measures a zone of its own, started and removed for the run.
     Bench(bench::BenchArgs),
 }
 
@@ -120,6 +123,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Mkdir(a) => namespace::mkdir(&ctx, a).await,
         Command::Put(a) => data::put(&ctx, a).await,
         Command::Get(a) => data::get(&ctx, a).await,
+        Command::Cat(a) => data::cat(&ctx, &a.sources, !a.no_verify).await,
         Command::Ls(a) => namespace::ls(&ctx, a).await,
         Command::Stat(a) => namespace::stat(&ctx, a).await,
         Command::Rm(a) => namespace::rm(&ctx, a).await,
