@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the real components the tests start (DESIGN.md §7) into a cache dir outside
+# Installs the real components the tests start (never mocks) into a cache dir outside
 # the repo: ${WEFT_CACHE:-$HOME/.cache/weft}/tools. Idempotent: a tool already present is
 # left alone, so CI pays the (long) Go builds only once per machine.
 # One line per step; any failure stops the script with a message naming the step.

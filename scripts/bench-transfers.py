@@ -14,7 +14,7 @@ times after a warm-up (medians, min-max):
   2. trees of 1,000 x 1 MiB and 10,000 x 64 KiB a -> b, against `rclone copy` of the same
      trees between two directories of the same file system (+ sync), at its best
      --transfers of 4, 8, 16, 32;
-  3. the seeds/002 model T = N*t0 + B/R + S0, fitted by least squares on trees of N in
+  3. the per-file cost model of Liu et al. T = N*t0 + B/R + S0, fitted by least squares on trees of N in
      {50, 100, 200, 400, 800, 1000} files of two total sizes, with N = 600 held out and
      predicted.
 
@@ -257,7 +257,7 @@ def report_fit(out):
     t0, inv_r, s0 = lstsq3([(n, bts, 1.0) for n, bts, _ in train], [t for _, _, t in train])
     pred = [t0 * n + inv_r * bts + s0 for n, bts, _ in train]
     r = pearson(pred, [t for _, _, t in train])
-    print("\nseeds/002 model on the zone-to-zone route, T = N*t0 + B/R + S0 (least squares on "
+    print("\nLiu et al.'s per-file cost model on the zone-to-zone route, T = N*t0 + B/R + S0 (least squares on "
           f"{len(train)} points; N = 600 held out):\n")
     print(f"- t0 = {t0 * 1e3:.2f} ms per file, R = {1 / inv_r / 1e6:.0f} MB/s, S0 = {s0:.3f} s, Pearson r = {r:.4f}")
     for n, bts, t in held:

@@ -117,7 +117,7 @@ pub fn router_over(zone: Arc<Zone>, issuers: Vec<OidcIssuer>, https: bool) -> Ro
 
 /// `listener`'s connections with TCP_NODELAY, for `axum::serve`. A small answer goes out
 /// as a head and a body; Nagle's algorithm holds the body back until the client
-/// acknowledges the head, which Linux delays by 40 ms: a get of 1 byte took 43 ms.
+/// acknowledges the head, which Linux delays by up to 40 ms: a small get would take that long.
 pub fn no_delay(listener: tokio::net::TcpListener) -> NoDelay {
     NoDelay(listener)
 }

@@ -1,5 +1,5 @@
 //! Hostile requests to every route that reads a body, a route parameter or a `Range`
-//! header (DESIGN.md §10): wrong types, huge and negative numbers, deep nesting, invalid
+//! header: wrong types, huge and negative numbers, deep nesting, invalid
 //! UTF-8, giant strings, NUL in names, `..` in paths, absurd ranges. Every answer is a 4xx
 //! with a `{"code","message"}` body (or a success, where the hostile value happens to be
 //! valid), never a 5xx, and the zone still answers `/health` afterwards.

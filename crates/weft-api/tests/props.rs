@@ -1,4 +1,4 @@
-//! Property tests of what this crate parses from requests (DESIGN.md §10): `Range`
+//! Property tests of what this crate parses from requests: `Range`
 //! headers, bundle bodies however they are cut into frames, `Authorization` headers and
 //! tokens. Arbitrary input never panics and fails with the route's error code; what
 //! parses keeps its invariants. Bounded: a few thousand cases, well under a second.

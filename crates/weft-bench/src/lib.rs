@@ -1,6 +1,7 @@
-//! `weft bench`: measures a zone the way seeds/003 and seeds/002 measured iRODS and Globus,
-//! through the REST API like any client, and writes what it found as JSON, CSV, SVG plots
-//! and a Markdown report.
+//! `weft bench`: measures a zone the way Hünich & Müller-Pfefferkorn measured iRODS and
+//! Liu et al. modelled Globus transfers ([`scenarios::IRODS_ANALYSIS`],
+//! [`scenarios::CONNECTOR_MODEL`]), through the REST API like any client, and writes what
+//! it found as JSON, CSV, SVG plots and a Markdown report.
 
 pub mod bench;
 pub mod load;

@@ -1,4 +1,4 @@
-//! The per-file cost model of seeds/002 (Liu et al., §5.2): moving B bytes as N files takes
+//! The per-file cost model of Liu et al. ([`crate::scenarios::CONNECTOR_MODEL`], §5.2): moving B bytes as N files takes
 //! T = N·t0 + B/R + S0. The paper fits T against N at a fixed B (slope t0, intercept
 //! B/R + S0) and resolves S0 from single files of several sizes (T = B/R + S0). Here both
 //! series go into one least-squares fit of the three unknowns, which is the same thing

@@ -21,7 +21,7 @@ pub struct Report {
     pub tools: Vec<ToolVersion>,
     pub zone: ZoneUnderTest,
     pub scenarios: Vec<ScenarioResult>,
-    /// The seeds/002 model, one object per fitted route.
+    /// The per-file cost model of Liu et al., one object per fitted route.
     pub models: Vec<Fit>,
     /// Each comparison with another tool: what it measured and weft's ratio to it.
     pub peers: Vec<PeerComparison>,
@@ -58,7 +58,7 @@ pub struct ZoneUnderTest {
 pub struct ScenarioResult {
     pub name: String,
     pub title: String,
-    /// Where the scenario comes from (`seeds/003 §IV-A1`).
+    /// The paper and section the scenario comes from.
     pub source: String,
     pub series: Vec<Series>,
     pub notes: Vec<String>,
@@ -203,7 +203,7 @@ impl Report {
             let _ = writeln!(md, "Tools: {}.\n", tools.join(", "));
         }
         if !self.models.is_empty() {
-            let _ = writeln!(md, "## Per-file cost model (seeds/002: T = N·t0 + B/R + S0)\n");
+            let _ = writeln!(md, "## Per-file cost model (Liu et al.: T = N·t0 + B/R + S0)\n");
             let _ = writeln!(
                 md,
                 "| route | t0 | R | S0 | Pearson r | held-out N: predicted / measured |"

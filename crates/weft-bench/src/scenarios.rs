@@ -1,5 +1,6 @@
-//! The scenarios of seeds/003 (Hünich & Müller-Pfefferkorn, §IV) and the per-file cost
-//! model of seeds/002, each measured through the REST API as a user's client would.
+//! The scenarios of Hünich & Müller-Pfefferkorn's performance analysis of iRODS (§IV) and
+//! the per-file cost model of Liu et al. ([`CONNECTOR_MODEL`]), each measured through the
+//! REST API as a user's client would.
 
 use crate::bench::{timed, write_file, Bench, BenchError};
 use crate::model::{self, Fit, Sample};
@@ -11,6 +12,14 @@ use weft_client::wire::{MetaRequest, TransferRequest, BUNDLE_MAX_FILES};
 use weft_client::{FindParams, MoveOptions};
 use weft_client::{AUTO_STREAMS, DEFAULT_CONCURRENCY, DEFAULT_PIECE_SIZE};
 use weft_types::{Checksum, LogicalPath};
+
+/// The papers the scenarios reproduce, as the reports cite them.
+pub const IRODS_ANALYSIS: &str =
+    "Hünich & Müller-Pfefferkorn, \"Managing large datasets with iRODS - a performance analysis\"";
+pub const CONNECTOR_MODEL: &str = "Liu et al., \"Design and evaluation of a simple data interface for \
+     efficient data transfer across diverse storage\"";
+pub const LEXIS_SETUP: &str = "Hayek et al. 2026, \"Data management for distributed computational \
+     workflows: an iRODS-based setup and its performance\"";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
@@ -85,19 +94,23 @@ impl Scenario {
         }
     }
 
-    pub fn source(self) -> &'static str {
-        match self {
-            Scenario::Stages => "seeds/003 §IV-A1",
-            Scenario::Parallel => "seeds/003 §IV-A2",
-            Scenario::Directory => "seeds/003 §IV-A3",
-            Scenario::Sizes => "seeds/003 §IV-A4",
-            Scenario::Metadata => "seeds/003 §IV-B",
-            Scenario::CatalogStress => "seeds/003 §IV-C1",
-            Scenario::Growth => "seeds/003 §IV-C2",
-            Scenario::Model => "seeds/002 §5.2",
-            Scenario::Streams => "seeds/000 §5 (buffer and stream sweeps)",
-            Scenario::Peers => "cp + sync, iperf3, rclone (issues 2 and 3)",
-        }
+    /// The paper and section the scenario reproduces.
+    pub fn source(self) -> String {
+        let (paper, section) = match self {
+            Scenario::Stages => (IRODS_ANALYSIS, "§IV-A1"),
+            Scenario::Parallel => (IRODS_ANALYSIS, "§IV-A2"),
+            Scenario::Directory => (IRODS_ANALYSIS, "§IV-A3"),
+            Scenario::Sizes => (IRODS_ANALYSIS, "§IV-A4"),
+            Scenario::Metadata => (IRODS_ANALYSIS, "§IV-B"),
+            Scenario::CatalogStress => (IRODS_ANALYSIS, "§IV-C1"),
+            Scenario::Growth => (IRODS_ANALYSIS, "§IV-C2"),
+            Scenario::Model => (CONNECTOR_MODEL, "§5.2"),
+            Scenario::Streams => (LEXIS_SETUP, "§5, its buffer and stream sweeps"),
+            Scenario::Peers => {
+                return "the tools a user would reach for instead: cp + sync, iperf3, rclone".into()
+            }
+        };
+        format!("{paper}, {section}")
     }
 
     pub async fn run(self, b: &Bench) -> Result<Outcome, BenchError> {
@@ -128,7 +141,7 @@ impl Scenario {
             result: ScenarioResult {
                 name: self.name().into(),
                 title: self.title().into(),
-                source: self.source().into(),
+                source: self.source(),
                 series,
                 notes,
                 seconds: started.elapsed().as_secs_f64(),
@@ -496,8 +509,8 @@ async fn object(b: &Bench, rest: &str) -> Result<LogicalPath, BenchError> {
     Ok(path)
 }
 
-/// C clients at once, each sending 10 metadata requests one after another (seeds/003
-/// Fig. 6): operations per second, and how many requests the zone refused.
+/// C clients at once, each sending 10 metadata requests one after another (Hünich &
+/// Müller-Pfefferkorn, Fig. 6): operations per second, and how many requests the zone refused.
 async fn catalog_stress(b: &Bench) -> Result<Found, BenchError> {
     let clients: &[u64] = if b.opts.quick {
         &[1, 4, 16]
@@ -557,7 +570,7 @@ async fn catalog_stress(b: &Bench) -> Result<Found, BenchError> {
 
 /// The catalog growing to `--growth-objects` (1 M by default): objects of 1 KiB ingested in
 /// bundles, as `put -r` sends small files, in ten steps; each step's ingest rate, and the time
-/// of a `stat` and of an indexed `find` at that size (seeds/003 Fig. 7).
+/// of a `stat` and of an indexed `find` at that size (Hünich & Müller-Pfefferkorn, Fig. 7).
 async fn growth(b: &Bench) -> Result<Found, BenchError> {
     let total = if b.opts.quick {
         2_000
@@ -659,15 +672,15 @@ async fn growth(b: &Bench) -> Result<Found, BenchError> {
         vec![rate, stat, find],
         vec![format!(
             "{total} objects of 1 KiB in 10 steps, sent in bundles of {bundle} ({DEFAULT_CONCURRENCY} in flight); \
-             --growth-objects sets the total (10000000 for seeds/003's largest catalog)."
+             --growth-objects sets the total (10000000 for the largest catalog Hünich & Müller-Pfefferkorn measured)."
         )],
     ))
 }
 
-/// seeds/000's sweeps for one large file put: piece size (the unit each stream sends and
+/// The sweeps of Hayek et al. ([`LEXIS_SETUP`]) for one large file put: piece size (the unit each stream sends and
 /// the zone checks) at the automatic stream count, and streams at the default piece size.
 async fn streams(b: &Bench) -> Result<Found, BenchError> {
-    // The smallest power of two at or above seeds/000's 10 MB, 100 MB, 1 GB and 10 GB files,
+    // The smallest power of two at or above the paper's 10 MB, 100 MB, 1 GB and 10 GB files,
     // and its 1, 10 and 100 MB buffers.
     let (sizes, pieces, streams): (Vec<u64>, &[u64], &[usize]) = if b.opts.quick {
         (capped(b, &[16 * MIB]), &[MIB, 8 * MIB], &[1, 4])
@@ -735,7 +748,7 @@ async fn streams(b: &Bench) -> Result<Found, BenchError> {
     }
     let mut notes = vec![format!(
         "Piece sizes are powers of two (the zone hashes pieces as BLAKE3 subtrees): the smallest at \
-         or above seeds/000's 1, 10 and 100 MB. The piece sweep runs at the automatic stream count \
+         or above the 1, 10 and 100 MB buffers of Hayek et al. The piece sweep runs at the automatic stream count \
          ({}), the streams sweep at the default piece size ({}).",
         AUTO_STREAMS,
         human(DEFAULT_PIECE_SIZE)
@@ -749,7 +762,7 @@ async fn streams(b: &Bench) -> Result<Found, BenchError> {
     Ok((series, notes))
 }
 
-/// A route of seeds/002's model: how a tree gets to where it is measured.
+/// A route of the per-file cost model: how a tree gets to where it is measured.
 #[derive(Debug, Clone, Copy)]
 enum Route {
     /// `put -r` from this machine into the zone.
@@ -809,7 +822,7 @@ impl Route {
     }
 }
 
-/// seeds/002's model on each route that is set up: a fixed total split into N files (N from
+/// The per-file cost model on each route that is set up: a fixed total split into N files (N from
 /// 50 to 1000, 600 held out) and single files of several sizes.
 async fn model_routes(b: &Bench) -> Result<(Vec<Series>, Vec<String>, Vec<Fit>), BenchError> {
     let mut series = Vec::new();

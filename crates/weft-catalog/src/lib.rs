@@ -1242,7 +1242,7 @@ pub trait Namespace: Send + Sync {
     /// The nodes of those `paths` that exist, in no particular order, each with its good
     /// replicas: what reading a bundle of files needs, in one query, and only the columns
     /// it needs (each column of each row is copied and converted twice on its way out of
-    /// sqlx; the full node and replicas made this 2 % of a source zone's CPU).
+    /// sqlx, so the full node and replicas cost a source zone CPU for nothing).
     async fn locate_nodes(&self, paths: &[LogicalPath]) -> Result<Vec<LocatedNode>, Error>;
 
     /// Removes a data object or a collection; with `recursive` a collection's whole subtree.

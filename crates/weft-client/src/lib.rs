@@ -1,8 +1,7 @@
 //! Typed async client of the weft REST API v1 (the route table in `weft_types::wire`), used
 //! by the CLI, by peer zones and by the benchmarks.
 //!
-//! Besides one method per route, it carries the client side of the data path (DESIGN.md
-//! §4): puts and gets of files and trees run the transfer engine of weft-transfer between
+//! Besides one method per route, it carries the client side of the data path: puts and gets of files and trees run the transfer engine of weft-transfer between
 //! local files and the zone ([`FileSide`], [`HttpSide`]), which zones also use to reach
 //! their peers: large files as parallel pieces streamed in bounded memory and hashed in
 //! flight, small ones in bundles, retried and resumed in one place.

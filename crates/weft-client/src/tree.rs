@@ -1,6 +1,6 @@
 //! Trees of directories and collections, planned as `cp -r` names them, for the transfer
-//! engine to move (DESIGN.md §4.4: concurrency for many files, parallel streams for big
-//! ones, bundles for small ones).
+//! engine to move: concurrency for many files, parallel streams for big ones, bundles for
+//! small ones.
 
 use crate::client::Client;
 use crate::error::ClientError;

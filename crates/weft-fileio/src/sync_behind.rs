@@ -15,9 +15,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 /// Bytes written between background flushes: large enough that a flush costs little per
-/// byte, small enough that the final one is short (measured: 1 GiB written at ~450 MB/s
-/// with a flush per 128 MiB left 0.25-0.3 s for the last sync, against 1.7-2.1 s without;
-/// 64 MiB made `weft put` of 1 GiB a further ~0.2 s faster than 128).
+/// byte, small enough that the final sync of a large file is short instead of waiting for
+/// everything written.
 pub const SYNC_BEHIND_BYTES: u64 = 64 << 20;
 
 /// Flushes a file in the background while it is being written; [`SyncBehind::finish`]

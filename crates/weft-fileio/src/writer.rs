@@ -1,7 +1,7 @@
 //! Writes at offsets into one file from many tasks, through one thread.
 //!
 //! The streams of one large file would otherwise contend for the file's inode lock (a
-//! profile of a put showed 13 % of it spinning there; of a get, 4.5 %), and a thread hop
+//! profile of a put showed a large share of it spinning there), and a thread hop
 //! per buffer is cheaper than a blocking task per buffer. Received buffers are gathered
 //! into one `pwritev` per call, so they are never copied to make blocks.
 //!

@@ -1,4 +1,4 @@
-//! Policies and QoS requirements, evaluated without I/O (DESIGN.md §3: `weft-policy`).
+//! Policies and QoS requirements, evaluated without I/O.
 //!
 //! * [`PolicySet::parse`] reads a policy file (TOML) into rules; every error names the line
 //!   and the field.

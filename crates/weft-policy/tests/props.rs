@@ -1,4 +1,4 @@
-//! Property tests of what users write (DESIGN.md §10): policy files, place and QoS
+//! Property tests of what users write: policy files, place and QoS
 //! expressions, sizes and durations. Arbitrary input never panics and fails with
 //! `invalid_policy`; whatever parses prints as text that parses back to the same value;
 //! rules parsed from random files evaluate on random objects without panicking. Bounded:

@@ -1,7 +1,7 @@
 //! Packs: small objects of a file-system resource stored back to back in one file.
 //!
-//! Creating a file costs the file system more than writing 64 KiB into one (ext4 here:
-//! inode allocation and a directory entry, 0.3-0.6 ms, most of a small object's cost). A
+//! Creating a file costs the file system more than writing 64 KiB into one (an inode and a
+//! directory entry: most of a small object's cost). A
 //! bundle of small objects is therefore written with one `pwritev` at the end of a pack,
 //! and each object is a *segment* of it, named by its key `packs/<id>@<offset>+<len>`.
 //!

@@ -1,4 +1,4 @@
-//! Dev-only helpers that start real components for tests (DESIGN.md §7): PostgreSQL,
+//! Dev-only helpers that start real components for tests: PostgreSQL,
 //! MinIO, Keycloak, toxiproxy, and zones (`weft serve`, [`zone::ZoneProcess`]) with the
 //! `weft` commands run against them ([`cli`]) and the test data they move ([`data`]).
 //!

@@ -24,7 +24,7 @@ const FLUSH_FILES: usize = 512;
 /// Files listed per journal page while running.
 const PAGE: u32 = 1000;
 /// Files up to this size move in bundles: many per request to the destination, so that a
-/// tree of small files pays a round trip per bundle, not per file (DESIGN.md §4.6).
+/// tree of small files pays a round trip per bundle, not per file.
 const BUNDLE_FILE_MAX: u64 = 1 << 20;
 /// At most this many files, and this many bytes, per bundle (memory per bundle in flight).
 const BUNDLE_FILES: usize = 64;

@@ -1,5 +1,5 @@
 //! The transfer engine: the one place that moves bytes between endpoints on a zone's
-//! behalf, and the one place that retries (DESIGN.md §3).
+//! behalf, and the one place that retries.
 //!
 //! A transfer is planned into files (sources listed, destinations named as `cp -r` would,
 //! `--sync` skipping what already matches by size and checksum), kept in a [`Journal`] (the

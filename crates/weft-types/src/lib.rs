@@ -1,4 +1,4 @@
-//! The vocabulary of weft (DESIGN.md §2): names, logical paths, checksums, permissions and
+//! The vocabulary of weft (ARCHITECTURE.md, "Vocabulary"): names, logical paths, checksums, permissions and
 //! the error codes every layer speaks. This crate performs no I/O and depends on no other
 //! weft crate.
 

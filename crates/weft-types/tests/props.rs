@@ -1,5 +1,5 @@
-//! Property tests of the parsers that read the network and the command line (DESIGN.md
-//! §10): arbitrary input never panics, whatever parses keeps the type's invariants, and
+//! Property tests of the parsers that read the network and the command line: arbitrary
+//! input never panics, whatever parses keeps the type's invariants, and
 //! what a parsed value prints parses back to the same value. Bounded: a few thousand
 //! cases in all, well under a second.
 

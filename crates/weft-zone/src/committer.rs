@@ -1,7 +1,7 @@
 //! Group commit of new data objects. Small objects are written without a per-file fsync;
 //! the committer makes a whole group durable with one `syncfs` per resource and registers
-//! the group in one catalog transaction. This is what keeps the per-file cost low
-//! (DESIGN.md §4.6) without ever registering bytes that are not on disk.
+//! the group in one catalog transaction. This is what keeps the per-file cost low without
+//! ever registering bytes that are not on disk.
 //!
 //! Two threads of its own, one stage each: one makes a group's bytes durable while the
 //! other registers the group made durable before it. Their flushes (the data's, the

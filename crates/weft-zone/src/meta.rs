@@ -12,7 +12,7 @@ impl Zone {
     }
 
     /// Applies `edits` in order, all or none: one catalog transaction, so a thousand
-    /// attributes cost one request and one commit (seeds/003 §IV-B's bulk metadata).
+    /// attributes cost one request and one commit (the bulk metadata of Hünich & Müller-Pfefferkorn, §IV-B).
     pub async fn edit_meta_many(
         &self,
         caller: &Caller,

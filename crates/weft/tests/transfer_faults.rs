@@ -2,7 +2,7 @@
 //! processes: the destination zone killed with SIGKILL mid-file and started again, resets,
 //! cuts and latency between the zones (toxiproxy), and a source removed while its transfer
 //! runs. Each ends in a retry, a resume or a clear failure naming the file and the cause,
-//! never in a silent partial copy (DESIGN.md §9).
+//! never in a silent partial copy.
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -155,7 +155,7 @@ impl Access for SqlCatalog {
 /// One query over the path and its ancestors (each an indexed lookup by path): the best ACL
 /// level of any of the principals, and whether one of them owns any of those nodes.
 /// `+n.owner_id` keeps the owner index out of the plan: by owner, SQLite would walk every
-/// node the caller owns (a check per put that grew with the user's data: 4 ms at 20 k).
+/// node the caller owns (a check per put that grew with the user's data).
 fn permission_sql(path: &LogicalPath, principal_ids: &[i64]) -> String {
     let chain = path.ancestors_and_self().len();
     let paths = placeholders(1, chain);

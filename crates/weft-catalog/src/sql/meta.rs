@@ -355,9 +355,9 @@ fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error
     // selective one; then a numeric range; then `!=`) and the others are probed per
     // candidate through avus(node_id). Both are pinned: from its statistics SQLite may
     // otherwise walk `nodes` in id order (it satisfies `ORDER BY n.id LIMIT`) and test each
-    // row against the list, or walk a whole attr/value_num range per candidate. On 100k
-    // objects, `run=r042 AND temp>30` takes ~1 ms against ~55 ms with two `IN`s (the
-    // `temp>30` list holds 70k ids).
+    // row against the list, or walk a whole attr/value_num range per candidate. Two `IN`
+    // lists would instead materialise every match of the broad condition (`temp>30`) to
+    // intersect it with the narrow one (`run=r042`).
     let driver = match dialect {
         Dialect::Postgres => None,
         Dialect::Sqlite => q

@@ -57,7 +57,8 @@ pub struct SqlCatalog {
     pool: AnyPool,
     /// Where write transactions run. SQLite: a pool of one connection of its own, so that
     /// writers queue in order for it instead of in SQLite's busy handler, which sleeps
-    /// 1, 2, 5, 10, 15, 20, 25 ms... between tries (ten writers at once took 80 ms). The
+    /// longer and longer between tries, so that writers at once wait far longer than their
+    /// work takes. The
     /// in-memory database and PostgreSQL write through `pool`. Taken through
     /// [`SqlCatalog::writer`] only: on a SQLite file it may be parked (`own.rs`).
     writer: AnyPool,
@@ -746,15 +747,14 @@ pub(crate) fn subtree_range(path: &LogicalPath) -> (String, String) {
 
 /// Parameters bound per multi-row statement, at most: one round trip to the database per
 /// statement against the cost of statements that are not made [`positional`] on SQLite
-/// (binding `n` numbered parameters costs O(n²) there: 3,000 in one statement took 7 % of a
-/// zone's CPU in a tree transfer). The multi-row statements are all positional; 960 rather
-/// than 240 took 5 % off a source zone's CPU in a tree transfer.
+/// (binding `n` numbered parameters costs O(n²) there). The multi-row statements are all
+/// positional, so fewer, larger statements cost less CPU per row in a tree transfer.
 const PARAMS_PER_STATEMENT: usize = 960;
 
 /// `sql` as `dialect` binds it fastest. sqlx asks SQLite the name of every parameter it
 /// binds (`sqlite3_bind_parameter_name`), and SQLite finds it by a scan of the statement's
-/// named parameters, `$1`, `$2`, ... included: O(n²) for a statement of `n`, ~5 % of each
-/// zone's CPU in a tree transfer at 240 per statement. Anonymous `?` have no names, so on
+/// named parameters, `$1`, `$2`, ... included: O(n²) for a statement of `n`, a visible
+/// share of each zone's CPU in a tree transfer. Anonymous `?` have no names, so on
 /// SQLite a statement whose parameters appear once each, numbered in the order they appear,
 /// gets `?` instead; any other statement, and every PostgreSQL one, is left as it is.
 pub(crate) fn positional(dialect: Dialect, sql: String) -> String {

@@ -35,7 +35,7 @@ pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const DEFAULT_PIECE_SIZE: u64 = 32 << 20;
 
 /// Streams per large file when the caller does not say: more do not help on a loopback or
-/// a LAN (DESIGN.md §8), and four keep a long-fat WAN link reasonably busy.
+/// a LAN (the `streams` bench scenario), and four keep a long-fat WAN link reasonably busy.
 pub const AUTO_STREAMS: usize = 4;
 
 /// How a batch runs.
