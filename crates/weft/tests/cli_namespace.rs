@@ -1,6 +1,7 @@
 //! The namespace commands against a real zone: mkdir, ls, stat, rm, mv, cp, checksum, meta,
 //! find, with their exit codes.
 
+use serde_json::{json, Value};
 use weft_testkit::data::b3;
 use weft_testkit::zone::ZoneProcess;
 
@@ -256,4 +257,61 @@ fn quotas_from_the_cli() {
     z.weft(&["quota", "rm", "carol"]).ok();
     z.weft(&["quota", "rm", "carol"]).fails(3, "not_found");
     z.weft_as(&carol, &["put", "three.bin", "again.bin"]).ok();
+}
+
+#[test]
+fn the_verbs_that_change_something_say_it_in_json() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let home = "/testz/home/admin";
+    // mkdir: one result per path; a failure among them is listed and sets the exit code.
+    z.weft(&["mkdir", "a"]).ok();
+    let j = z
+        .weft(&["mkdir", "--json", "b", "a", "c"])
+        .fails(6, "already_exists")
+        .json();
+    assert_eq!(j["failed"], 1, "{j}");
+    let results = j["results"].as_array().unwrap();
+    assert_eq!(results[0]["path"], format!("{home}/b"));
+    assert!(
+        results[0].get("error").is_none() && results[2].get("error").is_none(),
+        "{j}"
+    );
+    assert_eq!(
+        (&results[1]["path"], &results[1]["error"]["code"]),
+        (&json!(format!("{home}/a")), &json!("already_exists"))
+    );
+    assert_eq!(
+        z.weft(&["mkdir", "--json", "d"]).ok().json()["results"][0]["path"],
+        format!("{home}/d")
+    );
+
+    // mv and cp: where from, where to.
+    std::fs::write(z.work().join("f.txt"), b"data").unwrap();
+    z.weft(&["put", "f.txt", "a/f.txt"]).ok();
+    let j = z.weft(&["mv", "--json", "a/f.txt", "b"]).ok().json();
+    assert_eq!(
+        j,
+        json!({"failed": 0, "results": [{"path": format!("{home}/b/f.txt"), "from": format!("{home}/a/f.txt")}]})
+    );
+    let j = z.weft(&["cp", "--json", "b/f.txt", "c/g.txt"]).ok().json();
+    assert_eq!(j["results"][0]["path"], format!("{home}/c/g.txt"));
+    let j = z
+        .weft(&["cp", "--json", "b/f.txt", "c/g.txt"])
+        .fails(6, "already_exists")
+        .json();
+    assert_eq!(j["results"][0]["error"]["code"], "already_exists", "{j}");
+
+    // rm, a missing path among others.
+    let j = z
+        .weft(&["rm", "--json", "c/g.txt", "nothing", "-r", "d"])
+        .fails(3, "not_found")
+        .json();
+    let errors: Vec<&Value> = j["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["error"]["code"])
+        .collect();
+    assert_eq!(errors, [&Value::Null, &json!("not_found"), &Value::Null], "{j}");
+    z.weft(&["stat", "c/g.txt"]).fails(3, "not_found");
 }

@@ -3,7 +3,8 @@
 //! new name of the single source.
 
 use super::output::{
-    exit_code_of, human_bytes, print_json, Failure, Result, EXIT_FAILURE, EXIT_INTEGRITY, EXIT_NOT_FOUND,
+    exit_code_of, human_bytes, print_json, ErrorJson, Failure, Result, EXIT_FAILURE, EXIT_INTEGRITY,
+    EXIT_NOT_FOUND,
 };
 use super::progress::Bar;
 use super::Ctx;
@@ -87,13 +88,7 @@ struct FileResult {
     path: String,
     bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<FileError>,
-}
-
-#[derive(Debug, Serialize)]
-struct FileError {
-    code: String,
-    message: String,
+    error: Option<ErrorJson>,
 }
 
 pub async fn put(ctx: &Ctx, a: PutArgs) -> Result {
@@ -289,7 +284,7 @@ async fn run(
                 local: d.local.display().to_string(),
                 path: d.logical.to_string(),
                 bytes: d.bytes,
-                error: d.error.map(|e| FileError {
+                error: d.error.map(|e| ErrorJson {
                     code: e.code.as_str().to_owned(),
                     message: e.message.clone(),
                 }),

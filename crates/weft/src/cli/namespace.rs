@@ -1,6 +1,8 @@
 //! `weft mkdir`, `ls`, `stat`, `rm`, `mv`, `cp`, `checksum`.
 
-use super::output::{format_millis, human_bytes, print_json, Failure, Result, EXIT_INTEGRITY};
+use super::output::{
+    format_millis, human_bytes, print_json, report_paths, Failure, PathResult, Result, EXIT_INTEGRITY,
+};
 use super::Ctx;
 use clap::Args;
 use weft_client::wire::NodeStat;
@@ -11,6 +13,9 @@ pub struct MkdirArgs {
     /// Create missing parents; an existing collection is not an error.
     #[arg(short, long)]
     parents: bool,
+    /// Print one result per path as JSON on stdout, failures included.
+    #[arg(long)]
+    json: bool,
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<String>,
 }
@@ -40,12 +45,18 @@ pub struct RmArgs {
     /// Remove collections with everything below them.
     #[arg(short, long)]
     recursive: bool,
+    /// Print one result per path as JSON on stdout, failures included.
+    #[arg(long)]
+    json: bool,
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct MvArgs {
+    /// Print the result as JSON on stdout, a failure included.
+    #[arg(long)]
+    json: bool,
     src: String,
     /// New path; an existing collection receives SRC under its own name.
     dst: String,
@@ -59,6 +70,9 @@ pub struct CpArgs {
     /// Replace an existing data object.
     #[arg(short, long)]
     force: bool,
+    /// Print the result as JSON on stdout, a failure included.
+    #[arg(long)]
+    json: bool,
     src: String,
     /// New path; an existing collection receives SRC under its own name.
     dst: String,
@@ -76,19 +90,52 @@ pub struct ChecksumArgs {
 }
 
 pub async fn mkdir(ctx: &Ctx, a: MkdirArgs) -> Result {
-    let mut failures = Vec::new();
-    for p in &a.paths {
-        let r = async {
-            ctx.client
-                .mkdir(&ctx.resolve(p).await?, a.parents)
-                .await
-                .map_err(Failure::from)
+    each_path(ctx, &a.paths, a.json, |path| async move {
+        ctx.client.mkdir(&path, a.parents).await?;
+        Ok(())
+    })
+    .await
+}
+
+/// Runs `act` on each of `paths`, resolved, going on after a failure (as `rm a b` does);
+/// see [`report_paths`].
+async fn each_path<F, Fut>(ctx: &Ctx, paths: &[String], json: bool, act: F) -> Result
+where
+    F: Fn(LogicalPath) -> Fut,
+    Fut: std::future::Future<Output = Result>,
+{
+    let (mut results, mut failures) = (Vec::new(), Vec::new());
+    for p in paths {
+        let (path, outcome) = match ctx.resolve(p).await {
+            Ok(path) => (path.to_string(), act(path).await),
+            Err(f) => (p.clone(), Err(f)),
         };
-        if let Err(e) = r.await {
-            failures.push(e);
-        }
+        let error = outcome.err().map(|f| {
+            let e = (&f).into();
+            failures.push(f);
+            e
+        });
+        results.push(PathResult {
+            path,
+            from: None,
+            error,
+        });
     }
-    all_or_last(failures)
+    report_paths(json, results, failures)
+}
+
+/// `mv` or `cp` of `src` to `dst`; see [`report_paths`].
+fn report_move(json: bool, src: &LogicalPath, dst: &LogicalPath, outcome: Result) -> Result {
+    let (error, failures) = match outcome {
+        Ok(()) => (None, Vec::new()),
+        Err(f) => (Some((&f).into()), vec![f]),
+    };
+    let result = PathResult {
+        path: dst.to_string(),
+        from: Some(src.to_string()),
+        error,
+    };
+    report_paths(json, vec![result], failures)
 }
 
 pub async fn ls(ctx: &Ctx, a: LsArgs) -> Result {
@@ -166,35 +213,35 @@ pub async fn stat(ctx: &Ctx, a: StatArgs) -> Result {
 }
 
 pub async fn rm(ctx: &Ctx, a: RmArgs) -> Result {
-    let mut failures = Vec::new();
-    for p in &a.paths {
-        let r = async {
-            ctx.client
-                .remove(&ctx.resolve(p).await?, a.recursive)
-                .await
-                .map_err(Failure::from)
-        };
-        if let Err(e) = r.await {
-            failures.push(e);
-        }
-    }
-    all_or_last(failures)
+    each_path(ctx, &a.paths, a.json, |path| async move {
+        ctx.client.remove(&path, a.recursive).await?;
+        Ok(())
+    })
+    .await
 }
 
 pub async fn mv(ctx: &Ctx, a: MvArgs) -> Result {
     let src = ctx.resolve(&a.src).await?;
     let dst = into_collection(ctx, &src, ctx.resolve(&a.dst).await?).await?;
-    ctx.client.rename(&src, &dst).await?;
-    Ok(())
+    let outcome = ctx
+        .client
+        .rename(&src, &dst)
+        .await
+        .map(drop)
+        .map_err(Failure::from);
+    report_move(a.json, &src, &dst, outcome)
 }
 
 pub async fn cp(ctx: &Ctx, a: CpArgs) -> Result {
     let src = ctx.resolve(&a.src).await?;
     let dst = into_collection(ctx, &src, ctx.resolve(&a.dst).await?).await?;
-    ctx.client
+    let outcome = ctx
+        .client
         .copy(&src, &dst, a.resource.as_deref(), a.force)
-        .await?;
-    Ok(())
+        .await
+        .map(drop)
+        .map_err(Failure::from);
+    report_move(a.json, &src, &dst, outcome)
 }
 
 /// As `mv` and `cp` do: a destination that is an existing collection receives the source
@@ -235,14 +282,4 @@ pub async fn checksum(ctx: &Ctx, a: ChecksumArgs) -> Result {
         ));
     }
     Ok(())
-}
-
-/// Commands over several paths go on after a failure (as `rm a b` does); every failure
-/// but the last is printed here, the last decides the exit code.
-pub fn all_or_last(mut failures: Vec<Failure>) -> Result {
-    let Some(last) = failures.pop() else { return Ok(()) };
-    for f in &failures {
-        f.print();
-    }
-    Err(last)
 }

@@ -150,6 +150,48 @@ fn exit_for(status: u16, code: &str) -> u8 {
     }
 }
 
+/// A failure as `--json` prints it.
+#[derive(Debug, serde::Serialize)]
+pub struct ErrorJson {
+    pub code: String,
+    pub message: String,
+}
+
+impl From<&Failure> for ErrorJson {
+    fn from(f: &Failure) -> ErrorJson {
+        ErrorJson {
+            code: f.code.clone(),
+            message: f.message.clone(),
+        }
+    }
+}
+
+/// What became of one path a command changed, for `--json`: done, or why not.
+#[derive(Debug, serde::Serialize)]
+pub struct PathResult {
+    pub path: String,
+    /// Where it came from (`mv`, `cp`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorJson>,
+}
+
+/// With `json`, prints `results` (and how many failed) on stdout; then the command's
+/// outcome as without `--json`: the last failure is the command's error, those before it
+/// are printed on stderr.
+pub fn report_paths(json: bool, results: Vec<PathResult>, failures: Vec<Failure>) -> Result {
+    if json {
+        print_json(&serde_json::json!({"failed": failures.len(), "results": results}))?;
+    }
+    let mut failures = failures;
+    let Some(last) = failures.pop() else { return Ok(()) };
+    for f in &failures {
+        f.print();
+    }
+    Err(last)
+}
+
 /// Prints `value` as pretty JSON on stdout (for `--json`).
 pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> Result {
     let text = serde_json::to_string_pretty(value)
