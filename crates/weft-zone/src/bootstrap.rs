@@ -39,6 +39,27 @@ pub struct ZoneConfig {
     pub trusted_cas: weft_client::TrustedCas,
 }
 
+impl ZoneConfig {
+    /// Zone `name` in `data_dir` with embedded defaults: a SQLite catalog and a default
+    /// file-system resource there, nothing declared, the default intervals, no PID
+    /// registry, the system roots only.
+    pub fn new(name: ZoneName, data_dir: PathBuf) -> ZoneConfig {
+        ZoneConfig {
+            name,
+            data_dir,
+            catalog_url: None,
+            resources: vec![],
+            staging: vec![],
+            s3_buckets: vec![],
+            scrub_interval: crate::SCRUB_INTERVAL_DEFAULT,
+            pid: Default::default(),
+            orphan_grace: crate::ORPHAN_GRACE_DEFAULT,
+            lease_ttl: crate::LEASE_TTL_DEFAULT,
+            trusted_cas: Default::default(),
+        }
+    }
+}
+
 /// A resource declared in the configuration file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

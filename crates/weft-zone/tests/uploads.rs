@@ -7,19 +7,7 @@ use weft_types::{Checksum, ErrorCode, LogicalPath, PrincipalName, ZoneName};
 use weft_zone::{Caller, Zone, ZoneConfig};
 
 async fn open(dir: &Path) -> (std::sync::Arc<Zone>, Caller) {
-    let config = ZoneConfig {
-        name: ZoneName::parse("z").unwrap(),
-        data_dir: dir.to_owned(),
-        catalog_url: None,
-        resources: vec![],
-        staging: vec![],
-        s3_buckets: vec![],
-        scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
-        orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
-        lease_ttl: weft_zone::LEASE_TTL_DEFAULT,
-        pid: Default::default(),
-        trusted_cas: Default::default(),
-    };
+    let config = ZoneConfig::new(ZoneName::parse("z").unwrap(), dir.to_owned());
     let (zone, _) = Zone::open(config).await.unwrap();
     let admin = zone
         .catalog()

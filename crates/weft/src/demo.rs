@@ -142,19 +142,7 @@ pub async fn run(args: DemoArgs, quiet: bool) -> anyhow::Result<()> {
 }
 
 async fn start_zone(name: &'static str, dir: &Path) -> anyhow::Result<Running> {
-    let config = ZoneConfig {
-        name: ZoneName::parse(name)?,
-        data_dir: dir.join(name),
-        catalog_url: None,
-        resources: vec![],
-        staging: vec![],
-        s3_buckets: vec![],
-        scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
-        orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
-        lease_ttl: weft_zone::LEASE_TTL_DEFAULT,
-        pid: Default::default(),
-        trusted_cas: Default::default(),
-    };
+    let config = ZoneConfig::new(ZoneName::parse(name)?, dir.join(name));
     let (zone, boot) = Zone::open(config)
         .await
         .map_err(|e| anyhow::anyhow!("cannot open zone {name}: {e}"))?;

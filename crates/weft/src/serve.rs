@@ -181,8 +181,6 @@ impl ServeArgs {
         };
         Ok(Settings {
             zone: ZoneConfig {
-                name: zone,
-                data_dir,
                 catalog_url: self.catalog.or(file.catalog),
                 resources: file.resources,
                 staging: file.staging,
@@ -205,6 +203,7 @@ impl ServeArgs {
                     None => weft_zone::LEASE_TTL_DEFAULT,
                 },
                 trusted_cas,
+                ..ZoneConfig::new(zone, data_dir)
             },
             listen,
             oidc: file.oidc,

@@ -52,19 +52,8 @@ async fn start_config(
 ) -> TestZone {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
-    let mut config = ZoneConfig {
-        name: ZoneName::parse(name).unwrap(),
-        data_dir: data_dir.clone(),
-        catalog_url,
-        resources: vec![],
-        staging: vec![],
-        s3_buckets: vec![],
-        scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
-        orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
-        lease_ttl: weft_zone::LEASE_TTL_DEFAULT,
-        pid: Default::default(),
-        trusted_cas: Default::default(),
-    };
+    let mut config = ZoneConfig::new(ZoneName::parse(name).unwrap(), data_dir.clone());
+    config.catalog_url = catalog_url;
     tweak(&mut config);
     let (zone, boot) = Zone::open(config).await.unwrap();
     let token_file = boot.admin_token_file.expect("first start writes the admin token");

@@ -6,19 +6,7 @@ use weft_zone::{Caller, Zone, ZoneConfig};
 
 /// Zone `z` with embedded defaults in `dir`.
 pub fn config(dir: &Path) -> ZoneConfig {
-    ZoneConfig {
-        name: ZoneName::parse("z").unwrap(),
-        data_dir: dir.to_owned(),
-        catalog_url: None,
-        resources: vec![],
-        staging: vec![],
-        s3_buckets: vec![],
-        scrub_interval: weft_zone::SCRUB_INTERVAL_DEFAULT,
-        orphan_grace: weft_zone::ORPHAN_GRACE_DEFAULT,
-        lease_ttl: weft_zone::LEASE_TTL_DEFAULT,
-        pid: Default::default(),
-        trusted_cas: Default::default(),
-    }
+    ZoneConfig::new(ZoneName::parse("z").unwrap(), dir.to_owned())
 }
 
 /// The existing user `name` as a caller.
