@@ -3,125 +3,72 @@
 
 use std::fmt;
 
-/// A stable error code. `http_status` maps it onto the wire; `is_temporary` tells the transfer
-/// engine (the one place that retries) whether trying again can help.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    InvalidPath,
-    InvalidName,
-    InvalidArgument,
-    InvalidJson,
-    InvalidPolicy,
-    PathTooLong,
-    NameTooLong,
-    UnknownZone,
-    UnknownResource,
-    NotFound,
-    AlreadyExists,
-    NotACollection,
-    IsACollection,
-    CollectionNotEmpty,
-    ChecksumMismatch,
-    SizeMismatch,
-    IncompleteBody,
-    LengthRequired,
-    RangeNotSatisfiable,
-    Unauthenticated,
-    TokenExpired,
-    Forbidden,
+/// Declares the codes once: the enum, [`ErrorCode::ALL`] and the string form of each.
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $code:ident = $name:literal,)*) => {
+        /// A stable error code. `http_status` maps it onto the wire; `is_temporary` tells
+        /// the transfer engine (the one place that retries) whether trying again can help.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($(#[$doc])* $code,)*
+        }
+
+        impl ErrorCode {
+            pub const ALL: &'static [ErrorCode] = &[$(Self::$code,)*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$code => $name,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    InvalidPath = "invalid_path",
+    InvalidName = "invalid_name",
+    InvalidArgument = "invalid_argument",
+    InvalidJson = "invalid_json",
+    InvalidPolicy = "invalid_policy",
+    PathTooLong = "path_too_long",
+    NameTooLong = "name_too_long",
+    UnknownZone = "unknown_zone",
+    UnknownResource = "unknown_resource",
+    NotFound = "not_found",
+    AlreadyExists = "already_exists",
+    NotACollection = "not_a_collection",
+    IsACollection = "is_a_collection",
+    CollectionNotEmpty = "collection_not_empty",
+    ChecksumMismatch = "checksum_mismatch",
+    SizeMismatch = "size_mismatch",
+    IncompleteBody = "incomplete_body",
+    LengthRequired = "length_required",
+    RangeNotSatisfiable = "range_not_satisfiable",
+    Unauthenticated = "unauthenticated",
+    TokenExpired = "token_expired",
+    Forbidden = "forbidden",
     /// A state-changing request of a web session without the session's CSRF token, or
     /// sent from another site (Origin/Referer): nothing was changed.
-    CsrfRejected,
-    Conflict,
+    CsrfRejected = "csrf_rejected",
+    Conflict = "conflict",
     /// A bound the zone keeps on what one user or all together may hold open (upload
     /// sessions, ...): try again once some has ended.
-    LimitExceeded,
+    LimitExceeded = "limit_exceeded",
     /// A quota of the user or one of its groups would be exceeded (`weft quota`): nothing
     /// was stored.
-    QuotaExceeded,
-    StorageUnavailable,
-    ZoneUnreachable,
+    QuotaExceeded = "quota_exceeded",
+    StorageUnavailable = "storage_unavailable",
+    ZoneUnreachable = "zone_unreachable",
     /// An outside service the zone calls (a PID registry, a webhook receiver) did not
     /// answer or answered with a server error.
-    ServiceUnavailable,
-    StorageError,
-    CatalogError,
-    Internal,
+    ServiceUnavailable = "service_unavailable",
+    StorageError = "storage_error",
+    CatalogError = "catalog_error",
+    Internal = "internal",
 }
 
 impl ErrorCode {
-    pub const ALL: &'static [ErrorCode] = &[
-        Self::InvalidPath,
-        Self::InvalidName,
-        Self::InvalidArgument,
-        Self::InvalidJson,
-        Self::InvalidPolicy,
-        Self::PathTooLong,
-        Self::NameTooLong,
-        Self::UnknownZone,
-        Self::UnknownResource,
-        Self::NotFound,
-        Self::AlreadyExists,
-        Self::NotACollection,
-        Self::IsACollection,
-        Self::CollectionNotEmpty,
-        Self::ChecksumMismatch,
-        Self::SizeMismatch,
-        Self::IncompleteBody,
-        Self::LengthRequired,
-        Self::RangeNotSatisfiable,
-        Self::Unauthenticated,
-        Self::TokenExpired,
-        Self::Forbidden,
-        Self::CsrfRejected,
-        Self::Conflict,
-        Self::LimitExceeded,
-        Self::QuotaExceeded,
-        Self::StorageUnavailable,
-        Self::ZoneUnreachable,
-        Self::ServiceUnavailable,
-        Self::StorageError,
-        Self::CatalogError,
-        Self::Internal,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::InvalidPath => "invalid_path",
-            Self::InvalidName => "invalid_name",
-            Self::InvalidArgument => "invalid_argument",
-            Self::InvalidJson => "invalid_json",
-            Self::InvalidPolicy => "invalid_policy",
-            Self::PathTooLong => "path_too_long",
-            Self::NameTooLong => "name_too_long",
-            Self::UnknownZone => "unknown_zone",
-            Self::UnknownResource => "unknown_resource",
-            Self::NotFound => "not_found",
-            Self::AlreadyExists => "already_exists",
-            Self::NotACollection => "not_a_collection",
-            Self::IsACollection => "is_a_collection",
-            Self::CollectionNotEmpty => "collection_not_empty",
-            Self::ChecksumMismatch => "checksum_mismatch",
-            Self::SizeMismatch => "size_mismatch",
-            Self::IncompleteBody => "incomplete_body",
-            Self::LengthRequired => "length_required",
-            Self::RangeNotSatisfiable => "range_not_satisfiable",
-            Self::Unauthenticated => "unauthenticated",
-            Self::TokenExpired => "token_expired",
-            Self::Forbidden => "forbidden",
-            Self::CsrfRejected => "csrf_rejected",
-            Self::Conflict => "conflict",
-            Self::LimitExceeded => "limit_exceeded",
-            Self::QuotaExceeded => "quota_exceeded",
-            Self::StorageUnavailable => "storage_unavailable",
-            Self::ZoneUnreachable => "zone_unreachable",
-            Self::ServiceUnavailable => "service_unavailable",
-            Self::StorageError => "storage_error",
-            Self::CatalogError => "catalog_error",
-            Self::Internal => "internal",
-        }
-    }
-
     pub fn parse(s: &str) -> Option<ErrorCode> {
         Self::ALL.iter().copied().find(|c| c.as_str() == s)
     }
