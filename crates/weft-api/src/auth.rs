@@ -50,10 +50,10 @@ impl Authed {
         let token = bearer_token(header.as_bytes())?;
         let zone = &state.zone;
         if token.starts_with("weft_") {
-            return Ok(zone.caller_for_token(token).await?);
+            return Ok(zone.access().caller_for_token(token).await?);
         }
         if token.starts_with(weft_zone::ZONE_TOKEN_PREFIX) {
-            return Ok(zone.caller_for_zone_token(token).await?);
+            return Ok(zone.federation().caller_for_zone_token(token).await?);
         }
         if state.oidc.is_empty() {
             return Err(ApiError::new(
@@ -63,7 +63,7 @@ impl Authed {
         }
         // The token's issuer and subject name the user, never its user name (weft-zone).
         let login = state.oidc.verify(token).await?;
-        Ok(zone.caller_for_oidc(&login).await?)
+        Ok(zone.access().caller_for_oidc(&login).await?)
     }
 }
 

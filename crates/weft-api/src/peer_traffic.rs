@@ -72,6 +72,7 @@ impl Counted {
     fn hand_over(&mut self) {
         if let Some(peer) = self.peer.0.get() {
             self.zone
+                .transfers()
                 .peer_traffic()
                 .add(peer, self.direction, std::mem::take(&mut self.pending));
         }

@@ -69,7 +69,7 @@ async fn relay(s: &Arc<AppState>, req: Request, next: Next) -> Result<Response, 
         return Ok(next.run(req).await);
     }
     // Not a federated zone: the local handler gives the usual `unknown_zone` answer.
-    if s.zone.peer(&zone).await.is_err() {
+    if s.zone.federation().peer(&zone).await.is_err() {
         return Ok(next.run(req).await);
     }
     forward(s, &zone, req).await
@@ -130,7 +130,7 @@ async fn forward(s: &Arc<AppState>, zone: &str, req: Request) -> Result<Response
     // The web session's secrets are this zone's: the peer gets a zone token instead.
     parts.headers.remove(http::header::COOKIE);
     parts.headers.remove(crate::web::session::CSRF_HEADER);
-    let client = s.zone.peer_client(zone, &caller).await?;
+    let client = s.zone.federation().peer_client(zone, &caller).await?;
     let path_and_query = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let body = reqwest::Body::wrap_stream(body.into_data_stream());
     let answer = client

@@ -1,7 +1,8 @@
 //! Opening a zone: catalog, first-start setup (admin, home collections, default resource,
 //! admin token), resources and the removal of what interrupted writes left behind.
 
-use crate::{committer::Committer, Zone, ADMIN};
+use crate::data::committer::Committer;
+use crate::{Zone, ADMIN};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -185,8 +186,8 @@ impl Zone {
             None => weft_catalog::sqlite_url(&data_dir.join("catalog.db"))?,
         };
         let (pid_prefix, pid_landing) =
-            crate::pid_registry::prefix_and_landing(&config.pid, config.name.as_str())?;
-        let pid_registry = crate::pid_registry::open(&config.pid, &config.trusted_cas)?;
+            crate::namespace::pid_registry::prefix_and_landing(&config.pid, config.name.as_str())?;
+        let pid_registry = crate::namespace::pid_registry::open(&config.pid, &config.trusted_cas)?;
         let outbound = config
             .trusted_cas
             .apply(reqwest::Client::builder())
@@ -203,17 +204,18 @@ impl Zone {
             );
         }
         let metrics = Arc::new(crate::Metrics::default());
-        let leases = crate::leases::LeaseKeeper::new(catalog.clone(), config.lease_ttl, metrics.clone());
-        let lease_keeper = crate::worker::WorkerState::new("leases");
-        crate::leases::start_keeper(&leases, lease_keeper.clone());
+        let leases =
+            crate::background::leases::LeaseKeeper::new(catalog.clone(), config.lease_ttl, metrics.clone());
+        let lease_keeper = crate::background::worker::WorkerState::new("leases");
+        crate::background::leases::start_keeper(&leases, lease_keeper.clone());
         let committer = Committer::start(catalog.clone(), metrics.clone())?;
-        let sweeper = crate::worker::WorkerState::new("upload-sweeper");
-        let transfer_worker = crate::worker::WorkerState::new("transfers");
-        let scrubber = crate::worker::WorkerState::new("scrubber");
-        let policies = crate::worker::WorkerState::new("policies");
-        let orphans = crate::worker::WorkerState::new("orphans");
-        let throughput = crate::worker::WorkerState::new("throughput");
-        let peer_traffic = crate::worker::WorkerState::new("peer-traffic");
+        let sweeper = crate::background::worker::WorkerState::new("upload-sweeper");
+        let transfer_worker = crate::background::worker::WorkerState::new("transfers");
+        let scrubber = crate::background::worker::WorkerState::new("scrubber");
+        let policies = crate::background::worker::WorkerState::new("policies");
+        let orphans = crate::background::worker::WorkerState::new("orphans");
+        let throughput = crate::background::worker::WorkerState::new("throughput");
+        let peer_traffic = crate::background::worker::WorkerState::new("peer-traffic");
         let workers = vec![
             lease_keeper,
             orphans.clone(),
@@ -246,7 +248,7 @@ impl Zone {
             peer_places: Default::default(),
             peer_traffic: Default::default(),
             engine_state: Default::default(),
-            pids: crate::pids::Pids {
+            pids: crate::namespace::pids::Pids {
                 prefix: pid_prefix,
                 landing: pid_landing,
                 registry: pid_registry,
@@ -278,19 +280,20 @@ impl Zone {
         for dir in [&root, &home] {
             once_more_if_raced(|| zone.catalog.create_collection(dir, admin.id, true)).await?;
         }
-        once_more_if_raced(|| zone.ensure_home(&admin)).await?;
+        let access = zone.access();
+        once_more_if_raced(|| access.ensure_home(&admin)).await?;
         zone.ensure_resources(&config).await?;
-        zone.ensure_staging(&config).await?;
-        zone.ensure_buckets(&config.s3_buckets, &admin).await?;
+        zone.transfers().ensure_staging(&config).await?;
+        zone.s3().ensure_buckets(&config.s3_buckets, &admin).await?;
         for peer in zone.catalog.list_zones().await? {
             // Zones federated before replication existed get their area too. A failure
             // (an object where the collection should be) must not keep the zone down:
             // that peer's replication answers `forbidden` with a hint until it is fixed.
-            if let Err(e) = zone.ensure_replica_area(&peer.name).await {
+            if let Err(e) = zone.transfers().ensure_replica_area(&peer.name).await {
                 tracing::warn!(peer = %peer.name, error = %e, "cannot prepare the area for that zone's replicas");
             }
         }
-        zone.reload_stores().await?;
+        zone.resources().reload_stores().await?;
         // Temporary data of shared resources may be another live server's writes in flight.
         let others = zone.leases.join_zone().await?;
         if others > 0 {
@@ -300,15 +303,18 @@ impl Zone {
             );
         }
         report.temporary_removed = zone.remove_temporary(others == 0).await?;
-        crate::upload_sweep::start_sweeper(&zone, sweeper);
-        crate::transfers::start_worker(&zone, transfer_worker);
-        crate::scrubber::start(&zone, scrubber, config.scrub_interval);
-        crate::policy_engine::start(&zone, policies);
-        crate::orphans::start(&zone, orphans, config.orphan_grace);
-        crate::throughput::start(&zone, throughput);
-        crate::peer_traffic::start(&zone, peer_traffic);
+        crate::uploads::sweep::start_sweeper(&zone, sweeper);
+        crate::transfers::queue::start_worker(&zone, transfer_worker);
+        crate::transfers::scrubber::start(&zone, scrubber, config.scrub_interval);
+        crate::policy::engine::start(&zone, policies);
+        crate::data::orphans::start(&zone, orphans, config.orphan_grace);
+        crate::transfers::throughput::start(&zone, throughput);
+        crate::transfers::peer_traffic::start(&zone, peer_traffic);
         if first_start {
-            let token = zone.issue_token(admin.id, "admin (first start)", None).await?;
+            let token = zone
+                .access()
+                .issue_token(admin.id, "admin (first start)", None)
+                .await?;
             let file = data_dir.join("admin.token");
             write_secret(&file, &token)?;
             report.admin_token_file = Some(file);

@@ -332,7 +332,7 @@ impl Zone {
             let l = label("worker", w.name);
             catch_up(&m.worker_runs.get_or_create(&l), w.runs);
             catch_up(&m.worker_items.get_or_create(&l), w.items);
-            let standby = w.phase == crate::worker::Phase::Standby;
+            let standby = w.phase == crate::background::worker::Phase::Standby;
             m.worker_standby.get_or_create(&l).set(i64::from(standby));
         }
         m.leases_held.set(self.leases.held_count() as i64);

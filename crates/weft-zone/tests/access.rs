@@ -20,13 +20,14 @@ async fn many_reads_check_each_object_through_its_collection_or_itself() {
     let (zone, _) = Zone::open(config(dir.path())).await.unwrap();
     let admin = caller(&zone, "admin").await;
     for user in ["alice", "bob"] {
-        zone.add_user(&admin, &name(user), false).await.unwrap();
+        zone.access().add_user(&admin, &name(user), false).await.unwrap();
     }
     let bob = caller(&zone, "bob").await;
     let alice = caller(&zone, "alice").await;
     let mut files = Vec::new();
     for coll in ["shared", "private"] {
-        zone.mkdir(&bob, &p(&format!("/z/home/bob/{coll}")), false)
+        zone.namespace()
+            .mkdir(&bob, &p(&format!("/z/home/bob/{coll}")), false)
             .await
             .unwrap();
         for i in 0..3 {
@@ -35,27 +36,29 @@ async fn many_reads_check_each_object_through_its_collection_or_itself() {
             files.push((path, data.clone(), Checksum::blake3(&blake3::hash(&data))));
         }
     }
-    for outcome in zone.put_bundle(&bob, files, false, None).await {
+    for outcome in zone.data().put_bundle(&bob, files, false, None).await {
         outcome.unwrap();
     }
-    zone.set_acl(
-        &bob,
-        &p("/z/home/bob/shared"),
-        &name("alice"),
-        Permission::Read,
-        false,
-    )
-    .await
-    .unwrap();
-    zone.set_acl(
-        &bob,
-        &p("/z/home/bob/private/f1"),
-        &name("alice"),
-        Permission::Read,
-        false,
-    )
-    .await
-    .unwrap();
+    zone.access()
+        .set_acl(
+            &bob,
+            &p("/z/home/bob/shared"),
+            &name("alice"),
+            Permission::Read,
+            false,
+        )
+        .await
+        .unwrap();
+    zone.access()
+        .set_acl(
+            &bob,
+            &p("/z/home/bob/private/f1"),
+            &name("alice"),
+            Permission::Read,
+            false,
+        )
+        .await
+        .unwrap();
 
     let paths = [
         "/z/home/bob/shared/f0",
@@ -66,7 +69,7 @@ async fn many_reads_check_each_object_through_its_collection_or_itself() {
         "/z/home/bob/shared",
     ]
     .map(p);
-    let read = zone.read_many(&alice, &paths).await;
+    let read = zone.data().read_many(&alice, &paths).await;
     let got: Vec<Result<String, ErrorCode>> = read
         .into_iter()
         .map(|r| {
@@ -88,7 +91,12 @@ async fn many_reads_check_each_object_through_its_collection_or_itself() {
     );
     // Its owner reads everything; so does an administrator.
     for who in [&bob, &admin] {
-        assert!(zone.read_many(who, &paths[..4]).await.iter().all(Result::is_ok));
+        assert!(zone
+            .data()
+            .read_many(who, &paths[..4])
+            .await
+            .iter()
+            .all(Result::is_ok));
     }
 
     // Below a collection the caller may read, every object is found; above, nothing is.
@@ -100,8 +108,16 @@ async fn many_reads_check_each_object_through_its_collection_or_itself() {
         after_id: None,
         limit: 100,
     };
-    let (found, _) = zone.find(&alice, find("/z/home/bob/shared")).await.unwrap();
+    let (found, _) = zone
+        .namespace()
+        .find(&alice, find("/z/home/bob/shared"))
+        .await
+        .unwrap();
     assert_eq!(found.len(), 3);
-    let refused = zone.find(&alice, find("/z/home/bob/private")).await.unwrap_err();
+    let refused = zone
+        .namespace()
+        .find(&alice, find("/z/home/bob/private"))
+        .await
+        .unwrap_err();
     assert_eq!(refused.code, ErrorCode::Forbidden);
 }

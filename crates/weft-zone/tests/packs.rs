@@ -39,7 +39,7 @@ async fn a_restart_frees_what_a_crash_left_in_packs_and_keeps_the_rest() {
         .iter()
         .map(|(path, d)| (path.clone(), d.clone(), b3(d)))
         .collect();
-    for outcome in zone.put_bundle(&caller, items, false, None).await {
+    for outcome in zone.data().put_bundle(&caller, items, false, None).await {
         outcome.unwrap();
     }
     assert_eq!(packs(&root).len(), 1);
@@ -87,7 +87,7 @@ async fn a_restart_frees_what_a_crash_left_in_packs_and_keeps_the_rest() {
     );
     let mut paths: Vec<LogicalPath> = kept.iter().map(|(path, _)| path.clone()).collect();
     paths.push(p("/z/home/admin/registered"));
-    let read = again.read_many(&caller, &paths).await;
+    let read = again.data().read_many(&caller, &paths).await;
     for ((_, want), got) in kept.iter().zip(&read) {
         assert_eq!(got.as_ref().unwrap(), want);
     }
@@ -95,6 +95,7 @@ async fn a_restart_frees_what_a_crash_left_in_packs_and_keeps_the_rest() {
 
     // Once nothing in the crashed pack is registered, the next start removes it.
     again
+        .namespace()
         .remove(&caller, &p("/z/home/admin/registered"), false)
         .await
         .unwrap();
@@ -103,6 +104,7 @@ async fn a_restart_frees_what_a_crash_left_in_packs_and_keeps_the_rest() {
     let orphan_pack = orphan.split('@').next().unwrap().trim_start_matches("packs/");
     assert!(!root.join("packs").join(orphan_pack).exists());
     let err = again
+        .data()
         .read(&caller, &p("/z/home/admin/registered"), None)
         .await
         .err()
@@ -143,7 +145,11 @@ async fn a_small_put_whose_body_stalls_holds_no_other_and_leaves_nothing() {
     let stalled_path = p("/z/home/admin/in/stalled");
     let first = futures::stream::iter([Ok(Bytes::from(vec![1u8; 1000]))]);
     let stalled_body = first.chain(futures::stream::pending());
-    let mut stalled = Box::pin(zone.put_stream(&caller, small_put(&stalled_path, 64 << 10), stalled_body));
+    let mut stalled = Box::pin(zone.data().put_stream(
+        &caller,
+        small_put(&stalled_path, 64 << 10),
+        stalled_body,
+    ));
     // Polled until it waits for more bytes: counted as coming from here on.
     assert!(futures::poll!(stalled.as_mut()).is_pending());
 
@@ -152,7 +158,9 @@ async fn a_small_put_whose_body_stalls_holds_no_other_and_leaves_nothing() {
     for i in 0..5 {
         let path = p(&format!("/z/home/admin/in/one{i}"));
         let body = futures::stream::iter([Ok(data(i))]);
-        let put = zone.put_stream(&caller, small_put(&path, data(i).len() as u64), body);
+        let put = zone
+            .data()
+            .put_stream(&caller, small_put(&path, data(i).len() as u64), body);
         tokio::time::timeout(std::time::Duration::from_secs(30), put)
             .await
             .expect("a put beside a stalled one finished")
@@ -161,7 +169,8 @@ async fn a_small_put_whose_body_stalls_holds_no_other_and_leaves_nothing() {
     let paths: Vec<LogicalPath> = (0..40).map(|i| p(&format!("/z/home/admin/in/many{i}"))).collect();
     let puts = paths.iter().enumerate().map(|(i, path)| {
         let body = futures::stream::iter([Ok(data(i))]);
-        zone.put_stream(&caller, small_put(path, data(i).len() as u64), body)
+        zone.data()
+            .put_stream(&caller, small_put(path, data(i).len() as u64), body)
     });
     for done in futures::future::join_all(puts).await {
         done.unwrap();
@@ -171,19 +180,24 @@ async fn a_small_put_whose_body_stalls_holds_no_other_and_leaves_nothing() {
     // The client gives up: nothing of its put is registered, and puts go on as before.
     drop(stalled);
     assert_eq!(
-        zone.stat(&caller, &stalled_path).await.unwrap_err().code,
+        zone.namespace()
+            .stat(&caller, &stalled_path)
+            .await
+            .unwrap_err()
+            .code,
         ErrorCode::NotFound
     );
     let last = p("/z/home/admin/in/last");
-    zone.put_stream(
-        &caller,
-        small_put(&last, 3),
-        futures::stream::iter([Ok(Bytes::from_static(b"end"))]),
-    )
-    .await
-    .unwrap();
+    zone.data()
+        .put_stream(
+            &caller,
+            small_put(&last, 3),
+            futures::stream::iter([Ok(Bytes::from_static(b"end"))]),
+        )
+        .await
+        .unwrap();
     for (i, path) in paths.iter().enumerate() {
-        let read = zone.read(&caller, path, None).await.unwrap();
+        let read = zone.data().read(&caller, path, None).await.unwrap();
         let chunks: Vec<Bytes> = read.stream.try_collect().await.unwrap();
         assert_eq!(chunks.concat(), data(i).to_vec(), "{path}");
     }

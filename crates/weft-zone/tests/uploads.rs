@@ -15,7 +15,7 @@ async fn open(dir: &Path) -> (std::sync::Arc<Zone>, Caller) {
         .await
         .unwrap()
         .unwrap();
-    let caller = zone.caller_for(&admin, &[]).await.unwrap();
+    let caller = zone.access().caller_for(&admin, &[]).await.unwrap();
     (zone, caller)
 }
 
@@ -42,18 +42,30 @@ async fn pieces_received_before_a_restart_are_kept() {
     let id = {
         let (zone, caller) = open(dir.path()).await;
         let up = zone
-            .begin_upload(&caller, &path, 2 << 16, Some(1 << 16), None, false)
+            .uploads()
+            .begin(&caller, &path, 2 << 16, Some(1 << 16), None, false)
             .await
             .unwrap();
-        zone.upload_piece(&caller, &up.id, 0, piece(1)).await.unwrap();
+        zone.uploads()
+            .put_piece(&caller, &up.id, 0, piece(1))
+            .await
+            .unwrap();
         // A piece shorter or longer than it is stores nothing and leaves the upload open.
         let short = futures::stream::iter([Ok(Bytes::from(vec![2u8; 100]))]);
-        let e = zone.upload_piece(&caller, &up.id, 1, short).await.unwrap_err();
+        let e = zone
+            .uploads()
+            .put_piece(&caller, &up.id, 1, short)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, ErrorCode::IncompleteBody, "{e}");
         let long = futures::stream::iter([Ok(Bytes::from(vec![2u8; (1 << 16) + 1]))]);
-        let e = zone.upload_piece(&caller, &up.id, 1, long).await.unwrap_err();
+        let e = zone
+            .uploads()
+            .put_piece(&caller, &up.id, 1, long)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, ErrorCode::SizeMismatch, "{e}");
-        let e = zone.complete_upload(&caller, &up.id, None).await.unwrap_err();
+        let e = zone.uploads().complete(&caller, &up.id, None).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::Conflict, "{e}");
         assert!(e.message.contains("misses pieces [1]"), "{e}");
         drop(zone);
@@ -62,15 +74,19 @@ async fn pieces_received_before_a_restart_are_kept() {
     assert_eq!(staged(dir.path()).len(), 1, "the restart keeps the staged pieces");
 
     let (zone, caller) = open(dir.path()).await;
-    zone.upload_piece(&caller, &id, 1, piece(2)).await.unwrap();
+    zone.uploads().put_piece(&caller, &id, 1, piece(2)).await.unwrap();
     let mut whole = vec![1u8; 1 << 16];
     whole.extend(vec![2u8; 1 << 16]);
     let sum = Checksum::blake3(&blake3::hash(&whole));
-    let done = zone.complete_upload(&caller, &id, Some(&sum)).await.unwrap();
+    let done = zone.uploads().complete(&caller, &id, Some(&sum)).await.unwrap();
     assert_eq!(done.node.checksum.as_ref(), Some(&sum));
     assert_eq!(done.node.size, 2 << 16);
     assert!(staged(dir.path()).is_empty(), "published, not copied");
-    let e = zone.upload_piece(&caller, &id, 0, piece(1)).await.unwrap_err();
+    let e = zone
+        .uploads()
+        .put_piece(&caller, &id, 0, piece(1))
+        .await
+        .unwrap_err();
     assert_eq!(
         e.code,
         ErrorCode::NotFound,
@@ -84,23 +100,28 @@ async fn abandoned_uploads_are_swept() {
     let (zone, caller) = open(dir.path()).await;
     let path = LogicalPath::parse("/z/home/admin/half").unwrap();
     let up = zone
-        .begin_upload(&caller, &path, 2 << 16, Some(1 << 16), None, false)
+        .uploads()
+        .begin(&caller, &path, 2 << 16, Some(1 << 16), None, false)
         .await
         .unwrap();
-    zone.upload_piece(&caller, &up.id, 0, piece(1)).await.unwrap();
+    zone.uploads()
+        .put_piece(&caller, &up.id, 0, piece(1))
+        .await
+        .unwrap();
     assert_eq!(staged(dir.path()).len(), 1);
 
     // An upload still in use is kept.
     assert_eq!(
-        zone.sweep_uploads(std::time::Duration::from_secs(3600))
+        zone.uploads()
+            .sweep(std::time::Duration::from_secs(3600))
             .await
             .unwrap(),
         0
     );
     tokio::time::sleep(std::time::Duration::from_millis(5)).await; // idle for a while, however short
-    assert_eq!(zone.sweep_uploads(std::time::Duration::ZERO).await.unwrap(), 1);
+    assert_eq!(zone.uploads().sweep(std::time::Duration::ZERO).await.unwrap(), 1);
     assert!(staged(dir.path()).is_empty(), "the sweep drops the staged pieces");
-    let err = zone.complete_upload(&caller, &up.id, None).await.unwrap_err();
+    let err = zone.uploads().complete(&caller, &up.id, None).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::NotFound);
     assert!(zone.catalog().get_node(&path).await.unwrap().is_none());
     assert!(zone.workers().iter().any(|w| w.name == "upload-sweeper"));
@@ -114,10 +135,14 @@ async fn staged_pieces_no_upload_holds_are_swept() {
     let (zone, caller) = open(dir.path()).await;
     let path = LogicalPath::parse("/z/home/admin/slow").unwrap();
     let up = zone
-        .begin_upload(&caller, &path, 2 << 16, Some(1 << 16), None, false)
+        .uploads()
+        .begin(&caller, &path, 2 << 16, Some(1 << 16), None, false)
         .await
         .unwrap();
-    zone.upload_piece(&caller, &up.id, 0, piece(1)).await.unwrap();
+    zone.uploads()
+        .put_piece(&caller, &up.id, 0, piece(1))
+        .await
+        .unwrap();
     let tmp = dir.path().join("resources/default/.weft-tmp");
     let stray = tmp.join("up-0123456789abcdef");
     std::fs::write(&stray, b"left by a crash").unwrap();
@@ -127,10 +152,17 @@ async fn staged_pieces_no_upload_holds_are_swept() {
         f.set_modified(days_ago).unwrap();
     }
 
-    let removed = zone.sweep_orphans(std::time::Duration::ZERO).await.unwrap();
+    let removed = zone
+        .data()
+        .sweep_orphans(std::time::Duration::ZERO)
+        .await
+        .unwrap();
     assert_eq!(removed, 1);
     assert!(!stray.exists());
     assert_eq!(staged(dir.path()).len(), 1, "the open upload keeps its pieces");
-    zone.upload_piece(&caller, &up.id, 1, piece(2)).await.unwrap();
-    zone.complete_upload(&caller, &up.id, None).await.unwrap();
+    zone.uploads()
+        .put_piece(&caller, &up.id, 1, piece(2))
+        .await
+        .unwrap();
+    zone.uploads().complete(&caller, &up.id, None).await.unwrap();
 }

@@ -18,7 +18,7 @@ use weft_zone::PrincipalKind;
 
 #[utoipa::path(get, path = "/api/v1/whoami", tag = "principals", responses((status = 200, body = WhoAmI)))]
 pub async fn whoami(State(s): State<Arc<AppState>>, Authed(c): Authed) -> ApiResult<Json<WhoAmI>> {
-    let groups = s.zone.group_names(&c).await?;
+    let groups = s.zone.access().group_names(&c).await?;
     Ok(Json(WhoAmI {
         user: c.name.to_string(),
         zone: s.zone.name().to_string(),
@@ -35,7 +35,8 @@ pub async fn list_users(
 ) -> ApiResult<Json<Vec<PrincipalWire>>> {
     Ok(Json(
         s.zone
-            .list_principals(&c, PrincipalKind::User)
+            .access()
+            .principals(&c, PrincipalKind::User)
             .await?
             .iter()
             .map(convert::principal)
@@ -52,6 +53,7 @@ pub async fn add_user(
 ) -> ApiResult<(StatusCode, Json<PrincipalWire>)> {
     let p = s
         .zone
+        .access()
         .add_user(&c, &PrincipalName::parse(&r.name)?, r.admin)
         .await?;
     Ok((StatusCode::CREATED, Json(convert::principal(&p))))
@@ -65,6 +67,7 @@ pub async fn remove_user(
     WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     s.zone
+        .access()
         .remove_principal(&c, &PrincipalName::parse(&name)?, PrincipalKind::User)
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -77,7 +80,8 @@ pub async fn list_groups(
 ) -> ApiResult<Json<Vec<PrincipalWire>>> {
     Ok(Json(
         s.zone
-            .list_principals(&c, PrincipalKind::Group)
+            .access()
+            .principals(&c, PrincipalKind::Group)
             .await?
             .iter()
             .map(convert::principal)
@@ -92,7 +96,11 @@ pub async fn add_group(
     Authed(c): Authed,
     WireJson(r): WireJson<NewGroup>,
 ) -> ApiResult<(StatusCode, Json<PrincipalWire>)> {
-    let p = s.zone.add_group(&c, &PrincipalName::parse(&r.name)?).await?;
+    let p = s
+        .zone
+        .access()
+        .add_group(&c, &PrincipalName::parse(&r.name)?)
+        .await?;
     Ok((StatusCode::CREATED, Json(convert::principal(&p))))
 }
 
@@ -104,6 +112,7 @@ pub async fn remove_group(
     WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
     s.zone
+        .access()
         .remove_principal(&c, &PrincipalName::parse(&name)?, PrincipalKind::Group)
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -118,6 +127,7 @@ pub async fn members(
 ) -> ApiResult<Json<Vec<PrincipalWire>>> {
     Ok(Json(
         s.zone
+            .access()
             .members(&c, &PrincipalName::parse(&name)?)
             .await?
             .iter()
@@ -134,6 +144,7 @@ pub async fn add_member(
     WirePath((group, user)): WirePath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     s.zone
+        .access()
         .edit_membership(
             &c,
             &PrincipalName::parse(&group)?,
@@ -152,6 +163,7 @@ pub async fn remove_member(
     WirePath((group, user)): WirePath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     s.zone
+        .access()
         .edit_membership(
             &c,
             &PrincipalName::parse(&group)?,
@@ -172,6 +184,7 @@ pub async fn create_token(
     let user = r.user.as_deref().map(PrincipalName::parse).transpose()?;
     let t = s
         .zone
+        .access()
         .create_token(&c, user.as_ref(), &r.label, r.ttl_seconds)
         .await?;
     Ok((
@@ -190,7 +203,7 @@ pub async fn list_tokens(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
 ) -> ApiResult<Json<Vec<TokenWire>>> {
-    let tokens = s.zone.tokens(&c).await?;
+    let tokens = s.zone.access().tokens(&c).await?;
     Ok(Json(
         tokens
             .into_iter()
@@ -215,7 +228,7 @@ pub async fn delete_token(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::new(ErrorCode::InvalidArgument, format!("{id:?} is not a token id")))?;
-    s.zone.delete_token(&c, id).await?;
+    s.zone.access().delete_token(&c, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -227,7 +240,13 @@ pub async fn list_acl(
     PathParam(p): PathParam,
 ) -> ApiResult<Json<Vec<AclWire>>> {
     Ok(Json(
-        s.zone.list_acl(&c, &p).await?.iter().map(convert::acl).collect(),
+        s.zone
+            .access()
+            .acl(&c, &p)
+            .await?
+            .iter()
+            .map(convert::acl)
+            .collect(),
     ))
 }
 
@@ -241,6 +260,7 @@ pub async fn set_acl(
 ) -> ApiResult<StatusCode> {
     let principal = PrincipalName::parse(&r.principal)?;
     s.zone
+        .access()
         .set_acl(&c, &p, &principal, Permission::parse(&r.permission)?, r.recursive)
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -253,7 +273,8 @@ pub async fn list_resources(
 ) -> ApiResult<Json<Vec<ResourceWire>>> {
     Ok(Json(
         s.zone
-            .list_resources(&c)
+            .resources()
+            .list(&c)
             .await?
             .iter()
             .map(convert::resource)
@@ -272,7 +293,8 @@ pub async fn add_resource(
     let kind = ResourceKind::parse(&r.kind)?;
     let info = s
         .zone
-        .add_resource(&c, &name, kind, &r.settings, &r.tier, r.default)
+        .resources()
+        .add(&c, &name, kind, &r.settings, &r.tier, r.default)
         .await?;
     Ok((StatusCode::CREATED, Json(convert::resource(&info))))
 }
@@ -284,6 +306,7 @@ pub async fn list_quotas(
 ) -> ApiResult<Json<Vec<QuotaWire>>> {
     Ok(Json(
         s.zone
+            .access()
             .quotas(&c)
             .await?
             .into_iter()
@@ -310,6 +333,7 @@ pub async fn set_quota(
     let principal = PrincipalName::parse(&q.principal)?;
     let resource = q.resource.as_deref().map(ResourceName::parse).transpose()?;
     s.zone
+        .access()
         .set_quota(&c, &principal, resource.as_ref(), q.max_bytes, q.max_objects)
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -326,7 +350,10 @@ pub async fn remove_quota(
 ) -> ApiResult<StatusCode> {
     let principal = PrincipalName::parse(&principal)?;
     let resource = q.get("resource").map(ResourceName::parse).transpose()?;
-    s.zone.remove_quota(&c, &principal, resource.as_ref()).await?;
+    s.zone
+        .access()
+        .remove_quota(&c, &principal, resource.as_ref())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -337,7 +364,10 @@ pub async fn remove_resource(
     Authed(c): Authed,
     WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
-    s.zone.remove_resource(&c, &ResourceName::parse(&name)?).await?;
+    s.zone
+        .resources()
+        .remove(&c, &ResourceName::parse(&name)?)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -366,7 +396,7 @@ pub async fn audit(
         before,
         limit: q.number::<u32>("limit")?.unwrap_or(100),
     };
-    let (entries, next) = s.zone.audit_log(&c, query).await?;
+    let (entries, next) = s.zone.access().audit_log(&c, query).await?;
     Ok(Json(Page {
         items: entries
             .into_iter()

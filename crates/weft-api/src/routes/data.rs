@@ -55,6 +55,7 @@ pub async fn put(
     let resource = resource_param(&q)?;
     let out = s
         .zone
+        .data()
         .put_stream(
             &c,
             weft_zone::Put {
@@ -112,6 +113,7 @@ pub async fn bundle(
     }
     let mut stored = s
         .zone
+        .data()
         .put_bundle(&c, items, header.overwrite, resource.as_ref())
         .await
         .into_iter();
@@ -186,6 +188,7 @@ pub async fn get(
     let ranged = headers.get(header::RANGE);
     let read = s
         .zone
+        .data()
         .read_with(&c, &p, |size| {
             ranged.map(|v| parse_range(v.as_bytes(), size)).transpose()
         })
@@ -296,7 +299,8 @@ pub async fn begin_upload(
     let resource = r.resource.as_deref().map(ResourceName::parse).transpose()?;
     let u = s
         .zone
-        .begin_upload(&c, &path, r.size, r.piece_size, resource.as_ref(), r.overwrite)
+        .uploads()
+        .begin(&c, &path, r.size, r.piece_size, resource.as_ref(), r.overwrite)
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -317,7 +321,7 @@ pub async fn upload_status(
     Authed(c): Authed,
     WirePath(id): WirePath<String>,
 ) -> ApiResult<Json<UploadStatus>> {
-    let (u, received) = s.zone.upload_status(&c, &id).await?;
+    let (u, received) = s.zone.uploads().status(&c, &id).await?;
     Ok(Json(UploadStatus {
         id: u.id,
         path: u.path.to_string(),
@@ -338,7 +342,11 @@ pub async fn upload_piece(
     WirePath((id, index)): WirePath<(String, u64)>,
     body: Body,
 ) -> ApiResult<Json<PieceReceipt>> {
-    let cv = s.zone.upload_piece(&c, &id, index, body_stream(body)).await?;
+    let cv = s
+        .zone
+        .uploads()
+        .put_piece(&c, &id, index, body_stream(body))
+        .await?;
     Ok(Json(PieceReceipt { index, cv }))
 }
 
@@ -351,7 +359,7 @@ pub async fn complete_upload(
     WireJson(r): WireJson<CompleteUpload>,
 ) -> ApiResult<(StatusCode, Json<NodeStat>)> {
     let expected = r.checksum.as_deref().map(Checksum::parse).transpose()?;
-    let out = s.zone.complete_upload(&c, &id, expected.as_ref()).await?;
+    let out = s.zone.uploads().complete(&c, &id, expected.as_ref()).await?;
     Ok((StatusCode::CREATED, Json(convert::node(&out.node))))
 }
 
@@ -362,7 +370,7 @@ pub async fn abort_upload(
     Authed(c): Authed,
     WirePath(id): WirePath<String>,
 ) -> ApiResult<StatusCode> {
-    s.zone.abort_upload(&c, &id).await?;
+    s.zone.uploads().abort(&c, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -375,10 +383,11 @@ pub async fn checksum(
     PathParam(p): PathParam,
     q: QueryPairs,
 ) -> ApiResult<Json<ChecksumReport>> {
-    let stat = s.zone.stat(&c, &p).await?;
+    let stat = s.zone.namespace().stat(&c, &p).await?;
     let checksum = stat.node.checksum.as_ref().map(|c| c.to_string());
     let checks = if q.flag("verify")? {
         s.zone
+            .data()
             .verify(&c, &p)
             .await?
             .into_iter()

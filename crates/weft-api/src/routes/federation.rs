@@ -20,7 +20,13 @@ pub async fn list_zones(
     Authed(c): Authed,
 ) -> ApiResult<Json<Vec<PeerZoneWire>>> {
     Ok(Json(
-        s.zone.zones(&c).await?.iter().map(convert::peer_zone).collect(),
+        s.zone
+            .federation()
+            .zones(&c)
+            .await?
+            .iter()
+            .map(convert::peer_zone)
+            .collect(),
     ))
 }
 
@@ -34,6 +40,7 @@ pub async fn add_zone(
     let name = ZoneName::parse(&z.name)?;
     let info = s
         .zone
+        .federation()
         .add_zone(&c, &name, &z.url, &z.secret, z.replace, z.insecure)
         .await?;
     Ok((StatusCode::CREATED, Json(convert::peer_zone(&info))))
@@ -46,7 +53,10 @@ pub async fn remove_zone(
     Authed(c): Authed,
     WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
-    s.zone.remove_zone(&c, &ZoneName::parse(&name)?).await?;
+    s.zone
+        .federation()
+        .remove_zone(&c, &ZoneName::parse(&name)?)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -57,7 +67,11 @@ pub async fn user_maps(
     Authed(c): Authed,
     WirePath(name): WirePath<String>,
 ) -> ApiResult<Json<Vec<UserMapWire>>> {
-    let maps = s.zone.user_maps(&c, &ZoneName::parse(&name)?).await?;
+    let maps = s
+        .zone
+        .federation()
+        .user_maps(&c, &ZoneName::parse(&name)?)
+        .await?;
     Ok(Json(
         maps.into_iter()
             .map(|(remote, local)| UserMapWire {
@@ -81,6 +95,7 @@ pub async fn map_user(
         PrincipalName::parse(&m.local_user)?,
     );
     s.zone
+        .federation()
         .map_user(&c, &ZoneName::parse(&name)?, &remote, &local)
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -94,6 +109,7 @@ pub async fn unmap_user(
     WirePath((name, user)): WirePath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     s.zone
+        .federation()
         .unmap_user(&c, &ZoneName::parse(&name)?, &PrincipalName::parse(&user)?)
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -107,6 +123,7 @@ pub async fn list_staging(
 ) -> ApiResult<Json<Vec<StagingAreaWire>>> {
     Ok(Json(
         s.zone
+            .transfers()
             .list_staging(&c)
             .await?
             .iter()
@@ -135,7 +152,11 @@ pub async fn add_staging(
             .map(|p| PrincipalName::parse(p))
             .collect::<Result<_, _>>()?,
     };
-    let info = s.zone.add_staging(&c, &spec, a.check.unwrap_or(true)).await?;
+    let info = s
+        .zone
+        .transfers()
+        .add_staging(&c, &spec, a.check.unwrap_or(true))
+        .await?;
     Ok((StatusCode::CREATED, Json(convert::staging(&info))))
 }
 
@@ -146,6 +167,9 @@ pub async fn remove_staging(
     Authed(c): Authed,
     WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
-    s.zone.remove_staging(&c, &StagingName::parse(&name)?).await?;
+    s.zone
+        .transfers()
+        .remove_staging(&c, &StagingName::parse(&name)?)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -21,7 +21,13 @@ pub async fn list(
     PathParam(p): PathParam,
 ) -> ApiResult<Json<Vec<AvuWire>>> {
     Ok(Json(
-        s.zone.list_meta(&c, &p).await?.iter().map(convert::avu).collect(),
+        s.zone
+            .namespace()
+            .list_meta(&c, &p)
+            .await?
+            .iter()
+            .map(convert::avu)
+            .collect(),
     ))
 }
 
@@ -33,7 +39,7 @@ pub async fn edit(
     PathParam(p): PathParam,
     WireJson(r): WireJson<MetaRequest>,
 ) -> ApiResult<StatusCode> {
-    s.zone.edit_meta(&c, &p, to_edit(&r)?).await?;
+    s.zone.namespace().edit_meta(&c, &p, to_edit(&r)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -66,7 +72,7 @@ pub async fn edit_many(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    s.zone.edit_meta_many(&c, &p, edits).await?;
+    s.zone.namespace().edit_meta_many(&c, &p, edits).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -134,7 +140,7 @@ pub async fn find(
         after_id,
         limit: q.number::<u32>("limit")?.unwrap_or(1000),
     };
-    let (items, next_cursor) = s.zone.find(&c, query).await?;
+    let (items, next_cursor) = s.zone.namespace().find(&c, query).await?;
     Ok(Json(Page {
         items: items.iter().map(convert::node).collect(),
         next_cursor,
@@ -150,5 +156,5 @@ pub async fn export_datacite(
     Authed(c): Authed,
     PathParam(p): PathParam,
 ) -> ApiResult<Json<serde_json::Value>> {
-    Ok(Json(s.zone.export_datacite(&c, &p).await?))
+    Ok(Json(s.zone.namespace().export_datacite(&c, &p).await?))
 }

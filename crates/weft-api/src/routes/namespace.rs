@@ -20,7 +20,7 @@ pub async fn stat(
     Authed(c): Authed,
     PathParam(p): PathParam,
 ) -> ApiResult<Json<NodeStat>> {
-    Ok(Json(convert::node_info(&s.zone.stat(&c, &p).await?)))
+    Ok(Json(convert::node_info(&s.zone.namespace().stat(&c, &p).await?)))
 }
 
 #[utoipa::path(get, path = "/api/v1/list/{path}", tag = "namespace",
@@ -35,7 +35,7 @@ pub async fn list(
     q: QueryPairs,
 ) -> ApiResult<Json<Page<NodeStat>>> {
     let limit = q.number::<u32>("limit")?.unwrap_or(1000);
-    let l = s.zone.list(&c, &p, q.get("cursor"), limit).await?;
+    let l = s.zone.namespace().list(&c, &p, q.get("cursor"), limit).await?;
     Ok(Json(Page {
         items: l.items.iter().map(convert::node).collect(),
         next_cursor: l.next_cursor,
@@ -51,7 +51,7 @@ pub async fn mkdir(
     PathParam(p): PathParam,
     q: QueryPairs,
 ) -> ApiResult<(StatusCode, Json<NodeStat>)> {
-    let n = s.zone.mkdir(&c, &p, q.flag("parents")?).await?;
+    let n = s.zone.namespace().mkdir(&c, &p, q.flag("parents")?).await?;
     Ok((StatusCode::CREATED, Json(convert::node(&n))))
 }
 
@@ -64,7 +64,7 @@ pub async fn remove(
     PathParam(p): PathParam,
     q: QueryPairs,
 ) -> ApiResult<StatusCode> {
-    s.zone.remove(&c, &p, q.flag("recursive")?).await?;
+    s.zone.namespace().remove(&c, &p, q.flag("recursive")?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -77,6 +77,7 @@ pub async fn rename(
 ) -> ApiResult<Json<NodeStat>> {
     let n = s
         .zone
+        .namespace()
         .rename(&c, &LogicalPath::parse(&r.from)?, &LogicalPath::parse(&r.to)?)
         .await?;
     Ok(Json(convert::node(&n)))
@@ -94,6 +95,7 @@ pub async fn copy(
     let to = LogicalPath::parse(&r.to)?;
     let out = s
         .zone
+        .data()
         .copy(&c, &from, &to, resource.as_ref(), r.overwrite)
         .await?;
     Ok((StatusCode::CREATED, Json(convert::node(&out.node))))

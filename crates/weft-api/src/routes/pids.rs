@@ -44,8 +44,8 @@ pub async fn mint(
     WireJson(r): WireJson<MintPidRequest>,
 ) -> ApiResult<(StatusCode, Json<PidWire>)> {
     let path = LogicalPath::parse(&r.path)?;
-    let had = s.zone.stat(&c, &path).await?.pid.is_some();
-    let info = s.zone.mint_pid(&c, &path).await?;
+    let had = s.zone.namespace().stat(&c, &path).await?.pid.is_some();
+    let info = s.zone.namespace().mint_pid(&c, &path).await?;
     let status = if had { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(wire(&info))))
 }
@@ -59,7 +59,10 @@ pub async fn resolve(
     WirePath((prefix, suffix)): WirePath<(String, String)>,
 ) -> ApiResult<Json<PidWire>> {
     Ok(Json(public(
-        &s.zone.resolve_pid(&format!("{prefix}/{suffix}")).await?,
+        &s.zone
+            .namespace()
+            .resolve_pid(&format!("{prefix}/{suffix}"))
+            .await?,
     )))
 }
 
@@ -71,7 +74,11 @@ pub async fn landing(
     headers: HeaderMap,
     WirePath((prefix, suffix)): WirePath<(String, String)>,
 ) -> ApiResult<Response> {
-    let info = s.zone.resolve_pid(&format!("{prefix}/{suffix}")).await?;
+    let info = s
+        .zone
+        .namespace()
+        .resolve_pid(&format!("{prefix}/{suffix}"))
+        .await?;
     let wants_html = headers
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())

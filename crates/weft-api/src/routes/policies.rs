@@ -100,7 +100,7 @@ fn qos(q: &QosInfo) -> QosWire {
 #[utoipa::path(get, path = "/api/v1/policies", tag = "policies",
     responses((status = 200, body = Vec<PolicyRuleWire>)))]
 pub async fn list(State(s): State<Arc<AppState>>, Authed(c): Authed) -> ApiResult<Json<Vec<PolicyRuleWire>>> {
-    Ok(Json(s.zone.policies(&c).await?.iter().map(rule).collect()))
+    Ok(Json(s.zone.policy().list(&c).await?.iter().map(rule).collect()))
 }
 
 #[utoipa::path(post, path = "/api/v1/policies", tag = "policies", request_body = PolicyRequest,
@@ -111,7 +111,7 @@ pub async fn apply(
     Authed(c): Authed,
     WireJson(r): WireJson<PolicyRequest>,
 ) -> ApiResult<(StatusCode, Json<Vec<PolicyRuleWire>>)> {
-    let rules = s.zone.apply_policies(&c, &r.source).await?;
+    let rules = s.zone.policy().apply(&c, &r.source).await?;
     Ok((StatusCode::CREATED, Json(rules.iter().map(rule).collect())))
 }
 
@@ -122,7 +122,7 @@ pub async fn remove(
     Authed(c): Authed,
     WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
-    s.zone.remove_policy(&c, &name).await?;
+    s.zone.policy().remove(&c, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -138,7 +138,7 @@ pub async fn try_rules(
         .as_deref()
         .ok_or_else(|| ApiError::new(ErrorCode::InvalidArgument, "name the path to test the rules on"))?;
     let path = LogicalPath::parse(path)?;
-    let tests = s.zone.test_policies(&c, &r.source, &path).await?;
+    let tests = s.zone.policy().test(&c, &r.source, &path).await?;
     Ok(Json(tests.iter().map(test).collect()))
 }
 
@@ -148,7 +148,9 @@ pub async fn rule_status(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
 ) -> ApiResult<Json<Vec<PolicyStatusWire>>> {
-    Ok(Json(s.zone.policy_status(&c).await?.iter().map(status).collect()))
+    Ok(Json(
+        s.zone.policy().status(&c).await?.iter().map(status).collect(),
+    ))
 }
 
 #[utoipa::path(post, path = "/api/v1/qos", tag = "qos", request_body = QosRequest,
@@ -159,7 +161,7 @@ pub async fn add_qos(
     WireJson(r): WireJson<QosRequest>,
 ) -> ApiResult<(StatusCode, Json<QosWire>)> {
     let path = LogicalPath::parse(&r.path)?;
-    let info = s.zone.add_qos(&c, &path, &r.expression).await?;
+    let info = s.zone.policy().add_qos(&c, &path, &r.expression).await?;
     Ok((StatusCode::CREATED, Json(qos(&info))))
 }
 
@@ -175,7 +177,9 @@ pub async fn list_qos(
         .get("path")
         .ok_or_else(|| ApiError::new(ErrorCode::InvalidArgument, "name a path: ?path=/ZONE/..."))?;
     let path = LogicalPath::parse(path)?;
-    Ok(Json(s.zone.qos(&c, &path).await?.iter().map(qos).collect()))
+    Ok(Json(
+        s.zone.policy().qos(&c, &path).await?.iter().map(qos).collect(),
+    ))
 }
 
 #[utoipa::path(delete, path = "/api/v1/qos/{id}", tag = "qos",
@@ -191,6 +195,6 @@ pub async fn remove_qos(
             format!("{id:?} is not a QoS requirement id"),
         )
     })?;
-    s.zone.remove_qos(&c, id).await?;
+    s.zone.policy().remove_qos(&c, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -40,7 +40,7 @@ pub async fn list_keys(
     q: QueryPairs,
 ) -> ApiResult<Json<Vec<S3KeyWire>>> {
     let user = q.get("user").map(PrincipalName::parse).transpose()?;
-    let keys = s.zone.list_s3_keys(&c, user.as_ref(), q.flag("all")?).await?;
+    let keys = s.zone.s3().keys(&c, user.as_ref(), q.flag("all")?).await?;
     Ok(Json(keys.into_iter().map(key).collect()))
 }
 
@@ -52,7 +52,7 @@ pub async fn create_key(
     WireJson(r): WireJson<NewS3Key>,
 ) -> ApiResult<(StatusCode, Json<S3KeyCreated>)> {
     let user = r.user.as_deref().map(PrincipalName::parse).transpose()?;
-    let k = s.zone.create_s3_key(&c, user.as_ref()).await?;
+    let k = s.zone.s3().create_key(&c, user.as_ref()).await?;
     Ok((
         StatusCode::CREATED,
         Json(S3KeyCreated {
@@ -72,7 +72,7 @@ pub async fn remove_key(
     Authed(c): Authed,
     WirePath(access_key): WirePath<String>,
 ) -> ApiResult<StatusCode> {
-    s.zone.remove_s3_key(&c, &access_key).await?;
+    s.zone.s3().remove_key(&c, &access_key).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -82,7 +82,7 @@ pub async fn list_buckets(
     State(s): State<Arc<AppState>>,
     Authed(c): Authed,
 ) -> ApiResult<Json<Vec<S3BucketWire>>> {
-    let buckets = s.zone.list_s3_buckets(&c).await?;
+    let buckets = s.zone.s3().buckets(&c).await?;
     Ok(Json(buckets.into_iter().map(bucket).collect()))
 }
 
@@ -94,7 +94,7 @@ pub async fn add_bucket(
     WireJson(r): WireJson<NewS3Bucket>,
 ) -> ApiResult<(StatusCode, Json<S3BucketWire>)> {
     let path = LogicalPath::parse(&r.path)?;
-    let b = s.zone.add_s3_bucket(&c, &r.name, &path, r.public_read).await?;
+    let b = s.zone.s3().add_bucket(&c, &r.name, &path, r.public_read).await?;
     Ok((StatusCode::CREATED, Json(bucket(b))))
 }
 
@@ -105,6 +105,6 @@ pub async fn remove_bucket(
     Authed(c): Authed,
     WirePath(name): WirePath<String>,
 ) -> ApiResult<StatusCode> {
-    s.zone.remove_s3_bucket(&c, &name).await?;
+    s.zone.s3().remove_bucket(&c, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

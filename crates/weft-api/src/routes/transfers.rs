@@ -44,8 +44,8 @@ pub async fn start(
     Authed(c): Authed,
     WireJson(r): WireJson<TransferRequest>,
 ) -> ApiResult<(StatusCode, Json<TransferWire>)> {
-    let record = s.zone.start_transfer(&c, spec(r)?).await?;
-    let info = s.zone.transfer(&c, &record.id).await?;
+    let record = s.zone.transfers().start(&c, spec(r)?).await?;
+    let info = s.zone.transfers().get(&c, &record.id).await?;
     Ok((StatusCode::CREATED, Json(convert::transfer(&info))))
 }
 
@@ -56,7 +56,7 @@ pub async fn plan(
     Authed(c): Authed,
     WireJson(r): WireJson<TransferRequest>,
 ) -> ApiResult<Json<TransferPlanWire>> {
-    let files = s.zone.plan_transfer(&c, &spec(r)?).await?;
+    let files = s.zone.transfers().plan(&c, &spec(r)?).await?;
     let moving: Vec<_> = files.iter().filter(|f| f.state != FileState::Skipped).collect();
     Ok(Json(TransferPlanWire {
         files_to_move: moving.len() as u64,
@@ -74,7 +74,7 @@ pub async fn list(
     q: QueryPairs,
 ) -> ApiResult<Json<Vec<TransferWire>>> {
     let limit = q.number::<u32>("limit")?.unwrap_or(50).min(1000);
-    let list = s.zone.transfers(&c, limit).await?;
+    let list = s.zone.transfers().list(&c, limit).await?;
     Ok(Json(list.iter().map(convert::transfer).collect()))
 }
 
@@ -86,7 +86,7 @@ pub async fn show(
     WirePath(id): WirePath<String>,
 ) -> ApiResult<Json<TransferWire>> {
     Ok(Json(convert::transfer(
-        &s.zone.transfer(&c, &TransferId::new(id)).await?,
+        &s.zone.transfers().get(&c, &TransferId::new(id)).await?,
     )))
 }
 
@@ -103,7 +103,8 @@ pub async fn files(
     let state = q.get("state").map(FileState::parse).transpose()?;
     let files = s
         .zone
-        .transfer_files(&c, &TransferId::new(id), state, q.number::<u64>("cursor")?, limit)
+        .transfers()
+        .files(&c, &TransferId::new(id), state, q.number::<u64>("cursor")?, limit)
         .await?;
     Ok(Json(files.iter().map(convert::transfer_file).collect()))
 }
@@ -115,7 +116,7 @@ pub async fn cancel(
     Authed(c): Authed,
     WirePath(id): WirePath<String>,
 ) -> ApiResult<StatusCode> {
-    s.zone.cancel_transfer(&c, &TransferId::new(id)).await?;
+    s.zone.transfers().cancel(&c, &TransferId::new(id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -127,8 +128,12 @@ pub async fn replicate(
     WireJson(r): WireJson<ReplicateRequest>,
 ) -> ApiResult<(StatusCode, Json<TransferWire>)> {
     let path = LogicalPath::parse(&r.path)?;
-    let record = s.zone.replicate(&c, &path, r.recursive, &r.target).await?;
-    let info = s.zone.transfer(&c, &record.id).await?;
+    let record = s
+        .zone
+        .transfers()
+        .replicate(&c, &path, r.recursive, &r.target)
+        .await?;
+    let info = s.zone.transfers().get(&c, &record.id).await?;
     Ok((StatusCode::CREATED, Json(convert::transfer(&info))))
 }
 
@@ -149,5 +154,7 @@ pub async fn trim(
             "name the replica to remove: ?from=ZONE or ?from=ZONE:RESOURCE",
         )
     })?;
-    Ok(Json(convert::replica(&s.zone.trim(&c, &p, from).await?)))
+    Ok(Json(convert::replica(
+        &s.zone.transfers().trim(&c, &p, from).await?,
+    )))
 }

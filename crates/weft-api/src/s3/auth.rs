@@ -19,7 +19,7 @@ pub(super) struct Keys {
 #[async_trait::async_trait]
 impl S3Auth for Keys {
     async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
-        match self.zone.s3_key_caller(access_key).await {
+        match self.zone.s3().key_caller(access_key).await {
             Ok(Some((secret, _))) => Ok(SecretKey::from(secret)),
             Ok(None) => Err(s3_error!(
                 InvalidAccessKeyId,
@@ -42,7 +42,8 @@ impl S3Access for Access {
             Some(c) => {
                 let found = self
                     .zone
-                    .s3_key_caller(&c.access_key)
+                    .s3()
+                    .key_caller(&c.access_key)
                     .await
                     .map_err(super::errors::from_weft)?;
                 found.ok_or_else(|| s3_error!(InvalidAccessKeyId))?.1
@@ -57,6 +58,7 @@ impl S3Access for Access {
                     ));
                 }
                 self.zone
+                    .s3()
                     .anonymous_caller()
                     .await
                     .map_err(super::errors::from_weft)?

@@ -37,7 +37,12 @@ impl Gateway {
         id: &str,
     ) -> S3Result<(LogicalPath, UploadRecord)> {
         let path = self.object_path(caller, bucket, key).await?;
-        let u = self.zone.multipart_of(caller, id).await.map_err(errors::upload)?;
+        let u = self
+            .zone
+            .uploads()
+            .multipart_of(caller, id)
+            .await
+            .map_err(errors::upload)?;
         if u.path != path {
             return Err(s3_error!(NoSuchUpload, "upload {id} is not of {bucket}/{key}"));
         }
@@ -62,6 +67,7 @@ impl Gateway {
         let s3 = serde_json::to_string(&pending).map_err(|e| s3_error!(InternalError, "{e}"))?;
         let u = self
             .zone
+            .uploads()
             .begin_multipart(&caller, &path, s3)
             .await
             .map_err(from_weft)?;
@@ -100,6 +106,7 @@ impl Gateway {
         let mut sums = None;
         let stored = self
             .zone
+            .uploads()
             .put_part(&caller, &i.upload_id, number, size.max(0) as u64, stream, || {
                 let d = digest.check()?;
                 sums = Some(d.checksums);
@@ -158,6 +165,7 @@ impl Gateway {
         };
         let read = self
             .zone
+            .data()
             .read(&caller, &from, Some(range.clone()))
             .await
             .map_err(from_weft)?;
@@ -176,6 +184,7 @@ impl Gateway {
         });
         let part = self
             .zone
+            .uploads()
             .put_part(
                 &caller,
                 &i.upload_id,
@@ -206,7 +215,7 @@ impl Gateway {
         let caller = caller(&req)?;
         let i = req.input;
         // Completed already (the client lost the answer and asks again): the same answer.
-        if let Some((path, etag)) = self.zone.recently_completed(&caller, &i.upload_id) {
+        if let Some((path, etag)) = self.zone.uploads().recently_completed(&caller, &i.upload_id) {
             if path == self.object_path(&caller, &i.bucket, &i.key).await? {
                 return Ok(S3Response::new(CompleteMultipartUploadOutput {
                     bucket: Some(i.bucket),
@@ -219,6 +228,7 @@ impl Gateway {
         let (_, u) = self.upload(&caller, &i.bucket, &i.key, &i.upload_id).await?;
         let (_, have) = self
             .zone
+            .uploads()
             .multipart_parts(&caller, &i.upload_id)
             .await
             .map_err(errors::upload)?;
@@ -277,6 +287,7 @@ impl Gateway {
         // What can fail before the completion begins fails with its own status.
         let meta: Vec<(String, String)> = pending.metadata.clone().into_iter().collect();
         self.zone
+            .uploads()
             .check_completion(&caller, &i.upload_id, &chosen, &meta)
             .await
             .map_err(errors::upload)?;
@@ -296,7 +307,8 @@ impl Gateway {
         let (bucket, key) = (i.bucket.clone(), i.key.clone());
         let actor = weft_zone::current_actor();
         let work = tokio::spawn(weft_zone::acting(actor, async move {
-            zone.complete_multipart(&caller, &id, &chosen, s3)
+            zone.uploads()
+                .complete_multipart(&caller, &id, &chosen, s3)
                 .await
                 .map_err(errors::upload)?;
             Ok(CompleteMultipartUploadOutput {
@@ -324,6 +336,7 @@ impl Gateway {
         let i = &req.input;
         self.upload(&caller, &i.bucket, &i.key, &i.upload_id).await?;
         self.zone
+            .uploads()
             .abort_multipart(&caller, &i.upload_id)
             .await
             .map_err(errors::upload)?;
@@ -339,6 +352,7 @@ impl Gateway {
         self.upload(&caller, &i.bucket, &i.key, &i.upload_id).await?;
         let (_, have) = self
             .zone
+            .uploads()
             .multipart_parts(&caller, &i.upload_id)
             .await
             .map_err(errors::upload)?;
@@ -386,6 +400,7 @@ impl Gateway {
         let max = i.max_uploads.unwrap_or(1000).clamp(1, 1000) as usize;
         let all = self
             .zone
+            .uploads()
             .multipart_uploads(&caller, &bucket, &prefix)
             .await
             .map_err(from_weft)?;

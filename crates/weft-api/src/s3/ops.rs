@@ -56,7 +56,8 @@ fn whole_seconds(ms: Millis) -> Timestamp {
 impl Gateway {
     pub(super) async fn bucket(&self, caller: &Caller, name: &str) -> S3Result<LogicalPath> {
         self.zone
-            .s3_bucket_path(caller, name)
+            .s3()
+            .bucket_path(caller, name)
             .await
             .map_err(errors::bucket)
     }
@@ -81,7 +82,8 @@ impl Gateway {
     pub(super) async fn readable_bucket(&self, caller: &Caller, name: &str) -> S3Result<LogicalPath> {
         let path = self.bucket(caller, name).await?;
         self.zone
-            .s3_head_bucket(caller, &path)
+            .s3()
+            .head_bucket(caller, &path)
             .await
             .map_err(errors::bucket)?;
         Ok(path)
@@ -94,7 +96,8 @@ impl Gateway {
         let max = q.max_keys.unwrap_or(1000).clamp(0, 1000) as usize;
         let page = self
             .zone
-            .s3_list(caller, &path, q.prefix, q.delimiter, q.after, max)
+            .s3()
+            .list(caller, &path, q.prefix, q.delimiter, q.after, max)
             .await
             .map_err(errors::bucket)?;
         let count = (page.objects.len() + page.prefixes.len()) as i32;
@@ -111,7 +114,7 @@ impl Gateway {
     }
 
     pub(super) async fn object(&self, caller: &Caller, path: &LogicalPath) -> S3Result<S3Object> {
-        self.zone.s3_object(caller, path).await.map_err(from_weft)
+        self.zone.s3().object(caller, path).await.map_err(from_weft)
     }
 }
 
@@ -238,7 +241,7 @@ impl S3 for Gateway {
         req: S3Request<ListBucketsInput>,
     ) -> S3Result<S3Response<ListBucketsOutput>> {
         let caller = caller(&req)?;
-        let buckets = self.zone.list_s3_buckets(&caller).await.map_err(from_weft)?;
+        let buckets = self.zone.s3().buckets(&caller).await.map_err(from_weft)?;
         Ok(S3Response::new(ListBucketsOutput {
             buckets: Some(
                 buckets
@@ -400,6 +403,7 @@ impl S3 for Gateway {
         } else {
             Some(
                 self.zone
+                    .data()
                     .read(&caller, &path, Some(want.clone()))
                     .await
                     .map_err(from_weft)?,
@@ -461,7 +465,8 @@ impl S3 for Gateway {
             }
             let path = key_path(&bucket, i.key.trim_end_matches('/'))?;
             self.zone
-                .s3_make_folder(&caller, &path)
+                .s3()
+                .make_folder(&caller, &path)
                 .await
                 .map_err(from_weft)?;
             return Ok(S3Response::new(PutObjectOutput {
@@ -489,6 +494,7 @@ impl S3 for Gateway {
         let mut checksums = None;
         let stored = self
             .zone
+            .data()
             .put_stream_with(&caller, put, stream, || {
                 let d = digest.check()?;
                 let etag = hex(&d.md5);
@@ -576,6 +582,7 @@ impl S3 for Gateway {
         // Onto itself too (a change of metadata): the bytes are copied and checked again.
         let copied = self
             .zone
+            .data()
             .copy_with(&caller, &from, &to, true, |node| {
                 // The source's ETag describes the bytes copied while they are still its.
                 if node.checksum != src.node.checksum {
@@ -694,13 +701,13 @@ impl S3 for Gateway {
 
 /// Deletes `key`: an object, or with a trailing `/` a folder. A key that is not there is
 /// deleted already (S3 answers 204 either way).
-async fn delete(zone: &Zone, caller: &Caller, bucket: &LogicalPath, key: &str) -> S3Result<()> {
+async fn delete(zone: &Arc<Zone>, caller: &Caller, bucket: &LogicalPath, key: &str) -> S3Result<()> {
     let path = key_path(bucket, key.trim_end_matches('/'))?;
     let removed = if is_folder(key) {
-        zone.s3_remove_folder(caller, &path).await
+        zone.s3().remove_folder(caller, &path).await
     } else {
-        match zone.s3_object(caller, &path).await {
-            Ok(_) => zone.remove(caller, &path, false).await,
+        match zone.s3().object(caller, &path).await {
+            Ok(_) => zone.namespace().remove(caller, &path, false).await,
             Err(e) => Err(e),
         }
     };

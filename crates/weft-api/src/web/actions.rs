@@ -36,7 +36,7 @@ where
 {
     match act.await {
         Ok((done, at)) => {
-            let kind = match s.zone.stat(&user.session.caller, &at).await {
+            let kind = match s.zone.namespace().stat(&user.session.caller, &at).await {
                 Ok(info) => info.node.kind,
                 // Gone from the user's sight (moved where they may not read): the
                 // collection it was posted from.
@@ -86,14 +86,15 @@ async fn edit_meta(
     match required(form, "op")? {
         "add" => {
             s.zone
+                .namespace()
                 .edit_meta(caller, path, MetaEdit::Add(avu(value, unit)))
                 .await?;
             Ok(Done::MetaAdded)
         }
         "remove" => {
-            let existing = s.zone.list_meta(caller, path).await?;
+            let existing = s.zone.namespace().list_meta(caller, path).await?;
             let edits = replace_row(&existing, &avu(value, unit), None)?;
-            s.zone.edit_meta_many(caller, path, edits).await?;
+            s.zone.namespace().edit_meta_many(caller, path, edits).await?;
             Ok(Done::MetaRemoved)
         }
         "edit" => {
@@ -102,9 +103,9 @@ async fn edit_meta(
             if old == new {
                 return Ok(Done::MetaChanged);
             }
-            let existing = s.zone.list_meta(caller, path).await?;
+            let existing = s.zone.namespace().list_meta(caller, path).await?;
             let edits = replace_row(&existing, &old, Some(new))?;
-            s.zone.edit_meta_many(caller, path, edits).await?;
+            s.zone.namespace().edit_meta_many(caller, path, edits).await?;
             Ok(Done::MetaChanged)
         }
         other => Err(Error::invalid(format!(
@@ -156,6 +157,7 @@ pub async fn acl(State(s): State<Arc<AppState>>, posted: Posted) -> Response {
         let permission = Permission::parse(required(form, "permission")?)?;
         let recursive = form.get("recursive") == Some("1");
         s.zone
+            .access()
             .set_acl(&user.session.caller, path, &principal, permission, recursive)
             .await?;
         let done = match permission {
@@ -171,7 +173,7 @@ pub async fn acl(State(s): State<Arc<AppState>>, posted: Posted) -> Response {
 pub async fn mint_pid(State(s): State<Arc<AppState>>, posted: Posted) -> Response {
     let Posted { user, path, form } = &posted;
     let act = async {
-        s.zone.mint_pid(&user.session.caller, path).await?;
+        s.zone.namespace().mint_pid(&user.session.caller, path).await?;
         Ok::<_, Error>((Done::Minted, path.clone()))
     };
     answer(&s, user, path, Part::Pid, form, act).await
@@ -184,8 +186,9 @@ pub async fn replicate(State(s): State<Arc<AppState>>, posted: Posted) -> Respon
     let act = async {
         let caller = &user.session.caller;
         let to = required(form, "to")?;
-        let kind = s.zone.stat(caller, path).await?.node.kind;
+        let kind = s.zone.namespace().stat(caller, path).await?.node.kind;
         s.zone
+            .transfers()
             .replicate(caller, path, kind == NodeKind::Collection, to)
             .await?;
         Ok::<_, Error>((Done::Replicating, path.clone()))
@@ -198,6 +201,7 @@ pub async fn trim(State(s): State<Arc<AppState>>, posted: Posted) -> Response {
     let Posted { user, path, form } = &posted;
     let act = async {
         s.zone
+            .transfers()
             .trim(&user.session.caller, path, required(form, "from")?)
             .await?;
         Ok::<_, Error>((Done::Trimmed, path.clone()))
@@ -214,7 +218,7 @@ pub async fn rename(State(s): State<Arc<AppState>>, posted: Posted) -> Response 
             return Err(protected(path));
         }
         let to = target(required(form, "into")?, required(form, "name")?, path)?;
-        s.zone.rename(&user.session.caller, path, &to).await?;
+        s.zone.namespace().rename(&user.session.caller, path, &to).await?;
         Ok::<_, Error>((Done::Moved, to))
     };
     answer(&s, user, path, Part::Move, form, act).await

@@ -24,13 +24,13 @@ pub fn router() -> Router<Arc<AppState>> {
 async fn render(s: &AppState, user: &WebUser, created: Option<&NewToken>) -> Result<Response, Error> {
     let caller = &user.session.caller;
     caller.require_admin("the administration page")?;
-    let users = s.zone.list_principals(caller, PrincipalKind::User).await?;
+    let users = s.zone.access().principals(caller, PrincipalKind::User).await?;
     let mut groups = Vec::new();
-    for g in s.zone.list_principals(caller, PrincipalKind::Group).await? {
-        let members = s.zone.members(caller, &g.name).await?;
+    for g in s.zone.access().principals(caller, PrincipalKind::Group).await? {
+        let members = s.zone.access().members(caller, &g.name).await?;
         groups.push((g, members));
     }
-    let tokens = s.zone.tokens(caller).await?;
+    let tokens = s.zone.access().tokens(caller).await?;
     let v = Admin {
         users: &users,
         groups: &groups,
@@ -93,6 +93,7 @@ pub async fn create_token(
     let ttl = days(form.get("days")).map_err(fail)?;
     let token = s
         .zone
+        .access()
         .create_token(caller, who.as_ref(), label, ttl)
         .await
         .map_err(fail)?;
@@ -112,7 +113,7 @@ pub async fn delete_token(
     let id: i64 = id
         .parse()
         .map_err(|_| fail(Error::invalid(format!("{id:?} is not a token id"))))?;
-    s.zone.delete_token(caller, id).await.map_err(fail)?;
+    s.zone.access().delete_token(caller, id).await.map_err(fail)?;
     Ok(Redirect::to("/admin").into_response())
 }
 

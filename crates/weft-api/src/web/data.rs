@@ -74,8 +74,8 @@ pub async fn show(
         return Ok(Redirect::to(&login::home_of(&s, &user.session.caller)).into_response());
     };
     let caller = &user.session.caller;
-    let info = s.zone.stat(caller, &path).await.map_err(fail)?;
-    let held = s.zone.permission(caller, &path).await.map_err(fail)?;
+    let info = s.zone.namespace().stat(caller, &path).await.map_err(fail)?;
+    let held = s.zone.access().permission(caller, &path).await.map_err(fail)?;
     let page_user = page_user(&s, &user);
     let crumbs = Crumbs::of(&path);
     match info.node.kind {
@@ -83,6 +83,7 @@ pub async fn show(
             let (order, after) = list_query(&q).map_err(fail)?;
             let listing = s
                 .zone
+                .namespace()
                 .list_in(caller, &path, order, after.as_ref(), PAGE)
                 .await
                 .map_err(fail)?;
@@ -175,6 +176,7 @@ pub async fn new_collection(State(s): State<Arc<AppState>>, posted: Posted) -> R
     }
     let path = paths::child(&parent, name).map_err(fail)?;
     s.zone
+        .namespace()
         .mkdir(&user.session.caller, &path, false)
         .await
         .map_err(fail)?;
@@ -189,7 +191,12 @@ pub async fn confirm_delete(
 ) -> Result<Response, WebError> {
     let fail = |e| WebError::of(&user, e);
     let path = named_path(&uri, "/delete", "nothing to delete").map_err(fail)?;
-    let info = s.zone.stat(&user.session.caller, &path).await.map_err(fail)?;
+    let info = s
+        .zone
+        .namespace()
+        .stat(&user.session.caller, &path)
+        .await
+        .map_err(fail)?;
     if info.node.kind == NodeKind::Collection && is_protected(&s, &path) {
         return Err(fail(protected(&path)));
     }
@@ -212,6 +219,7 @@ pub async fn delete(State(s): State<Arc<AppState>>, posted: Posted) -> Result<Re
         return Err(fail(protected(&path)));
     }
     s.zone
+        .namespace()
         .remove(&user.session.caller, &path, true)
         .await
         .map_err(fail)?;

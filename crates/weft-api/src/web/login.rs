@@ -108,7 +108,7 @@ pub async fn submit(State(s): State<Arc<AppState>>, headers: HeaderMap, form: Fo
     if token.is_empty() {
         return page_with(&s, next, "Paste an API token to sign in.", 400);
     }
-    match s.zone.open_session(token).await {
+    match s.zone.access().open_session(token).await {
         Ok(opened) => {
             let to = next.map_or_else(|| home_of(&s, &opened.caller), str::to_owned);
             let mut resp = Redirect::to(&to).into_response();
@@ -142,7 +142,7 @@ pub async fn logout(
                 .ok()
                 .flatten()
                 .unwrap_or_default();
-            if let Err(e) = s.zone.close_session(&secret).await {
+            if let Err(e) = s.zone.access().close_session(&secret).await {
                 return WebError::of(&user, e).into_response();
             }
             Redirect::to("/login").into_response()

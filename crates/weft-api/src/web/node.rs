@@ -79,20 +79,20 @@ async fn render(
     editing: Option<usize>,
 ) -> Result<Response, Error> {
     let caller = &user.session.caller;
-    let info = s.zone.stat(caller, path).await?;
-    let held = s.zone.permission(caller, path).await?;
-    let meta = s.zone.list_meta(caller, path).await?;
+    let info = s.zone.namespace().stat(caller, path).await?;
+    let held = s.zone.access().permission(caller, path).await?;
+    let meta = s.zone.namespace().list_meta(caller, path).await?;
     let acl = match held {
         Permission::Own => Some(acl_view(s, user, path).await?),
         _ => None,
     };
     let targets = if held >= Permission::Write {
-        s.zone.replica_targets(caller).await?
+        s.zone.namespace().replica_targets(caller).await?
     } else {
         Vec::new()
     };
     let distribution = match info.node.kind {
-        NodeKind::Collection => Some(s.zone.distribution(caller, path).await?),
+        NodeKind::Collection => Some(s.zone.namespace().distribution(caller, path).await?),
         NodeKind::Object => None,
     };
     let view = NodeView {
@@ -118,11 +118,11 @@ async fn render(
 /// read: a permission on a collection holds below it.
 async fn acl_view(s: &Arc<AppState>, user: &WebUser, path: &LogicalPath) -> Result<AclView, Error> {
     let caller = &user.session.caller;
-    let own = s.zone.list_acl(caller, path).await?;
+    let own = s.zone.access().acl(caller, path).await?;
     let mut inherited = Vec::new();
     let mut above = path.parent();
     while let Some(p) = above {
-        match s.zone.list_acl(caller, &p).await {
+        match s.zone.access().acl(caller, &p).await {
             Ok(entries) if !entries.is_empty() => inherited.push((p.clone(), entries)),
             Ok(_) => {}
             // What the user may not read of the collections above stays unshown.

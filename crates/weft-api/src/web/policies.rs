@@ -21,7 +21,7 @@ pub async fn page(State(s): State<Arc<AppState>>, user: WebUser) -> Result<Respo
     let caller = &user.session.caller;
     let rules = if caller.is_admin {
         let (rules, status) =
-            tokio::try_join!(s.zone.policies(caller), s.zone.policy_status(caller)).map_err(fail)?;
+            tokio::try_join!(s.zone.policy().list(caller), s.zone.policy().status(caller)).map_err(fail)?;
         Some((rules, status))
     } else {
         None
@@ -36,7 +36,7 @@ pub async fn page(State(s): State<Arc<AppState>>, user: WebUser) -> Result<Respo
             .and_then(|h| h.join(caller.name.as_str()))
             .map_err(fail)?
     };
-    let qos = s.zone.qos(caller, &scope).await.map_err(fail)?;
+    let qos = s.zone.policy().qos(caller, &scope).await.map_err(fail)?;
     let v = Policies {
         rules: rules.as_ref().map(|(r, st)| (r.as_slice(), st.as_slice())),
         qos: &qos,

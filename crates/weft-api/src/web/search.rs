@@ -97,7 +97,7 @@ pub async fn show(
     let (typed, after) = typed(&q).map_err(fail)?;
     let caller = &user.session.caller;
     // Reading the collection first: who may not gets the refusal page, not a form.
-    s.zone.stat(caller, &root).await.map_err(fail)?;
+    s.zone.namespace().stat(caller, &root).await.map_err(fail)?;
     let page_user = page_user(&s, &user);
     let crumbs = Crumbs::of(&root);
     let mut view = SearchView {
@@ -112,7 +112,7 @@ pub async fn show(
         return Ok(pages::search(&page_user, &crumbs, &view).into_response());
     }
     let found = match query(&root, &typed, after) {
-        Ok(fq) => s.zone.find(caller, fq).await,
+        Ok(fq) => s.zone.namespace().find(caller, fq).await,
         Err(e) => Err(e),
     };
     match found {

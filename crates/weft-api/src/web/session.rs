@@ -227,7 +227,7 @@ pub async fn resolve(headers: &HeaderMap, state: &Arc<AppState>) -> Result<Sessi
             "no session; log in, or send `Authorization: Bearer <token>`",
         )
     })?;
-    zone.session(&secret).await
+    zone.access().session(&secret).await
 }
 
 /// Whether `method` changes something, and so needs the CSRF token.

@@ -249,7 +249,7 @@ async fn signed_in(
         .as_str()
         .ok_or_else(|| unavailable(label, "its token answer has no access_token".into()))?;
     let login = s.oidc.verify(token).await?;
-    s.zone.open_oidc_session(&login).await
+    s.zone.access().open_oidc_session(&login).await
 }
 
 /// Issuer n's endpoints, from its discovery document (as the verifier keeps it, so that

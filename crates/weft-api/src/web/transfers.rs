@@ -90,9 +90,9 @@ pub async fn history(
     };
     let range = shown.range.unwrap_or(ThroughputRange::Hour);
     let (transfers, zone_map, throughput) = tokio::try_join!(
-        s.zone.transfer_history(caller, &filter),
-        s.zone.zone_map(caller),
-        s.zone.throughput(caller, range),
+        s.zone.transfers().history(caller, &filter),
+        s.zone.transfers().zone_map(caller),
+        s.zone.transfers().throughput(caller, range),
     )
     .map_err(fail)?;
     let next = (transfers.len() == PAGE as usize)
@@ -121,6 +121,7 @@ pub async fn history(
 pub async fn map_fragment(State(s): State<Arc<AppState>>, user: WebUser) -> Result<Response, WebError> {
     let m = s
         .zone
+        .transfers()
         .zone_map(&user.session.caller)
         .await
         .map_err(|e| WebError::of(&user, e))?;
@@ -156,10 +157,11 @@ pub async fn detail(
         })
         .transpose()
         .map_err(fail)?;
-    let info = s.zone.transfer(caller, &id).await.map_err(fail)?;
+    let info = s.zone.transfers().get(caller, &id).await.map_err(fail)?;
     let files = s
         .zone
-        .transfer_files(caller, &id, file_state, after, FILES_PAGE)
+        .transfers()
+        .files(caller, &id, file_state, after, FILES_PAGE)
         .await
         .map_err(fail)?;
     let next_files = (files.len() == FILES_PAGE as usize)
@@ -225,7 +227,8 @@ pub async fn start(
     let spec = spec_of(&form).map_err(fail)?;
     let record = s
         .zone
-        .start_transfer(&user.session.caller, spec)
+        .transfers()
+        .start(&user.session.caller, spec)
         .await
         .map_err(fail)?;
     Ok(Redirect::to(&format!("/transfers/{}", record.id)).into_response())
@@ -243,7 +246,8 @@ pub async fn cancel(
     user.check_csrf(&headers, &form).map_err(fail)?;
     let id = transfer_id(&id).map_err(fail)?;
     s.zone
-        .cancel_transfer(&user.session.caller, &id)
+        .transfers()
+        .cancel(&user.session.caller, &id)
         .await
         .map_err(fail)?;
     Ok(Redirect::to(&format!("/transfers/{id}")).into_response())

@@ -19,10 +19,13 @@ pub fn router() -> Router<Arc<AppState>> {
 pub async fn page(State(s): State<Arc<AppState>>, user: WebUser) -> Result<Response, WebError> {
     let fail = |e| WebError::of(&user, e);
     let caller = &user.session.caller;
-    let peers = s.zone.zones(caller).await.map_err(fail)?;
+    let peers = s.zone.federation().zones(caller).await.map_err(fail)?;
     let (resources, staging) = if caller.is_admin {
-        let (r, st) =
-            tokio::try_join!(s.zone.resource_space(caller), s.zone.staging_space(caller)).map_err(fail)?;
+        let (r, st) = tokio::try_join!(
+            s.zone.resources().space(caller),
+            s.zone.resources().staging_space(caller)
+        )
+        .map_err(fail)?;
         (Some(r), Some(st))
     } else {
         (None, None)

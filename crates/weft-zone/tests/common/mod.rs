@@ -1,6 +1,7 @@
 //! A zone opened in process on a temporary directory, and its callers.
 
 use std::path::Path;
+use std::sync::Arc;
 use weft_types::{LogicalPath, PrincipalName, ZoneName};
 use weft_zone::{Caller, Zone, ZoneConfig};
 
@@ -10,14 +11,14 @@ pub fn config(dir: &Path) -> ZoneConfig {
 }
 
 /// The existing user `name` as a caller.
-pub async fn caller(zone: &Zone, name: &str) -> Caller {
+pub async fn caller(zone: &Arc<Zone>, name: &str) -> Caller {
     let user = zone
         .catalog()
         .get_principal(&PrincipalName::parse(name).unwrap())
         .await
         .unwrap()
         .unwrap();
-    zone.caller_for(&user, &[]).await.unwrap()
+    zone.access().caller_for(&user, &[]).await.unwrap()
 }
 
 pub fn p(s: &str) -> LogicalPath {

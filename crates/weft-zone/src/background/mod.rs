@@ -1,0 +1,5 @@
+//! Background work: the one loop every worker runs in, and the leases that make each unit
+//! of work run on exactly one server of the zone.
+
+pub(crate) mod leases;
+pub(crate) mod worker;
