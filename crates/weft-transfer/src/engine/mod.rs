@@ -33,7 +33,7 @@ use crate::journal::Journal;
 use crate::side::Sides;
 use crate::spec::TransferSpec;
 use futures::{StreamExt, TryStreamExt};
-use progress::{Progress, FLUSH_EVERY};
+use progress::Progress;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -101,65 +101,22 @@ impl Engine {
         cancel: &AtomicBool,
         fresh: Option<Fresh>,
     ) -> Result<(), Error> {
-        let record = self
-            .journal
-            .entry(id)
-            .await?
-            .ok_or_else(|| Error::not_found(format_args!("transfer {id}")))?;
-        if !record.state.is_open() {
-            // Cancelled while queued: it ends as it is.
-            return Ok(());
-        }
-        let (planned, recorded) = match fresh {
-            Some(Fresh { files, recorded }) if record.files_total == 0 => (Some(files), Some(recorded)),
-            _ => (None, None),
+        let (planned, recorded) = match self.start(id, owner, spec, fresh).await? {
+            Start::Ended => return Ok(()),
+            Start::Journal => (None, None),
+            Start::Fresh(Fresh { files, recorded }) => (Some(files), Some(recorded)),
         };
-        if planned.is_none() && record.files_total == 0 {
-            match self.plan(owner, spec).await {
-                Ok(files) => self.journal.add_files(id, &files).await?,
-                Err(e) => {
-                    let why = format!("planning failed: {e}");
-                    return self
-                        .journal
-                        .set_state(id, TransferState::Failed, Some(&why))
-                        .await;
-                }
-            }
-        }
-        self.journal.set_state(id, TransferState::Active, None).await?;
-
         let progress = Progress::default();
         let made = Mutex::new(HashSet::new());
         // Recording a fresh plan failed: nothing moved can be recorded, so nothing more moves.
         let unrecorded = AtomicBool::new(false);
-        let record_plan = async {
-            let (Some(files), Some(recorded)) = (&planned, recorded) else {
-                return Ok(());
-            };
-            let outcome = self.journal.add_files(id, files).await;
-            if outcome.is_err() {
-                unrecorded.store(true, Ordering::SeqCst);
-            }
-            // The submitter may have gone: nobody to tell.
-            let _ = recorded.send(outcome.clone());
-            outcome
-        };
-        // The flusher is told to stop, never dropped: a flush cut off mid-transaction would
-        // lose its batch.
         let finished = tokio::sync::Notify::new();
         let flusher = async {
-            record_plan.await?;
-            loop {
-                let stop = tokio::select! {
-                    _ = tokio::time::sleep(FLUSH_EVERY) => false,
-                    _ = progress.full.notified() => false,
-                    _ = finished.notified() => true,
-                };
-                progress.flush(self.journal.as_ref(), id).await;
-                if stop {
-                    return Ok(());
-                }
+            if let (Some(files), Some(recorded)) = (&planned, recorded) {
+                self.record_plan(id, files, recorded, &unrecorded).await?;
             }
+            progress.flush_until(self.journal.as_ref(), id, &finished).await;
+            Ok(())
         };
         let units = match &planned {
             Some(files) => planned_units(files).left_stream(),
@@ -191,6 +148,67 @@ impl Engine {
         let (outcome, flushed): (Result<(), Error>, Result<(), Error>) = futures::join!(work, flusher);
         flushed?;
         outcome?;
+        self.finish(id, cancel).await
+    }
+
+    /// Takes transfer `id` from its journal entry to active, planning it first if no files
+    /// are recorded and none were handed over; a plan that fails fails the transfer.
+    async fn start(
+        &self,
+        id: &TransferId,
+        owner: &str,
+        spec: &TransferSpec,
+        fresh: Option<Fresh>,
+    ) -> Result<Start, Error> {
+        let record = self
+            .journal
+            .entry(id)
+            .await?
+            .ok_or_else(|| Error::not_found(format_args!("transfer {id}")))?;
+        if !record.state.is_open() {
+            // Cancelled while queued: it ends as it is.
+            return Ok(Start::Ended);
+        }
+        let start = match fresh {
+            Some(fresh) if record.files_total == 0 => Start::Fresh(fresh),
+            _ => Start::Journal,
+        };
+        if matches!(start, Start::Journal) && record.files_total == 0 {
+            match self.plan(owner, spec).await {
+                Ok(files) => self.journal.add_files(id, &files).await?,
+                Err(e) => {
+                    let why = format!("planning failed: {e}");
+                    self.journal
+                        .set_state(id, TransferState::Failed, Some(&why))
+                        .await?;
+                    return Ok(Start::Ended);
+                }
+            }
+        }
+        self.journal.set_state(id, TransferState::Active, None).await?;
+        Ok(start)
+    }
+
+    /// Records a fresh plan while its files move, and tells the submitter how that went.
+    async fn record_plan(
+        &self,
+        id: &TransferId,
+        files: &[TransferFile],
+        recorded: tokio::sync::oneshot::Sender<Result<(), Error>>,
+        unrecorded: &AtomicBool,
+    ) -> Result<(), Error> {
+        let outcome = self.journal.add_files(id, files).await;
+        if outcome.is_err() {
+            unrecorded.store(true, Ordering::SeqCst);
+        }
+        // The submitter may have gone: nobody to tell.
+        let _ = recorded.send(outcome.clone());
+        outcome
+    }
+
+    /// The transfer's end state once its files have run: cancelled, failed (saying how many
+    /// files did), or succeeded.
+    async fn finish(&self, id: &TransferId, cancel: &AtomicBool) -> Result<(), Error> {
         let counts = self.journal.counts(id).await?;
         let failed = counts
             .files_by_state
@@ -209,4 +227,14 @@ impl Engine {
             self.journal.set_state(id, TransferState::Succeeded, None).await
         }
     }
+}
+
+/// Where a run starts from.
+enum Start {
+    /// Nothing to run: the transfer was cancelled while queued, or its planning failed.
+    Ended,
+    /// The files recorded in the journal.
+    Journal,
+    /// A plan just made, recorded while its files move.
+    Fresh(Fresh),
 }

@@ -38,6 +38,41 @@ pub(super) struct Leg<'a> {
     pub(super) dst_at: &'a Endpoint,
 }
 
+/// One attempt at a large file's pieces: where they go and how.
+struct Upload<'a> {
+    leg: Leg<'a>,
+    /// The destination's id of the write.
+    id: String,
+    size: u64,
+    count: u64,
+    /// Whether the pieces are hashed here, because the destination does not check the
+    /// source's record itself.
+    hash: bool,
+    progress: &'a Progress,
+    cancel: &'a AtomicBool,
+}
+
+/// A file's resume point and the file, updated by its pieces as they arrive.
+type Shared = Mutex<(Resume, TransferFile)>;
+
+/// Forgets what was sent of a large file: its upload is gone or of no use.
+fn start_over(f: &mut TransferFile) {
+    f.resume = None;
+    f.bytes_done = 0;
+}
+
+fn cancelled_error() -> Error {
+    Error::new(ErrorCode::Conflict, "cancelled")
+}
+
+/// The destination lost the upload of `at` (it restarted): the file is sent again.
+fn lost_upload(at: &Endpoint, e: &Error) -> Error {
+    Error::new(
+        ErrorCode::StorageUnavailable,
+        format!("the destination lost the upload of {at} ({e}); starting it again"),
+    )
+}
+
 /// What passed through a piece's stream: its length, its digest once whole, and the
 /// source's own failure if it had one.
 #[derive(Default)]
@@ -115,12 +150,46 @@ impl Engine {
         progress: &Progress,
         cancel: &AtomicBool,
     ) -> Result<Checksum, Failed> {
-        let Leg {
-            src,
-            src_at,
-            dst,
-            dst_at,
-        } = *leg;
+        // The checksum `complete` is given: the source's record when the destination
+        // verifies it (the pieces are then not hashed here), else what the pieces hash to.
+        let trusted = f.checksum.clone().filter(|_| leg.dst.verifies_writes());
+        let (resume, id) = self.open_upload(f, leg, progress).await?;
+        let up = Upload {
+            leg: *leg,
+            id,
+            size: f.size,
+            count: self.piece.count(f.size),
+            hash: trusted.is_none(),
+            progress,
+            cancel,
+        };
+        let resume = match self.send_pieces(&up, spec.streams as usize, f, resume).await {
+            Ok(resume) => resume,
+            Err(e) => return Err(self.pieces_failed(&up, f, e).await),
+        };
+        let sum = match trusted {
+            Some(known) => known,
+            None => self.pieces_checksum(&up, f, &resume).await?,
+        };
+        if cancel.load(Ordering::SeqCst) {
+            // Every piece arrived, but the transfer was cancelled meanwhile: nothing of it
+            // becomes visible.
+            leg.dst.abort(&up.id).await;
+            start_over(f);
+            return Err(cancelled_error().into());
+        }
+        self.finish_upload(&up, f, sum).await
+    }
+
+    /// The file's upload at the destination and the pieces it holds: the one its resume
+    /// point names (unless of another piece size), or a new one, recorded at once so that
+    /// a restart finds it.
+    async fn open_upload(
+        &self,
+        f: &mut TransferFile,
+        leg: &Leg<'_>,
+        progress: &Progress,
+    ) -> Result<(Resume, String), Error> {
         let mut resume: Resume = f
             .resume
             .as_deref()
@@ -128,127 +197,140 @@ impl Engine {
             .filter(|r: &Resume| r.piece == self.piece.get())
             .unwrap_or_default();
         resume.piece = self.piece.get();
-        // The checksum `complete` is given: the source's record when the destination
-        // verifies it (the pieces are then not hashed here), else what the pieces hash to.
-        let known = f.checksum.clone();
-        let trusted = known.filter(|_| dst.verifies_writes());
-        let hash = trusted.is_none();
-        let upload = match &resume.upload {
-            Some(u) => u.clone(),
-            None => {
-                resume.done.clear();
-                let u = dst.begin(dst_at, f.size, self.piece).await?;
-                resume.upload = Some(u.clone());
-                f.resume = serde_json::to_string(&resume).ok();
-                progress.update(f);
-                u
-            }
-        };
-        let count = self.piece.count(f.size);
-        let todo: Vec<u64> = (0..count).filter(|i| !resume.done.contains_key(i)).collect();
-        let size = f.size;
+        if let Some(id) = resume.upload.clone() {
+            return Ok((resume, id));
+        }
+        resume.done.clear();
+        let id = leg.dst.begin(leg.dst_at, f.size, self.piece).await?;
+        resume.upload = Some(id.clone());
+        f.resume = serde_json::to_string(&resume).ok();
+        progress.update(f);
+        Ok((resume, id))
+    }
+
+    /// Sends the pieces not done, `streams` at a time; the resume point with those sent
+    /// added. A failed piece does not stop the others: what they sent is kept for the next
+    /// attempt. The first failure is returned.
+    async fn send_pieces(
+        &self,
+        up: &Upload<'_>,
+        streams: usize,
+        f: &mut TransferFile,
+        resume: Resume,
+    ) -> Result<Resume, Error> {
+        let todo: Vec<u64> = (0..up.count).filter(|i| !resume.done.contains_key(i)).collect();
         let shared = Mutex::new((resume, f.clone()));
         let results = futures::stream::iter(todo)
-            .map(|index| {
-                let upload = &upload;
-                let shared = &shared;
-                async move {
-                    if cancel.load(Ordering::SeqCst) {
-                        return Err(Error::new(ErrorCode::Conflict, "cancelled"));
-                    }
-                    let range = self.piece.range(index, size);
-                    let moved = self.retrying(dst_at, index, || {
-                        self.move_piece(leg, upload, index, range.clone(), hash)
-                    });
-                    // A piece in flight stops at a cancel too (on a slow link it could take
-                    // long): the upload it belongs to is dropped below.
-                    let digest = tokio::select! {
-                        d = moved => d?,
-                        () = cancelled(cancel) => return Err(Error::new(ErrorCode::Conflict, "cancelled")),
-                    };
-                    let mut guard = shared.lock().expect("not poisoned");
-                    let (resume, file) = &mut *guard;
-                    // A file of one piece is known by its root, not by a chaining value.
-                    let kept = digest.map(|d| match (count, d.root_if_whole) {
-                        (1, Some(root)) => root,
-                        _ => d.cv,
-                    });
-                    let cv = kept.map(|v| blake3::Hash::from_bytes(v).to_hex().to_string());
-                    resume.done.insert(index, cv.unwrap_or_default());
-                    file.bytes_done += range.end - range.start;
-                    file.resume = serde_json::to_string(&*resume).ok();
-                    progress.update(file);
-                    Ok(())
-                }
-            })
-            .buffer_unordered(spec.streams as usize)
+            .map(|index| self.send_piece(up, &shared, index))
+            .buffer_unordered(streams)
             .collect::<Vec<Result<(), Error>>>()
             .await;
         let (resume, file) = shared.into_inner().expect("not poisoned");
         *f = file;
-        if let Some(e) = results.into_iter().find_map(Result::err) {
-            if cancel.load(Ordering::SeqCst) {
-                // A cancelled transfer is not resumed: what the destination staged for
-                // this file goes now rather than when its idle sweep finds it.
-                dst.abort(&upload).await;
-                f.resume = None;
-                f.bytes_done = 0;
-                return Err(e.into());
-            }
-            if e.code == ErrorCode::NotFound {
-                if matches!(src.stat(src_at).await, Ok(None)) {
-                    // The source is gone: that is permanent. Drop the upload opened for it.
-                    dst.abort(&upload).await;
-                    f.resume = None;
-                    f.bytes_done = 0;
-                    return Err(e.into());
-                }
-                // The destination lost the upload (restarted): start this file over.
-                f.resume = None;
-                f.bytes_done = 0;
-                return Err(Error::new(
-                    ErrorCode::StorageUnavailable,
-                    format!("the destination lost the upload of {dst_at} ({e}); starting it again"),
-                )
-                .into());
-            }
-            return Err(e.into());
+        match results.into_iter().find_map(Result::err) {
+            Some(e) => Err(e),
+            None => Ok(resume),
         }
-        let sum = match trusted {
-            Some(known) => known,
-            None => {
-                let digests = resume
-                    .done
-                    .values()
-                    .map(|cv| {
-                        blake3::Hash::from_hex(cv).map(|h| PieceDigest {
-                            cv: *h.as_bytes(),
-                            root_if_whole: (count == 1).then_some(*h.as_bytes()),
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-                    .ok()
-                    .ok_or_else(|| Error::internal(format!("bad resume record of {src_at}")))?;
-                let sum = ChunkedBlake3::combine(self.piece, f.size, &digests)?;
-                if let Err(e) = check_source(src_at, f.checksum.as_ref(), &sum) {
-                    // Pieces that hash to something else are of no use to a retry.
-                    dst.abort(&upload).await;
-                    f.resume = None;
-                    f.bytes_done = 0;
-                    return Err(e);
-                }
-                sum
-            }
+    }
+
+    /// One piece, retried on its own, then recorded in the file's resume point.
+    async fn send_piece(&self, up: &Upload<'_>, shared: &Shared, index: u64) -> Result<(), Error> {
+        if up.cancel.load(Ordering::SeqCst) {
+            return Err(cancelled_error());
+        }
+        let range = self.piece.range(index, up.size);
+        let moved = self.retrying(up.leg.dst_at, index, || {
+            self.move_piece(&up.leg, &up.id, index, range.clone(), up.hash)
+        });
+        // A piece in flight stops at a cancel too (on a slow link it could take long): the
+        // upload it belongs to is dropped by `pieces_failed`.
+        let digest = tokio::select! {
+            d = moved => d?,
+            () = cancelled(up.cancel) => return Err(cancelled_error()),
         };
-        if cancel.load(Ordering::SeqCst) {
-            // Every piece arrived, but the transfer was cancelled meanwhile: nothing of it
-            // becomes visible.
-            dst.abort(&upload).await;
-            f.resume = None;
-            f.bytes_done = 0;
-            return Err(Error::new(ErrorCode::Conflict, "cancelled").into());
+        let mut guard = shared.lock().expect("not poisoned");
+        let (resume, file) = &mut *guard;
+        // A file of one piece is known by its root, not by a chaining value.
+        let kept = digest.map(|d| match (up.count, d.root_if_whole) {
+            (1, Some(root)) => root,
+            _ => d.cv,
+        });
+        let cv = kept.map(|v| blake3::Hash::from_bytes(v).to_hex().to_string());
+        resume.done.insert(index, cv.unwrap_or_default());
+        file.bytes_done += range.end - range.start;
+        file.resume = serde_json::to_string(&*resume).ok();
+        up.progress.update(file);
+        Ok(())
+    }
+
+    /// What a failed piece means for its file.
+    async fn pieces_failed(&self, up: &Upload<'_>, f: &mut TransferFile, e: Error) -> Failed {
+        let Leg {
+            src,
+            src_at,
+            dst,
+            dst_at,
+        } = up.leg;
+        if up.cancel.load(Ordering::SeqCst) {
+            // A cancelled transfer is not resumed: what the destination staged for
+            // this file goes now rather than when its idle sweep finds it.
+            dst.abort(&up.id).await;
+            start_over(f);
+            return e.into();
         }
-        match dst.complete(&upload, &sum).await {
+        if e.code != ErrorCode::NotFound {
+            return e.into();
+        }
+        if matches!(src.stat(src_at).await, Ok(None)) {
+            // The source is gone: that is permanent. Drop the upload opened for it.
+            dst.abort(&up.id).await;
+            start_over(f);
+            return e.into();
+        }
+        // The destination lost the upload (restarted): start this file over.
+        start_over(f);
+        lost_upload(dst_at, &e).into()
+    }
+
+    /// What the pieces hash to together, checked against the source's record. Pieces that
+    /// hash to something else are of no use to a retry: their upload is dropped.
+    async fn pieces_checksum(
+        &self,
+        up: &Upload<'_>,
+        f: &mut TransferFile,
+        resume: &Resume,
+    ) -> Result<Checksum, Failed> {
+        let src_at = up.leg.src_at;
+        let digests = resume
+            .done
+            .values()
+            .map(|cv| {
+                blake3::Hash::from_hex(cv).map(|h| PieceDigest {
+                    cv: *h.as_bytes(),
+                    root_if_whole: (up.count == 1).then_some(*h.as_bytes()),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .ok()
+            .ok_or_else(|| Error::internal(format!("bad resume record of {src_at}")))?;
+        let sum = ChunkedBlake3::combine(self.piece, f.size, &digests)?;
+        if let Err(e) = check_source(src_at, f.checksum.as_ref(), &sum) {
+            up.leg.dst.abort(&up.id).await;
+            start_over(f);
+            return Err(e);
+        }
+        Ok(sum)
+    }
+
+    /// Makes the file visible once the destination has checked the whole against `sum`.
+    async fn finish_upload(
+        &self,
+        up: &Upload<'_>,
+        f: &mut TransferFile,
+        sum: Checksum,
+    ) -> Result<Checksum, Failed> {
+        let (dst, dst_at) = (up.leg.dst, up.leg.dst_at);
+        match dst.complete(&up.id, &sum).await {
             Ok(()) => Ok(sum),
             Err(e) if e.code == ErrorCode::NotFound => {
                 // The upload is gone: an earlier `complete` went through and only its answer
@@ -259,17 +341,11 @@ impl Engine {
                         return Ok(sum);
                     }
                 }
-                f.resume = None;
-                f.bytes_done = 0;
-                Err(Error::new(
-                    ErrorCode::StorageUnavailable,
-                    format!("the destination lost the upload of {dst_at} ({e}); starting it again"),
-                )
-                .into())
+                start_over(f);
+                Err(lost_upload(dst_at, &e).into())
             }
             Err(e) if e.code == ErrorCode::ChecksumMismatch => {
-                f.resume = None;
-                f.bytes_done = 0;
+                start_over(f);
                 Err(e.into())
             }
             Err(e) => Err(e.into()),

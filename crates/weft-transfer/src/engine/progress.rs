@@ -6,13 +6,14 @@ use crate::journal::Journal;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
+use tokio::sync::Notify;
 use weft_types::{TransferFile, TransferId};
 
 /// How often progress is written back to the journal (one transaction per flush), and after
 /// how many changed files at the latest: the last flush is on the way to the transfer's
 /// end, so a longer interval shows as a tail on trees of small files (measured:
 /// docs/PERFORMANCE.md, "Measurements behind the design").
-pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(300);
+const FLUSH_EVERY: Duration = Duration::from_millis(300);
 const FLUSH_FILES: usize = 512;
 
 /// File states changed since the last flush, written back in one transaction.
@@ -20,7 +21,7 @@ const FLUSH_FILES: usize = 512;
 pub(super) struct Progress {
     changed: Mutex<HashMap<u64, TransferFile>>,
     /// Told when FLUSH_FILES files wait.
-    pub(super) full: tokio::sync::Notify,
+    full: Notify,
 }
 
 impl Progress {
@@ -32,7 +33,24 @@ impl Progress {
         }
     }
 
-    pub(super) async fn flush(&self, journal: &dyn Journal, id: &TransferId) {
+    /// Flushes every [`FLUSH_EVERY`], and as soon as [`FLUSH_FILES`] files wait, until
+    /// `finished`, then once more. It is told to stop, never dropped: a flush cut off
+    /// mid-transaction would lose its batch.
+    pub(super) async fn flush_until(&self, journal: &dyn Journal, id: &TransferId, finished: &Notify) {
+        loop {
+            let stop = tokio::select! {
+                _ = tokio::time::sleep(FLUSH_EVERY) => false,
+                _ = self.full.notified() => false,
+                _ = finished.notified() => true,
+            };
+            self.flush(journal, id).await;
+            if stop {
+                return;
+            }
+        }
+    }
+
+    async fn flush(&self, journal: &dyn Journal, id: &TransferId) {
         let batch: Vec<TransferFile> = {
             let mut changed = self.changed.lock().expect("not poisoned");
             changed.drain().map(|(_, f)| f).collect()
