@@ -20,6 +20,8 @@
 
 mod bundle;
 mod check;
+#[cfg(test)]
+mod fault_tests;
 mod file;
 mod pieces;
 mod plan;

@@ -13,7 +13,7 @@ const PAGE: u32 = 1000;
 /// tree of small files pays a round trip per bundle, not per file.
 const BUNDLE_FILE_MAX: u64 = 1 << 20;
 /// At most this many files, and this many bytes, per bundle (memory per bundle in flight).
-const BUNDLE_FILES: usize = 64;
+pub(super) const BUNDLE_FILES: usize = 64;
 const BUNDLE_BYTES: u64 = 8 << 20;
 
 /// What the engine runs at once: a bundle of small files, or one larger file.
