@@ -17,6 +17,8 @@ mod engine;
 mod journal;
 mod side;
 mod spec;
+#[cfg(test)]
+mod testing;
 
 pub use engine::{Engine, Fresh, RetryPolicy};
 pub use journal::{Journal, JournalEntry};
