@@ -5,7 +5,7 @@ The crate edges are exactly those of the table below (all downward: a new edge i
 decision, recorded here and in ARCHITECTURE.md; an edge no longer used is taken out);
 only weft-storage imports OpenDAL; only weft-catalog imports sqlx; the client commands of
 the binary never reach past weft-client; the modules of weft-zone import each other
-without a cycle.
+without a cycle, and its area folders reach each other only as the area table says.
 """
 import pathlib
 import re
@@ -132,6 +132,58 @@ def module_cycles(src):
 
 for cycle in module_cycles(ROOT / "crates/weft-zone/src"):
     errors.append("weft-zone: modules import each other in a cycle: " + " -> ".join(cycle))
+
+# The areas of weft-zone, as crates are above: which area may reach which, by a path
+# (`crate::data::..`) or through the other's handle (`self.zone.data().put(..)`), exactly.
+# Use cases call downward (s3 -> namespace -> access); the arrows back are named.
+ZONE_AREAS = {
+    "background": set(),
+    # Who a peer's user is here: federation maps remote principals.
+    "access": {"federation"},
+    "resources": {
+        # A resource added or removed may fulfil or break QoS: the engine is woken.
+        "policy",
+        # Staging areas' space is shown beside the resources'.
+        "transfers",
+    },
+    # Removing an object deletes its replicas in peer zones through the transfer side.
+    "namespace": {"access", "resources", "transfers"},
+    "data": {"access", "resources", "namespace", "background", "s3",
+             # Reads and verification of replicas kept in peer zones.
+             "transfers"},
+    "uploads": {"access", "resources", "data", "background", "s3"},
+    "s3": {"access", "namespace"},
+    # A peer added or removed changes the places QoS may use and the replica areas.
+    "federation": {"access", "policy", "transfers"},
+    "transfers": {"access", "resources", "namespace", "data", "uploads", "federation", "background",
+                  # A transfer's end may fulfil a QoS requirement: the engine is woken.
+                  "policy"},
+    "policy": {"namespace", "transfers", "background"},
+}
+
+
+def area_edges(src):
+    """For each area folder of `src`, the other areas its code names by path or handle."""
+    found = {}
+    for area in ZONE_AREAS:
+        used = set()
+        for f in sorted((src / area).rglob("*.rs")):
+            code = code_only(f.read_text())
+            used.update(re.findall(r"\bcrate::(\w+)", code))
+            used.update(re.findall(r"\.(\w+)\(\)\.", code))
+        found[area] = {u for u in used if u in ZONE_AREAS and u != area}
+    return found
+
+
+zone_src = ROOT / "crates/weft-zone/src"
+folders = {d.name for d in zone_src.iterdir() if d.is_dir()}
+for extra in sorted(folders - set(ZONE_AREAS)):
+    errors.append(f"weft-zone/src/{extra}: a folder not in the area table of scripts/check-layers.py")
+for area, used in area_edges(zone_src).items():
+    for u in sorted(used - ZONE_AREAS[area]):
+        errors.append(f"weft-zone: {area} reaches {u}, which is not in its row of the area table")
+    for u in sorted(ZONE_AREAS[area] - used):
+        errors.append(f"weft-zone: {area} no longer reaches {u}: take it out of the area table")
 
 if errors:
     print("layering violations:", *errors, sep="\n  ", file=sys.stderr)

@@ -1,6 +1,16 @@
-//! Use cases of one zone and its composition root [`Zone`]. Everything the API offers is a
-//! method here taking the authenticated [`Caller`]; permission checks happen here, once,
-//! so that every interface (REST today, peer zones later) gets the same rules.
+//! Use cases of one zone and its composition root [`Zone`]. Every use case is a method of
+//! an area's handle, borrowed from the zone (`zone.s3().list(..)`, `zone.transfers().start(..)`),
+//! taking the [`Caller`] decided at the door; permission checks happen here, once, so that
+//! every interface (REST, S3, the web interface, peer zones) gets the same rules.
+//!
+//! The areas are folders: `access/` (callers, principals, sessions, OIDC, quotas, audit),
+//! `namespace/` (the tree, metadata, DataCite, distribution, PIDs), `data/` (puts, reads,
+//! copies, group commit, orphans), `uploads/` (in pieces, S3 multipart, their sweep),
+//! `s3/`, `transfers/` (queue, replication, scrubber, staging, throughput, the engine's
+//! sides), `federation/`, `policy/` (rules, engine, QoS), `resources/`; `background/` runs
+//! the workers under leases. Which area may reach which is a table in
+//! `scripts/check-layers.py`.
+
 mod access;
 mod background;
 mod bootstrap;
