@@ -8,15 +8,16 @@
 //! (`Metadata`), `acl` (`Access`), `policy` (`Policies`), `leases` (`Leases`), `quotas` (`Quotas`), `uploads` (`Uploads`), `web_sessions` (`WebSessions`), `throughput` (`Throughput`) and `audit` (`Audit`; and the
 //! audit rows every change writes in its transaction).
 
-mod acl;
+mod access;
 pub(crate) mod audit;
 mod batch;
+mod federation;
 mod leases;
-mod meta;
+mod metadata;
 mod namespace;
 mod own;
 mod pids;
-mod policy;
+mod policies;
 mod principals;
 mod quota_guard;
 mod quotas;
@@ -30,7 +31,6 @@ mod throughput;
 mod transfers;
 mod uploads;
 mod web_sessions;
-mod zones;
 
 use crate::{Avu, Catalog, Dialect};
 use async_trait::async_trait;
@@ -464,12 +464,12 @@ impl SqlCatalog {
     /// Adds many AVUs in one transaction (bulk metadata import). All or nothing; unlike
     /// [`Catalog::add_avu`] it does not check for duplicate triples.
     pub async fn add_avus(&self, items: &[(i64, Avu)]) -> Result<(), Error> {
-        meta::add_avus(self, items).await
+        metadata::add_avus(self, items).await
     }
 
     /// The query plans of the lookups a metadata add and set make on `node_id`.
     pub async fn explain_avu_edits(&self, node_id: i64) -> Result<String, Error> {
-        meta::explain_avu_edits(self, node_id).await
+        metadata::explain_avu_edits(self, node_id).await
     }
 
     /// The query plan of a permission check of `path` for `principal_ids`.
@@ -478,7 +478,7 @@ impl SqlCatalog {
         path: &LogicalPath,
         principal_ids: &[i64],
     ) -> Result<String, Error> {
-        acl::explain_permission(self, path, principal_ids).await
+        access::explain_permission(self, path, principal_ids).await
     }
 
     pub(crate) fn pool(&self) -> &AnyPool {

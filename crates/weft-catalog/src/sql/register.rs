@@ -395,7 +395,7 @@ fn rest(
     }
     if last {
         let written: Vec<(i64, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
-        super::policy::push_events(&mut batch, "written", &written);
+        super::policies::push_events(&mut batch, "written", &written);
         super::audit::push_puts(&mut batch, objects, overwrote);
     }
     batch

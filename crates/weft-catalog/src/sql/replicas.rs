@@ -402,7 +402,7 @@ async fn record_at_node(
     node_id: i64,
     detail: String,
 ) -> Result<(), Error> {
-    let path = super::meta::node_path(tx, node_id).await?;
+    let path = super::metadata::node_path(tx, node_id).await?;
     audit::record(tx, "replica", Some(&path), detail).await
 }
 

@@ -245,7 +245,7 @@ impl S3Gateway for SqlCatalog {
         let done = q.bind(node_id).execute(&mut *tx).await.map_err(db)?;
         // A mark already there (or already gone) is no change.
         if super::affected(done) > 0 {
-            let path = super::meta::node_path(&mut tx, node_id).await?;
+            let path = super::metadata::node_path(&mut tx, node_id).await?;
             let detail = if folder { "mark" } else { "unmark" };
             audit::record(&mut tx, "s3-folder", Some(&path), detail).await?;
         }
@@ -374,7 +374,7 @@ pub(super) fn push_attrs(batch: &mut Batch, node_id: i64, checksum: &str, w: &S3
         );
     }
     for (attr, value) in &w.meta {
-        let (num, is_num) = super::meta::number(value);
+        let (num, is_num) = super::metadata::number(value);
         batch.push(
             "INSERT INTO avus (node_id, attr, value, unit, value_num) VALUES ($1, $2, $3, $4, CASE WHEN $6 THEN $5 END)"
                 .into(),

@@ -1,7 +1,7 @@
 //! Metadata (AVUs) and `find`. Every AVU stores the numeric reading of its value beside it
 //! (`value_num`), so that `attr>number` is answered from the (attr, value_num) index.
 
-use super::policy::record_events;
+use super::policies::record_events;
 use super::rows::{self, NODE_COLS, NODE_FROM};
 use super::{affected, audit, db, db_ctx, explain_sql, plan_text, subtree_range, SqlCatalog};
 use crate::{current_actor, Actor, Avu, Dialect, FindQuery, MetaEdit, Metadata, Node};
