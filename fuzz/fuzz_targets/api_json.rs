@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| weft_fuzz::api_json::run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| weft_fuzzing::api_json::run(data));

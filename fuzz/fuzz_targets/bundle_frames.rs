@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| weft_fuzz::bundle_frames::run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| weft_fuzzing::bundle_frames::run(data));

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| weft_fuzz::qos_expr::run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| weft_fuzzing::qos_expr::run(data));

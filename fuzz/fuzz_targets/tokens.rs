@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| weft_fuzz::tokens::run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| weft_fuzzing::tokens::run(data));

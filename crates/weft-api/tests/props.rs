@@ -187,22 +187,3 @@ fn bundle_sizes_that_overflow_are_refused() {
     let e = parsers::bundle(vec![Bytes::from(body)]).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
 }
-
-// The bodies of the fuzz targets of this crate's parsers (`fuzz/`), run over their seeds
-// and every input that once crashed them.
-#[path = "../../../fuzz/src/bundle_frames.rs"]
-mod bundle_frames;
-#[path = "../../../fuzz/src/range_header.rs"]
-mod range_header;
-#[path = "../../../fuzz/src/replay.rs"]
-mod replay;
-#[path = "../../../fuzz/src/tokens.rs"]
-mod tokens;
-
-#[test]
-fn fuzz_seeds_and_regressions_replay() {
-    let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-    assert!(replay::replay(&fuzz, "range_header", range_header::run) > 0);
-    assert!(replay::replay(&fuzz, "bundle_frames", bundle_frames::run) > 0);
-    assert!(replay::replay(&fuzz, "tokens", tokens::run) > 0);
-}

@@ -259,19 +259,3 @@ fn hostile_files_are_errors_not_crashes() {
     let text = format!("[[rule]]\nname = \"a\"\non = \"created\"\n[rule.do]\nreplicate = \"{wide}\"");
     let _ = PolicySet::parse(&text);
 }
-
-// The bodies of the fuzz targets of this crate's parsers (`fuzz/`), run over their seeds
-// and every input that once crashed them.
-#[path = "../../../fuzz/src/policy_file.rs"]
-mod policy_file;
-#[path = "../../../fuzz/src/qos_expr.rs"]
-mod qos_expr;
-#[path = "../../../fuzz/src/replay.rs"]
-mod replay;
-
-#[test]
-fn fuzz_seeds_and_regressions_replay() {
-    let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-    assert!(replay::replay(&fuzz, "policy_file", policy_file::run) > 0);
-    assert!(replay::replay(&fuzz, "qos_expr", qos_expr::run) > 0);
-}

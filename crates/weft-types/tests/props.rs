@@ -280,19 +280,3 @@ fn path_limits_are_codes_not_panics() {
     assert!(LogicalPath::parse(&exact).is_ok());
     assert_eq!(LogicalPath::parse(&format!("{exact}/")).unwrap().as_str(), exact);
 }
-
-// The bodies of the fuzz targets of this crate's parsers (`fuzz/`), run over their seeds
-// and every input that once crashed them.
-#[path = "../../../fuzz/src/api_json.rs"]
-mod api_json;
-#[path = "../../../fuzz/src/paths_and_names.rs"]
-mod paths_and_names;
-#[path = "../../../fuzz/src/replay.rs"]
-mod replay;
-
-#[test]
-fn fuzz_seeds_and_regressions_replay() {
-    let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-    assert!(replay::replay(&fuzz, "paths_and_names", paths_and_names::run) > 0);
-    assert!(replay::replay(&fuzz, "api_json", api_json::run) > 0);
-}

@@ -1,6 +1,6 @@
 //! The bodies of the fuzz targets, one module per parser family. `fuzz_targets/*.rs` hand
-//! them libFuzzer's input; the crates' property tests include the same files (`#[path]`)
-//! and replay `seeds/` and `regressions/` through them, so a crash found once stays fixed.
+//! them libFuzzer's input; `tests/replay.rs` runs them over `fuzz/seeds/` and
+//! `fuzz/regressions/` in every `cargo test`, so a crash found once stays fixed.
 
 pub mod api_json;
 pub mod bundle_frames;
