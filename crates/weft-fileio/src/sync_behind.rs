@@ -206,6 +206,7 @@ mod tests {
         let mut fds = [0; 2];
         // SAFETY: pipe fills the two descriptors, which File then owns.
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors are new and owned by nothing else.
         let (read, write) = unsafe {
             use std::os::fd::FromRawFd;
             (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1]))

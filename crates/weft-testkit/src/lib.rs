@@ -142,6 +142,7 @@ impl Proc {
     fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             // The group id is the child's pid (process_group(0)).
+            // SAFETY: kill takes plain integers; a group already gone is an error we ignore.
             unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
             let _ = child.kill();
             let _ = child.wait();

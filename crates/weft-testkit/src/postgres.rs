@@ -28,6 +28,7 @@ impl Postgres {
         for tool in ["initdb", "pg_ctl", "postgres"] {
             require(&Path::new(PG_BIN).join(tool), &format!("PostgreSQL 15 `{tool}`"))?;
         }
+        // SAFETY: geteuid takes nothing and cannot fail.
         let as_root = unsafe { libc::geteuid() } == 0;
         let dir = tempfile::Builder::new().prefix("weft-pg-").tempdir()?;
         if as_root {

@@ -36,10 +36,10 @@ fn tuned_by_operator(mut vars: impl Iterator<Item = (String, String)>) -> bool {
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn apply() -> bool {
-    // SAFETY: mallopt only changes allocator parameters; it is called before any thread
-    // is started, and glibc takes the arena lock for it anyway.
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let heaps = i32::try_from(HEAPS_PER_CORE * cores).unwrap_or(i32::MAX);
+    // SAFETY: mallopt only changes allocator parameters; it is called before any thread
+    // is started, and glibc takes the arena lock for it anyway.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, FROM_HEAP) == 1
             && libc::mallopt(libc::M_TRIM_THRESHOLD, KEEP_FREE) == 1
@@ -86,6 +86,7 @@ mod tests {
         assert_eq!(held.hblks, 0, "no allocation is mapped on its own");
         let heap = held.arena;
         drop(buffer);
+        // SAFETY: as above.
         let after = unsafe { libc::mallinfo2() };
         assert_eq!(after.arena, heap, "the freed 16 MiB stay with the heap");
     }

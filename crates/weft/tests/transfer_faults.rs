@@ -149,6 +149,7 @@ fn data_blocks(path: &Path) -> u64 {
         if data < 0 {
             return blocks; // ENXIO: no data after `at`
         }
+        // SAFETY: as above.
         let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
         blocks += ((hole + 4095) / 4096 - data / 4096) as u64;
         at = hole;
