@@ -9,10 +9,17 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{AclRequest, AclWire};
 use weft_types::{Permission, PrincipalName};
 
-#[utoipa::path(get, path = "/api/v1/acl/{path}", tag = "access", params(("path" = String, Path)),
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default().routes(routes!(list_acl, set_acl))
+}
+
+#[utoipa::path(get, path = "/api/v1/acl/{*path}", tag = "access", params(("path" = String, Path)),
     responses((status = 200, body = Vec<AclWire>)))]
 pub async fn list_acl(
     State(s): State<Arc<AppState>>,
@@ -30,7 +37,7 @@ pub async fn list_acl(
     ))
 }
 
-#[utoipa::path(post, path = "/api/v1/acl/{path}", tag = "access", params(("path" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/acl/{*path}", tag = "access", params(("path" = String, Path)),
     request_body = AclRequest, responses((status = 204), (status = 403, body = weft_types::wire::ErrorBody)))]
 pub async fn set_acl(
     State(s): State<Arc<AppState>>,

@@ -8,8 +8,15 @@ use crate::AppState;
 use axum::extract::State;
 use axum::Json;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{AuditWire, Page};
 use weft_types::{ErrorCode, LogicalPath};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default().routes(routes!(audit))
+}
 
 #[utoipa::path(get, path = "/api/v1/audit", tag = "zone",
     params(("path" = Option<String>, Query, description = "entries about this path or below it"),

@@ -15,11 +15,21 @@ use futures::StreamExt;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use std::ops::Range;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{
     BundleHeader, BundleOutcome, ChecksumReport, ErrorBody, NodeStat, ReplicaCheck, BUNDLE_MAX_BYTES,
     BUNDLE_MAX_FILES, CHECKSUM_HEADER,
 };
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, ResourceName};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(put, get))
+        .routes(routes!(bundle))
+        .routes(routes!(checksum))
+}
 
 fn expected_checksum(headers: &HeaderMap) -> ApiResult<Option<Checksum>> {
     headers
@@ -37,7 +47,7 @@ fn resource_param(q: &QueryPairs) -> ApiResult<Option<ResourceName>> {
     Ok(q.get("resource").map(ResourceName::parse).transpose()?)
 }
 
-#[utoipa::path(put, path = "/api/v1/data/{path}", tag = "data",
+#[utoipa::path(put, path = "/api/v1/data/{*path}", tag = "data",
     params(("path" = String, Path), ("resource" = Option<String>, Query), ("overwrite" = Option<bool>, Query),
         ("x-weft-checksum" = Option<String>, Header, description = "blake3:<hex> of the body; checked before the object becomes visible")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream"),
@@ -175,7 +185,7 @@ pub(crate) fn split_bundle(mut all: Frames) -> Result<(BundleHeader, Vec<Bytes>)
     Ok((header, data))
 }
 
-#[utoipa::path(get, path = "/api/v1/data/{path}", tag = "data",
+#[utoipa::path(get, path = "/api/v1/data/{*path}", tag = "data",
     params(("path" = String, Path), ("Range" = Option<String>, Header, description = "bytes=START-END (one range)")),
     responses((status = 200, description = "the object's bytes"), (status = 206, description = "the requested range"),
         (status = 416, body = weft_types::wire::ErrorBody)))]
@@ -288,7 +298,7 @@ pub(crate) fn parse_range(v: &[u8], size: u64) -> Result<Range<u64>, Error> {
     Ok(r)
 }
 
-#[utoipa::path(post, path = "/api/v1/checksum/{path}", tag = "data",
+#[utoipa::path(post, path = "/api/v1/checksum/{*path}", tag = "data",
     params(("path" = String, Path), ("verify" = Option<bool>, Query, description = "re-read every replica (needs own on the object)")),
     responses((status = 200, body = ChecksumReport)))]
 pub async fn checksum(

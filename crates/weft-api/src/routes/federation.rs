@@ -9,8 +9,19 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{NewPeerZone, PeerZoneWire, UserMapWire};
 use weft_types::{PrincipalName, ZoneName};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(list_zones, add_zone))
+        .routes(routes!(remove_zone))
+        .routes(routes!(user_maps, map_user))
+        .routes(routes!(unmap_user))
+}
 
 #[utoipa::path(get, path = "/api/v1/zones", tag = "federation",
     responses((status = 200, body = Vec<PeerZoneWire>, description = "each peer, probed for reachability")))]

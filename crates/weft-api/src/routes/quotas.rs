@@ -8,8 +8,17 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{QuotaRequest, QuotaWire};
 use weft_types::{PrincipalName, ResourceName};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(list_quotas, set_quota))
+        .routes(routes!(remove_quota))
+}
 
 #[utoipa::path(get, path = "/api/v1/quotas", tag = "quotas", responses((status = 200, body = Vec<QuotaWire>)))]
 pub async fn list_quotas(

@@ -10,8 +10,17 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{ReplicaWire, ReplicateRequest, TransferWire};
 use weft_types::{ErrorCode, LogicalPath};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(replicate))
+        .routes(routes!(trim))
+}
 
 #[utoipa::path(post, path = "/api/v1/replicas", tag = "replication", request_body = ReplicateRequest,
     responses((status = 201, body = TransferWire, description = "accepted: a managed transfer to replica://TARGET")))]
@@ -30,7 +39,7 @@ pub async fn replicate(
     Ok((StatusCode::CREATED, Json(convert::transfer(&info))))
 }
 
-#[utoipa::path(delete, path = "/api/v1/replicas/{path}", tag = "replication",
+#[utoipa::path(delete, path = "/api/v1/replicas/{*path}", tag = "replication",
     params(("path" = String, Path, description = "data object, without the leading slash"),
         ("from" = String, Query, description = "ZONE or ZONE:RESOURCE")),
     responses((status = 200, body = ReplicaWire, description = "the replica removed"),

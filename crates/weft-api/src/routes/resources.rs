@@ -9,8 +9,17 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{NewResourceWire, ResourceWire};
 use weft_types::{ResourceKind, ResourceName};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(list_resources, add_resource))
+        .routes(routes!(remove_resource))
+}
 
 #[utoipa::path(get, path = "/api/v1/resources", tag = "resources", responses((status = 200, body = Vec<ResourceWire>)))]
 pub async fn list_resources(

@@ -9,9 +9,18 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{NewStagingArea, StagingAreaWire};
 use weft_types::{PrincipalName, StagingName};
 use weft_zone::StagingSpec;
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(list_staging, add_staging))
+        .routes(routes!(remove_staging))
+}
 
 #[utoipa::path(get, path = "/api/v1/staging", tag = "federation",
     responses((status = 200, body = Vec<StagingAreaWire>, description = "where transfers may stage data")))]

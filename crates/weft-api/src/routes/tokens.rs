@@ -9,8 +9,17 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{TokenCreated, TokenRequest, TokenWire};
 use weft_types::{ErrorCode, PrincipalName};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(create_token, list_tokens))
+        .routes(routes!(delete_token))
+}
 
 #[utoipa::path(post, path = "/api/v1/tokens", tag = "principals", request_body = TokenRequest,
     responses((status = 201, body = TokenCreated)))]

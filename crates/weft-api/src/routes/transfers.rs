@@ -9,9 +9,21 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{TransferFileWire, TransferPlanWire, TransferRequest, TransferWire};
 use weft_types::{ErrorCode, FileState, TransferId};
 use weft_zone::{TransferSpec, Verify};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(start, list))
+        .routes(routes!(plan))
+        .routes(routes!(show))
+        .routes(routes!(files))
+        .routes(routes!(cancel))
+}
 
 fn spec(r: TransferRequest) -> Result<TransferSpec, ApiError> {
     let verify = match r.verify.as_deref() {

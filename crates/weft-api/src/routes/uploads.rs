@@ -10,10 +10,21 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{
     CompleteUpload, ErrorBody, NodeStat, PieceReceipt, Upload, UploadRequest, UploadStatus,
 };
 use weft_types::{Checksum, LogicalPath, ResourceName};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(begin_upload))
+        .routes(routes!(upload_status, abort_upload))
+        .routes(routes!(upload_piece))
+        .routes(routes!(complete_upload))
+}
 
 #[utoipa::path(post, path = "/api/v1/uploads", tag = "data", request_body = UploadRequest,
     responses((status = 201, body = Upload)))]

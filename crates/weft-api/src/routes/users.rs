@@ -9,9 +9,23 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{NewGroup, NewUser, PrincipalWire, WhoAmI};
 use weft_types::PrincipalName;
 use weft_zone::PrincipalKind;
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(whoami))
+        .routes(routes!(list_users, add_user))
+        .routes(routes!(remove_user))
+        .routes(routes!(list_groups, add_group))
+        .routes(routes!(remove_group))
+        .routes(routes!(members))
+        .routes(routes!(add_member, remove_member))
+}
 
 #[utoipa::path(get, path = "/api/v1/whoami", tag = "principals", responses((status = 200, body = WhoAmI)))]
 pub async fn whoami(State(s): State<Arc<AppState>>, Authed(c): Authed) -> ApiResult<Json<WhoAmI>> {
