@@ -95,8 +95,8 @@ pub fn router_over(zone: Arc<Zone>, issuers: Vec<OidcIssuer>, https: bool) -> Ro
         zone,
         https,
     });
-    routes::table()
-        .router
+    let (api, openapi) = routes::router().split_for_parts();
+    api.layer(axum::Extension(OpenApiJson::of(&openapi)))
         .merge(web::router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -201,101 +201,33 @@ pub async fn zone_status(
     })
 }
 
-#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "zone", responses((status = 200, description = "this document")))]
-pub async fn openapi_json() -> impl IntoResponse {
-    Json(ApiDoc::openapi())
+/// The OpenAPI document of the router's routes ([`routes::router`]), serialized once.
+#[derive(Clone)]
+struct OpenApiJson(bytes::Bytes);
+
+impl OpenApiJson {
+    fn of(doc: &utoipa::openapi::OpenApi) -> Self {
+        OpenApiJson(
+            serde_json::to_vec(doc)
+                .expect("an OpenAPI document serializes")
+                .into(),
+        )
+    }
 }
 
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "zone", responses((status = 200, description = "this document")))]
+async fn openapi_json(axum::Extension(doc): axum::Extension<OpenApiJson>) -> impl IntoResponse {
+    ([(http::header::CONTENT_TYPE, "application/json")], doc.0)
+}
+
+/// What the OpenAPI document says besides its paths (and the schemas they name), which
+/// [`routes::router`] adds, each with its route.
 #[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "weft zone API",
-        version = "1",
-        description = "Namespace, data, metadata, principals, ACLs and resources of a weft zone. Authenticate with `Authorization: Bearer <token>` (a zone API token or an OIDC access token)."
-    ),
-    paths(
-        health,
-        openapi_json,
-        zone_status,
-        metrics::metrics,
-        routes::admin::whoami,
-        routes::namespace::stat,
-        routes::namespace::list,
-        routes::namespace::mkdir,
-        routes::namespace::remove,
-        routes::namespace::rename,
-        routes::namespace::copy,
-        routes::data::bundle,
-        routes::data::put,
-        routes::data::get,
-        routes::data::begin_upload,
-        routes::data::upload_status,
-        routes::data::upload_piece,
-        routes::data::complete_upload,
-        routes::data::abort_upload,
-        routes::data::checksum,
-        routes::meta::list,
-        routes::meta::edit,
-        routes::meta::edit_many,
-        routes::meta::find,
-        routes::admin::list_users,
-        routes::admin::add_user,
-        routes::admin::remove_user,
-        routes::admin::list_groups,
-        routes::admin::add_group,
-        routes::admin::remove_group,
-        routes::admin::members,
-        routes::admin::add_member,
-        routes::admin::remove_member,
-        routes::admin::create_token,
-        routes::admin::list_tokens,
-        routes::admin::delete_token,
-        routes::admin::list_acl,
-        routes::admin::set_acl,
-        routes::admin::list_resources,
-        routes::admin::add_resource,
-        routes::admin::remove_resource,
-        routes::admin::audit,
-        routes::admin::list_quotas,
-        routes::admin::set_quota,
-        routes::admin::remove_quota,
-        routes::federation::list_zones,
-        routes::federation::add_zone,
-        routes::federation::remove_zone,
-        routes::federation::user_maps,
-        routes::federation::map_user,
-        routes::federation::unmap_user,
-        routes::federation::list_staging,
-        routes::federation::add_staging,
-        routes::federation::remove_staging,
-        routes::s3::list_keys,
-        routes::s3::create_key,
-        routes::s3::remove_key,
-        routes::s3::list_buckets,
-        routes::s3::add_bucket,
-        routes::s3::remove_bucket,
-        routes::transfers::start,
-        routes::transfers::plan,
-        routes::transfers::list,
-        routes::transfers::show,
-        routes::transfers::files,
-        routes::transfers::cancel,
-        routes::transfers::replicate,
-        routes::transfers::trim,
-        routes::pids::mint,
-        routes::pids::resolve,
-        routes::pids::landing,
-        routes::meta::export_datacite,
-        routes::policies::list,
-        routes::policies::apply,
-        routes::policies::remove,
-        routes::policies::try_rules,
-        routes::policies::rule_status,
-        routes::policies::list_qos,
-        routes::policies::add_qos,
-        routes::policies::remove_qos,
-    )
-)]
+#[openapi(info(
+    title = "weft zone API",
+    version = "1",
+    description = "Namespace, data, metadata, principals, ACLs and resources of a weft zone. Authenticate with `Authorization: Bearer <token>` (a zone API token or an OIDC access token)."
+))]
 pub struct ApiDoc;
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
-//! Data routes: whole-object put and ranged get, uploads in pieces, checksums.
+//! Data routes: whole-object put and ranged get, bundles of small files, checksums.
 
 use crate::auth::Authed;
 use crate::convert;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{body_stream, content_length, PathParam, QueryPairs, WireJson, WirePath};
+use crate::extract::{body_stream, content_length, PathParam, QueryPairs};
 use crate::frames::{Frames, FramesError};
 use crate::AppState;
 use axum::body::Body;
@@ -15,11 +15,21 @@ use futures::StreamExt;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use std::ops::Range;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{
-    BundleHeader, BundleOutcome, ChecksumReport, CompleteUpload, ErrorBody, NodeStat, PieceReceipt,
-    ReplicaCheck, Upload, UploadRequest, UploadStatus, BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, CHECKSUM_HEADER,
+    BundleHeader, BundleOutcome, ChecksumReport, ErrorBody, NodeStat, ReplicaCheck, BUNDLE_MAX_BYTES,
+    BUNDLE_MAX_FILES, CHECKSUM_HEADER,
 };
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, ResourceName};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(put, get))
+        .routes(routes!(bundle))
+        .routes(routes!(checksum))
+}
 
 fn expected_checksum(headers: &HeaderMap) -> ApiResult<Option<Checksum>> {
     headers
@@ -37,7 +47,7 @@ fn resource_param(q: &QueryPairs) -> ApiResult<Option<ResourceName>> {
     Ok(q.get("resource").map(ResourceName::parse).transpose()?)
 }
 
-#[utoipa::path(put, path = "/api/v1/data/{path}", tag = "data",
+#[utoipa::path(put, path = "/api/v1/data/{*path}", tag = "data",
     params(("path" = String, Path), ("resource" = Option<String>, Query), ("overwrite" = Option<bool>, Query),
         ("x-weft-checksum" = Option<String>, Header, description = "blake3:<hex> of the body; checked before the object becomes visible")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream"),
@@ -175,7 +185,7 @@ pub(crate) fn split_bundle(mut all: Frames) -> Result<(BundleHeader, Vec<Bytes>)
     Ok((header, data))
 }
 
-#[utoipa::path(get, path = "/api/v1/data/{path}", tag = "data",
+#[utoipa::path(get, path = "/api/v1/data/{*path}", tag = "data",
     params(("path" = String, Path), ("Range" = Option<String>, Header, description = "bytes=START-END (one range)")),
     responses((status = 200, description = "the object's bytes"), (status = 206, description = "the requested range"),
         (status = 416, body = weft_types::wire::ErrorBody)))]
@@ -288,93 +298,7 @@ pub(crate) fn parse_range(v: &[u8], size: u64) -> Result<Range<u64>, Error> {
     Ok(r)
 }
 
-#[utoipa::path(post, path = "/api/v1/uploads", tag = "data", request_body = UploadRequest,
-    responses((status = 201, body = Upload)))]
-pub async fn begin_upload(
-    State(s): State<Arc<AppState>>,
-    Authed(c): Authed,
-    WireJson(r): WireJson<UploadRequest>,
-) -> ApiResult<(StatusCode, Json<Upload>)> {
-    let path = LogicalPath::parse(&r.path)?;
-    let resource = r.resource.as_deref().map(ResourceName::parse).transpose()?;
-    let u = s
-        .zone
-        .uploads()
-        .begin(&c, &path, r.size, r.piece_size, resource.as_ref(), r.overwrite)
-        .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(Upload {
-            id: u.id,
-            path: u.path.to_string(),
-            size: u.size,
-            piece_size: u.piece_size,
-            pieces: u.pieces,
-        }),
-    ))
-}
-
-#[utoipa::path(get, path = "/api/v1/uploads/{id}", tag = "data", params(("id" = String, Path)),
-    responses((status = 200, body = UploadStatus), (status = 404, body = ErrorBody)))]
-pub async fn upload_status(
-    State(s): State<Arc<AppState>>,
-    Authed(c): Authed,
-    WirePath(id): WirePath<String>,
-) -> ApiResult<Json<UploadStatus>> {
-    let (u, received) = s.zone.uploads().status(&c, &id).await?;
-    Ok(Json(UploadStatus {
-        id: u.id,
-        path: u.path.to_string(),
-        size: u.size,
-        piece_size: u.piece_size,
-        pieces: u.pieces,
-        received,
-    }))
-}
-
-#[utoipa::path(put, path = "/api/v1/uploads/{id}/{index}", tag = "data",
-    params(("id" = String, Path), ("index" = u64, Path)),
-    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
-    responses((status = 200, body = PieceReceipt)))]
-pub async fn upload_piece(
-    State(s): State<Arc<AppState>>,
-    Authed(c): Authed,
-    WirePath((id, index)): WirePath<(String, u64)>,
-    body: Body,
-) -> ApiResult<Json<PieceReceipt>> {
-    let cv = s
-        .zone
-        .uploads()
-        .put_piece(&c, &id, index, body_stream(body))
-        .await?;
-    Ok(Json(PieceReceipt { index, cv }))
-}
-
-#[utoipa::path(post, path = "/api/v1/uploads/{id}/complete", tag = "data", params(("id" = String, Path)),
-    request_body = CompleteUpload, responses((status = 201, body = NodeStat)))]
-pub async fn complete_upload(
-    State(s): State<Arc<AppState>>,
-    Authed(c): Authed,
-    WirePath(id): WirePath<String>,
-    WireJson(r): WireJson<CompleteUpload>,
-) -> ApiResult<(StatusCode, Json<NodeStat>)> {
-    let expected = r.checksum.as_deref().map(Checksum::parse).transpose()?;
-    let out = s.zone.uploads().complete(&c, &id, expected.as_ref()).await?;
-    Ok((StatusCode::CREATED, Json(convert::node(&out.node))))
-}
-
-#[utoipa::path(delete, path = "/api/v1/uploads/{id}", tag = "data", params(("id" = String, Path)),
-    responses((status = 204)))]
-pub async fn abort_upload(
-    State(s): State<Arc<AppState>>,
-    Authed(c): Authed,
-    WirePath(id): WirePath<String>,
-) -> ApiResult<StatusCode> {
-    s.zone.uploads().abort(&c, &id).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-#[utoipa::path(post, path = "/api/v1/checksum/{path}", tag = "data",
+#[utoipa::path(post, path = "/api/v1/checksum/{*path}", tag = "data",
     params(("path" = String, Path), ("verify" = Option<bool>, Query, description = "re-read every replica (needs own on the object)")),
     responses((status = 200, body = ChecksumReport)))]
 pub async fn checksum(

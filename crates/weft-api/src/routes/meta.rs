@@ -9,11 +9,21 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{AvuWire, MetaBatch, MetaRequest, NodeStat, Page, META_BATCH_MAX};
 use weft_types::{ErrorCode, LogicalPath, MetaCondition, NodeKind};
 use weft_zone::{Avu, FindQuery, MetaEdit};
 
-#[utoipa::path(get, path = "/api/v1/meta/{path}", tag = "metadata", params(("path" = String, Path)),
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(list, edit, edit_many))
+        .routes(routes!(find))
+        .routes(routes!(export_datacite))
+}
+
+#[utoipa::path(get, path = "/api/v1/meta/{*path}", tag = "metadata", params(("path" = String, Path)),
     responses((status = 200, body = Vec<AvuWire>)))]
 pub async fn list(
     State(s): State<Arc<AppState>>,
@@ -31,7 +41,7 @@ pub async fn list(
     ))
 }
 
-#[utoipa::path(post, path = "/api/v1/meta/{path}", tag = "metadata", params(("path" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/meta/{*path}", tag = "metadata", params(("path" = String, Path)),
     request_body = MetaRequest, responses((status = 204), (status = 409, body = weft_types::wire::ErrorBody)))]
 pub async fn edit(
     State(s): State<Arc<AppState>>,
@@ -43,7 +53,7 @@ pub async fn edit(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(patch, path = "/api/v1/meta/{path}", tag = "metadata", params(("path" = String, Path)),
+#[utoipa::path(patch, path = "/api/v1/meta/{*path}", tag = "metadata", params(("path" = String, Path)),
     request_body = MetaBatch,
     responses((status = 204, description = "every edit applied"),
         (status = 409, body = weft_types::wire::ErrorBody, description = "one edit failed (its number is in the message); nothing changed")))]
@@ -147,7 +157,7 @@ pub async fn find(
     }))
 }
 
-#[utoipa::path(get, path = "/api/v1/export/datacite/{path}", tag = "metadata",
+#[utoipa::path(get, path = "/api/v1/export/datacite/{*path}", tag = "metadata",
     params(("path" = String, Path, description = "collection or data object, without the leading slash")),
     responses((status = 200, description = "DataCite (kernel 4.3) JSON from the `datacite.*` metadata and the PID", body = Object),
         (status = 400, body = weft_types::wire::ErrorBody, description = "mandatory fields or the PID missing")))]

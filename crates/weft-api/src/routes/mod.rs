@@ -1,144 +1,76 @@
-//! The routes of API v1, registered through [`RouteTable`] so that the list of routes the
-//! server answers is known (and checked against the OpenAPI document).
+//! The routes of API v1. Each file registers its handlers once, in its `router()`, with
+//! utoipa-axum's `routes!`: the axum route and the OpenAPI operation both come from the
+//! handler's `#[utoipa::path]`, so the document lists exactly what the server routes.
+//! A `routes!` call holds the handlers of one path (one per method): it registers every
+//! handler it is given at every path they name.
 
-pub mod admin;
+pub mod acl;
+pub mod audit;
 pub mod data;
 pub mod federation;
 pub mod meta;
 pub mod namespace;
 pub mod pids;
 pub mod policies;
+pub mod quotas;
+pub mod replicas;
+pub mod resources;
 pub mod s3;
+pub mod staging;
+pub mod tokens;
 pub mod transfers;
+pub mod uploads;
+pub mod users;
 
 use crate::AppState;
-use axum::handler::Handler;
-use axum::routing::{on, MethodFilter};
-use axum::Router;
-use http::Method;
 use std::sync::Arc;
+use utoipa::openapi::OpenApi as Document;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-/// A router that remembers what it routes.
-pub struct RouteTable {
-    pub router: Router<Arc<AppState>>,
-    pub routes: Vec<(Method, &'static str)>,
+/// Every route of API v1 (and `/metrics`, `/pid/..`) with the OpenAPI document of them
+/// all: `split_for_parts()` gives the axum router and the document `GET
+/// /api/v1/openapi.json` serves. The document's info comes from [`crate::ApiDoc`].
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    let mut router = OpenApiRouter::with_openapi(crate::ApiDoc::openapi())
+        .routes(routes!(crate::health))
+        .routes(routes!(crate::openapi_json))
+        .routes(routes!(crate::zone_status))
+        .routes(routes!(crate::metrics::metrics))
+        .merge(namespace::router())
+        .merge(data::router())
+        .merge(uploads::router())
+        .merge(meta::router())
+        .merge(users::router())
+        .merge(tokens::router())
+        .merge(acl::router())
+        .merge(resources::router())
+        .merge(audit::router())
+        .merge(quotas::router())
+        .merge(federation::router())
+        .merge(staging::router())
+        .merge(s3::router())
+        .merge(transfers::router())
+        .merge(replicas::router())
+        .merge(pids::router())
+        .merge(policies::router());
+    openapi_templates(router.get_openapi_mut());
+    router
 }
 
-impl RouteTable {
-    pub fn new() -> Self {
-        RouteTable {
-            router: Router::new(),
-            routes: Vec::new(),
-        }
+/// Writes the document's paths in OpenAPI's template syntax: a wildcard of axum's,
+/// `/api/v1/stat/{*path}` (one or more segments), is the parameter `{path}` there, which
+/// the operation declares (OpenAPI has no wildcard; clients send the segments with their
+/// slashes).
+fn openapi_templates(doc: &mut Document) {
+    let paths = std::mem::take(&mut doc.paths.paths);
+    for (path, item) in paths {
+        let path = path.replace("{*", "{");
+        assert!(
+            !doc.paths.paths.contains_key(&path),
+            "{path} is routed both as a wildcard and not"
+        );
+        doc.paths.paths.insert(path, item);
     }
-
-    pub fn add<H, T>(mut self, method: Method, path: &'static str, handler: H) -> Self
-    where
-        H: Handler<T, Arc<AppState>>,
-        T: 'static,
-    {
-        let filter = MethodFilter::try_from(method.clone()).expect("a routable method");
-        self.routes.push((method, path));
-        self.router = self.router.route(path, on(filter, handler));
-        self
-    }
-}
-
-impl Default for RouteTable {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-pub fn table() -> RouteTable {
-    use http::Method as M;
-    RouteTable::new()
-        .add(M::GET, "/api/v1/health", crate::health)
-        .add(M::GET, "/api/v1/openapi.json", crate::openapi_json)
-        .add(M::GET, "/api/v1/zone", crate::zone_status)
-        .add(M::GET, "/metrics", crate::metrics::metrics)
-        .add(M::GET, "/api/v1/whoami", admin::whoami)
-        .add(M::GET, "/api/v1/stat/{*path}", namespace::stat)
-        .add(M::GET, "/api/v1/list/{*path}", namespace::list)
-        .add(M::POST, "/api/v1/mkdir/{*path}", namespace::mkdir)
-        .add(M::DELETE, "/api/v1/nodes/{*path}", namespace::remove)
-        .add(M::POST, "/api/v1/move", namespace::rename)
-        .add(M::POST, "/api/v1/copy", namespace::copy)
-        .add(M::PUT, "/api/v1/data/{*path}", data::put)
-        .add(M::GET, "/api/v1/data/{*path}", data::get)
-        .add(M::POST, "/api/v1/bundles", data::bundle)
-        .add(M::POST, "/api/v1/uploads", data::begin_upload)
-        .add(M::GET, "/api/v1/uploads/{id}", data::upload_status)
-        .add(M::PUT, "/api/v1/uploads/{id}/{index}", data::upload_piece)
-        .add(M::POST, "/api/v1/uploads/{id}/complete", data::complete_upload)
-        .add(M::DELETE, "/api/v1/uploads/{id}", data::abort_upload)
-        .add(M::POST, "/api/v1/checksum/{*path}", data::checksum)
-        .add(M::GET, "/api/v1/meta/{*path}", meta::list)
-        .add(M::POST, "/api/v1/meta/{*path}", meta::edit)
-        .add(M::PATCH, "/api/v1/meta/{*path}", meta::edit_many)
-        .add(M::GET, "/api/v1/find", meta::find)
-        .add(M::GET, "/api/v1/export/datacite/{*path}", meta::export_datacite)
-        .add(M::GET, "/api/v1/users", admin::list_users)
-        .add(M::POST, "/api/v1/users", admin::add_user)
-        .add(M::DELETE, "/api/v1/users/{name}", admin::remove_user)
-        .add(M::GET, "/api/v1/groups", admin::list_groups)
-        .add(M::POST, "/api/v1/groups", admin::add_group)
-        .add(M::DELETE, "/api/v1/groups/{name}", admin::remove_group)
-        .add(M::GET, "/api/v1/groups/{name}/members", admin::members)
-        .add(M::PUT, "/api/v1/groups/{name}/members/{user}", admin::add_member)
-        .add(
-            M::DELETE,
-            "/api/v1/groups/{name}/members/{user}",
-            admin::remove_member,
-        )
-        .add(M::POST, "/api/v1/tokens", admin::create_token)
-        .add(M::GET, "/api/v1/tokens", admin::list_tokens)
-        .add(M::DELETE, "/api/v1/tokens/{id}", admin::delete_token)
-        .add(M::GET, "/api/v1/acl/{*path}", admin::list_acl)
-        .add(M::POST, "/api/v1/acl/{*path}", admin::set_acl)
-        .add(M::GET, "/api/v1/resources", admin::list_resources)
-        .add(M::POST, "/api/v1/resources", admin::add_resource)
-        .add(M::DELETE, "/api/v1/resources/{name}", admin::remove_resource)
-        .add(M::GET, "/api/v1/audit", admin::audit)
-        .add(M::GET, "/api/v1/quotas", admin::list_quotas)
-        .add(M::PUT, "/api/v1/quotas", admin::set_quota)
-        .add(M::DELETE, "/api/v1/quotas/{principal}", admin::remove_quota)
-        .add(M::GET, "/api/v1/zones", federation::list_zones)
-        .add(M::POST, "/api/v1/zones", federation::add_zone)
-        .add(M::DELETE, "/api/v1/zones/{name}", federation::remove_zone)
-        .add(M::GET, "/api/v1/zones/{name}/users", federation::user_maps)
-        .add(M::POST, "/api/v1/zones/{name}/users", federation::map_user)
-        .add(
-            M::DELETE,
-            "/api/v1/zones/{name}/users/{user}",
-            federation::unmap_user,
-        )
-        .add(M::GET, "/api/v1/staging", federation::list_staging)
-        .add(M::POST, "/api/v1/staging", federation::add_staging)
-        .add(M::DELETE, "/api/v1/staging/{name}", federation::remove_staging)
-        .add(M::GET, "/api/v1/s3/keys", s3::list_keys)
-        .add(M::POST, "/api/v1/s3/keys", s3::create_key)
-        .add(M::DELETE, "/api/v1/s3/keys/{access_key}", s3::remove_key)
-        .add(M::GET, "/api/v1/s3/buckets", s3::list_buckets)
-        .add(M::POST, "/api/v1/s3/buckets", s3::add_bucket)
-        .add(M::DELETE, "/api/v1/s3/buckets/{name}", s3::remove_bucket)
-        .add(M::POST, "/api/v1/transfers", transfers::start)
-        .add(M::POST, "/api/v1/transfers/plan", transfers::plan)
-        .add(M::GET, "/api/v1/transfers", transfers::list)
-        .add(M::GET, "/api/v1/transfers/{id}", transfers::show)
-        .add(M::GET, "/api/v1/transfers/{id}/files", transfers::files)
-        .add(M::POST, "/api/v1/transfers/{id}/cancel", transfers::cancel)
-        .add(M::POST, "/api/v1/replicas", transfers::replicate)
-        .add(M::DELETE, "/api/v1/replicas/{*path}", transfers::trim)
-        .add(M::POST, "/api/v1/pids", pids::mint)
-        .add(M::GET, "/api/v1/pids/{prefix}/{suffix}", pids::resolve)
-        .add(M::GET, "/pid/{prefix}/{suffix}", pids::landing)
-        .add(M::GET, "/api/v1/policies", policies::list)
-        .add(M::POST, "/api/v1/policies", policies::apply)
-        .add(M::DELETE, "/api/v1/policies/{name}", policies::remove)
-        .add(M::POST, "/api/v1/policies/test", policies::try_rules)
-        .add(M::GET, "/api/v1/policies/status", policies::rule_status)
-        .add(M::GET, "/api/v1/qos", policies::list_qos)
-        .add(M::POST, "/api/v1/qos", policies::add_qos)
-        .add(M::DELETE, "/api/v1/qos/{id}", policies::remove_qos)
 }

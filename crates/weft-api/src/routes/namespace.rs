@@ -9,10 +9,23 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{CopyRequest, MoveRequest, NodeStat, Page};
 use weft_types::{LogicalPath, ResourceName};
 
-#[utoipa::path(get, path = "/api/v1/stat/{path}", tag = "namespace",
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(stat))
+        .routes(routes!(list))
+        .routes(routes!(mkdir))
+        .routes(routes!(remove))
+        .routes(routes!(rename))
+        .routes(routes!(copy))
+}
+
+#[utoipa::path(get, path = "/api/v1/stat/{*path}", tag = "namespace",
     params(("path" = String, Path, description = "logical path without the leading slash")),
     responses((status = 200, body = NodeStat), (status = 404, body = weft_types::wire::ErrorBody)))]
 pub async fn stat(
@@ -23,7 +36,7 @@ pub async fn stat(
     Ok(Json(convert::node_info(&s.zone.namespace().stat(&c, &p).await?)))
 }
 
-#[utoipa::path(get, path = "/api/v1/list/{path}", tag = "namespace",
+#[utoipa::path(get, path = "/api/v1/list/{*path}", tag = "namespace",
     params(("path" = String, Path, description = "collection"),
         ("cursor" = Option<String>, Query, description = "from the previous page"),
         ("limit" = Option<u32>, Query, description = "at most 1000, default 1000")),
@@ -42,7 +55,7 @@ pub async fn list(
     }))
 }
 
-#[utoipa::path(post, path = "/api/v1/mkdir/{path}", tag = "namespace",
+#[utoipa::path(post, path = "/api/v1/mkdir/{*path}", tag = "namespace",
     params(("path" = String, Path), ("parents" = Option<bool>, Query, description = "create missing parents; no error if it exists")),
     responses((status = 201, body = NodeStat), (status = 409, body = weft_types::wire::ErrorBody)))]
 pub async fn mkdir(
@@ -55,7 +68,7 @@ pub async fn mkdir(
     Ok((StatusCode::CREATED, Json(convert::node(&n))))
 }
 
-#[utoipa::path(delete, path = "/api/v1/nodes/{path}", tag = "namespace",
+#[utoipa::path(delete, path = "/api/v1/nodes/{*path}", tag = "namespace",
     params(("path" = String, Path), ("recursive" = Option<bool>, Query)),
     responses((status = 204), (status = 409, body = weft_types::wire::ErrorBody)))]
 pub async fn remove(

@@ -11,9 +11,19 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
 use http::{HeaderMap, StatusCode};
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{MintPidRequest, PidWire};
 use weft_types::LogicalPath;
 use weft_zone::PidInfo;
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(mint))
+        .routes(routes!(resolve))
+        .routes(routes!(landing))
+}
 
 fn wire(p: &PidInfo) -> PidWire {
     PidWire {

@@ -8,12 +8,25 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{
     ActionTestWire, PlannedTransferWire, PolicyFailureWire, PolicyRequest, PolicyRuleWire, PolicyStatusWire,
     QosRequest, QosWire, RuleTestWire,
 };
 use weft_types::{ErrorCode, LogicalPath, TaskState};
 use weft_zone::{describe, describe_trigger, PolicyRuleInfo, QosInfo, RuleStatus, RuleTest};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(list, apply))
+        .routes(routes!(remove))
+        .routes(routes!(try_rules))
+        .routes(routes!(rule_status))
+        .routes(routes!(add_qos, list_qos))
+        .routes(routes!(remove_qos))
+}
 
 fn rule(r: &PolicyRuleInfo) -> PolicyRuleWire {
     PolicyRuleWire {

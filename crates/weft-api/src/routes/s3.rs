@@ -9,8 +9,19 @@ use axum::extract::State;
 use axum::Json;
 use http::StatusCode;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use weft_types::wire::{NewS3Bucket, NewS3Key, S3BucketWire, S3KeyCreated, S3KeyWire};
 use weft_types::{LogicalPath, PrincipalName};
+
+/// This file's routes, each with its OpenAPI entry.
+pub fn router() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::default()
+        .routes(routes!(list_keys, create_key))
+        .routes(routes!(remove_key))
+        .routes(routes!(list_buckets, add_bucket))
+        .routes(routes!(remove_bucket))
+}
 
 fn key(k: weft_zone::S3Key) -> S3KeyWire {
     S3KeyWire {
