@@ -2,7 +2,7 @@
 //! latest failures (administrators), and the QoS requirements with their status and reason.
 
 use super::state;
-use crate::web::pages::{layout_in, time, PageUser, Section};
+use super::{layout_in, time, PageUser, Section};
 use axum::response::Html;
 use maud::html;
 use weft_types::TaskState;

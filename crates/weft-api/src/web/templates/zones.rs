@@ -1,8 +1,8 @@
 //! The Zones page: the federated zones with their reachability and round trip; for
 //! administrators, the resources and staging areas with how full they are.
 
+use super::{layout_in, time, PageUser, Section};
 use super::{state, usage};
-use crate::web::pages::{layout_in, time, PageUser, Section};
 use axum::response::Html;
 use maud::{html, Markup};
 use weft_zone::{PeerInfo, Reachability, ResourceSpace, StagingSpace};

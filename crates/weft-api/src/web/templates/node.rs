@@ -3,7 +3,8 @@
 //! the PID and moving. Every form offered is one the user's permission allows; the zone
 //! checks each action again.
 
-use super::{paths, time, PageUser};
+use super::{time, PageUser};
+use crate::web::paths;
 use maud::{html, Markup};
 use weft_types::{escape_controls as esc, Error, LogicalPath, NodeKind, Permission};
 use weft_zone::{AclEntry, Avu, Distribution, NodeInfo};

@@ -2,9 +2,10 @@
 //! detail page.
 
 use super::state;
-use crate::web::charts::{self, Line, Span, PALETTE};
-use crate::web::pages::{layout_in, time, PageUser, Section};
-use crate::web::{format, map};
+use super::{layout_in, time, PageUser, Section};
+use crate::web::format;
+use crate::web::svg::charts::{self, Line, Span, PALETTE};
+use crate::web::svg::map;
 use axum::response::Html;
 use maud::{html, Markup};
 use weft_types::{Direction, Endpoint, FileState, TransferKind, TransferState};
@@ -301,7 +302,7 @@ pub fn history(user: &PageUser<'_>, v: &History<'_>) -> Html<String> {
                 @if !v.first_page {
                     a.button href={ "/transfers?" (query(v.shown, None)) } { "« Newest" }
                 }
-                span.count { (v.transfers.len()) " transfers on this page (at most " (crate::web::transfers::PAGE) ")" }
+                span.count { (v.transfers.len()) " transfers on this page (at most " (crate::web::handlers::transfers::PAGE) ")" }
                 @if let Some(next) = &v.next {
                     a.button rel="next" href=(next) { "Older »" }
                 }

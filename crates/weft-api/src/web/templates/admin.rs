@@ -1,7 +1,7 @@
 //! The Admin page: users, groups with their members, and API tokens (a new one's secret
 //! shown once, on the answer to the form that created it).
 
-use crate::web::pages::{layout_in, time, PageUser, Section};
+use super::{layout_in, time, PageUser, Section};
 use axum::response::Html;
 use maud::html;
 use weft_types::escape_controls;

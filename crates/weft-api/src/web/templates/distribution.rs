@@ -3,7 +3,8 @@
 //! drawn in inline SVG (no script), with a table of the same figures beside it.
 
 use super::node::{outcome, NodeView, Part};
-use super::{format, paths, time, PageUser};
+use super::{time, PageUser};
+use crate::web::{format, paths};
 use maud::{html, Markup};
 use weft_types::{NodeKind, ReplicaState};
 use weft_zone::{Distribution, DISTRIBUTION_OBJECTS_MAX};

@@ -1,7 +1,8 @@
 //! Searching below a collection by name and metadata (the conditions of `weft find`):
 //! the form, on the listing and on the results, and the results page by page.
 
-use super::{crumbs, format, kind_icon, layout, paths, time, Crumbs, PageUser};
+use super::{crumbs, kind_icon, layout, time, Crumbs, PageUser};
+use crate::web::{format, paths};
 use axum::response::Html;
 use maud::{html, Markup};
 use weft_types::{LogicalPath, NodeKind};
