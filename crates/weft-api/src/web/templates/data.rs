@@ -113,30 +113,32 @@ pub fn collection(user: &PageUser<'_>, c: &Crumbs, v: &Listed<'_>) -> Html<Strin
         @if v.items.is_empty() {
             p.empty { @if v.first_page { "This collection is empty." } @else { "No more entries." } }
         } @else {
-            table.listing {
-                caption.visually-hidden { "Contents of " (path.as_str()) }
-                thead {
-                    tr {
-                        (sort_link(&here, v.order, ChildSort::Name, "Name"))
-                        (sort_link(&here, v.order, ChildSort::Size, "Size"))
-                        (sort_link(&here, v.order, ChildSort::Modified, "Modified"))
-                        th scope="col" { "Owner" }
+            div.table-scroll {
+                table.listing {
+                    caption.visually-hidden { "Contents of " (path.as_str()) }
+                    thead {
+                        tr {
+                            (sort_link(&here, v.order, ChildSort::Name, "Name"))
+                            (sort_link(&here, v.order, ChildSort::Size, "Size"))
+                            (sort_link(&here, v.order, ChildSort::Modified, "Modified"))
+                            th scope="col" { "Owner" }
+                        }
                     }
-                }
-                tbody {
-                    @for n in v.items {
-                        tr.(kind_class(n.kind)) {
-                            td.name {
-                                a href=(paths::to_url("/data", &n.path)) {
-                                    (kind_icon(n.kind))
-                                    span.label { (n.path.name()) }
+                    tbody {
+                        @for n in v.items {
+                            tr.(kind_class(n.kind)) {
+                                td.name {
+                                    a href=(paths::to_url("/data", &n.path)) {
+                                        (kind_icon(n.kind))
+                                        span.label { (n.path.name()) }
+                                    }
                                 }
+                                td.size data-bytes=(n.size) {
+                                    @if n.kind == NodeKind::Object { (format::size(n.size)) } @else { "—" }
+                                }
+                                td.modified { (time(n.modified)) }
+                                td.owner { (n.owner.as_str()) }
                             }
-                            td.size data-bytes=(n.size) {
-                                @if n.kind == NodeKind::Object { (format::size(n.size)) } @else { "—" }
-                            }
-                            td.modified { (time(n.modified)) }
-                            td.owner { (n.owner.as_str()) }
                         }
                     }
                 }

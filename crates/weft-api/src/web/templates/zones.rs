@@ -42,20 +42,22 @@ pub fn page(user: &PageUser<'_>, v: &Zones<'_>) -> Html<String> {
             @if v.peers.is_empty() {
                 p.empty { "No federated zones. An administrator adds one on both sides with " code { "weft zone add NAME URL --secret-file FILE" } "." }
             } @else {
-                table.peers {
-                    thead {
-                        tr {
-                            th scope="col" { "Zone" } th scope="col" { "Address" } th scope="col" { "Reachability" }
-                            th scope="col" { "Round trip" } th scope="col" { "Version or cause" } th scope="col" { "Federated since" }
+                div.table-scroll {
+                    table.peers {
+                        thead {
+                            tr {
+                                th scope="col" { "Zone" } th scope="col" { "Address" } th scope="col" { "Reachability" }
+                                th scope="col" { "Round trip" } th scope="col" { "Version or cause" } th scope="col" { "Federated since" }
+                            }
                         }
-                    }
-                    tbody {
-                        @for p in v.peers {
-                            tr data-zone=(p.name.as_str()) {
-                                td.name { (p.name.as_str()) }
-                                td.path { (p.url) }
-                                (reachability(p.reachability.as_ref()))
-                                td.when { (time(p.created)) }
+                        tbody {
+                            @for p in v.peers {
+                                tr data-zone=(p.name.as_str()) {
+                                    td.name { (p.name.as_str()) }
+                                    td.path { (p.url) }
+                                    (reachability(p.reachability.as_ref()))
+                                    td.when { (time(p.created)) }
+                                }
                             }
                         }
                     }
@@ -66,23 +68,25 @@ pub fn page(user: &PageUser<'_>, v: &Zones<'_>) -> Html<String> {
             (Some(resources), Some(staging)) => {
                 section aria-labelledby="resources-title" {
                     h2 #resources-title { "Resources" }
-                    table.resources {
-                        thead {
-                            tr {
-                                th scope="col" { "Resource" } th scope="col" { "Kind" } th scope="col" { "Tier" }
-                                th scope="col" { "Space" }
+                    div.table-scroll {
+                        table.resources {
+                            thead {
+                                tr {
+                                    th scope="col" { "Resource" } th scope="col" { "Kind" } th scope="col" { "Tier" }
+                                    th scope="col" { "Space" }
+                                }
                             }
-                        }
-                        tbody {
-                            @for r in resources {
-                                tr data-resource=(r.resource.name.as_str()) {
-                                    td.name {
-                                        (r.resource.name.as_str())
-                                        @if r.resource.is_default { " " span.state.state-default { "default" } }
+                            tbody {
+                                @for r in resources {
+                                    tr data-resource=(r.resource.name.as_str()) {
+                                        td.name {
+                                            (r.resource.name.as_str())
+                                            @if r.resource.is_default { " " span.state.state-default { "default" } }
+                                        }
+                                        td { (r.resource.kind.as_str()) }
+                                        td { (r.resource.tier) }
+                                        td { (usage(&r.space)) }
                                     }
-                                    td { (r.resource.kind.as_str()) }
-                                    td { (r.resource.tier) }
-                                    td { (usage(&r.space)) }
                                 }
                             }
                         }
@@ -93,23 +97,25 @@ pub fn page(user: &PageUser<'_>, v: &Zones<'_>) -> Html<String> {
                     @if staging.is_empty() {
                         p.empty { "No staging areas." }
                     } @else {
-                        table.staging {
-                            thead {
-                                tr {
-                                    th scope="col" { "Area" } th scope="col" { "Where" } th scope="col" { "Open to" }
-                                    th scope="col" { "Space" }
-                                }
-                            }
-                            tbody {
-                                @for a in staging {
+                        div.table-scroll {
+                            table.staging {
+                                thead {
                                     tr {
-                                        td.name { (a.staging.name.as_str()) }
-                                        td.path { (a.staging.url) }
-                                        td {
-                                            @if a.staging.allow.is_empty() { "every user of this zone" }
-                                            @else { @for (i, p) in a.staging.allow.iter().enumerate() { @if i > 0 { ", " } (p.as_str()) } }
+                                        th scope="col" { "Area" } th scope="col" { "Where" } th scope="col" { "Open to" }
+                                        th scope="col" { "Space" }
+                                    }
+                                }
+                                tbody {
+                                    @for a in staging {
+                                        tr {
+                                            td.name { (a.staging.name.as_str()) }
+                                            td.path { (a.staging.url) }
+                                            td {
+                                                @if a.staging.allow.is_empty() { "every user of this zone" }
+                                                @else { @for (i, p) in a.staging.allow.iter().enumerate() { @if i > 0 { ", " } (p.as_str()) } }
+                                            }
+                                            td { (usage(&a.space)) }
                                         }
-                                        td { (usage(&a.space)) }
                                     }
                                 }
                             }
