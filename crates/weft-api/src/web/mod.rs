@@ -3,40 +3,33 @@
 //! the binary. It is one more front door over weft-zone's use cases, acting as the
 //! session's `Caller`; no check of its own decides what a user may see or do.
 //!
-//! Layout: `session.rs` the cookie and the CSRF rule (shared with `auth.rs`), `login.rs`
-//! logging in and out, `data.rs` the Data listing and its actions (new collection,
-//! delete), `node.rs` the page of one node (an object, a collection's details),
-//! `actions.rs` that page's actions (metadata, access, PIDs, replicas, moving),
-//! `search.rs` searching, `paths.rs` logical paths in URLs, `pages.rs` and `pages/` the
-//! HTML, `format.rs` sizes and times, `assets.rs` the stylesheet, script and icon. The
-//! Transfers, Zones, Policies and Admin pages are `transfers.rs`, `zones.rs`,
-//! `policies.rs` and `admin.rs`, their HTML in `views/`, the SVG of the throughput charts
-//! and of the zone map in `charts.rs` and `map.rs`.
+//! Layout:
+//! - `mod.rs` (here): the one router listing every page and action, the headers every
+//!   answer carries, and what every handler takes and gives back: the session of a page's
+//!   request ([`WebUser`]), a failure as a page ([`WebError`]), a posted form
+//!   ([`FormFields`]).
+//! - `handlers/`: one file per page with its actions (Data, a node's page and its actions,
+//!   search, Transfers, Zones, Policies, Admin, logging in, OIDC sign-in): read the
+//!   request, call the zone's use cases, hand the result to a template.
+//! - `templates/`: the HTML, one file per page, in one layout with shared components.
+//! - `svg/`: the drawings (throughput charts, map of zones).
+//! - `assets.rs` and `assets/`: the stylesheet, script and icon, served under hashed names.
+//! - `session.rs` the cookie and the CSRF rule (shared with `auth.rs`), `paths.rs` logical
+//!   paths in URLs, `format.rs` sizes and times.
 
-mod actions;
-mod admin;
 mod assets;
-mod charts;
-mod data;
 mod format;
-mod login;
-mod map;
-mod node;
-mod pages;
+mod handlers;
 mod paths;
-mod policies;
-mod search;
 pub mod session;
-mod sso;
-mod transfers;
-mod views;
-mod zones;
+mod svg;
+mod templates;
 
 use crate::AppState;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use http::request::Parts;
 use http::{header, HeaderValue, StatusCode};
@@ -47,34 +40,42 @@ use weft_zone::Session;
 /// The pages and their actions. None of these is an API route: they are not in
 /// `routes::table()` nor in the OpenAPI document.
 pub fn router() -> Router<Arc<AppState>> {
+    use handlers::{actions, admin, data, login, node, policies, search, sso, transfers, zones};
     Router::new()
+        // Logging in and out (handlers/login.rs, sso.rs).
         .route("/", get(login::home))
         .route("/login", get(login::page).post(login::submit))
         .route("/login/oidc/callback", get(sso::finish))
         .route("/login/oidc/{n}", get(sso::begin))
-        .route("/logout", axum::routing::post(login::logout))
+        .route("/logout", post(login::logout))
+        // Data: a collection's listing or an object's page, and the listing's actions.
         .route("/data", get(data::show))
         .route("/data/", get(data::show))
         .route("/data/{*path}", get(data::show))
-        .route(
-            "/new-collection/{*path}",
-            axum::routing::post(data::new_collection),
-        )
+        .route("/new-collection/{*path}", post(data::new_collection))
         .route("/delete/{*path}", get(data::confirm_delete).post(data::delete))
-        // A node's details and the actions of its page (web/node.rs, actions.rs, search.rs).
+        // A node's details and search, and the actions of a node's page.
         .route("/details/{*path}", get(node::details))
         .route("/search/{*path}", get(search::show))
-        .route("/meta/{*path}", axum::routing::post(actions::meta))
-        .route("/acl/{*path}", axum::routing::post(actions::acl))
-        .route("/mint-pid/{*path}", axum::routing::post(actions::mint_pid))
-        .route("/replicate/{*path}", axum::routing::post(actions::replicate))
-        .route("/trim/{*path}", axum::routing::post(actions::trim))
-        .route("/move/{*path}", axum::routing::post(actions::rename))
+        .route("/meta/{*path}", post(actions::meta))
+        .route("/acl/{*path}", post(actions::acl))
+        .route("/mint-pid/{*path}", post(actions::mint_pid))
+        .route("/replicate/{*path}", post(actions::replicate))
+        .route("/trim/{*path}", post(actions::trim))
+        .route("/move/{*path}", post(actions::rename))
+        // Transfers: the history, map and charts, a transfer's page, starting, cancelling.
+        .route("/transfers", get(transfers::history))
+        .route("/transfers/map", get(transfers::map_fragment))
+        .route("/transfers/start", post(transfers::start))
+        .route("/transfers/{id}", get(transfers::detail))
+        .route("/transfers/{id}/cancel", post(transfers::cancel))
+        .route("/zones", get(zones::page))
+        .route("/policies", get(policies::page))
+        // Admin: users, groups and tokens.
+        .route("/admin", get(admin::page))
+        .route("/admin/tokens", post(admin::create_token))
+        .route("/admin/tokens/{id}/delete", post(admin::delete_token))
         .route("/assets/{file}", get(assets::serve))
-        .merge(transfers::router())
-        .merge(zones::router())
-        .merge(policies::router())
-        .merge(admin::router())
         .layer(axum::middleware::from_fn(headers))
 }
 
@@ -131,8 +132,8 @@ impl WebUser {
     }
 
     /// The top bar's zone and user, and the token the page's forms carry.
-    pub fn page(&self) -> pages::PageUser<'_> {
-        pages::PageUser {
+    pub fn page(&self) -> templates::PageUser<'_> {
+        templates::PageUser {
             zone: &self.zone,
             name: self.session.caller.name.as_str(),
             csrf: &self.session.csrf,
@@ -157,8 +158,8 @@ impl FromRequestParts<Arc<AppState>> for WebUser {
                 let next = (parts.method == http::Method::GET)
                     .then(|| parts.uri.path_and_query().map(|p| p.as_str()))
                     .flatten();
-                let next = login::next_page(next);
-                Err(login::refused_twice(
+                let next = handlers::login::next_page(next);
+                Err(handlers::login::refused_twice(
                     state,
                     &parts.headers,
                     parts.uri.path(),
@@ -236,8 +237,8 @@ impl IntoResponse for WebError {
         let user = self
             .session
             .as_ref()
-            .map(|(zone, name, csrf)| pages::PageUser { zone, name, csrf });
-        (status, pages::error(user.as_ref(), &self.error)).into_response()
+            .map(|(zone, name, csrf)| templates::PageUser { zone, name, csrf });
+        (status, templates::error(user.as_ref(), &self.error)).into_response()
     }
 }
 

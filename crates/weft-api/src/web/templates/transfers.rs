@@ -2,9 +2,10 @@
 //! detail page.
 
 use super::state;
-use crate::web::charts::{self, Line, Span, PALETTE};
-use crate::web::pages::{layout_in, time, PageUser, Section};
-use crate::web::{format, map};
+use super::{layout_in, time, PageUser, Section};
+use crate::web::format;
+use crate::web::svg::charts::{self, Line, Span, PALETTE};
+use crate::web::svg::map;
 use axum::response::Html;
 use maud::{html, Markup};
 use weft_types::{Direction, Endpoint, FileState, TransferKind, TransferState};
@@ -264,34 +265,36 @@ pub fn history(user: &PageUser<'_>, v: &History<'_>) -> Html<String> {
             @if v.transfers.is_empty() {
                 p.empty { @if v.first_page { "No transfers match." } @else { "No more transfers." } }
             } @else {
-                table.transfers {
-                    caption.visually-hidden { "Transfers, newest first" }
-                    thead {
-                        tr {
-                            th scope="col" { "File or collection" }
-                            th scope="col" { "User" }
-                            th scope="col" { "Destination" }
-                            th scope="col" { "Started" }
-                            th scope="col" { "Bytes replicated" }
-                            th scope="col" { "Files processed" }
-                            th scope="col" { "Type" }
-                            th scope="col" { "Status" }
+                div.table-scroll {
+                    table.transfers {
+                        caption.visually-hidden { "Transfers, newest first" }
+                        thead {
+                            tr {
+                                th scope="col" { "File or collection" }
+                                th scope="col" { "User" }
+                                th scope="col" { "Destination" }
+                                th scope="col" { "Started" }
+                                th scope="col" { "Bytes replicated" }
+                                th scope="col" { "Files processed" }
+                                th scope="col" { "Type" }
+                                th scope="col" { "Status" }
+                            }
                         }
-                    }
-                    tbody {
-                        @for t in v.transfers {
-                            @let (bytes, files) = progress(t);
-                            tr data-id=(t.record.id.as_str()) {
-                                td.name { a href={ "/transfers/" (t.record.id.as_str()) } { (sources(t)) } }
-                                td.owner { (t.record.owner.as_str()) }
-                                td.path { (t.spec.destination) }
-                                td.when {
-                                    @if let Some(s) = t.record.started { (time(s)) } @else { span.muted { "not yet" } }
+                        tbody {
+                            @for t in v.transfers {
+                                @let (bytes, files) = progress(t);
+                                tr data-id=(t.record.id.as_str()) {
+                                    td.name { a href={ "/transfers/" (t.record.id.as_str()) } { (sources(t)) } }
+                                    td.owner { (t.record.owner.as_str()) }
+                                    td.path { (t.spec.destination) }
+                                    td.when {
+                                        @if let Some(s) = t.record.started { (time(s)) } @else { span.muted { "not yet" } }
+                                    }
+                                    td.num.bytes { (bytes) }
+                                    td.num.files { (files) }
+                                    td.kind { (kind_label(t.record.kind)) }
+                                    td.status { (state(t.record.state.as_str())) }
                                 }
-                                td.num.bytes { (bytes) }
-                                td.num.files { (files) }
-                                td.kind { (kind_label(t.record.kind)) }
-                                td.status { (state(t.record.state.as_str())) }
                             }
                         }
                     }
@@ -301,7 +304,7 @@ pub fn history(user: &PageUser<'_>, v: &History<'_>) -> Html<String> {
                 @if !v.first_page {
                     a.button href={ "/transfers?" (query(v.shown, None)) } { "« Newest" }
                 }
-                span.count { (v.transfers.len()) " transfers on this page (at most " (crate::web::transfers::PAGE) ")" }
+                span.count { (v.transfers.len()) " transfers on this page (at most " (crate::web::handlers::transfers::PAGE) ")" }
                 @if let Some(next) = &v.next {
                     a.button rel="next" href=(next) { "Older »" }
                 }
@@ -375,28 +378,30 @@ pub fn detail(user: &PageUser<'_>, v: &Detail<'_>) -> Html<String> {
             @if v.files.is_empty() {
                 p.empty { "No files to show." }
             } @else {
-                table.files {
-                    thead {
-                        tr {
-                            th scope="col" { "#" } th scope="col" { "Source" } th scope="col" { "Destination" }
-                            th scope="col" { "Size" } th scope="col" { "State" } th scope="col" { "Attempts" } th scope="col" { "Cause" }
-                        }
-                    }
-                    tbody {
-                        @for f in v.files {
+                div.table-scroll {
+                    table.files {
+                        thead {
                             tr {
-                                td.num { (f.seq) }
-                                td.path {
-                                    @if let Some(href) = data_link(user.zone, &f.source) { a href=(href) { (f.source.to_string()) } }
-                                    @else { (f.source.to_string()) }
-                                }
-                                td.path { (f.destination.to_string()) }
-                                td.num { (format::size(f.size as i64)) }
-                                td { (state(f.state.as_str())) }
-                                td.num { (f.attempts) }
-                                td.cause {
-                                    @if let Some(e) = &f.error {
-                                        code { (e.code.as_str()) } " " (e.message)
+                                th scope="col" { "#" } th scope="col" { "Source" } th scope="col" { "Destination" }
+                                th scope="col" { "Size" } th scope="col" { "State" } th scope="col" { "Attempts" } th scope="col" { "Cause" }
+                            }
+                        }
+                        tbody {
+                            @for f in v.files {
+                                tr {
+                                    td.num { (f.seq) }
+                                    td.path {
+                                        @if let Some(href) = data_link(user.zone, &f.source) { a href=(href) { (f.source.to_string()) } }
+                                        @else { (f.source.to_string()) }
+                                    }
+                                    td.path { (f.destination.to_string()) }
+                                    td.num { (format::size(f.size as i64)) }
+                                    td { (state(f.state.as_str())) }
+                                    td.num { (f.attempts) }
+                                    td.cause {
+                                        @if let Some(e) = &f.error {
+                                            code { (e.code.as_str()) } " " (e.message)
+                                        }
                                     }
                                 }
                             }

@@ -3,7 +3,7 @@
 //! labels the page's script rewrites in the browser's time zone. No chart library: the
 //! geometry is a few functions, tested below.
 
-use super::format;
+use crate::web::format;
 use maud::{html, Markup};
 use weft_types::Millis;
 

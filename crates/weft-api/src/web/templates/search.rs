@@ -1,7 +1,8 @@
 //! Searching below a collection by name and metadata (the conditions of `weft find`):
 //! the form, on the listing and on the results, and the results page by page.
 
-use super::{crumbs, format, kind_icon, layout, paths, time, Crumbs, PageUser};
+use super::{crumbs, kind_icon, layout, time, Crumbs, PageUser};
+use crate::web::{format, paths};
 use axum::response::Html;
 use maud::{html, Markup};
 use weft_types::{LogicalPath, NodeKind};
@@ -90,25 +91,27 @@ pub fn page(user: &PageUser<'_>, c: &Crumbs, v: &SearchView<'_>) -> Html<String>
             @if found.is_empty() {
                 p.empty { @if v.first_page { "Nothing below this collection matches." } @else { "No more matches." } }
             } @else {
-                table.listing.results {
-                    caption.visually-hidden { "Matches below " (v.root.as_str()) }
-                    thead {
-                        tr { th scope="col" { "Path" } th scope="col" { "Size" } th scope="col" { "Modified" } th scope="col" { "Owner" } }
-                    }
-                    tbody {
-                        @for n in found {
-                            tr class=(if n.kind == NodeKind::Collection { "collection" } else { "object" }) {
-                                td.name {
-                                    a href=(paths::to_url("/data", &n.path)) {
-                                        (kind_icon(n.kind))
-                                        span.label { (n.path.as_str().strip_prefix(&prefix).unwrap_or(n.path.as_str())) }
+                div.table-scroll {
+                    table.listing.results {
+                        caption.visually-hidden { "Matches below " (v.root.as_str()) }
+                        thead {
+                            tr { th scope="col" { "Path" } th scope="col" { "Size" } th scope="col" { "Modified" } th scope="col" { "Owner" } }
+                        }
+                        tbody {
+                            @for n in found {
+                                tr class=(if n.kind == NodeKind::Collection { "collection" } else { "object" }) {
+                                    td.name {
+                                        a href=(paths::to_url("/data", &n.path)) {
+                                            (kind_icon(n.kind))
+                                            span.label { (n.path.as_str().strip_prefix(&prefix).unwrap_or(n.path.as_str())) }
+                                        }
                                     }
+                                    td.size data-bytes=(n.size) {
+                                        @if n.kind == NodeKind::Object { (format::size(n.size)) } @else { "—" }
+                                    }
+                                    td.modified { (time(n.modified)) }
+                                    td.owner { (n.owner.as_str()) }
                                 }
-                                td.size data-bytes=(n.size) {
-                                    @if n.kind == NodeKind::Object { (format::size(n.size)) } @else { "—" }
-                                }
-                                td.modified { (time(n.modified)) }
-                                td.owner { (n.owner.as_str()) }
                             }
                         }
                     }

@@ -3,7 +3,8 @@
 
 use super::distribution;
 use super::node::{self, NodeView};
-use super::{crumbs, format, layout, paths, Crumbs, PageUser};
+use super::{crumbs, layout, Crumbs, PageUser};
+use crate::web::{format, paths};
 use axum::response::Html;
 use maud::html;
 

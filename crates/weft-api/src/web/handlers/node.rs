@@ -3,9 +3,9 @@
 //! session's caller, and what it offers decided by the caller's permission.
 
 use super::data::{is_protected, named_path, page_user};
-use super::pages::{self, AclView, Crumbs, Done, NodeView, Outcome, Part};
-use super::{FormFields, WebError, WebUser};
 use crate::extract::QueryPairs;
+use crate::web::templates::{self, AclView, Crumbs, Done, NodeView, Outcome, Part};
+use crate::web::{FormFields, WebError, WebUser};
 use crate::AppState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -109,8 +109,8 @@ async fn render(
     let page_user = page_user(s, user);
     let crumbs = Crumbs::of(path);
     Ok(match info.node.kind {
-        NodeKind::Object => pages::object(&page_user, &crumbs, &view).into_response(),
-        NodeKind::Collection => pages::details(&page_user, &crumbs, &view).into_response(),
+        NodeKind::Object => templates::object(&page_user, &crumbs, &view).into_response(),
+        NodeKind::Collection => templates::details(&page_user, &crumbs, &view).into_response(),
     })
 }
 

@@ -2,14 +2,13 @@
 //! a transfer's files, and starting and cancelling one. Each acts as the session's caller
 //! through weft-zone's transfer use cases, which decide what it may see and do.
 
-use super::views::transfers::{self as view, Detail, History, Shown};
-use super::{map, FormFields, WebError, WebUser};
 use crate::extract::QueryPairs;
+use crate::web::svg::map;
+use crate::web::templates::{self, Detail, History, Shown};
+use crate::web::{FormFields, WebError, WebUser};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use axum::Router;
 use http::HeaderMap;
 use std::sync::Arc;
 use weft_types::{Error, FileState, LogicalPath, PrincipalName, TransferId, TransferKind, TransferState};
@@ -19,15 +18,6 @@ use weft_zone::{ThroughputRange, TransferFilter, TransferSpec, Verify};
 pub const PAGE: u32 = 50;
 /// Files per page of a transfer's detail.
 const FILES_PAGE: u32 = 200;
-
-pub fn router() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/transfers", get(history))
-        .route("/transfers/map", get(map_fragment))
-        .route("/transfers/start", post(start))
-        .route("/transfers/{id}", get(detail))
-        .route("/transfers/{id}/cancel", post(cancel))
-}
 
 /// A field that is absent or empty is no filter.
 fn field<'a>(q: &'a QueryPairs, key: &str) -> Option<&'a str> {
@@ -99,7 +89,7 @@ pub async fn history(
         .then(|| transfers.last())
         .flatten()
         .map(|t| {
-            let mut q = view::query(&shown, None);
+            let mut q = templates::transfers_query(&shown, None);
             if !q.is_empty() {
                 q.push('&');
             }
@@ -114,7 +104,7 @@ pub async fn history(
         first_page: before.is_none(),
         next,
     };
-    Ok(view::history(&user.page(), &page).into_response())
+    Ok(templates::transfers(&user.page(), &page).into_response())
 }
 
 /// `GET /transfers/map`: the map alone, which the page's script fetches every few seconds.
@@ -181,7 +171,7 @@ pub async fn detail(
         file_state,
         next_files,
     };
-    Ok(view::detail(&user.page(), &page).into_response())
+    Ok(templates::transfer(&user.page(), &page).into_response())
 }
 
 /// The request of the start form: one source, a destination, and whether a collection

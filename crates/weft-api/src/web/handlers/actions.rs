@@ -6,8 +6,8 @@
 
 use super::data::{is_protected, protected, Posted};
 use super::node;
-use super::pages::{page_url, Done, Part};
-use super::{FormFields, WebUser};
+use crate::web::templates::{page_url, Done, Part};
+use crate::web::{FormFields, WebUser};
 use crate::AppState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -41,7 +41,7 @@ where
                 // Gone from the user's sight (moved where they may not read): the
                 // collection it was posted from.
                 Err(_) => {
-                    return Redirect::to(&super::paths::to_url("/data", &at.parent().unwrap_or(at)))
+                    return Redirect::to(&crate::web::paths::to_url("/data", &at.parent().unwrap_or(at)))
                         .into_response()
                 }
             };
@@ -228,7 +228,7 @@ pub async fn rename(State(s): State<Arc<AppState>>, posted: Posted) -> Response 
 /// `invalid_name` as paths and names have them, `invalid_argument` for no change.
 fn target(into: &str, name: &str, from: &LogicalPath) -> Result<LogicalPath, Error> {
     let into = LogicalPath::parse(into.trim())?;
-    let to = super::paths::child(&into, name)?;
+    let to = crate::web::paths::child(&into, name)?;
     if &to == from {
         return Err(Error::invalid(
             "that is its name and collection now; change either to move it",

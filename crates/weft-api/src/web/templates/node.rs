@@ -3,7 +3,8 @@
 //! the PID and moving. Every form offered is one the user's permission allows; the zone
 //! checks each action again.
 
-use super::{paths, time, PageUser};
+use super::{time, PageUser};
+use crate::web::paths;
 use maud::{html, Markup};
 use weft_types::{escape_controls as esc, Error, LogicalPath, NodeKind, Permission};
 use weft_zone::{AclEntry, Avu, Distribution, NodeInfo};
@@ -229,34 +230,36 @@ pub fn metadata(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
             @if v.meta.is_empty() {
                 p.empty { "No metadata." }
             } @else {
-                table.meta {
-                    thead {
-                        tr {
-                            th scope="col" { "Attribute" } th scope="col" { "Value" } th scope="col" { "Unit" }
-                            @if v.can_write() { th scope="col" { span.visually-hidden { "Actions" } } }
+                div.table-scroll {
+                    table.meta {
+                        thead {
+                            tr {
+                                th scope="col" { "Attribute" } th scope="col" { "Value" } th scope="col" { "Unit" }
+                                @if v.can_write() { th scope="col" { span.visually-hidden { "Actions" } } }
+                            }
                         }
-                    }
-                    tbody {
-                        @for (i, a) in v.meta.iter().enumerate() {
-                            @if v.can_write() && v.editing == Some(i) {
-                                (meta_edit_row(user, &action, &here, a, v.outcome))
-                            } @else {
-                                // Shown escaped, sent back (hidden) as stored: a catalog may
-                                // hold control characters from before they were refused.
-                                tr {
-                                    td.attr { (esc(&a.attr)) } td.value { (esc(&a.value)) } td.unit { (esc(&a.unit)) }
-                                    @if v.can_write() {
-                                        td.row-actions {
-                                            a.button.small href={ (here) "?edit=" (i) "#metadata" }
-                                                aria-label={ "Edit " (esc(&a.attr)) "=" (esc(&a.value)) } { "Edit" }
-                                            form.inline method="post" action=(action) {
-                                                (csrf(user))
-                                                input type="hidden" name="op" value="remove";
-                                                input type="hidden" name="attr" value=(a.attr);
-                                                input type="hidden" name="value" value=(a.value);
-                                                input type="hidden" name="unit" value=(a.unit);
-                                                button.small.danger type="submit"
-                                                    aria-label={ "Remove " (esc(&a.attr)) "=" (esc(&a.value)) } { "Remove" }
+                        tbody {
+                            @for (i, a) in v.meta.iter().enumerate() {
+                                @if v.can_write() && v.editing == Some(i) {
+                                    (meta_edit_row(user, &action, &here, a, v.outcome))
+                                } @else {
+                                    // Shown escaped, sent back (hidden) as stored: a catalog may
+                                    // hold control characters from before they were refused.
+                                    tr {
+                                        td.attr { (esc(&a.attr)) } td.value { (esc(&a.value)) } td.unit { (esc(&a.unit)) }
+                                        @if v.can_write() {
+                                            td.row-actions {
+                                                a.button.small href={ (here) "?edit=" (i) "#metadata" }
+                                                    aria-label={ "Edit " (esc(&a.attr)) "=" (esc(&a.value)) } { "Edit" }
+                                                form.inline method="post" action=(action) {
+                                                    (csrf(user))
+                                                    input type="hidden" name="op" value="remove";
+                                                    input type="hidden" name="attr" value=(a.attr);
+                                                    input type="hidden" name="value" value=(a.value);
+                                                    input type="hidden" name="unit" value=(a.unit);
+                                                    button.small.danger type="submit"
+                                                        aria-label={ "Remove " (esc(&a.attr)) "=" (esc(&a.value)) } { "Remove" }
+                                                }
                                             }
                                         }
                                     }
@@ -340,40 +343,42 @@ pub fn access(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
         section #access aria-labelledby="access-h" {
             h2 #access-h { "Access" }
             (outcome(v.outcome, Part::Access))
-            table.acl {
-                caption.visually-hidden { "Who may do what with " (path.as_str()) }
-                thead {
-                    tr {
-                        th scope="col" { "User or group" } th scope="col" { "Kind" } th scope="col" { "Permission" }
-                        th scope="col" { "Set on" }
-                    }
-                }
-                tbody {
-                    @for e in &acl.own {
+            div.table-scroll {
+                table.acl {
+                    caption.visually-hidden { "Who may do what with " (path.as_str()) }
+                    thead {
                         tr {
-                            (acl_cells(e))
-                            td {
-                                span.muted { "this " (kind_word(v.info.node.kind)) }
-                                form.inline.right method="post" action=(action) {
-                                    (csrf(user))
-                                    input type="hidden" name="principal" value=(e.principal.as_str());
-                                    input type="hidden" name="permission" value="none";
-                                    button.small.danger type="submit"
-                                        aria-label={ "Revoke " (e.permission.as_str()) " of " (e.principal.as_str()) } { "Revoke" }
+                            th scope="col" { "User or group" } th scope="col" { "Kind" } th scope="col" { "Permission" }
+                            th scope="col" { "Set on" }
+                        }
+                    }
+                    tbody {
+                        @for e in &acl.own {
+                            tr {
+                                (acl_cells(e))
+                                td {
+                                    span.muted { "this " (kind_word(v.info.node.kind)) }
+                                    form.inline.right method="post" action=(action) {
+                                        (csrf(user))
+                                        input type="hidden" name="principal" value=(e.principal.as_str());
+                                        input type="hidden" name="permission" value="none";
+                                        button.small.danger type="submit"
+                                            aria-label={ "Revoke " (e.permission.as_str()) " of " (e.principal.as_str()) } { "Revoke" }
+                                    }
                                 }
                             }
                         }
-                    }
-                    @for (from, entries) in &acl.inherited {
-                        @for e in entries {
-                            tr.inherited {
-                                (acl_cells(e))
-                                td { "inherited from " a href=(paths::to_url("/details", from)) { code { (from.as_str()) } } }
+                        @for (from, entries) in &acl.inherited {
+                            @for e in entries {
+                                tr.inherited {
+                                    (acl_cells(e))
+                                    td { "inherited from " a href=(paths::to_url("/details", from)) { code { (from.as_str()) } } }
+                                }
                             }
                         }
-                    }
-                    @if acl.own.is_empty() && acl.inherited.is_empty() {
-                        tr { td.muted colspan="4" { "No entries: only the owner and administrators have access." } }
+                        @if acl.own.is_empty() && acl.inherited.is_empty() {
+                            tr { td.muted colspan="4" { "No entries: only the owner and administrators have access." } }
+                        }
                     }
                 }
             }

@@ -10,8 +10,9 @@
 //! the verifier, and checks the access token exactly as a bearer token of the API is
 //! checked (signature, issuer, audience, expiry): the session acts for the same weft user.
 
-use super::{login, session, WebError};
+use super::login;
 use crate::extract::QueryPairs;
+use crate::web::{session, WebError};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};

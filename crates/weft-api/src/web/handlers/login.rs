@@ -1,8 +1,9 @@
 //! Logging in (an API token pasted into a form opens a session; `sso.rs` signs in with the
 //! zone's OIDC issuers) and out.
 
-use super::{pages, paths, session, FormFields, WebError, WebUser};
 use crate::extract::QueryPairs;
+use crate::web::templates;
+use crate::web::{paths, session, FormFields, WebError, WebUser};
 use crate::AppState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -36,7 +37,7 @@ pub fn home_path(zone: &str, user: &str) -> String {
 
 /// Where to go after logging in: a page of this interface, never another site
 /// (`//evil.example`, `/\evil.example`) or an API route.
-pub(super) fn next_page(q: Option<&str>) -> Option<&str> {
+pub(in crate::web) fn next_page(q: Option<&str>) -> Option<&str> {
     let next = q?;
     let local = next.starts_with('/')
         && !next.starts_with("//")
@@ -63,7 +64,7 @@ pub async fn page(State(s): State<Arc<AppState>>, headers: HeaderMap, q: QueryPa
 
 /// The login page for a request that carried the session cookie twice: it says why, with
 /// 401, and makes the browser forget every cookie of the name it can reach from `path`.
-pub(super) fn refused_twice(
+pub(in crate::web) fn refused_twice(
     s: &AppState,
     headers: &HeaderMap,
     path: &str,
@@ -87,11 +88,11 @@ fn login_page(s: &AppState, next: Option<&str>, problem: Option<&str>) -> axum::
         .filter(|(_, i)| i.web_client_id.is_some())
         .map(|(n, i)| (n, i.label()))
         .collect();
-    pages::login(s.zone.name().as_str(), next, &issuers, problem)
+    templates::login(s.zone.name().as_str(), next, &issuers, problem)
 }
 
 /// The sign-in page telling what went wrong, with `status`.
-pub(super) fn page_with(s: &AppState, next: Option<&str>, problem: &str, status: u16) -> Response {
+pub(in crate::web) fn page_with(s: &AppState, next: Option<&str>, problem: &str, status: u16) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
     (status, login_page(s, next, Some(problem))).into_response()
 }

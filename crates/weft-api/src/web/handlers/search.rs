@@ -3,9 +3,9 @@
 //! parse as `--meta` does); the zone searches what the user may read.
 
 use super::data::{named_path, page_user, PAGE};
-use super::pages::{self, Crumbs, SearchView, Typed};
-use super::{paths, WebError, WebUser};
 use crate::extract::QueryPairs;
+use crate::web::templates::{self, Crumbs, SearchView, Typed};
+use crate::web::{paths, WebError, WebUser};
 use crate::AppState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -109,7 +109,7 @@ pub async fn show(
         problem: None,
     };
     if !asks(&typed) {
-        return Ok(pages::search(&page_user, &crumbs, &view).into_response());
+        return Ok(templates::search(&page_user, &crumbs, &view).into_response());
     }
     let found = match query(&root, &typed, after) {
         Ok(fq) => s.zone.namespace().find(caller, fq).await,
@@ -119,11 +119,11 @@ pub async fn show(
         Ok((nodes, next)) => {
             view.next = next.map(|c| next_url(&root, &typed, &c));
             view.found = Some(nodes.as_slice());
-            Ok(pages::search(&page_user, &crumbs, &view).into_response())
+            Ok(templates::search(&page_user, &crumbs, &view).into_response())
         }
         Err(e) if e.code.http_status() == 400 => {
             view.problem = Some(&e);
-            let page = pages::search(&page_user, &crumbs, &view);
+            let page = templates::search(&page_user, &crumbs, &view);
             Ok((StatusCode::BAD_REQUEST, page).into_response())
         }
         Err(e) => Err(fail(e)),

@@ -1,7 +1,7 @@
 //! The Admin page: users, groups with their members, and API tokens (a new one's secret
 //! shown once, on the answer to the form that created it).
 
-use crate::web::pages::{layout_in, time, PageUser, Section};
+use super::{layout_in, time, PageUser, Section};
 use axum::response::Html;
 use maud::html;
 use weft_types::escape_controls;
@@ -29,18 +29,20 @@ pub fn page(user: &PageUser<'_>, v: &Admin<'_>) -> Html<String> {
         div.admin-grid {
             section aria-labelledby="users-title" {
                 h2 #users-title { "Users " span.muted { (v.users.len()) } }
-                table.users {
-                    thead { tr { th scope="col" { "User" } th scope="col" { "Role" } th scope="col" { "Since" } } }
-                    tbody {
-                        @for u in v.users {
-                            tr data-user=(u.name.as_str()) {
-                                td.name { (u.name.as_str()) }
-                                td {
-                                    @if u.is_admin { span.state.state-admin { "administrator" } }
-                                    @else if let Some((_, zone)) = u.name.as_str().split_once('#') { "visitor from zone " (zone) }
-                                    @else { "user" }
+                div.table-scroll {
+                    table.users {
+                        thead { tr { th scope="col" { "User" } th scope="col" { "Role" } th scope="col" { "Since" } } }
+                        tbody {
+                            @for u in v.users {
+                                tr data-user=(u.name.as_str()) {
+                                    td.name { (u.name.as_str()) }
+                                    td {
+                                        @if u.is_admin { span.state.state-admin { "administrator" } }
+                                        @else if let Some((_, zone)) = u.name.as_str().split_once('#') { "visitor from zone " (zone) }
+                                        @else { "user" }
+                                    }
+                                    td.when { (time(u.created)) }
                                 }
-                                td.when { (time(u.created)) }
                             }
                         }
                     }
@@ -51,15 +53,17 @@ pub fn page(user: &PageUser<'_>, v: &Admin<'_>) -> Html<String> {
                 @if v.groups.is_empty() {
                     p.empty { "No groups. Add one with " code { "weft group add NAME" } "." }
                 } @else {
-                    table.groups {
-                        thead { tr { th scope="col" { "Group" } th scope="col" { "Members" } } }
-                        tbody {
-                            @for (g, members) in v.groups {
-                                tr data-group=(g.name.as_str()) {
-                                    td.name { (g.name.as_str()) }
-                                    td.members {
-                                        @if members.is_empty() { span.muted { "nobody" } }
-                                        @for (i, m) in members.iter().enumerate() { @if i > 0 { ", " } (m.name.as_str()) }
+                    div.table-scroll {
+                        table.groups {
+                            thead { tr { th scope="col" { "Group" } th scope="col" { "Members" } } }
+                            tbody {
+                                @for (g, members) in v.groups {
+                                    tr data-group=(g.name.as_str()) {
+                                        td.name { (g.name.as_str()) }
+                                        td.members {
+                                            @if members.is_empty() { span.muted { "nobody" } }
+                                            @for (i, m) in members.iter().enumerate() { @if i > 0 { ", " } (m.name.as_str()) }
+                                        }
                                     }
                                 }
                             }
@@ -91,25 +95,27 @@ pub fn page(user: &PageUser<'_>, v: &Admin<'_>) -> Html<String> {
                     button.primary type="submit" { "Create token" }
                 }
             }
-            table.tokens {
-                thead {
-                    tr {
-                        th scope="col" { "#" } th scope="col" { "User" } th scope="col" { "Label" }
-                        th scope="col" { "Created" } th scope="col" { "Expires" } th scope="col" { span.visually-hidden { "Actions" } }
+            div.table-scroll {
+                table.tokens {
+                    thead {
+                        tr {
+                            th scope="col" { "#" } th scope="col" { "User" } th scope="col" { "Label" }
+                            th scope="col" { "Created" } th scope="col" { "Expires" } th scope="col" { span.visually-hidden { "Actions" } }
+                        }
                     }
-                }
-                tbody {
-                    @for t in v.tokens {
-                        tr data-token=(t.token.id) {
-                            td.num { (t.token.id) }
-                            td.owner { (t.user.as_str()) }
-                            td.label { @if t.token.label.is_empty() { span.muted { "—" } } @else { (escape_controls(&t.token.label)) } }
-                            td.when { (time(t.token.created)) }
-                            td.when { @if let Some(e) = t.token.expires { (time(e)) } @else { span.muted { "never" } } }
-                            td {
-                                form method="post" action={ "/admin/tokens/" (t.token.id) "/delete" } {
-                                    input type="hidden" name="csrf" value=(user.csrf);
-                                    button.danger.small type="submit" aria-label={ "Delete token " (t.token.id) " of " (t.user.as_str()) } { "Delete" }
+                    tbody {
+                        @for t in v.tokens {
+                            tr data-token=(t.token.id) {
+                                td.num { (t.token.id) }
+                                td.owner { (t.user.as_str()) }
+                                td.label { @if t.token.label.is_empty() { span.muted { "—" } } @else { (escape_controls(&t.token.label)) } }
+                                td.when { (time(t.token.created)) }
+                                td.when { @if let Some(e) = t.token.expires { (time(e)) } @else { span.muted { "never" } } }
+                                td {
+                                    form method="post" action={ "/admin/tokens/" (t.token.id) "/delete" } {
+                                        input type="hidden" name="csrf" value=(user.csrf);
+                                        button.danger.small type="submit" aria-label={ "Delete token " (t.token.id) " of " (t.user.as_str()) } { "Delete" }
+                                    }
                                 }
                             }
                         }

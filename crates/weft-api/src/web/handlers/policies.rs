@@ -1,19 +1,13 @@
 //! The Policies page, through weft-zone's policy and QoS use cases: the rules and their
 //! status for administrators, the QoS requirements the user may read.
 
-use super::views::policies::{self as view, Policies};
-use super::{WebError, WebUser};
+use crate::web::templates::{self, Policies};
+use crate::web::{WebError, WebUser};
 use crate::AppState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use std::sync::Arc;
 use weft_types::LogicalPath;
-
-pub fn router() -> Router<Arc<AppState>> {
-    Router::new().route("/policies", get(page))
-}
 
 /// `GET /policies`.
 pub async fn page(State(s): State<Arc<AppState>>, user: WebUser) -> Result<Response, WebError> {
@@ -42,5 +36,5 @@ pub async fn page(State(s): State<Arc<AppState>>, user: WebUser) -> Result<Respo
         qos: &qos,
         qos_scope: scope.as_str(),
     };
-    Ok(view::page(&user.page(), &v).into_response())
+    Ok(templates::policies(&user.page(), &v).into_response())
 }

@@ -3,9 +3,10 @@
 //! with what every posted action goes through first (`Posted`). Uploads and downloads go
 //! through the REST routes from the page, with the session's cookie.
 
-use super::pages::{self, Crumbs, Listed, PageUser};
-use super::{login, paths, session, FormFields, WebError, WebUser};
+use super::login;
 use crate::extract::QueryPairs;
+use crate::web::templates::{self, Crumbs, Listed, PageUser};
+use crate::web::{paths, session, FormFields, WebError, WebUser};
 use crate::AppState;
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -96,7 +97,7 @@ pub async fn show(
                 can_write: held >= Permission::Write,
                 can_delete: held >= Permission::Write && !is_protected(&s, &path),
             };
-            Ok(pages::collection(&page_user, &crumbs, &view).into_response())
+            Ok(templates::collection(&page_user, &crumbs, &view).into_response())
         }
         NodeKind::Object => super::node::show(&s, &user, &path, &q).await,
     }
@@ -201,7 +202,7 @@ pub async fn confirm_delete(
         return Err(fail(protected(&path)));
     }
     let crumbs = Crumbs::of(&path);
-    Ok(pages::confirm_delete(&page_user(&s, &user), &crumbs, &info.node).into_response())
+    Ok(templates::confirm_delete(&page_user(&s, &user), &crumbs, &info.node).into_response())
 }
 
 pub(super) fn protected(path: &LogicalPath) -> Error {

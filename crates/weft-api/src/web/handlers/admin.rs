@@ -1,24 +1,15 @@
 //! The Admin page, for administrators only (others get a 403 page, and no entry in the top
 //! bar): users, groups and API tokens, through the same use cases as the REST routes.
 
-use super::views::admin::{self as view, Admin};
-use super::{FormFields, WebError, WebUser};
+use crate::web::templates::{self, Admin};
+use crate::web::{FormFields, WebError, WebUser};
 use crate::AppState;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use axum::Router;
 use http::HeaderMap;
 use std::sync::Arc;
 use weft_types::{Error, PrincipalName};
 use weft_zone::{NewToken, PrincipalKind};
-
-pub fn router() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/admin", get(page))
-        .route("/admin/tokens", post(create_token))
-        .route("/admin/tokens/{id}/delete", post(delete_token))
-}
 
 /// The page, with the secret of a token just created.
 async fn render(s: &AppState, user: &WebUser, created: Option<&NewToken>) -> Result<Response, Error> {
@@ -37,7 +28,7 @@ async fn render(s: &AppState, user: &WebUser, created: Option<&NewToken>) -> Res
         tokens: &tokens,
         created,
     };
-    Ok(view::page(&user.page(), &v).into_response())
+    Ok(templates::admin(&user.page(), &v).into_response())
 }
 
 /// `GET /admin`.

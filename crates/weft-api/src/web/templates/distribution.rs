@@ -3,7 +3,8 @@
 //! drawn in inline SVG (no script), with a table of the same figures beside it.
 
 use super::node::{outcome, NodeView, Part};
-use super::{format, paths, time, PageUser};
+use super::{time, PageUser};
+use crate::web::{format, paths};
 use maud::{html, Markup};
 use weft_types::{NodeKind, ReplicaState};
 use weft_zone::{Distribution, DISTRIBUTION_OBJECTS_MAX};
@@ -20,33 +21,35 @@ pub fn replicas(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
         section #copies aria-labelledby="copies-h" {
             h2 #copies-h { "Data distribution" }
             (outcome(v.outcome, Part::Copies))
-            table.replicas {
-                caption.visually-hidden { "Replicas of " (path.as_str()) }
-                thead {
-                    tr {
-                        th scope="col" { "Zone" } th scope="col" { "Resource" } th scope="col" { "State" }
-                        th scope="col" { "Size" } th scope="col" { "Created" } th scope="col" { "Last verified" }
-                        @if v.can_write() { th scope="col" { span.visually-hidden { "Actions" } } }
-                    }
-                }
-                tbody {
-                    @for r in &v.info.replicas {
+            div.table-scroll {
+                table.replicas {
+                    caption.visually-hidden { "Replicas of " (path.as_str()) }
+                    thead {
                         tr {
-                            td.at-zone { (r.zone) }
-                            td { (r.resource) }
-                            td { span class={ "state state-" (r.state.as_str()) } { (r.state.as_str()) } }
-                            td { (format::size(r.size)) }
-                            td { (time(r.created)) }
-                            td { @if let Some(t) = r.verified { (time(t)) } @else { span.muted { "never" } } }
-                            @if v.can_write() {
-                                td.row-actions {
-                                    // The zone keeps an object's last good copy whatever is asked.
-                                    @if r.state != ReplicaState::Good || good > 1 {
-                                        form.inline method="post" action=(paths::to_url("/trim", path)) {
-                                            input type="hidden" name="csrf" value=(user.csrf);
-                                            input type="hidden" name="from" value={ (r.zone) ":" (r.resource) };
-                                            button.small.danger type="submit"
-                                                aria-label={ "Trim the replica at " (r.zone) ":" (r.resource) } { "Trim" }
+                            th scope="col" { "Zone" } th scope="col" { "Resource" } th scope="col" { "State" }
+                            th scope="col" { "Size" } th scope="col" { "Created" } th scope="col" { "Last verified" }
+                            @if v.can_write() { th scope="col" { span.visually-hidden { "Actions" } } }
+                        }
+                    }
+                    tbody {
+                        @for r in &v.info.replicas {
+                            tr {
+                                td.at-zone { (r.zone) }
+                                td { (r.resource) }
+                                td { span class={ "state state-" (r.state.as_str()) } { (r.state.as_str()) } }
+                                td { (format::size(r.size)) }
+                                td { (time(r.created)) }
+                                td { @if let Some(t) = r.verified { (time(t)) } @else { span.muted { "never" } } }
+                                @if v.can_write() {
+                                    td.row-actions {
+                                        // The zone keeps an object's last good copy whatever is asked.
+                                        @if r.state != ReplicaState::Good || good > 1 {
+                                            form.inline method="post" action=(paths::to_url("/trim", path)) {
+                                                input type="hidden" name="csrf" value=(user.csrf);
+                                                input type="hidden" name="from" value={ (r.zone) ":" (r.resource) };
+                                                button.small.danger type="submit"
+                                                    aria-label={ "Trim the replica at " (r.zone) ":" (r.resource) } { "Trim" }
+                                            }
                                         }
                                     }
                                 }
@@ -246,21 +249,23 @@ pub fn chart(user: &PageUser<'_>, v: &NodeView<'_>, d: &Distribution) -> Markup 
                             }
                         }
                     }
-                    table.distribution {
-                        caption.visually-hidden { "Good copies per zone and resource below " (path.as_str()) }
-                        thead {
-                            tr {
-                                th scope="col" { "Zone" } th scope="col" { "Resource" }
-                                th scope="col" { "Objects" } th scope="col" { "Bytes" } th scope="col" { "Of the collection" }
-                            }
-                        }
-                        tbody {
-                            @for p in &d.places {
+                    div.table-scroll {
+                        table.distribution {
+                            caption.visually-hidden { "Good copies per zone and resource below " (path.as_str()) }
+                            thead {
                                 tr {
-                                    td.at-zone { (p.zone) } td { (p.resource) }
-                                    td.num { (format::count(p.objects as i64)) }
-                                    td.num { (format::size(p.bytes as i64)) }
-                                    td.num { (percent(if d.bytes == 0 { 0.0 } else { p.bytes as f64 * 100.0 / d.bytes as f64 })) }
+                                    th scope="col" { "Zone" } th scope="col" { "Resource" }
+                                    th scope="col" { "Objects" } th scope="col" { "Bytes" } th scope="col" { "Of the collection" }
+                                }
+                            }
+                            tbody {
+                                @for p in &d.places {
+                                    tr {
+                                        td.at-zone { (p.zone) } td { (p.resource) }
+                                        td.num { (format::count(p.objects as i64)) }
+                                        td.num { (format::size(p.bytes as i64)) }
+                                        td.num { (percent(if d.bytes == 0 { 0.0 } else { p.bytes as f64 * 100.0 / d.bytes as f64 })) }
+                                    }
                                 }
                             }
                         }

@@ -2,18 +2,12 @@
 //! health, a few seconds at most) and, for administrators, the space of resources and
 //! staging areas.
 
-use super::views::zones::{self as view, Zones};
-use super::{WebError, WebUser};
+use crate::web::templates::{self, Zones};
+use crate::web::{WebError, WebUser};
 use crate::AppState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use std::sync::Arc;
-
-pub fn router() -> Router<Arc<AppState>> {
-    Router::new().route("/zones", get(page))
-}
 
 /// `GET /zones`.
 pub async fn page(State(s): State<Arc<AppState>>, user: WebUser) -> Result<Response, WebError> {
@@ -35,5 +29,5 @@ pub async fn page(State(s): State<Arc<AppState>>, user: WebUser) -> Result<Respo
         resources: resources.as_deref(),
         staging: staging.as_deref(),
     };
-    Ok(view::page(&user.page(), &v).into_response())
+    Ok(templates::zones(&user.page(), &v).into_response())
 }
