@@ -38,7 +38,7 @@ use weft_types::{Error, ErrorCode};
 use weft_zone::Session;
 
 /// The pages and their actions. None of these is an API route: they are not in
-/// `routes::table()` nor in the OpenAPI document.
+/// `routes::router()` nor in the OpenAPI document.
 pub fn router() -> Router<Arc<AppState>> {
     use handlers::{actions, admin, data, login, node, policies, search, sso, transfers, zones};
     Router::new()
