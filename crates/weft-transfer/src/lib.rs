@@ -21,6 +21,6 @@ mod spec;
 mod testing;
 
 pub use engine::{Engine, Fresh, RetryPolicy};
-pub use journal::{Journal, JournalEntry};
+pub use journal::{FileWatcher, Journal, JournalEntry, MemoryJournal};
 pub use side::{ByteStream, Entry, Side, Sides};
 pub use spec::{TransferSpec, Verify};

@@ -21,11 +21,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
-use weft_transfer::{Engine, Fresh, Journal, JournalEntry, RetryPolicy, Side, Sides, TransferSpec, Verify};
-use weft_types::{
-    Checksum, Endpoint, Error, FileState, LogicalPath, PieceSize, TransferCounts, TransferFile, TransferId,
-    TransferState,
+use weft_transfer::{
+    Engine, FileWatcher, Fresh, MemoryJournal, RetryPolicy, Side, Sides, TransferSpec, Verify,
 };
+use weft_types::{Checksum, Endpoint, Error, FileState, LogicalPath, PieceSize, TransferFile, TransferId};
 
 /// Files in flight when the caller does not say.
 pub const DEFAULT_CONCURRENCY: usize = 8;
@@ -164,7 +163,11 @@ impl Client {
             return report;
         }
         let (done_tx, mut done_rx) = mpsc::unbounded_channel();
-        let journal = Arc::new(MemoryJournal::new(opts.progress.clone(), done_tx));
+        let watcher = Arc::new(Watcher {
+            progress: opts.progress.clone(),
+            finished: Mutex::new(Some(done_tx)),
+        });
+        let journal = Arc::new(MemoryJournal::watched(watcher.clone()));
         let sides = Arc::new(ClientSides {
             http: Arc::new(HttpSide::new(
                 self.clone(),
@@ -202,7 +205,7 @@ impl Client {
                 )
                 .await;
             // The engine holds the journal's sender no more: the reports below drain.
-            journal.close();
+            watcher.close();
             r
         };
         let reports = async {
@@ -222,7 +225,7 @@ impl Client {
             report.failures.push(("the batch".into(), e));
             return report;
         }
-        for f in journal.files.lock().expect("not poisoned").values() {
+        for f in &journal.all() {
             let p = by_seq[&f.seq];
             match f.state {
                 FileState::Done | FileState::Skipped => {
@@ -273,25 +276,15 @@ impl Sides for ClientSides {
     }
 }
 
-/// A transfer's plan and progress in memory, turned into progress reports (bytes as they
-/// are written back) and finished files (sent to the command as they finish).
-struct MemoryJournal {
-    state: Mutex<TransferState>,
-    files: Mutex<BTreeMap<u64, TransferFile>>,
+/// Turns the files the engine writes back into progress reports (bytes as they are
+/// written back) and finished files (sent to the command as they finish).
+struct Watcher {
     progress: Option<Progress>,
     finished: Mutex<Option<mpsc::UnboundedSender<TransferFile>>>,
 }
 
-impl MemoryJournal {
-    fn new(progress: Option<Progress>, finished: mpsc::UnboundedSender<TransferFile>) -> Self {
-        MemoryJournal {
-            state: Mutex::new(TransferState::Queued),
-            files: Mutex::new(BTreeMap::new()),
-            progress,
-            finished: Mutex::new(Some(finished)),
-        }
-    }
-
+impl Watcher {
+    /// Lets go of the sender, so that the command's reports drain and end.
     fn close(&self) {
         self.finished.lock().expect("not poisoned").take();
     }
@@ -304,78 +297,15 @@ fn is_final(s: FileState) -> bool {
     )
 }
 
-#[async_trait]
-impl Journal for MemoryJournal {
-    async fn entry(&self, _id: &TransferId) -> Result<Option<JournalEntry>, Error> {
-        Ok(Some(JournalEntry {
-            state: *self.state.lock().expect("not poisoned"),
-            files_total: self.files.lock().expect("not poisoned").len() as u64,
-        }))
-    }
-
-    async fn set_state(
-        &self,
-        _id: &TransferId,
-        state: TransferState,
-        _error: Option<&str>,
-    ) -> Result<(), Error> {
-        *self.state.lock().expect("not poisoned") = state;
-        Ok(())
-    }
-
-    async fn add_files(&self, _id: &TransferId, files: &[TransferFile]) -> Result<(), Error> {
-        let mut all = self.files.lock().expect("not poisoned");
-        all.extend(files.iter().map(|f| (f.seq, f.clone())));
-        Ok(())
-    }
-
-    async fn update_files(&self, _id: &TransferId, files: &[TransferFile]) -> Result<(), Error> {
-        let mut all = self.files.lock().expect("not poisoned");
-        let finished = self.finished.lock().expect("not poisoned");
-        for f in files {
-            let (was_done, was_final) = all
-                .get(&f.seq)
-                .map_or((0, false), |o| (o.bytes_done, is_final(o.state)));
-            report(&self.progress, f.bytes_done as i64 - was_done as i64);
-            if is_final(f.state) && !was_final {
-                if let Some(tx) = finished.as_ref() {
-                    // The command may have stopped listening: nothing to tell.
-                    let _ = tx.send(f.clone());
-                }
+impl FileWatcher for Watcher {
+    fn updated(&self, before: Option<&TransferFile>, now: &TransferFile) {
+        let (was_done, was_final) = before.map_or((0, false), |o| (o.bytes_done, is_final(o.state)));
+        report(&self.progress, now.bytes_done as i64 - was_done as i64);
+        if is_final(now.state) && !was_final {
+            if let Some(tx) = self.finished.lock().expect("not poisoned").as_ref() {
+                // The command may have stopped listening: nothing to tell.
+                let _ = tx.send(now.clone());
             }
-            all.insert(f.seq, f.clone());
         }
-        Ok(())
-    }
-
-    async fn files(
-        &self,
-        _id: &TransferId,
-        state: Option<FileState>,
-        after_seq: Option<u64>,
-        limit: u32,
-    ) -> Result<Vec<TransferFile>, Error> {
-        let all = self.files.lock().expect("not poisoned");
-        let from = after_seq.map_or(0, |s| s + 1);
-        Ok(all
-            .range(from..)
-            .map(|(_, f)| f)
-            .filter(|f| state.is_none_or(|s| f.state == s))
-            .take(limit as usize)
-            .cloned()
-            .collect())
-    }
-
-    async fn counts(&self, _id: &TransferId) -> Result<TransferCounts, Error> {
-        let all = self.files.lock().expect("not poisoned");
-        let mut by_state: BTreeMap<FileState, u64> = BTreeMap::new();
-        let mut counts = TransferCounts::default();
-        for f in all.values() {
-            *by_state.entry(f.state).or_default() += 1;
-            counts.bytes_done += f.bytes_done;
-            counts.attempts += u64::from(f.attempts);
-        }
-        counts.files_by_state = by_state.into_iter().collect();
-        Ok(counts)
     }
 }

@@ -4,13 +4,14 @@
 
 use super::units::BUNDLE_FILES;
 use super::{Engine, RetryPolicy};
+use crate::journal::MemoryJournal;
 use crate::spec::{TransferSpec, Verify};
-use crate::testing::{bytes, Chaos, Fault, MemJournal, MemSide, MemSides, Op, Rule};
+use crate::testing::{bytes, Chaos, Fault, MemSide, MemSides, Op, Rule};
 use bytes::Bytes;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
-use weft_types::{Checksum, ErrorCode, FileState, PieceSize, TransferId, TransferState};
+use weft_types::{Checksum, ErrorCode, FileState, PieceSize, TransferFile, TransferId, TransferState};
 
 /// Pieces of 256 KiB. Files up to 1 MiB go in bundles with others, so a large file
 /// is one of [`BIG`] bytes: five pieces, the last short.
@@ -25,7 +26,7 @@ struct World {
     dst: Arc<MemSide>,
     from: Arc<Chaos>,
     to: Arc<Chaos>,
-    journal: Arc<MemJournal>,
+    journal: Arc<MemoryJournal>,
     engine: Engine,
 }
 
@@ -34,7 +35,7 @@ fn world(src: MemSide, dst: MemSide, attempts: u32) -> World {
     let from = Arc::new(Chaos::new(src.clone()));
     let to = Arc::new(Chaos::new(dst.clone()));
     let sides = MemSides::default().with("a", from.clone()).with("b", to.clone());
-    let journal = Arc::new(MemJournal::new());
+    let journal = Arc::new(MemoryJournal::new());
     // Milliseconds, not the default's seconds: a test retries within its run.
     let retry = RetryPolicy {
         attempts,
@@ -70,6 +71,15 @@ fn sum(data: &[u8]) -> Checksum {
 }
 
 impl World {
+    /// The file of the journal whose source is `source`.
+    fn file(&self, source: &str) -> TransferFile {
+        self.journal
+            .all()
+            .into_iter()
+            .find(|f| f.source.to_string() == source)
+            .unwrap_or_else(|| panic!("no file {source} in the journal"))
+    }
+
     async fn run(&self, spec: &TransferSpec) {
         let cancel = AtomicBool::new(false);
         let id = TransferId::new("t");
@@ -79,7 +89,7 @@ impl World {
     /// The file of the journal whose source is `source`, checked to have arrived whole at
     /// `dest` with the checksum of `data` recorded.
     fn arrived(&self, source: &str, dest: &str, data: &Bytes) {
-        let f = self.journal.file(source);
+        let f = self.file(source);
         assert_eq!(f.state, FileState::Done, "{source}: {:?}", f.error);
         assert_eq!(f.checksum.as_ref(), Some(&sum(data)), "{source}");
         assert_eq!(f.bytes_done, data.len() as u64);
@@ -112,7 +122,7 @@ async fn a_temporary_failure_of_a_whole_file_is_retried() {
     w.run(&spec(&["/a/x"], "/b/x")).await;
 
     w.arrived("/a/x", "/b/x", &data);
-    let f = w.journal.file("/a/x");
+    let f = w.file("/a/x");
     assert_eq!(f.attempts, ATTEMPTS);
     // The last error stays with a retried file, as the API documents.
     assert_eq!(f.error.map(|e| e.code), Some(ErrorCode::StorageUnavailable));
@@ -136,7 +146,7 @@ async fn a_stream_cut_mid_piece_is_retried_and_the_file_arrives_whole() {
     w.run(&spec(&["/a/big"], "/b/big")).await;
 
     w.arrived("/a/big", "/b/big", &data);
-    let f = w.journal.file("/a/big");
+    let f = w.file("/a/big");
     assert_eq!(f.attempts, 1, "the piece was retried, not the file");
     let pieces = PieceSize::new(PIECE).unwrap().count(data.len() as u64) as usize;
     assert_eq!(w.from.count(Op::ReadStream, "/a/big"), pieces + 1);
@@ -158,7 +168,7 @@ async fn a_permanent_failure_fails_only_its_file_with_its_cause() {
         .rule(Rule::new(Op::Read, Fault::Fail(ErrorCode::Forbidden)).at("/a/t/f2"));
     w.run(&spec(&["/a/t"], "/b/t")).await;
 
-    let f = w.journal.file("/a/t/f2");
+    let f = w.file("/a/t/f2");
     assert_eq!((f.state, f.attempts), (FileState::Failed, 1));
     let error = f.error.unwrap();
     assert_eq!(error.code, ErrorCode::Forbidden);
@@ -189,7 +199,7 @@ async fn a_source_damaged_on_read_fails_as_damaged_and_leaves_nothing() {
     w.run(&spec(&["/a/x", "/a/big"], "/b")).await;
 
     for (source, dest) in [("/a/x", "/b/x"), ("/a/big", "/b/big")] {
-        let f = w.journal.file(source);
+        let f = w.file(source);
         assert_eq!((f.state, f.attempts), (FileState::Failed, 1), "{source}");
         let error = f.error.unwrap();
         assert_eq!(error.code, ErrorCode::ChecksumMismatch, "{source}");
@@ -212,10 +222,10 @@ async fn a_damaged_source_is_refused_by_a_destination_that_checks() {
         .rule(Rule::new(Op::ReadStream, Fault::Flip(100)).at("/a/big"));
     w.run(&spec(&["/a/x", "/a/big"], "/b")).await;
 
-    let x = w.journal.file("/a/x");
+    let x = w.file("/a/x");
     assert_eq!((x.state, x.attempts), (FileState::Failed, 2));
     assert!(x.error.unwrap().message.contains("damaged"));
-    let big = w.journal.file("/a/big");
+    let big = w.file("/a/big");
     assert_eq!((big.state, big.attempts), (FileState::Failed, 3));
     assert_eq!(big.error.unwrap().code, ErrorCode::ChecksumMismatch);
     assert!(w.dst.get("/b/x").is_none() && w.dst.get("/b/big").is_none());
@@ -236,8 +246,8 @@ async fn damage_on_write_is_refused_and_sent_again() {
 
     w.arrived("/a/x", "/b/x", &small);
     w.arrived("/a/big", "/b/big", &big);
-    assert_eq!(w.journal.file("/a/x").attempts, 2);
-    assert_eq!(w.journal.file("/a/big").attempts, 2);
+    assert_eq!(w.file("/a/x").attempts, 2);
+    assert_eq!(w.file("/a/big").attempts, 2);
     assert_eq!(w.to.count(Op::Begin, "/b/big"), 2, "a new upload");
     assert_eq!(w.to.count(Op::Put, "/b/x"), 2);
 }
@@ -258,7 +268,7 @@ async fn damage_on_write_is_caught_by_strong_verification() {
 
     w.arrived("/a/once", "/b/once", &once);
     assert_eq!(w.to.count(Op::Verify, "/b/once"), 2);
-    let f = w.journal.file("/a/always");
+    let f = w.file("/a/always");
     assert_eq!((f.state, f.attempts), (FileState::Failed, 3));
     let error = f.error.unwrap();
     assert_eq!(error.code, ErrorCode::ChecksumMismatch);
@@ -277,7 +287,7 @@ async fn retries_stop_after_the_policy_attempts() {
     w.to.rule(Rule::new(Op::PutPiece, down).at("/b/big"));
     w.run(&spec(&["/a/x", "/a/big"], "/b")).await;
 
-    let x = w.journal.file("/a/x");
+    let x = w.file("/a/x");
     assert_eq!((x.state, x.attempts), (FileState::Failed, 3));
     assert_eq!(w.from.count(Op::Read, "/a/x"), 3);
     let error = x.error.unwrap();
@@ -285,7 +295,7 @@ async fn retries_stop_after_the_policy_attempts() {
     assert!(error.message.contains("of /a/x"), "{error}");
     assert!(error.message.ends_with("(gave up after 3 attempts)"), "{error}");
 
-    let big = w.journal.file("/a/big");
+    let big = w.file("/a/big");
     assert_eq!((big.state, big.attempts), (FileState::Failed, 3));
     // 5 pieces × 3 attempts each × 3 attempts of the file, on one upload.
     assert_eq!(w.to.count(Op::PutPiece, "/b/big"), 45);
@@ -391,13 +401,13 @@ async fn small_files_go_in_bounded_bundles_and_fail_alone() {
     assert_eq!(bundles, [1, 22, 64, 64], "three bundles, then f8 again alone");
     assert_eq!(w.to.count(Op::Put, "/b/copy/d1/f7"), 1);
     assert_eq!(w.from.count(Op::Read, "/a/tree/d1/f7"), 1);
-    let f7 = w.journal.file("/a/tree/d1/f7");
+    let f7 = w.file("/a/tree/d1/f7");
     assert_eq!(
         (f7.state, f7.error.unwrap().code),
         (FileState::Failed, ErrorCode::Forbidden)
     );
     assert!(w.dst.get("/b/copy/d1/f7").is_none());
-    assert_eq!(w.journal.file("/a/tree/d2/f8").attempts, 2);
+    assert_eq!(w.file("/a/tree/d2/f8").attempts, 2);
     for (rel, d) in files.iter().filter(|(rel, _)| rel != "d1/f7") {
         w.arrived(&format!("/a/tree/{rel}"), &format!("/b/copy/{rel}"), d);
     }

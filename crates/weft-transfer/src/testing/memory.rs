@@ -1,4 +1,4 @@
-//! Storage and journal held in memory: a zone's side as far as the engine can tell, with
+//! Storage held in memory: a zone's side as far as the engine can tell, with
 //! nothing on disk or on the network, so that a test runs in milliseconds and sees every
 //! byte.
 
@@ -271,99 +271,5 @@ impl Sides for MemSides {
                 .ok_or_else(|| Error::new(ErrorCode::UnknownZone, format!("no zone {}", p.zone()))),
             other => Err(Error::invalid(format!("{other}: only zones here"))),
         }
-    }
-}
-
-/// One transfer's state and files, as the catalog would keep them.
-pub(crate) struct MemJournal {
-    state: Mutex<(TransferState, Option<String>)>,
-    files: Mutex<BTreeMap<u64, TransferFile>>,
-}
-
-impl MemJournal {
-    /// A transfer queued, not planned yet.
-    pub(crate) fn new() -> MemJournal {
-        MemJournal {
-            state: Mutex::new((TransferState::Queued, None)),
-            files: Mutex::default(),
-        }
-    }
-
-    /// Where the transfer stands, and why if it failed.
-    pub(crate) fn state(&self) -> (TransferState, Option<String>) {
-        self.state.lock().unwrap().clone()
-    }
-
-    /// Every file as last written back.
-    pub(crate) fn all(&self) -> Vec<TransferFile> {
-        self.files.lock().unwrap().values().cloned().collect()
-    }
-
-    /// The file whose source is `source`.
-    pub(crate) fn file(&self, source: &str) -> TransferFile {
-        self.all()
-            .into_iter()
-            .find(|f| f.source.to_string() == source)
-            .unwrap_or_else(|| panic!("no file {source} in the journal"))
-    }
-}
-
-#[async_trait]
-impl Journal for MemJournal {
-    async fn entry(&self, _id: &TransferId) -> Result<Option<JournalEntry>, Error> {
-        Ok(Some(JournalEntry {
-            state: self.state().0,
-            files_total: self.files.lock().unwrap().len() as u64,
-        }))
-    }
-
-    async fn set_state(
-        &self,
-        _id: &TransferId,
-        state: TransferState,
-        error: Option<&str>,
-    ) -> Result<(), Error> {
-        *self.state.lock().unwrap() = (state, error.map(str::to_string));
-        Ok(())
-    }
-
-    async fn add_files(&self, _id: &TransferId, files: &[TransferFile]) -> Result<(), Error> {
-        let mut all = self.files.lock().unwrap();
-        all.extend(files.iter().map(|f| (f.seq, f.clone())));
-        Ok(())
-    }
-
-    async fn update_files(&self, id: &TransferId, files: &[TransferFile]) -> Result<(), Error> {
-        self.add_files(id, files).await
-    }
-
-    async fn files(
-        &self,
-        _id: &TransferId,
-        state: Option<FileState>,
-        after_seq: Option<u64>,
-        limit: u32,
-    ) -> Result<Vec<TransferFile>, Error> {
-        let all = self.files.lock().unwrap();
-        Ok(all
-            .range(after_seq.map_or(0, |s| s + 1)..)
-            .map(|(_, f)| f)
-            .filter(|f| state.is_none_or(|s| f.state == s))
-            .take(limit as usize)
-            .cloned()
-            .collect())
-    }
-
-    async fn counts(&self, _id: &TransferId) -> Result<TransferCounts, Error> {
-        let all = self.files.lock().unwrap();
-        let mut by_state: BTreeMap<FileState, u64> = BTreeMap::new();
-        let mut counts = TransferCounts::default();
-        for f in all.values() {
-            *by_state.entry(f.state).or_default() += 1;
-            counts.bytes_done += f.bytes_done;
-            counts.attempts += u64::from(f.attempts);
-        }
-        counts.files_by_state = by_state.into_iter().collect();
-        Ok(counts)
     }
 }

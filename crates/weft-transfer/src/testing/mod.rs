@@ -1,6 +1,6 @@
-//! What the engine's tests run it against, in memory and in process: sides and a journal
-//! held in memory ([`memory`]), and a layer that injects faults into any side by rule
-//! ([`chaos`]). Together they prove retries, resume and checksums in milliseconds and
+//! What the engine's tests run it against, in memory and in process: sides held in
+//! memory ([`memory`]; the journal is the public [`crate::MemoryJournal`]), and a layer
+//! that injects faults into any side by rule ([`chaos`]). Together they prove retries, resume and checksums in milliseconds and
 //! the same way every run, where a process killed mid-transfer proves them in seconds and
 //! only sometimes.
 //!
@@ -12,7 +12,7 @@ pub(crate) mod chaos;
 pub(crate) mod memory;
 
 pub(crate) use chaos::{Chaos, Fault, Op, Rule};
-pub(crate) use memory::{MemJournal, MemSide, MemSides};
+pub(crate) use memory::{MemSide, MemSides};
 
 /// `len` bytes that differ from those of any other `seed` and repeat only every 251
 /// bytes, so that a piece sent to the wrong place or a byte out of order shows.
