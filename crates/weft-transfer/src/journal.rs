@@ -70,21 +70,27 @@ pub struct MemoryJournal {
     watcher: Option<Box<dyn FileWatcher>>,
 }
 
-impl MemoryJournal {
-    /// A transfer queued, not planned yet.
-    pub fn new() -> MemoryJournal {
+impl Default for MemoryJournal {
+    fn default() -> MemoryJournal {
         MemoryJournal {
             state: Mutex::new((TransferState::Queued, None)),
             files: Mutex::default(),
             watcher: None,
         }
     }
+}
+
+impl MemoryJournal {
+    /// A transfer queued, not planned yet.
+    pub fn new() -> MemoryJournal {
+        MemoryJournal::default()
+    }
 
     /// As [`MemoryJournal::new`], telling `watcher` of each file written back.
     pub fn watched(watcher: impl FileWatcher + 'static) -> MemoryJournal {
         MemoryJournal {
             watcher: Some(Box::new(watcher)),
-            ..MemoryJournal::new()
+            ..MemoryJournal::default()
         }
     }
 

@@ -2,7 +2,6 @@
 //! nothing on disk or on the network, so that a test runs in milliseconds and sees every
 //! byte.
 
-use crate::journal::{Journal, JournalEntry};
 use crate::side::{ByteStream, Entry, Side, Sides};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -11,10 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use weft_types::{
-    Checksum, Endpoint, Error, ErrorCode, FileState, PieceSize, TransferCounts, TransferFile, TransferId,
-    TransferState,
-};
+use weft_types::{Checksum, Endpoint, Error, ErrorCode, PieceSize};
 
 /// Files by endpoint (`Endpoint::to_string`), directories, and uploads in progress.
 pub(crate) struct MemSide {
