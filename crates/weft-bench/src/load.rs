@@ -1099,7 +1099,7 @@ mod tests {
             Outcome::Wrong(..)
         ));
         let not_found = ClientError::Api {
-            status: 404,
+            status: Some(404),
             code: "not_found".into(),
             message: "no".into(),
         };
@@ -1108,7 +1108,7 @@ mod tests {
             Outcome::Done
         ));
         let internal = ClientError::Api {
-            status: 500,
+            status: Some(500),
             code: "internal".into(),
             message: "boom".into(),
         };

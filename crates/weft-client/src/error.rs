@@ -8,10 +8,11 @@ use weft_types::{Error, ErrorCode};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The zone answered with an error status and (normally) an `ErrorBody`.
+    /// The zone said no: with an error status and (normally) an `ErrorBody`, or for one
+    /// file of a batch whose answer as a whole succeeded (no status of its own).
     #[error("{message}")]
     Api {
-        status: u16,
+        status: Option<u16>,
         code: String,
         message: String,
     },
@@ -66,7 +67,7 @@ impl ClientError {
     /// The HTTP status, when the zone answered.
     pub fn status(&self) -> Option<u16> {
         match self {
-            ClientError::Api { status, .. } => Some(*status),
+            ClientError::Api { status, .. } => *status,
             _ => None,
         }
     }
@@ -80,7 +81,7 @@ impl ClientError {
     }
 
     pub fn is_not_found(&self) -> bool {
-        self.status() == Some(404)
+        self.status() == Some(404) || self.error_code() == Some(ErrorCode::NotFound)
     }
 
     /// Whether sending the same request again may succeed: the fault was in the network or
@@ -89,7 +90,7 @@ impl ClientError {
         match self {
             ClientError::Transport { .. } | ClientError::Unreachable { .. } => true,
             ClientError::Api { status, code, .. } => {
-                matches!(status, 502..=504) || ErrorCode::parse(code).is_some_and(|c| c.is_temporary())
+                matches!(status, Some(502..=504)) || ErrorCode::parse(code).is_some_and(|c| c.is_temporary())
             }
             _ => false,
         }
@@ -146,9 +147,8 @@ impl ClientError {
 
     /// The error of one file of a bundle, as the zone stated it.
     pub(crate) fn from_body(b: ErrorBody) -> ClientError {
-        let status = ErrorCode::parse(&b.code).map_or(500, ErrorCode::http_status);
         ClientError::Api {
-            status,
+            status: None,
             code: b.code,
             message: b.message,
         }
@@ -158,7 +158,7 @@ impl ClientError {
     pub(crate) fn from_answer(status: u16, body: &[u8]) -> ClientError {
         match serde_json::from_slice::<ErrorBody>(body) {
             Ok(b) => ClientError::Api {
-                status,
+                status: Some(status),
                 code: b.code,
                 message: b.message,
             },
@@ -175,7 +175,7 @@ impl ClientError {
                     )
                 };
                 ClientError::Api {
-                    status,
+                    status: Some(status),
                     code: code_for_status(status).to_owned(),
                     message,
                 }
@@ -188,7 +188,7 @@ impl ClientError {
 impl From<Error> for ClientError {
     fn from(e: Error) -> ClientError {
         ClientError::Api {
-            status: e.code.http_status(),
+            status: None,
             code: e.code.as_str().to_owned(),
             message: e.message,
         }

@@ -782,7 +782,7 @@ pub(crate) async fn blocking<T: Send + 'static>(
 ) -> Result<T, Error> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| Error::internal(format!("storage task failed: {e}")))?
+        .map_err(|e| Error::caused(ErrorCode::Internal, "storage task failed", e))?
 }
 
 #[cfg(test)]

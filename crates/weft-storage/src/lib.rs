@@ -349,5 +349,5 @@ pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
             _ => ErrorCode::StorageError,
         },
     };
-    Error::new(code, format!("{what}: {e}"))
+    Error::caused(code, what, e)
 }

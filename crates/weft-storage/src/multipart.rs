@@ -71,8 +71,13 @@ struct ListedUpload {
 
 impl Uploads {
     pub(crate) fn new(config: S3Config, http: reqwest::Client) -> Result<Uploads, Error> {
-        Url::parse(&config.endpoint)
-            .map_err(|e| Error::invalid(format!("S3 endpoint {:?}: {e}", config.endpoint)))?;
+        Url::parse(&config.endpoint).map_err(|e| {
+            Error::caused(
+                ErrorCode::InvalidArgument,
+                format_args!("S3 endpoint {:?}", config.endpoint),
+                e,
+            )
+        })?;
         Ok(Uploads {
             http,
             config: Arc::new(config),

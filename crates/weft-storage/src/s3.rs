@@ -147,7 +147,13 @@ impl S3Store {
             .map_err(|e| s3_error(&what, e))?;
         let key = key.to_owned();
         Ok(Box::pin(stream.map(move |r| {
-            r.map_err(|e| Error::new(ErrorCode::StorageUnavailable, format!("cannot read {key}: {e}")))
+            r.map_err(|e| {
+                Error::caused(
+                    ErrorCode::StorageUnavailable,
+                    format_args!("cannot read {key}"),
+                    e,
+                )
+            })
         })))
     }
 
@@ -210,5 +216,5 @@ pub(crate) fn s3_error(what: &str, e: opendal::Error) -> Error {
         _ if e.is_temporary() => ErrorCode::StorageUnavailable,
         _ => ErrorCode::StorageError,
     };
-    Error::new(code, format!("{what}: {}", weft_types::with_causes(&e)))
+    Error::caused(code, what, e)
 }

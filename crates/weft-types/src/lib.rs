@@ -15,7 +15,7 @@ pub mod wire;
 
 pub use checksum::{Checksum, ChecksumAlgo, ChunkedBlake3, PieceDigest, PieceHasher, PieceSize};
 pub use endpoint::Endpoint;
-pub use error::{with_causes, Error, ErrorCode, Result};
+pub use error::{with_causes, Cause, Error, ErrorCode, Result};
 pub use meta::{MetaCondition, MetaOp};
 pub use model::{
     Direction, FileState, NodeKind, Permission, QosStatus, ReplicaState, ResourceKind, TaskState, TransferId,

@@ -192,7 +192,7 @@ impl Zone {
             .trusted_cas
             .apply(reqwest::Client::builder())
             .build()
-            .map_err(|e| Error::internal(format!("cannot build the outbound HTTP client: {e}")))?;
+            .map_err(|e| Error::caused(ErrorCode::Internal, "cannot build the outbound HTTP client", e))?;
         let sqlite_lock = lock_sqlite(&url)?;
         let catalog = weft_catalog::connect_sealed(&url, keys.sealer()).await?;
         keys.settle(catalog.as_ref()).await?;
@@ -399,7 +399,7 @@ impl Zone {
             let live = self.catalog.physical_keys_between(r.id, &lo, &hi).await?;
             let swept = tokio::task::spawn_blocking(move || claim.keep_only(&live))
                 .await
-                .map_err(|e| Error::internal(format!("pack sweep failed: {e}")))??;
+                .map_err(|e| Error::caused(ErrorCode::Internal, "pack sweep failed", e))??;
             match swept {
                 None => {
                     tracing::info!(resource = %r.name, %pack, "removed a pack that held nothing registered")
@@ -424,7 +424,18 @@ fn write_secret(path: &std::path::Path, secret: &str) -> Result<(), Error> {
         .truncate(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| Error::internal(format!("cannot write {}: {e}", path.display())))?;
-    f.write_all(format!("{secret}\n").as_bytes())
-        .map_err(|e| Error::internal(format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| {
+            Error::caused(
+                ErrorCode::Internal,
+                format_args!("cannot write {}", path.display()),
+                e,
+            )
+        })?;
+    f.write_all(format!("{secret}\n").as_bytes()).map_err(|e| {
+        Error::caused(
+            ErrorCode::Internal,
+            format_args!("cannot write {}", path.display()),
+            e,
+        )
+    })
 }

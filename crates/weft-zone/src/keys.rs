@@ -212,7 +212,11 @@ fn parse_hex(s: &str) -> Option<[u8; 32]> {
 }
 
 fn failed(path: &Path, what: &str, e: std::io::Error) -> Error {
-    Error::internal(format!("cannot {what} the key file {}: {e}", path.display()))
+    Error::caused(
+        ErrorCode::Internal,
+        format_args!("cannot {what} the key file {}", path.display()),
+        e,
+    )
 }
 
 #[cfg(test)]

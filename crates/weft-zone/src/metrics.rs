@@ -338,7 +338,7 @@ impl Zone {
         m.leases_held.set(self.leases.held_count() as i64);
         let mut text = String::new();
         encode(&mut text, &m.registry.lock().expect("not poisoned"))
-            .map_err(|e| Error::internal(format!("cannot encode the metrics: {e}")))?;
+            .map_err(|e| Error::caused(ErrorCode::Internal, "cannot encode the metrics", e))?;
         Ok(text)
     }
 

@@ -164,7 +164,7 @@ pub(crate) fn split_bundle(mut all: Frames) -> Result<(BundleHeader, Vec<Bytes>)
     })?;
     let line = all.take(split + 1);
     let header: BundleHeader = serde_json::from_slice(&line[..split])
-        .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("bundle header: {e}")))?;
+        .map_err(|e| Error::caused(ErrorCode::InvalidArgument, "bundle header", e))?;
     // Saturating: sizes come from the client, and a sum that overflows is simply wrong.
     let sizes = header
         .files

@@ -32,7 +32,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use http::request::Parts;
-use http::{header, HeaderValue, StatusCode};
+use http::{header, HeaderValue};
 use std::sync::Arc;
 use weft_types::{Error, ErrorCode};
 use weft_zone::Session;
@@ -229,8 +229,7 @@ impl From<Error> for WebError {
 
 impl IntoResponse for WebError {
     fn into_response(self) -> Response {
-        let status =
-            StatusCode::from_u16(self.error.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = crate::error::status_of(self.error.code);
         if status.is_server_error() {
             tracing::error!(code = %self.error.code, message = %self.error.message, "page failed");
         }

@@ -691,31 +691,47 @@ pub(crate) fn db(e: sqlx::Error) -> Error {
 
 /// As [`db`], naming `what` in the message.
 pub(crate) fn db_ctx(e: sqlx::Error, what: impl fmt::Display) -> Error {
-    if let sqlx::Error::Database(d) = &e {
-        match d.kind() {
-            sqlx::error::ErrorKind::UniqueViolation => {
-                return Error::new(ErrorCode::AlreadyExists, format!("{what} already exists"));
-            }
-            sqlx::error::ErrorKind::ForeignKeyViolation => {
-                return Error::new(
-                    ErrorCode::NotFound,
-                    format!("{what} refers to a record that does not exist ({})", d.message()),
-                );
-            }
-            _ => {}
-        }
-        // program_limit_exceeded: an index key above PostgreSQL's B-tree limit (2704 bytes
-        // after compression; only long, incompressible paths or AVUs reach it).
-        if d.code().as_deref() == Some("54000") {
-            let code = if d.message().contains("index \"nodes_") {
-                ErrorCode::PathTooLong
-            } else {
-                ErrorCode::InvalidArgument
-            };
-            return Error::new(code, format!("{what} is too long to index: {}", d.message()));
-        }
+    let known = match &e {
+        sqlx::Error::Database(d) => database_error(d.as_ref(), &what),
+        _ => None,
+    };
+    match known {
+        Some(known) => known.with_source(e),
+        None => Error::caused(ErrorCode::CatalogError, "catalog", e),
     }
-    Error::new(ErrorCode::CatalogError, format!("catalog: {e}"))
+}
+
+/// The errors of the database that are the request's, not the catalog's.
+fn database_error(d: &dyn sqlx::error::DatabaseError, what: &dyn fmt::Display) -> Option<Error> {
+    match d.kind() {
+        sqlx::error::ErrorKind::UniqueViolation => {
+            return Some(Error::new(
+                ErrorCode::AlreadyExists,
+                format!("{what} already exists"),
+            ));
+        }
+        sqlx::error::ErrorKind::ForeignKeyViolation => {
+            return Some(Error::new(
+                ErrorCode::NotFound,
+                format!("{what} refers to a record that does not exist ({})", d.message()),
+            ));
+        }
+        _ => {}
+    }
+    // program_limit_exceeded: an index key above PostgreSQL's B-tree limit (2704 bytes
+    // after compression; only long, incompressible paths or AVUs reach it).
+    if d.code().as_deref() == Some("54000") {
+        let code = if d.message().contains("index \"nodes_") {
+            ErrorCode::PathTooLong
+        } else {
+            ErrorCode::InvalidArgument
+        };
+        return Some(Error::new(
+            code,
+            format!("{what} is too long to index: {}", d.message()),
+        ));
+    }
+    None
 }
 
 /// `sql` as the statement whose plan the dialect prints, and the column holding the plan's

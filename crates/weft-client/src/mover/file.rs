@@ -77,7 +77,7 @@ pub(crate) fn io_error(path: &Path, e: std::io::Error) -> Error {
         std::io::ErrorKind::PermissionDenied => ErrorCode::Forbidden,
         _ => ErrorCode::StorageError,
     };
-    Error::new(code, format!("{}: {e}", path.display()))
+    Error::caused(code, path.display(), e)
 }
 
 /// One file being written: its part file, its writer, and the digests of its pieces.

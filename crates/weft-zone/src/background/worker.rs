@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use weft_types::Error;
+use weft_types::{Error, ErrorCode};
 
 /// A kind of background work.
 #[async_trait]
@@ -59,7 +59,13 @@ pub(crate) fn spawn_thread(state: Arc<WorkerState>, mut worker: impl BlockingWor
             state.set(Phase::Stopped);
         })
         .map(drop)
-        .map_err(|e| Error::internal(format!("cannot start the thread {name}: {e}")))
+        .map_err(|e| {
+            Error::caused(
+                ErrorCode::Internal,
+                format_args!("cannot start the thread {name}"),
+                e,
+            )
+        })
 }
 
 /// Runs `worker` until it stops, recording every pass in `state`.

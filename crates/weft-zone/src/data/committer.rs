@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use weft_catalog::{Catalog, NewObject, Registered};
 use weft_storage::{Packed, Store};
-use weft_types::Error;
+use weft_types::{Error, ErrorCode};
 
 const MAX_GROUP: usize = 512;
 /// How long the first stage waits at most for puts still receiving their bytes: about
@@ -88,7 +88,7 @@ impl Committer {
                 let _runtime = runtime.enter();
                 syncs.run()
             })
-            .map_err(|e| Error::internal(format!("cannot start the committer's sync thread: {e}")))?;
+            .map_err(|e| Error::caused(ErrorCode::Internal, "cannot start the committer's sync thread", e))?;
         let groups = Groups {
             catalog,
             metrics,

@@ -289,7 +289,7 @@ impl Federation<'_> {
             &claims,
             &EncodingKey::from_secret(peer.secret.as_bytes()),
         )
-        .map_err(|e| Error::internal(format!("signing a zone token: {e}")))?;
+        .map_err(|e| Error::caused(ErrorCode::Internal, "signing a zone token", e))?;
         Ok(format!("{ZONE_TOKEN_PREFIX}{jwt}"))
     }
 
@@ -454,8 +454,13 @@ impl Peers {
         {
             return Ok(c.clone());
         }
-        let c = weft_client::Client::with_cas(&peer.url, None, &self.cas)
-            .map_err(|e| Error::internal(format!("client of zone {}: {e}", peer.name)))?;
+        let c = weft_client::Client::with_cas(&peer.url, None, &self.cas).map_err(|e| {
+            Error::caused(
+                ErrorCode::Internal,
+                format_args!("client of zone {}", peer.name),
+                e,
+            )
+        })?;
         clients.insert(peer.name.to_string(), c.clone());
         Ok(c)
     }

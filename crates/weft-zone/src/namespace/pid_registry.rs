@@ -93,8 +93,13 @@ pub fn prefix_and_landing(config: &PidConfig, zone: &str) -> Result<(String, Opt
     })?;
     let landing = match &config.landing_url {
         Some(u) => {
-            let url = reqwest::Url::parse(u)
-                .map_err(|e| Error::invalid(format!("[pid] landing_url {u:?}: {e}")))?;
+            let url = reqwest::Url::parse(u).map_err(|e| {
+                Error::caused(
+                    ErrorCode::InvalidArgument,
+                    format_args!("[pid] landing_url {u:?}"),
+                    e,
+                )
+            })?;
             if !matches!(url.scheme(), "http" | "https") {
                 return Err(Error::invalid(format!("[pid] landing_url {u:?} is not http(s)")));
             }

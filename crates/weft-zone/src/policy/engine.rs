@@ -283,8 +283,13 @@ impl Policy<'_> {
         task: &PolicyTask,
         settled: &mut Vec<PolicyTask>,
     ) -> Result<Option<(Action, Node)>, Error> {
-        let action: Action = serde_json::from_str(&task.action)
-            .map_err(|e| Error::internal(format!("policy task {} is stored damaged: {e}", task.id)))?;
+        let action: Action = serde_json::from_str(&task.action).map_err(|e| {
+            Error::caused(
+                ErrorCode::Internal,
+                format_args!("policy task {} is stored damaged", task.id),
+                e,
+            )
+        })?;
         match subjects.node(self.zone, task.node_id).await? {
             Some(node) => Ok(Some((action, node))),
             None => {

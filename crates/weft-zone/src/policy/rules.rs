@@ -631,8 +631,13 @@ pub(crate) fn facts<'a>(node: &'a Node, meta: &'a [(String, String)], now: Milli
 }
 
 fn rule_info(r: &PolicyRuleRecord) -> Result<PolicyRuleInfo, Error> {
-    let rule: Rule = serde_json::from_str(&r.definition)
-        .map_err(|e| Error::internal(format!("policy rule {} is stored damaged: {e}", r.name)))?;
+    let rule: Rule = serde_json::from_str(&r.definition).map_err(|e| {
+        Error::caused(
+            ErrorCode::Internal,
+            format_args!("policy rule {} is stored damaged", r.name),
+            e,
+        )
+    })?;
     Ok(PolicyRuleInfo {
         rule,
         updated: r.updated,

@@ -5,7 +5,7 @@ use super::Resources;
 use crate::Caller;
 use weft_catalog::Resource;
 use weft_storage::{Space, Store};
-use weft_types::Error;
+use weft_types::{Error, ErrorCode};
 
 /// A resource and the space of its file system (`None` for S3), or why it could not be read.
 #[derive(Debug, Clone)]
@@ -58,5 +58,5 @@ impl Resources<'_> {
 async fn on_thread(store: Store) -> Result<Option<Space>, Error> {
     tokio::task::spawn_blocking(move || store.space())
         .await
-        .map_err(|e| Error::internal(format!("reading free space: {e}")))?
+        .map_err(|e| Error::caused(ErrorCode::Internal, "reading free space", e))?
 }

@@ -196,8 +196,13 @@ impl Transfers<'_> {
     }
 
     async fn info(self, record: TransferRecord) -> Result<TransferInfo, Error> {
-        let spec = serde_json::from_str(&record.spec)
-            .map_err(|e| Error::internal(format!("transfer {} has a bad stored request: {e}", record.id)))?;
+        let spec = serde_json::from_str(&record.spec).map_err(|e| {
+            Error::caused(
+                ErrorCode::Internal,
+                format_args!("transfer {} has a bad stored request", record.id),
+                e,
+            )
+        })?;
         let counts = self.zone.catalog.transfer_counts(&record.id).await?;
         Ok(TransferInfo { record, spec, counts })
     }
@@ -420,7 +425,7 @@ impl Transfers<'_> {
             let id = record.id.clone();
             let run = async {
                 let spec = serde_json::from_str::<TransferSpec>(&record.spec)
-                    .map_err(|e| Error::internal(format!("bad stored request: {e}")))?;
+                    .map_err(|e| Error::caused(ErrorCode::Internal, "bad stored request", e))?;
                 let caller = zone.transfers().caller_of(&record).await?;
                 zone.transfers()
                     .engine(caller)

@@ -127,26 +127,53 @@ pub fn exit_code(e: &ClientError) -> u8 {
         ClientError::Unreachable { .. } => EXIT_UNREACHABLE,
         ClientError::Tls { .. } => EXIT_TLS,
         ClientError::Integrity { .. } => EXIT_INTEGRITY,
-        ClientError::Api { status, code, .. } => exit_for(*status, code),
+        ClientError::Api { status, code, .. } => match weft_types::ErrorCode::parse(code) {
+            Some(code) => exit_code_of(code),
+            // A code this CLI does not know (a newer zone): its status says what kind.
+            None => match status {
+                Some(401) => EXIT_UNAUTHENTICATED,
+                Some(403) => EXIT_FORBIDDEN,
+                Some(404) => EXIT_NOT_FOUND,
+                Some(409) => EXIT_CONFLICT,
+                _ => EXIT_FAILURE,
+            },
+        },
         _ => EXIT_FAILURE,
     }
 }
 
-/// The exit code of a zone's stable error code.
+/// The exit code of a zone's stable error code: each code decided here, so that a new
+/// one must be.
 pub fn exit_code_of(code: weft_types::ErrorCode) -> u8 {
-    exit_for(code.http_status(), code.as_str())
-}
-
-fn exit_for(status: u16, code: &str) -> u8 {
-    match (status, code) {
-        (_, "quota_exceeded") => EXIT_QUOTA,
-        (401, _) | (_, "unauthenticated" | "token_expired") => EXIT_UNAUTHENTICATED,
-        (403, _) => EXIT_FORBIDDEN,
-        (404, _) | (_, "not_found") => EXIT_NOT_FOUND,
-        (_, "checksum_mismatch" | "size_mismatch") => EXIT_INTEGRITY,
-        (_, "zone_unreachable") => EXIT_UNREACHABLE,
-        (409, _) => EXIT_CONFLICT,
-        _ => EXIT_FAILURE,
+    use weft_types::ErrorCode as C;
+    match code {
+        C::QuotaExceeded => EXIT_QUOTA,
+        C::Unauthenticated | C::TokenExpired => EXIT_UNAUTHENTICATED,
+        C::Forbidden | C::CsrfRejected => EXIT_FORBIDDEN,
+        C::NotFound => EXIT_NOT_FOUND,
+        C::ChecksumMismatch | C::SizeMismatch => EXIT_INTEGRITY,
+        C::ZoneUnreachable => EXIT_UNREACHABLE,
+        C::AlreadyExists | C::NotACollection | C::IsACollection | C::CollectionNotEmpty | C::Conflict => {
+            EXIT_CONFLICT
+        }
+        C::InvalidPath
+        | C::InvalidName
+        | C::InvalidArgument
+        | C::InvalidJson
+        | C::InvalidPolicy
+        | C::PathTooLong
+        | C::NameTooLong
+        | C::UnknownZone
+        | C::UnknownResource
+        | C::IncompleteBody
+        | C::LengthRequired
+        | C::RangeNotSatisfiable
+        | C::LimitExceeded
+        | C::StorageUnavailable
+        | C::ServiceUnavailable
+        | C::StorageError
+        | C::CatalogError
+        | C::Internal => EXIT_FAILURE,
     }
 }
 
@@ -239,7 +266,7 @@ mod tests {
 
     fn api(status: u16, code: &str) -> ClientError {
         ClientError::Api {
-            status,
+            status: Some(status),
             code: code.into(),
             message: "m".into(),
         }
@@ -254,6 +281,9 @@ mod tests {
         assert_eq!(exit_code(&api(409, "collection_not_empty")), EXIT_CONFLICT);
         assert_eq!(exit_code(&api(400, "checksum_mismatch")), EXIT_INTEGRITY);
         assert_eq!(exit_code(&api(400, "invalid_path")), EXIT_FAILURE);
+        // A code this CLI does not know is judged by its status.
+        assert_eq!(exit_code(&api(409, "newer_conflict")), EXIT_CONFLICT);
+        assert_eq!(exit_code(&api(500, "newer_fault")), EXIT_FAILURE);
         let e = ClientError::Unreachable {
             url: "u".into(),
             cause: "c".into(),

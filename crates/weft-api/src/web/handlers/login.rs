@@ -71,7 +71,7 @@ pub(in crate::web) fn refused_twice(
     next: Option<&str>,
     why: &str,
 ) -> Response {
-    let mut resp = page_with(s, next, why, 401);
+    let mut resp = page_with(s, next, why, StatusCode::UNAUTHORIZED);
     for clear in session::forget(headers, path, s.zone.name().as_str(), s.https) {
         resp.headers_mut().append(header::SET_COOKIE, clear);
     }
@@ -92,8 +92,12 @@ fn login_page(s: &AppState, next: Option<&str>, problem: Option<&str>) -> axum::
 }
 
 /// The sign-in page telling what went wrong, with `status`.
-pub(in crate::web) fn page_with(s: &AppState, next: Option<&str>, problem: &str, status: u16) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+pub(in crate::web) fn page_with(
+    s: &AppState,
+    next: Option<&str>,
+    problem: &str,
+    status: StatusCode,
+) -> Response {
     (status, login_page(s, next, Some(problem))).into_response()
 }
 
@@ -107,7 +111,12 @@ pub async fn submit(State(s): State<Arc<AppState>>, headers: HeaderMap, form: Fo
     }
     let token = form.get("token").map(str::trim).unwrap_or("");
     if token.is_empty() {
-        return page_with(&s, next, "Paste an API token to sign in.", 400);
+        return page_with(
+            &s,
+            next,
+            "Paste an API token to sign in.",
+            StatusCode::BAD_REQUEST,
+        );
     }
     match s.zone.access().open_session(token).await {
         Ok(opened) => {
@@ -120,7 +129,7 @@ pub async fn submit(State(s): State<Arc<AppState>>, headers: HeaderMap, form: Fo
             resp
         }
         Err(e) if matches!(e.code, ErrorCode::Unauthenticated | ErrorCode::TokenExpired) => {
-            page_with(&s, next, &e.message, 401)
+            page_with(&s, next, &e.message, StatusCode::UNAUTHORIZED)
         }
         Err(e) => WebError::new(e).into_response(),
     }

@@ -9,7 +9,7 @@ use crate::web::{FormFields, WebError, WebUser};
 use crate::AppState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use http::{StatusCode, Uri};
+use http::Uri;
 use std::sync::Arc;
 use weft_types::{Error, ErrorCode, LogicalPath, NodeKind, Permission};
 
@@ -59,7 +59,7 @@ pub async fn refused(
     error: Error,
     form: &FormFields,
 ) -> Response {
-    let status = StatusCode::from_u16(error.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let status = crate::error::status_of(error.code);
     let outcome = Outcome::Failed {
         section,
         error: error.clone(),

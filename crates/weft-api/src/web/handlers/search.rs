@@ -121,7 +121,7 @@ pub async fn show(
             view.found = Some(nodes.as_slice());
             Ok(templates::search(&page_user, &crumbs, &view).into_response())
         }
-        Err(e) if e.code.http_status() == 400 => {
+        Err(e) if crate::error::status_of(e.code) == http::StatusCode::BAD_REQUEST => {
             view.problem = Some(&e);
             let page = templates::search(&page_user, &crumbs, &view);
             Ok((StatusCode::BAD_REQUEST, page).into_response())

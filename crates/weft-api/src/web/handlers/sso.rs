@@ -154,7 +154,7 @@ pub async fn begin(
             );
             resp
         }
-        Err(e) => login::page_with(&s, None, &e.message, e.code.http_status()),
+        Err(e) => login::page_with(&s, None, &e.message, crate::error::status_of(e.code)),
     }
 }
 
@@ -173,7 +173,7 @@ pub async fn finish(State(s): State<Arc<AppState>>, headers: HeaderMap, q: Query
             );
             resp
         }
-        Err(e) => login::page_with(&s, next.as_deref(), &e.message, e.code.http_status()),
+        Err(e) => login::page_with(&s, next.as_deref(), &e.message, crate::error::status_of(e.code)),
     };
     // Used or refused, a pending sign-in is over.
     resp.headers_mut()

@@ -3,17 +3,18 @@
 
 use super::{layout, PageUser};
 use axum::response::Html;
+use http::StatusCode;
 use maud::html;
 use weft_types::Error;
 
 /// The page of `e`, with the session's top bar when there is one.
 pub fn error(user: Option<&PageUser<'_>>, e: &Error) -> Html<String> {
-    let title = match e.code.http_status() {
-        400 => "This address or request is not valid",
-        401 => "Sign in to continue",
-        403 => "You do not have permission",
-        404 => "Nothing is here",
-        409 => "That conflicts with what is there",
+    let title = match crate::error::status_of(e.code) {
+        StatusCode::BAD_REQUEST => "This address or request is not valid",
+        StatusCode::UNAUTHORIZED => "Sign in to continue",
+        StatusCode::FORBIDDEN => "You do not have permission",
+        StatusCode::NOT_FOUND => "Nothing is here",
+        StatusCode::CONFLICT => "That conflicts with what is there",
         _ => "Something went wrong",
     };
     let main = html! {
