@@ -11,6 +11,7 @@ MINIO_VERSION="v0.0.0-20260212201848-7aac2a2c5b7c"
 TOXIPROXY_VERSION="v2.5.0"
 RCLONE_VERSION="v1.76.0"
 KEYCLOAK_VERSION="26.0.7"
+CARGO_DENY_VERSION="0.20.2"
 PG_BIN="/usr/lib/postgresql/15/bin"
 
 TOOLS="${WEFT_CACHE:-$HOME/.cache/weft}/tools"
@@ -21,7 +22,7 @@ mkdir -p "$BIN"
 # scratch dirs an interrupted run left behind.
 exec 9>"$TOOLS/.lock"
 flock 9
-rm -rf "$TOOLS"/.go-* "$TOOLS"/.kc-* "$TOOLS"/.nginx-* "$TOOLS"/py.new
+rm -rf "$TOOLS"/.go-* "$TOOLS"/.kc-* "$TOOLS"/.nginx-* "$TOOLS"/.cargo-* "$TOOLS"/py.new
 
 # Go's official tarball lives outside the default PATH of non-login shells (CI).
 if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then PATH="$PATH:/usr/local/go/bin"; fi
@@ -203,6 +204,26 @@ else
   quiet "$PYSDK/bin/pip" install --no-input -r "$REQS"
   touch "$PYSDK/.reqs-$REQS_SUM"
   done_msg "installed $(wc -l <"$REQS") lines of requirements"
+fi
+
+# (k) cargo-deny, for the licenses/bans/sources gate of scripts/test (deny.toml). No release
+# binary can be downloaded here, so it is built from crates.io with its own Cargo.lock.
+# Its release profile asks for fat LTO and one codegen unit, the slowest build there is on
+# 2 cores, for a tool that reads a lock file in seconds: overridden back to cargo's defaults
+# (~10 min here, built while other builds ran).
+# Root and target dir are a scratch dir under $TOOLS, removed afterwards so the build
+# leaves nothing on the disk; the binary is moved into place last, rebuilt when the pin moves.
+step cargo-deny
+if [ -x "$BIN/cargo-deny" ] && [ "$("$BIN/cargo-deny" --version 2>/dev/null)" = "cargo-deny $CARGO_DENY_VERSION" ]; then
+  done_msg "present"
+else
+  scratch="$(mktemp -d "$TOOLS/.cargo-XXXXXX")"
+  quiet env CARGO_TARGET_DIR="$scratch/target" CARGO_PROFILE_RELEASE_LTO=false \
+    CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    cargo install --locked --version "$CARGO_DENY_VERSION" cargo-deny --root "$scratch/root"
+  mv "$scratch/root/bin/cargo-deny" "$BIN/cargo-deny"
+  rm -rf "$scratch"
+  done_msg "built $("$BIN/cargo-deny" --version)"
 fi
 
 STEP=""
