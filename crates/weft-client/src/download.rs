@@ -65,9 +65,33 @@ impl Client {
         logical: &LogicalPath,
         range: Range<u64>,
     ) -> Result<futures::stream::BoxStream<'static, Result<Bytes, ClientError>>, ClientError> {
+        self.read_stream_of(logical, range, None).await
+    }
+
+    /// As [`Client::read_stream`], of the object's version that hashes to `expected`: an
+    /// answer for another version (it was replaced meanwhile) is refused with `conflict`.
+    /// What resuming a read needs, so that no bytes of two versions are spliced.
+    pub async fn read_stream_of(
+        &self,
+        logical: &LogicalPath,
+        range: Range<u64>,
+        expected: Option<&Checksum>,
+    ) -> Result<futures::stream::BoxStream<'static, Result<Bytes, ClientError>>, ClientError> {
         let Some(resp) = self.ranged(logical, range).await? else {
             return Ok(futures::stream::empty().boxed());
         };
+        let sent = resp.headers().get(CHECKSUM_HEADER).and_then(|v| v.to_str().ok());
+        if let (Some(expected), Some(sent)) = (expected, sent) {
+            if Checksum::parse(sent).ok().as_ref() != Some(expected) {
+                return Err(ClientError::Api {
+                    status: None,
+                    code: "conflict".into(),
+                    message: format!(
+                        "{logical} was replaced while it was read (it was {expected}, is {sent})"
+                    ),
+                });
+            }
+        }
         let client = self.clone();
         Ok(resp
             .bytes_stream()

@@ -26,8 +26,8 @@ pub use client::{is_hop_by_hop, Client, API_PREFIX};
 pub use download::Downloaded;
 pub use error::ClientError;
 pub use mover::{
-    Connect, Direction, Done, FileSide, HttpSide, MoveOptions, Planned, AUTO_STREAMS, DEFAULT_CONCURRENCY,
-    DEFAULT_PIECE_SIZE,
+    retry_policy, Connect, Direction, Done, FileSide, HttpSide, MoveOptions, Planned, AUTO_STREAMS,
+    DEFAULT_CONCURRENCY, DEFAULT_PIECE_SIZE,
 };
 pub use namespace::{FindParams, PAGE_LIMIT};
 pub use progress::Progress;

@@ -31,6 +31,16 @@ fn replica_file(data_dir: &Path, content: &[u8]) -> PathBuf {
     );
 }
 
+/// A toxiproxy in front of `z` (proxy `zone`), the runtime its calls block on, and the
+/// address it listens at.
+fn proxied(z: &ZoneProcess) -> (tokio::runtime::Runtime, Toxiproxy, String) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
+    let upstream = z.url().trim_start_matches("http://").to_owned();
+    let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
+    (rt, toxi, listen.to_string())
+}
+
 fn flip_byte(path: &Path, at: u64) {
     use std::os::unix::fs::FileExt;
     let f = std::fs::OpenOptions::new()
@@ -88,10 +98,7 @@ fn rotten_replicas_fail_the_download_and_leave_nothing() {
 fn cut_connections_are_retried_piece_by_piece() {
     let z = ZoneProcess::start(WEFT, "testz").unwrap();
     let w = z.work();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
-    let upstream = z.url().trim_start_matches("http://").to_owned();
-    let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
+    let (rt, toxi, listen) = proxied(&z);
     let via_proxy = |args: &[&str]| {
         let mut cmd = z.command();
         cmd.env("WEFT_URL", format!("http://{listen}"))
@@ -180,4 +187,62 @@ fn rotten_replicas_fail_cat_with_the_integrity_code() {
     let r = z.weft(&["cat", "x.bin"]).fails(7, "checksum_mismatch");
     assert!(r.stderr.contains("/testz/home/admin/x.bin"), "{}", r.stderr);
     z.weft(&["cat", "--no-verify", "x.bin"]).ok();
+}
+
+#[test]
+fn cat_resumes_a_cut_connection_at_the_byte_it_stopped() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let (rt, toxi, listen) = proxied(&z);
+    let bytes = pseudo_random((25 << 20) + 7, 5);
+    std::fs::write(z.work().join("x.bin"), &bytes).unwrap();
+    z.weft(&["put", "x.bin", "x.bin"]).ok();
+    // Every connection closes after 10 MiB to the client: three carry the object.
+    rt.block_on(toxi.add_toxic_on(
+        "zone",
+        "limit_data",
+        "downstream",
+        serde_json::json!({"bytes": 10 << 20}),
+    ))
+    .unwrap();
+    let out = z
+        .command()
+        .env("WEFT_URL", format!("http://{listen}"))
+        .env("WEFT_TOKEN", z.admin_token())
+        .args(["cat", "x.bin"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        out.stdout == bytes,
+        "the bytes written differ ({} of {})",
+        out.stdout.len(),
+        bytes.len()
+    );
+    let resumed = stderr.matches("; resuming, attempt").count();
+    assert!(resumed >= 2, "two cuts at least, each resumed: {stderr}");
+}
+
+#[test]
+fn a_resumed_read_refuses_another_version_of_the_object() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let w = z.work();
+    std::fs::write(w.join("a"), b"the first version").unwrap();
+    std::fs::write(w.join("b"), b"the second version, longer").unwrap();
+    z.weft(&["put", "a", "x"]).ok();
+    let first = z.weft(&["stat", "--json", "x"]).ok().json()["checksum"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    z.weft(&["put", "--force", "b", "x"]).ok();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = weft_client::Client::new(z.url(), Some(z.admin_token().to_owned())).unwrap();
+    let path = weft_types::LogicalPath::parse("/testz/home/admin/x").unwrap();
+    let first = weft_types::Checksum::parse(&first).unwrap();
+    let e = match rt.block_on(client.read_stream_of(&path, 5..10, Some(&first))) {
+        Ok(_) => panic!("bytes of the second version passed for the first's"),
+        Err(e) => e,
+    };
+    assert_eq!(e.code(), "conflict", "{e}");
+    assert!(e.to_string().contains("was replaced while it was read"), "{e}");
 }

@@ -101,7 +101,8 @@ pub struct Done<'a> {
 }
 
 /// The retries of the CLI: fewer and shorter than a zone's, as a person is waiting.
-fn retry_policy() -> RetryPolicy {
+/// How the CLI tries again: each file and piece of a batch, and a `weft cat` cut short.
+pub fn retry_policy() -> RetryPolicy {
     RetryPolicy {
         attempts: 4,
         first_backoff: Duration::from_millis(250),

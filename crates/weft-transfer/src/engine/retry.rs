@@ -28,7 +28,8 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    pub(super) fn backoff(&self, attempt: u32) -> Duration {
+    /// The wait before attempt `attempt + 1`, doubling from `first_backoff`.
+    pub fn backoff(&self, attempt: u32) -> Duration {
         let d = self
             .first_backoff
             .saturating_mul(1 << attempt.saturating_sub(1).min(16));

@@ -16,7 +16,7 @@ use weft_client::{
     create_dirs, leaf_collections, scan_local, BatchReport, ClientError, Direction, Done, MoveOptions,
     Planned,
 };
-use weft_types::Checksum;
+use weft_types::{Checksum, LogicalPath};
 
 #[derive(Debug, Args)]
 pub struct PutArgs {
@@ -203,7 +203,6 @@ pub async fn get(ctx: &Ctx, a: GetArgs) -> Result {
 /// compared with the zone's checksum: its bytes are out by then, so a mismatch is the exit
 /// code (7) and a message naming the object, as `iget -` and `rclone cat` can do no better.
 pub async fn cat(ctx: &Ctx, sources: &[String], verify: bool) -> Result {
-    use futures::StreamExt;
     use tokio::io::AsyncWriteExt;
     let mut out = tokio::io::stdout();
     for src in sources {
@@ -216,21 +215,12 @@ pub async fn cat(ctx: &Ctx, sources: &[String], verify: bool) -> Result {
         }
         let expected = stat.checksum.as_deref().and_then(|c| Checksum::parse(c).ok());
         let mut hasher = blake3::Hasher::new();
-        let mut stream = ctx.client.read_stream(&logical, 0..stat.size).await?;
-        let mut got = 0u64;
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| Failure::from(e).context(&logical))?;
-            got += chunk.len() as u64;
-            if verify {
-                hasher.update(&chunk);
-            }
-            match out.write_all(&chunk).await {
-                Ok(()) => {}
-                // The reader stopped (`weft cat f | head`): so do we, as cat does.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
-                Err(e) => return Err(stdout_failure(e)),
-            }
-        }
+        let hashing = verify.then_some(&mut hasher);
+        let got = match cat_one(ctx, &logical, stat.size, expected.as_ref(), hashing, &mut out).await? {
+            Some(got) => got,
+            // The reader stopped (`weft cat f | head`): so do we, as cat does.
+            None => return Ok(()),
+        };
         if got != stat.size {
             return Err(Failure::new(
                 EXIT_INTEGRITY,
@@ -250,6 +240,59 @@ pub async fn cat(ctx: &Ctx, sources: &[String], verify: bool) -> Result {
         }
     }
     out.flush().await.map_err(stdout_failure)
+}
+
+/// Writes the object's bytes to `out` as they arrive, hashing them; a connection cut
+/// short is asked again from the byte it stopped at, of the same version of the object
+/// (another would be refused), with the batches' retry policy (counted anew after a
+/// connection that brought bytes: the object is finite). The bytes written, or `None`
+/// if the reader went away.
+async fn cat_one(
+    ctx: &Ctx,
+    logical: &LogicalPath,
+    size: u64,
+    expected: Option<&Checksum>,
+    mut hasher: Option<&mut blake3::Hasher>,
+    out: &mut tokio::io::Stdout,
+) -> std::result::Result<Option<u64>, Failure> {
+    use futures::StreamExt;
+    use tokio::io::AsyncWriteExt;
+    let policy = weft_client::retry_policy();
+    let mut got = 0u64;
+    let mut attempt = 1;
+    loop {
+        let from = got;
+        let cut = match ctx.client.read_stream_of(logical, got..size, expected).await {
+            Ok(mut stream) => loop {
+                match stream.next().await {
+                    None => return Ok(Some(got)),
+                    Some(Err(e)) => break e,
+                    Some(Ok(chunk)) => {
+                        got += chunk.len() as u64;
+                        if let Some(h) = hasher.as_deref_mut() {
+                            h.update(&chunk);
+                        }
+                        match out.write_all(&chunk).await {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(None),
+                            Err(e) => return Err(stdout_failure(e)),
+                        }
+                    }
+                }
+            },
+            Err(e) => e,
+        };
+        if !cut.is_temporary() || attempt >= policy.attempts {
+            return Err(Failure::from(cut).context(logical));
+        }
+        eprintln!(
+            "weft: {logical}: cut at byte {got} of {size} ({cut}); resuming, attempt {} of {}",
+            attempt + 1,
+            policy.attempts
+        );
+        tokio::time::sleep(policy.backoff(attempt)).await;
+        attempt = if got > from { 1 } else { attempt + 1 };
+    }
 }
 
 /// Standard output closed under us (`weft cat f | head`) or full.
