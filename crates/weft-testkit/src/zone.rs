@@ -55,6 +55,7 @@ pub struct ZoneOptions {
     settings: Settings,
     data_dir: Option<PathBuf>,
     dir: Option<PathBuf>,
+    token_optional: bool,
 }
 
 impl ZoneOptions {
@@ -110,6 +111,14 @@ impl ZoneOptions {
         self
     }
 
+    /// A server of a zone that another one, starting at the same moment, may set up: only
+    /// that one writes `admin.token`, so a data directory without it is no error here
+    /// ([`ZoneProcess::admin_token`] is empty then).
+    pub fn token_optional(mut self) -> ZoneOptions {
+        self.token_optional = true;
+        self
+    }
+
     /// Starts the zone on a free port, on another one if that was taken before the zone
     /// could bind it, and waits until it is ready: it logged `zone ready` (after its bind)
     /// and, serving HTTP, answers `/api/v1/health` with 200. The error says why not, with
@@ -136,10 +145,13 @@ impl ZoneOptions {
         };
         z.serve(free_port())?;
         let token = z.data_dir.join("admin.token");
-        z.admin_token = std::fs::read_to_string(&token)
-            .with_context(|| format!("{} is written on the first start", token.display()))?
-            .trim()
-            .to_owned();
+        z.admin_token = match std::fs::read_to_string(&token) {
+            Ok(text) => text.trim().to_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && z.options.token_optional => String::new(),
+            Err(e) => {
+                return Err(e).with_context(|| format!("{} is written on the first start", token.display()))
+            }
+        };
         Ok(z)
     }
 }
@@ -195,6 +207,7 @@ impl ZoneProcess {
             settings: Settings::Flags,
             data_dir: None,
             dir: None,
+            token_optional: false,
         }
     }
 
@@ -229,7 +242,8 @@ impl ZoneProcess {
         self.port
     }
 
-    /// The token of `admin`, from `admin.token` in the data directory.
+    /// The token of `admin`, from `admin.token` in the data directory (empty if there was
+    /// none, for a zone started with [`ZoneOptions::token_optional`]).
     pub fn admin_token(&self) -> &str {
         &self.admin_token
     }
@@ -583,6 +597,24 @@ exec sleep 600
         drop(z);
         assert!(!Path::new(&format!("/proc/{pid}")).exists(), "killed and reaped");
         assert!(given.join("serve.log").exists() && given.join("data/admin.token").exists());
+    }
+
+    #[test]
+    fn a_server_whose_zone_another_set_up_may_have_no_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let weft = fake_weft(dir.path());
+        let server = |n: u32| {
+            ZoneProcess::options(&weft, "shared")
+                .tls(dir.path().join("ca.pem"))
+                .data_dir(dir.path().join(format!("server-{n}")))
+                // The token goes to the data directory of the server that set the zone up.
+                .env("FAKE_DATA", dir.path().join("first"))
+                .env("FAKE_COUNT", dir.path().join("count"))
+        };
+        let err = server(1).start().unwrap_err();
+        assert!(format!("{err:#}").contains("admin.token"), "{err:#}");
+        let z = server(2).token_optional().start().unwrap();
+        assert_eq!(z.admin_token(), "");
     }
 
     #[test]
