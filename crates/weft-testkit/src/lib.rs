@@ -1,6 +1,8 @@
 //! Dev-only helpers that start real components for tests: PostgreSQL,
 //! MinIO, Keycloak, toxiproxy, and zones (`weft serve`, [`zone::ZoneProcess`]) with the
 //! `weft` commands run against them ([`cli`]) and the test data they move ([`data`]).
+//! `weft bench` starts its embedded zones with [`zone::ZoneProcess`] too: the binary is the
+//! one crate with this one as a normal dependency (`scripts/check-layers.py`).
 //!
 //! Every component listens on 127.0.0.1 with ephemeral ports and lives in its own temp
 //! dir, so tests can run in parallel. A missing tool is an error that says to run

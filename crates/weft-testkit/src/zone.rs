@@ -1,6 +1,7 @@
 //! A zone for tests: `weft serve` as a child process on a free 127.0.0.1 port, in a
 //! scratch directory of its own, that a test can kill with SIGKILL and start again on the
-//! same data, and run the `weft` commands against.
+//! same data, and run the `weft` commands against. `weft bench` starts its embedded zones
+//! with it too, each in a directory the bench gives ([`ZoneOptions::dir`]).
 //!
 //! ```ignore
 //! use weft_testkit::zone::ZoneProcess;
@@ -53,6 +54,8 @@ pub struct ZoneOptions {
     ca: Option<PathBuf>,
     settings: Settings,
     data_dir: Option<PathBuf>,
+    dir: Option<PathBuf>,
+    token_optional: bool,
 }
 
 impl ZoneOptions {
@@ -101,14 +104,33 @@ impl ZoneOptions {
         self
     }
 
+    /// The zone's directory, instead of a scratch directory of its own: created if
+    /// missing, and left in place when the zone is dropped (whoever gave it removes it).
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> ZoneOptions {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    /// A server of a zone that another one, starting at the same moment, may set up: only
+    /// that one writes `admin.token`, so a data directory without it is no error here
+    /// ([`ZoneProcess::admin_token`] is empty then).
+    pub fn token_optional(mut self) -> ZoneOptions {
+        self.token_optional = true;
+        self
+    }
+
     /// Starts the zone on a free port, on another one if that was taken before the zone
     /// could bind it, and waits until it is ready: it logged `zone ready` (after its bind)
     /// and, serving HTTP, answers `/api/v1/health` with 200. The error says why not, with
     /// what it printed.
     pub fn start(self) -> Result<ZoneProcess> {
-        let dir = tempfile::Builder::new().prefix("weft-zone-").tempdir()?;
+        let dir = match &self.dir {
+            Some(given) => Dir::Given(given.clone()),
+            None => Dir::Scratch(tempfile::Builder::new().prefix("weft-zone-").tempdir()?),
+        };
         for sub in ["work", "config"] {
-            std::fs::create_dir(dir.path().join(sub))?;
+            let sub = dir.path().join(sub);
+            std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
         }
         let data_dir = self.data_dir.clone().unwrap_or_else(|| dir.path().join("data"));
         let mut z = ZoneProcess {
@@ -123,10 +145,13 @@ impl ZoneOptions {
         };
         z.serve(free_port())?;
         let token = z.data_dir.join("admin.token");
-        z.admin_token = std::fs::read_to_string(&token)
-            .with_context(|| format!("{} is written on the first start", token.display()))?
-            .trim()
-            .to_owned();
+        z.admin_token = match std::fs::read_to_string(&token) {
+            Ok(text) => text.trim().to_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && z.options.token_optional => String::new(),
+            Err(e) => {
+                return Err(e).with_context(|| format!("{} is written on the first start", token.display()))
+            }
+        };
         Ok(z)
     }
 }
@@ -134,7 +159,8 @@ impl ZoneOptions {
 /// A running zone (`weft serve` as a child process) with a scratch directory: `data` (its
 /// data directory, unless [`ZoneOptions::data_dir`] says otherwise), `work` (where its
 /// commands run), `config` (their XDG config directory) and `serve.log` (what every start
-/// printed). SIGKILLed on drop; the directory goes after it.
+/// printed). SIGKILLed on drop; the directory goes after it, unless it was given
+/// ([`ZoneOptions::dir`]).
 #[derive(Debug)]
 pub struct ZoneProcess {
     child: Option<Child>,
@@ -145,7 +171,23 @@ pub struct ZoneProcess {
     /// Environment of the next starts, after the options' ([`ZoneProcess::set_env`]).
     extra_env: Vec<(OsString, OsString)>,
     options: ZoneOptions,
-    dir: tempfile::TempDir,
+    dir: Dir,
+}
+
+/// A zone's directory: its own, removed after it, or one it was given, left in place.
+#[derive(Debug)]
+enum Dir {
+    Scratch(tempfile::TempDir),
+    Given(PathBuf),
+}
+
+impl Dir {
+    fn path(&self) -> &Path {
+        match self {
+            Dir::Scratch(dir) => dir.path(),
+            Dir::Given(dir) => dir,
+        }
+    }
 }
 
 impl ZoneProcess {
@@ -164,6 +206,8 @@ impl ZoneProcess {
             ca: None,
             settings: Settings::Flags,
             data_dir: None,
+            dir: None,
+            token_optional: false,
         }
     }
 
@@ -180,6 +224,8 @@ impl ZoneProcess {
         }
         let mut options = self.options.clone();
         options.data_dir = Some(data);
+        // Its log, work and config directory of its own, as with every other server.
+        options.dir = None;
         Ok(options)
     }
 
@@ -196,7 +242,8 @@ impl ZoneProcess {
         self.port
     }
 
-    /// The token of `admin`, from `admin.token` in the data directory.
+    /// The token of `admin`, from `admin.token` in the data directory (empty if there was
+    /// none, for a zone started with [`ZoneOptions::token_optional`]).
     pub fn admin_token(&self) -> &str {
         &self.admin_token
     }
@@ -206,7 +253,7 @@ impl ZoneProcess {
         self.options.ca.as_deref()
     }
 
-    /// The scratch directory.
+    /// The scratch directory (or the one given with [`ZoneOptions::dir`]).
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
@@ -525,6 +572,49 @@ exec sleep 600
             "{}",
             e.log()
         );
+    }
+
+    #[test]
+    fn a_zone_in_a_given_directory_leaves_it_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let given = dir.path().join("bench").join("zone");
+        let z = ZoneProcess::options(fake_weft(dir.path()), "given")
+            .tls(dir.path().join("ca.pem"))
+            .env("FAKE_COUNT", dir.path().join("count"))
+            .dir(&given)
+            .start()
+            .unwrap();
+        assert_eq!(z.dir(), given);
+        assert_eq!(z.data_dir(), given.join("data"));
+        assert_eq!(z.log_path(), given.join("serve.log"));
+        assert!(z.log().contains("zone ready"), "{}", z.log());
+        assert_eq!(z.admin_token(), "token-0");
+        // Another server of it gets a scratch directory of its own.
+        std::fs::write(z.data_dir().join("secret.key"), "key").unwrap();
+        let other = z.another_server().unwrap();
+        assert_eq!(other.dir, None);
+        let pid = z.pid().unwrap();
+        drop(z);
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "killed and reaped");
+        assert!(given.join("serve.log").exists() && given.join("data/admin.token").exists());
+    }
+
+    #[test]
+    fn a_server_whose_zone_another_set_up_may_have_no_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let weft = fake_weft(dir.path());
+        let server = |n: u32| {
+            ZoneProcess::options(&weft, "shared")
+                .tls(dir.path().join("ca.pem"))
+                .data_dir(dir.path().join(format!("server-{n}")))
+                // The token goes to the data directory of the server that set the zone up.
+                .env("FAKE_DATA", dir.path().join("first"))
+                .env("FAKE_COUNT", dir.path().join("count"))
+        };
+        let err = server(1).start().unwrap_err();
+        assert!(format!("{err:#}").contains("admin.token"), "{err:#}");
+        let z = server(2).token_optional().start().unwrap();
+        assert_eq!(z.admin_token(), "");
     }
 
     #[test]

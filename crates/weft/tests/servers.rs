@@ -2,37 +2,14 @@
 //! on an empty catalog, each takes any request, and what one was told the others know.
 
 use std::io::{Read, Write};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use weft_testkit::cli::{clean_command, run};
 use weft_testkit::free_port;
 use weft_testkit::postgres::Postgres;
+use weft_testkit::zone::{ZoneOptions, ZoneProcess};
 
 const WEFT: &str = env!("CARGO_BIN_EXE_weft");
-
-/// A child process killed when the test ends, however it ends (a failed assertion too).
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl std::ops::Deref for Killed {
-    type Target = Child;
-    fn deref(&self) -> &Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Killed {
-    fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
-    }
-}
 
 /// nginx, stopped when the test ends as its master process is meant to be (SIGTERM: it
 /// ends its workers too; SIGKILL would leave them running).
@@ -67,32 +44,15 @@ impl std::ops::DerefMut for Stopped {
     }
 }
 
-/// `weft serve` of zone `z` on `port` with the data directory `dir` and `catalog`.
-fn serve(port: u16, dir: &Path, catalog: &str) -> Killed {
-    let log = std::fs::File::create(dir.with_extension("log")).unwrap();
-    Command::new(WEFT)
-        .args([
-            "serve",
-            "--zone",
-            "z",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--catalog",
-            catalog,
-            // A pass every 2 s, so that the tests see the scrubber run.
-            "--scrub-interval",
-            "20",
-        ])
-        .arg("--data-dir")
-        .arg(dir)
-        .env_remove("WEFT_URL")
-        .env_remove("WEFT_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .map(Killed)
-        .unwrap()
+/// A server of zone `z` on `catalog`, to start.
+fn server(catalog: &str) -> ZoneOptions {
+    ZoneProcess::options(WEFT, "z").args([
+        "--catalog",
+        catalog,
+        // A pass every 2 s, so that the tests see the scrubber run.
+        "--scrub-interval",
+        "20",
+    ])
 }
 
 /// Whether the server on `port` answers its health check with 200.
@@ -126,20 +86,24 @@ fn servers_starting_at_once_on_an_empty_catalog_all_start() {
         std::fs::create_dir(d).unwrap();
         std::fs::copy(dirs[0].join("secret.key"), d.join("secret.key")).unwrap();
     }
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let mut children: Vec<Killed> = ports
-        .iter()
-        .zip(&dirs)
-        .map(|(p, d)| serve(*p, d, &catalog))
-        .collect();
-    wait_healthy(&ports, &mut children, &dirs);
+    // All three at once, none waiting for another.
+    let catalog = catalog.as_str();
+    let servers: Vec<ZoneProcess> = std::thread::scope(|s| {
+        let starts: Vec<_> = dirs
+            .iter()
+            .map(|d| s.spawn(move || server(catalog).data_dir(d).token_optional().start()))
+            .collect();
+        starts.into_iter().map(|t| t.join().unwrap().unwrap()).collect()
+    });
+    let ports: Vec<u16> = servers.iter().map(ZoneProcess::port).collect();
 
-    let tokens: Vec<String> = dirs
+    let tokens: Vec<&str> = servers
         .iter()
-        .filter_map(|d| std::fs::read_to_string(d.join("admin.token")).ok())
+        .map(ZoneProcess::admin_token)
+        .filter(|t| !t.is_empty())
         .collect();
     assert_eq!(tokens.len(), 1, "one server set the zone up");
-    let admin = tokens[0].trim();
+    let admin = tokens[0];
     let weft = |port: u16, token: &str, args: &[&str]| {
         let mut cmd = clean_command(WEFT, root.path(), root.path());
         cmd.env("WEFT_URL", format!("http://127.0.0.1:{port}"))
@@ -278,8 +242,7 @@ fn a_zone_behind_nginx_keeps_serving_when_a_server_dies() {
     };
     let busy = if puts(ports[0]) { 0 } else { 1 };
     assert!(puts(ports[busy]), "one server took the upload");
-    servers[busy].kill().unwrap();
-    servers[busy].wait().unwrap();
+    servers[busy].kill9();
     weft(&["get", "small.txt", "small.back"]).ok();
     assert_eq!(
         std::fs::read(root.path().join("small.back")).unwrap(),
@@ -296,13 +259,13 @@ fn a_zone_behind_nginx_keeps_serving_when_a_server_dies() {
 }
 
 /// Servers of zone `z` on one PostgreSQL catalog, as an operator sets them up: the first
-/// sets the zone up, the others get its key file and admin token.
+/// sets the zone up, the others get its key file and admin token
+/// ([`ZoneProcess::another_server`]). `root` is the clients' working directory.
 struct Servers {
     _pg: Postgres,
     root: tempfile::TempDir,
-    dirs: Vec<std::path::PathBuf>,
     ports: Vec<u16>,
-    servers: Vec<Killed>,
+    servers: Vec<ZoneProcess>,
     admin: String,
 }
 
@@ -310,48 +273,19 @@ fn servers(n: usize) -> Servers {
     let pg = Postgres::start().unwrap();
     let catalog = pg.create_database("z").unwrap();
     let root = tempfile::tempdir().unwrap();
-    let dirs: Vec<_> = (0..n).map(|i| root.path().join(format!("server-{i}"))).collect();
-    let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
-    let mut servers = vec![serve(ports[0], &dirs[0], &catalog)];
-    wait_healthy(&ports[..1], &mut servers, &dirs);
-    for (port, dir) in ports.iter().zip(&dirs).skip(1) {
-        std::fs::create_dir(dir).unwrap();
-        for f in ["secret.key", "admin.token"] {
-            std::fs::copy(dirs[0].join(f), dir.join(f)).unwrap();
-        }
-        servers.push(serve(*port, dir, &catalog));
+    let mut servers = vec![server(&catalog).start().unwrap()];
+    for _ in 1..n {
+        let next = servers[0].another_server().unwrap().start().unwrap();
+        servers.push(next);
     }
-    wait_healthy(&ports, &mut servers, &dirs);
-    let admin = std::fs::read_to_string(dirs[0].join("admin.token"))
-        .unwrap()
-        .trim()
-        .to_owned();
+    let ports = servers.iter().map(ZoneProcess::port).collect();
+    let admin = servers[0].admin_token().to_owned();
     Servers {
         _pg: pg,
         root,
-        dirs,
         ports,
         servers,
         admin,
-    }
-}
-
-/// Waits until every server on `ports` answers its health check; fails naming the one
-/// that exited, with its log.
-fn wait_healthy(ports: &[u16], children: &mut [Killed], dirs: &[std::path::PathBuf]) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !ports.iter().all(|p| healthy(*p)) {
-        for (c, d) in children.iter_mut().zip(dirs) {
-            if let Some(status) = c.try_wait().unwrap() {
-                panic!(
-                    "{} exited ({status}): {}",
-                    d.display(),
-                    std::fs::read_to_string(d.with_extension("log")).unwrap()
-                );
-            }
-        }
-        assert!(Instant::now() < deadline, "not every server came up");
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -363,9 +297,8 @@ fn two_servers_racing_for_leases_run_each_transfer_once() {
     let Servers {
         _pg,
         root,
-        dirs,
         ports,
-        servers: _servers,
+        servers,
         admin,
     } = servers(2);
     let weft = |port: u16, args: &[&str]| {
@@ -409,10 +342,7 @@ fn two_servers_racing_for_leases_run_each_transfer_once() {
         assert_eq!(out.code, 0, "transfer {id}: {}{}", out.stdout, out.stderr);
     }
     // Every run is logged by the server that runs it: each transfer ran once, in all.
-    let logs: String = dirs
-        .iter()
-        .map(|d| std::fs::read_to_string(d.with_extension("log")).unwrap())
-        .collect();
+    let logs: String = servers.iter().map(ZoneProcess::log).collect();
     for id in &ids {
         let runs = logs
             .lines()
@@ -572,8 +502,7 @@ async fn three_servers_on_postgresql_and_minio_share_every_upload() {
     let mut alive = vec![0, 1, 2];
     for i in 0..pieces {
         if i == pieces / 2 {
-            servers[1].kill().unwrap();
-            servers[1].wait().unwrap();
+            servers[1].kill9();
             alive = vec![0, 2];
         }
         let data = piece(i);
@@ -773,45 +702,36 @@ fn a_server_without_the_zones_key_file_is_refused_and_makes_none() {
     let pg = Postgres::start().unwrap();
     let catalog = pg.create_database("z").unwrap();
     let root = tempfile::tempdir().unwrap();
-    let (a, b) = (root.path().join("server-a"), root.path().join("server-b"));
-    let ports = [free_port(), free_port()];
     // The first server of a new zone makes the key.
-    let mut first = [serve(ports[0], &a, &catalog)];
-    wait_healthy(&ports[..1], &mut first, std::slice::from_ref(&a));
-    let hex = std::fs::read_to_string(a.join("secret.key")).unwrap();
+    let first = server(&catalog).start().unwrap();
+    let hex = std::fs::read_to_string(first.data_dir().join("secret.key")).unwrap();
     let bytes: Vec<u8> = (0..32)
         .map(|i| u8::from_str_radix(&hex.trim()[2 * i..2 * i + 2], 16).unwrap())
         .collect();
     let key = weft_catalog::SealKey::new(bytes.try_into().unwrap());
+    // The second server's data directory: no key file, and no admin token (that is the
+    // first one's).
+    let b = root.path().join("server-b");
     let key_file = b.join("secret.key");
     std::fs::create_dir(&b).unwrap();
     let refused = || {
-        let mut server = serve(ports[1], &b, &catalog);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let status = loop {
-            if let Some(status) = server.try_wait().unwrap() {
-                break status;
-            }
-            assert!(!healthy(ports[1]), "a server without the zone's key file started");
-            assert!(Instant::now() < deadline, "the server neither started nor exited");
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        let log = std::fs::read_to_string(b.with_extension("log")).unwrap();
-        assert!(!status.success(), "{log}");
+        let err = server(&catalog)
+            .data_dir(&b)
+            .token_optional()
+            .start()
+            .expect_err("a server without the zone's key file started");
+        let log = format!("{err:#}");
+        assert!(
+            log.contains("weft serve exited") && !log.contains("exited (exit status: 0)"),
+            "{log}"
+        );
         let named = log.contains(key.id()) && log.contains(&key_file.display().to_string());
         assert!(named, "names the key and the file: {log}");
         assert!(!key_file.exists(), "made a key of its own: {log}");
     };
     refused();
 
-    let admin = std::fs::read_to_string(a.join("admin.token")).unwrap();
-    let weft = |port: u16, args: &[&str]| {
-        let mut cmd = clean_command(WEFT, root.path(), root.path());
-        cmd.env("WEFT_URL", format!("http://127.0.0.1:{port}"))
-            .env("WEFT_TOKEN", admin.trim());
-        run(cmd.args(args))
-    };
-    std::fs::write(root.path().join("peer.secret"), "7".repeat(64)).unwrap();
+    std::fs::write(first.work().join("peer.secret"), "7".repeat(64)).unwrap();
     let add = [
         "zone",
         "add",
@@ -820,12 +740,13 @@ fn a_server_without_the_zones_key_file_is_refused_and_makes_none() {
         "--secret-file",
         "peer.secret",
     ];
-    weft(ports[0], &add).ok();
+    first.weft(&add).ok();
     refused();
 
-    std::fs::copy(a.join("secret.key"), &key_file).unwrap();
-    let mut both = [serve(ports[1], &b, &catalog)];
-    wait_healthy(&ports[1..], &mut both, std::slice::from_ref(&b));
-    let zones = weft(ports[1], &["zone", "ls", "--json"]).ok();
+    std::fs::copy(first.data_dir().join("secret.key"), &key_file).unwrap();
+    let second = server(&catalog).data_dir(&b).token_optional().start().unwrap();
+    let zones = second
+        .weft_as(first.admin_token(), &["zone", "ls", "--json"])
+        .ok();
     assert!(zones.stdout.contains("\"peer\""), "{}", zones.stdout);
 }

@@ -6,7 +6,6 @@ use super::output::{self, Failure, Result, EXIT_FAILURE, EXIT_USAGE};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weft_bench::bench::{Bench, BenchError, Options, Progress};
@@ -15,6 +14,7 @@ use weft_bench::report::ZoneUnderTest;
 use weft_bench::scenarios::Scenario;
 use weft_client::wire::{AclRequest, NewPeerZone, NewStagingArea};
 use weft_client::Client;
+use weft_testkit::zone::ZoneProcess;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -130,16 +130,16 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
                     "--peer and --staging go with --zone; the embedded zone has its own",
                 ));
             }
-            let zone = EmbeddedZone::start("bench", &work.join("zone")).await?;
+            let zone = embedded_zone("bench", &work.join("zone"))?;
             let (peer_zone, peer, staging) = if wants_routes {
-                let (p, root, area) = zone.with_routes(&work).await?;
+                let (p, root, area) = with_routes(&zone, &work).await?;
                 (Some(p), Some(root), Some(area))
             } else {
                 (None, None, None)
             };
             (
-                zone.url.clone(),
-                Some(zone.token.clone()),
+                zone.url().to_owned(),
+                Some(zone.admin_token().to_owned()),
                 weft_client::TrustedCas::default(),
                 Some((zone, peer_zone)),
                 peer,
@@ -185,7 +185,7 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
             clients: args.clients as usize,
             users: args.users as usize,
             duration: Duration::from_secs(args.minutes.map_or(args.seconds.unwrap_or(60), |m| m * 60)),
-            pid: args.pid.or(embedded.as_ref().map(|(z, _)| z.child.id())),
+            pid: args.pid.or(embedded.as_ref().and_then(|(z, _)| z.pid())),
         };
         let result = weft_bench::load::run(bench, &opts).await;
         progress.bar.finish_and_clear();
@@ -335,129 +335,94 @@ impl Progress for Steps {
     }
 }
 
-/// `weft serve` with embedded defaults on a free loopback port, stopped when dropped.
-struct EmbeddedZone {
-    child: Child,
-    url: String,
-    token: String,
+/// The zone `name`: `weft serve` of this binary with embedded defaults in `dir` (its data in
+/// `data`, what it printed in `serve.log`), on a free loopback port, SIGKILLed when dropped.
+/// The tests' launcher starts it (weft-testkit): a port taken meanwhile is replaced, the
+/// zone is awaited until it serves, the settings a shell may hold (WEFT_CONFIG,
+/// WEFT_CATALOG, RUST_LOG, ...) are not passed on to it.
+///
+/// It blocks while the zone starts: this runs on the multi-threaded runtime's `block_on`
+/// (main.rs), where the test kit lets the runtime's other tasks go on meanwhile.
+fn embedded_zone(name: &str, dir: &Path) -> Result<ZoneProcess> {
+    let exe = std::env::current_exe().map_err(|e| {
+        Failure::new(
+            EXIT_FAILURE,
+            "embedded_zone",
+            format!("cannot find this binary: {e}"),
+        )
+    })?;
+    ZoneProcess::options(exe, name)
+        .dir(dir)
+        .start()
+        .map_err(not_started)
 }
 
-impl EmbeddedZone {
-    async fn start(name: &str, dir: &Path) -> Result<EmbeddedZone> {
-        let fail = |m: String| Failure::new(EXIT_FAILURE, "embedded_zone", m);
-        let exe = std::env::current_exe().map_err(|e| fail(format!("cannot find this binary: {e}")))?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| fail(format!("no free port on 127.0.0.1: {e}")))?
-            .port();
-        std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
-        let log = std::fs::File::create(dir.join("zone.log")).map_err(|e| fail(e.to_string()))?;
-        let child = Command::new(exe)
-            .args([
-                "serve",
-                "--zone",
-                name,
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(dir.join("data"))
-            .env_remove("WEFT_CONFIG")
-            .env_remove("WEFT_CATALOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map_err(|e| fail(format!("cannot start weft serve: {e}")))?;
-        let mut zone = EmbeddedZone {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            token: String::new(),
-        };
-        let client = Client::new(&zone.url, None).map_err(Failure::from)?;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if client.health().await.is_ok() {
-                break;
-            }
-            if let Ok(Some(status)) = zone.child.try_wait() {
-                return Err(fail(format!(
-                    "weft serve exited ({status}); its log: {}",
-                    dir.join("zone.log").display()
-                )));
-            }
-            if Instant::now() > deadline {
-                return Err(fail("weft serve did not answer within 60 s".into()));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let token_file = dir.join("data").join("admin.token");
-        zone.token = std::fs::read_to_string(&token_file)
-            .map_err(|e| fail(format!("{}: {e}", token_file.display())))?
-            .trim()
-            .to_string();
-        Ok(zone)
+/// A zone that did not start: why, on the error's line, and what it printed as the hint (its
+/// log goes with the bench's work directory).
+fn not_started(e: anyhow::Error) -> Failure {
+    let text = format!("{e:#}");
+    let (why, log) = text.split_once('\n').unwrap_or((&text, ""));
+    let f = Failure::new(
+        EXIT_FAILURE,
+        "embedded_zone",
+        format!("the embedded zone did not start: {why}"),
+    );
+    if log.trim().is_empty() {
+        f
+    } else {
+        f.hint(format!("what it printed:\n{log}"))
     }
 }
 
-impl EmbeddedZone {
-    /// A second zone `peer` federated with this one, where this zone's admin (`admin#bench`
-    /// there) may write below `/peer/incoming`, and a `file://` staging area: the zone, the
-    /// peer collection and the area's URL.
-    async fn with_routes(&self, work: &Path) -> Result<(EmbeddedZone, String, String)> {
-        let peer = EmbeddedZone::start("peer", &work.join("peer")).await?;
-        let here = Client::new(&self.url, Some(self.token.clone())).map_err(Failure::from)?;
-        let there = Client::new(&peer.url, Some(peer.token.clone())).map_err(Failure::from)?;
-        let secret = crate::demo::random_hex(32)
-            .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("a federation secret: {e}")))?;
-        for (client, name, url) in [(&here, "peer", &peer.url), (&there, "bench", &self.url)] {
-            client
-                .add_zone(&NewPeerZone {
-                    name: name.into(),
-                    url: url.clone(),
-                    secret: secret.clone(),
-                    replace: false,
-                    insecure: false,
-                })
-                .await
-                .map_err(|e| Failure::from(e).context("federating the embedded zones"))?;
-        }
-        let incoming = weft_types::LogicalPath::parse("/peer/incoming").expect("a valid path");
-        there.mkdir(&incoming, false).await.map_err(Failure::from)?;
-        there
-            .set_acl(
-                &incoming,
-                &AclRequest {
-                    principal: "admin#bench".into(),
-                    permission: "write".into(),
-                    recursive: true,
-                },
-            )
+/// A second zone `peer` federated with `zone`, where its admin (`admin#bench` there) may
+/// write below `/peer/incoming`, and a `file://` staging area of `zone`: the peer, the peer
+/// collection and the area's URL.
+async fn with_routes(zone: &ZoneProcess, work: &Path) -> Result<(ZoneProcess, String, String)> {
+    let peer = embedded_zone("peer", &work.join("peer"))?;
+    let here = Client::new(zone.url(), Some(zone.admin_token().to_owned())).map_err(Failure::from)?;
+    let there = Client::new(peer.url(), Some(peer.admin_token().to_owned())).map_err(Failure::from)?;
+    let secret = crate::demo::random_hex(32)
+        .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("a federation secret: {e}")))?;
+    for (client, name, url) in [(&here, "peer", peer.url()), (&there, "bench", zone.url())] {
+        client
+            .add_zone(&NewPeerZone {
+                name: name.into(),
+                url: url.to_owned(),
+                secret: secret.clone(),
+                replace: false,
+                insecure: false,
+            })
             .await
-            .map_err(Failure::from)?;
-        let dir = work.join("staging");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("{}: {e}", dir.display())))?;
-        let url = format!("file://{}", dir.display());
-        here.add_staging_area(&NewStagingArea {
-            name: "bench".into(),
-            url: url.clone(),
-            endpoint: None,
-            region: None,
-            access_key: None,
-            secret_key: None,
-            allow: Vec::new(),
-            check: Some(true),
-        })
+            .map_err(|e| Failure::from(e).context("federating the embedded zones"))?;
+    }
+    let incoming = weft_types::LogicalPath::parse("/peer/incoming").expect("a valid path");
+    there.mkdir(&incoming, false).await.map_err(Failure::from)?;
+    there
+        .set_acl(
+            &incoming,
+            &AclRequest {
+                principal: "admin#bench".into(),
+                permission: "write".into(),
+                recursive: true,
+            },
+        )
         .await
-        .map_err(|e| Failure::from(e).context("declaring the staging area"))?;
-        Ok((peer, incoming.to_string(), url))
-    }
-}
-
-impl Drop for EmbeddedZone {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+        .map_err(Failure::from)?;
+    let dir = work.join("staging");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("{}: {e}", dir.display())))?;
+    let url = format!("file://{}", dir.display());
+    here.add_staging_area(&NewStagingArea {
+        name: "bench".into(),
+        url: url.clone(),
+        endpoint: None,
+        region: None,
+        access_key: None,
+        secret_key: None,
+        allow: Vec::new(),
+        check: Some(true),
+    })
+    .await
+    .map_err(|e| Failure::from(e).context("declaring the staging area"))?;
+    Ok((peer, incoming.to_string(), url))
 }
