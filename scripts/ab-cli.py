@@ -20,13 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, Zone, settle, timed  # noqa: E402
-
-
-def max_rss_mib(cmd, env):
-    out = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, check=True, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    return int(out.stderr.strip().splitlines()[-1]) / 1024
+from benchlib import ROOT, make_tree, run_peak_rss_mib, settle, start_zone, timed  # noqa: E402
 
 
 def one_round(weft, args, scratch, big, tree):
@@ -34,8 +28,8 @@ def one_round(weft, args, scratch, big, tree):
     work = os.path.join(scratch, "zone")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    zone = Zone(weft, "ab", work)
-    env, home = zone.env, "/ab/home/admin"
+    zone = start_zone(weft, "ab", work)
+    env, home = zone.client_env(), "/ab/home/admin"
     w = lambda *a: [weft, *a]  # noqa: E731
     got = os.path.join(work, "got")
     os.makedirs(got)
@@ -49,9 +43,9 @@ def one_round(weft, args, scratch, big, tree):
             os.remove(os.path.join(got, "big.bin"))
             if run == 0:
                 subprocess.run(w("rm", f"{home}/big.bin"), check=True, env=env)
-        rss_get = max_rss_mib(w("get", "--quiet", f"{home}/big.bin", got + "/"), env)
+        rss_get = run_peak_rss_mib(w("get", "--quiet", f"{home}/big.bin", got + "/"), env)
         os.remove(os.path.join(got, "big.bin"))
-        rss_put = max_rss_mib(w("put", "--quiet", "--force", big, f"{home}/big.bin"), env)
+        rss_put = run_peak_rss_mib(w("put", "--quiet", "--force", big, f"{home}/big.bin"), env)
         for run in range(2):
             settle(*[os.path.join(tree, f) for f in os.listdir(tree)], drop=False)
             out["put -r"] = timed(w("put", "-r", "--quiet", tree, f"{home}/tree{run}"), env)
@@ -80,12 +74,7 @@ def main():
     with open(big, "wb") as f:
         for _ in range(args.size_mib):
             f.write(os.urandom(1 << 20))
-    tree = os.path.join(scratch, "tree")
-    os.makedirs(tree)
-    blob = os.urandom(args.file_kib << 10)
-    for i in range(args.files):
-        with open(os.path.join(tree, f"f{i:05d}"), "wb") as f:
-            f.write(blob[i % 251:] + blob[:i % 251])
+    tree = make_tree(os.path.join(scratch, "tree"), args.files, args.file_kib << 10, fill="rotated")
 
     builds = {"old": os.path.abspath(args.old), "new": os.path.abspath(args.new)}
     steps = ["cp + sync", "put", "get", "put -r", "get -r"]

@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, Zone, settle, timed  # noqa: E402
+from benchlib import ROOT, make_tree, settle, start_zone, timed  # noqa: E402
 
 
 def one_put(weft, scratch, tree, quota):
@@ -27,12 +27,12 @@ def one_put(weft, scratch, tree, quota):
     work = os.path.join(scratch, "zone")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    zone = Zone(weft, "ab", work)
+    zone = start_zone(weft, "ab", work)
     try:
         if quota:
             zone.call("PUT", "quotas", {"principal": "admin", "max_bytes": 1 << 40, "max_objects": 10**9})
         settle(*[os.path.join(tree, f) for f in os.listdir(tree)], drop=False)
-        return timed([weft, "put", "-r", "--quiet", tree, "/ab/home/admin/tree"], zone.env)
+        return timed([weft, "put", "-r", "--quiet", tree, "/ab/home/admin/tree"], zone.client_env())
     finally:
         zone.stop()
 
@@ -48,12 +48,7 @@ def main():
     args = ap.parse_args()
     weft = os.path.abspath(args.weft)
     shutil.rmtree(args.scratch, ignore_errors=True)
-    tree = os.path.join(args.scratch, "tree")
-    os.makedirs(tree)
-    blob = os.urandom(args.file_kib << 10)
-    for i in range(args.files):
-        with open(os.path.join(tree, f"f{i:05d}"), "wb") as f:
-            f.write(blob[i % 251:] + blob[:i % 251])
+    tree = make_tree(os.path.join(args.scratch, "tree"), args.files, args.file_kib << 10, fill="rotated")
 
     arms = {"no quota": (weft, False), "quota": (weft, True)}
     if args.old:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, Zone, settle  # noqa: E402
+from benchlib import ROOT, cpu_seconds, make_tree, peak_rss_mib, reset_peak_rss, settle, start_zone  # noqa: E402
 
 import importlib.util  # noqa: E402
 
@@ -30,21 +30,9 @@ bench_transfers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench_transfers)
 
 
-def cpu_seconds(zone):
-    fields = open(f"/proc/{zone.proc.pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def peak_rss_mib(zone):
-    for line in open(f"/proc/{zone.proc.pid}/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def federated(weft, scratch):
     """Zones a and b, each knowing the other; a's admin may write below /b/in."""
-    a, b = Zone(weft, "a", scratch), Zone(weft, "b", scratch)
+    a, b = start_zone(weft, "a", scratch), start_zone(weft, "b", scratch)
     secret = os.urandom(32).hex()
     a.call("POST", "zones", {"name": "b", "url": b.url, "secret": secret})
     b.call("POST", "zones", {"name": "a", "url": a.url, "secret": secret})
@@ -59,24 +47,23 @@ def one_round(weft, args, scratch):
     os.makedirs(scratch)
     a, b = federated(weft, scratch)
     try:
-        local = bench_transfers.make_tree(os.path.join(scratch, "tree"), args.files, args.size, 7)
-        subprocess.run([weft, "put", "-r", "--quiet", local, "/a/home/admin/tree"], check=True, env=a.env)
+        local = make_tree(os.path.join(scratch, "tree"), args.files, args.size, seed=7)
+        subprocess.run([weft, "put", "-r", "--quiet", local, "/a/home/admin/tree"], check=True, env=a.client_env())
         shutil.rmtree(local)
         for zone in (a, b):
             # The peak reported is the transfers', not the put's.
-            with open(f"/proc/{zone.proc.pid}/clear_refs", "w") as f:
-                f.write("5\n")
+            reset_peak_rss(zone.proc.pid)
         out = []
         for run in range(args.runs + 1):
             settle(drop=False)
             dst = f"/b/in/r{run}"
-            ca, cb = cpu_seconds(a), cpu_seconds(b)
+            ca, cb = cpu_seconds(a.proc.pid), cpu_seconds(b.proc.pid)
             t = bench_transfers.transfer(a, "/a/home/admin/tree", dst)
-            used = (t, cpu_seconds(a) - ca, cpu_seconds(b) - cb)
+            used = (t, cpu_seconds(a.proc.pid) - ca, cpu_seconds(b.proc.pid) - cb)
             a.call("DELETE", f"nodes{dst}?recursive=true")
             if run:
                 out.append(used)
-        return out, (peak_rss_mib(a), peak_rss_mib(b))
+        return out, (peak_rss_mib(a.proc.pid), peak_rss_mib(b.proc.pid))
     finally:
         a.stop()
         b.stop()

@@ -17,13 +17,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import ROOT, Zone, build_weft, settle, timed
-
-
-def max_rss_kib(cmd, env):
-    out = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, check=True, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    return int(out.stderr.strip().splitlines()[-1])
+from benchlib import ROOT, build_weft, peak_rss_mib, run_peak_rss_mib, settle, start_zone, timed
 
 
 def summary(xs):
@@ -56,8 +50,8 @@ def main():
     shutil.rmtree(args.scratch, ignore_errors=True)
     os.makedirs(args.scratch)
     scratch = args.scratch
-    zone = Zone(weft, "bench", scratch)
-    server, token, env = zone.proc, zone.token, zone.env
+    zone = start_zone(weft, "bench", scratch)
+    server, token, env = zone.proc, zone.token, zone.client_env()
     try:
         w = lambda *a: [weft, *a]
         home = "/bench/home/admin"
@@ -87,8 +81,8 @@ def main():
             subprocess.run(w("rm", f"{home}/big.bin"), check=True, env=env)
             if run > 0:
                 cp_t.append(t), put_t.append(p), get_t.append(g)
-        put_rss = max_rss_kib(w("put", "--quiet", big, f"{home}/big.bin"), env)
-        get_rss = max_rss_kib(w("get", "--quiet", f"{home}/big.bin", got_dir + "/"), env)
+        put_rss = run_peak_rss_mib(w("put", "--quiet", big, f"{home}/big.bin"), env)
+        get_rss = run_peak_rss_mib(w("get", "--quiet", f"{home}/big.bin", got_dir + "/"), env)
         os.remove(os.path.join(got_dir, "big.bin"))
 
         tree = os.path.join(scratch, "tree")
@@ -106,7 +100,7 @@ def main():
             subprocess.run(w("rm", "-r", f"{home}/tree{run}"), check=True, env=env)
             if run > 0:
                 plain_t.append(pt), tree_t.append(t)
-        server_rss = next(int(l.split()[1]) for l in open(f"/proc/{server.pid}/status") if l.startswith("VmHWM"))
+        server_rss = peak_rss_mib(server.pid)
     finally:
         zone.stop()
 
@@ -126,7 +120,7 @@ def main():
     print(f"| weft get, {args.size_mib} MiB | {get_m:.2f} s ({rate(get_m):.2f} GB/s) | {get_s[0]:.2f}-{get_s[1]:.2f} s | {cp_m / get_m:.2f} of cp+sync |")
     print(f"| plain program creating the tree | {args.files / pl_m:.0f} files/s | {args.files / pl_s[1]:.0f}-{args.files / pl_s[0]:.0f} | 1.00 |")
     print(f"| weft put -r of the tree | {args.files / tr_m:.0f} files/s | {args.files / tr_s[1]:.0f}-{args.files / tr_s[0]:.0f} | {pl_m / tr_m:.2f} of plain |")
-    print(f"\nmax RSS: client put {put_rss / 1024:.0f} MiB, client get {get_rss / 1024:.0f} MiB, server {server_rss / 1024:.0f} MiB")
+    print(f"\nmax RSS: client put {put_rss:.0f} MiB, client get {get_rss:.0f} MiB, server {server_rss:.0f} MiB")
     print("\nraw:", json.dumps({"cp": cp_t, "put": put_t, "get": get_t, "plain_tree": plain_t, "put_tree": tree_t}))
     shutil.rmtree(scratch, ignore_errors=True)
 

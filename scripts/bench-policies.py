@@ -23,16 +23,7 @@ import statistics
 import subprocess
 import time
 
-from benchlib import ROOT, Zone, build_weft, settle
-
-
-def make_tree(path, n, size, seed):
-    os.makedirs(path)
-    block = os.urandom(size)
-    for i in range(n):
-        with open(os.path.join(path, f"f{i:05d}"), "wb") as f:
-            f.write(seed.to_bytes(4, "little") + i.to_bytes(4, "little") + block[8:])
-    return path
+from benchlib import ROOT, build_weft, make_tree, settle, start_zone
 
 
 def med(xs):
@@ -84,14 +75,14 @@ def main():
     shutil.rmtree(args.scratch, ignore_errors=True)
     os.makedirs(args.scratch)
     s = args.scratch
-    a, b = Zone(weft, "a", s), Zone(weft, "b", s)
+    a, b = start_zone(weft, "a", s), start_zone(weft, "b", s)
     out = {"ingest": [], "by_hand": [], "lag_rules": [], "put_rules": [], "put_plain": []}
     try:
         secret = os.urandom(32).hex()
         a.call("POST", "zones", {"name": "b", "url": b.url, "secret": secret})
         b.call("POST", "zones", {"name": "a", "url": a.url, "secret": secret})
         home = "/a/home/admin"
-        local = make_tree(os.path.join(s, "tree"), files, size, 1)
+        local = make_tree(os.path.join(s, "tree"), files, size, seed=1)
         a.call("POST", "policies", {"source": f"""
 [[rule]]
 name = "ingest-to-b"
@@ -104,10 +95,10 @@ replicate = "zone = b"
         # 1. Replicate-on-ingest against the same copy by hand.
         for run in range(runs + 1):
             settle(drop=False)
-            _, put_end = put_tree(weft, a.env, local, f"{home}/ingest/r{run}")
+            _, put_end = put_tree(weft, a.client_env(), local, f"{home}/ingest/r{run}")
             done = wait_done(a, "ingest-to-b", files * (run + 1))
             settle(drop=False)
-            put_tree(weft, a.env, local, f"{home}/hand/r{run}")
+            put_tree(weft, a.client_env(), local, f"{home}/hand/r{run}")
             t0 = time.time()
             t = a.call("POST", "replicas", {"path": f"{home}/hand/r{run}", "target": "b", "recursive": True})
             while t["state"] in ("queued", "active"):
@@ -143,11 +134,11 @@ set_meta = ["ingested=yes"]
 """)
         for run in range(runs + 1):
             settle(drop=False)
-            t0, t1 = put_tree(weft, a.env, local, f"{home}/plain/r{run}")
+            t0, t1 = put_tree(weft, a.client_env(), local, f"{home}/plain/r{run}")
             plain = t1 - t0
             a.call("POST", "policies", {"source": "".join(rules)})
             settle(drop=False)
-            t0, t1 = put_tree(weft, a.env, local, f"{home}/tagged/r{run}")
+            t0, t1 = put_tree(weft, a.client_env(), local, f"{home}/tagged/r{run}")
             done = wait_done(a, "tag", files)
             for name in [f"r{i}" for i in range(99)] + ["tag"]:
                 a.call("DELETE", f"policies/{name}")

@@ -28,7 +28,9 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import MINIO_KEY, MINIO_SECRET, ROOT, Minio, Zone, build_weft, settle, timed  # noqa: E402
+from benchlib import (  # noqa: E402
+    MINIO_KEY, MINIO_SECRET, ROOT, build_weft, make_tree, settle, start_minio, start_zone, timed,
+)
 
 
 
@@ -56,8 +58,8 @@ def main() -> None:
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     binary = build_weft()
-    zone = Zone(binary, "py", scratch)
-    minio = Minio(scratch)
+    zone = start_zone(binary, "py", scratch)
+    minio = start_minio(scratch)
     try:
         run(args, binary, zone, minio)
     finally:
@@ -78,7 +80,7 @@ def run(args, binary, zone, minio) -> None:  # type: ignore[no-untyped-def]
     from weft.fs import WeftFileSystem
 
     scratch = args.scratch
-    env, home = zone.env, "/py/home/admin"
+    env, home = zone.client_env(), "/py/home/admin"
     cli = lambda *a: [binary, *a]  # noqa: E731
     c = weft.Client(zone.url, zone.token, progress=False)
     s3_opts = {"key": MINIO_KEY, "secret": MINIO_SECRET, "client_kwargs": {"endpoint_url": minio.url}}
@@ -92,11 +94,7 @@ def run(args, binary, zone, minio) -> None:  # type: ignore[no-untyped-def]
     with open(big, "wb") as f:
         for _ in range(args.size_mib):
             f.write(os.urandom(1 << 20))
-    tree = os.path.join(scratch, "small")
-    os.makedirs(tree)
-    for i in range(args.files):
-        with open(os.path.join(tree, f"f{i:05}"), "wb") as f:
-            f.write(os.urandom(args.file_kib << 10))
+    tree = make_tree(os.path.join(scratch, "small"), args.files, args.file_kib << 10, fill="random")
     subprocess.run(cli("put", "-r", "--quiet", tree, f"{home}/small"), check=True, env=env)
     paths = [f"{home}/small/f{i:05}" for i in range(args.files)]
 

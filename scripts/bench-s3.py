@@ -29,7 +29,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import MINIO_KEY, MINIO_SECRET, ROOT, Minio, Zone, build_weft, settle, timed  # noqa: E402
+from benchlib import (  # noqa: E402
+    MINIO_KEY, MINIO_SECRET, ROOT, build_weft, cpu_seconds, make_tree, settle, start_minio, start_zone, timed,
+)
 
 TOOLS = os.path.join(os.environ.get("WEFT_CACHE", os.path.expanduser("~/.cache/weft")), "tools")
 AWS = os.path.join(os.path.dirname(sys.executable), "aws")
@@ -76,14 +78,8 @@ def make_inputs(data: str) -> tuple[str, str]:
         with open(big, "wb") as f:
             for _ in range(BIG >> 20):
                 f.write(os.urandom(1 << 20))
-    tree = os.path.join(data, "small")
-    if not os.path.isdir(tree) or sum(len(fs) for _, _, fs in os.walk(tree)) != SMALL_COUNT:
-        shutil.rmtree(tree, ignore_errors=True)
-        for i in range(SMALL_COUNT):
-            d = os.path.join(tree, f"d{i % DIRS:03}")
-            os.makedirs(d, exist_ok=True)
-            with open(os.path.join(d, f"f{i:05}.bin"), "wb") as f:
-                f.write(os.urandom(SMALL))
+    tree = make_tree(os.path.join(data, "small"), SMALL_COUNT, SMALL, name=lambda i: f"d{i % DIRS:03}/f{i:05}.bin",
+                     fill="random", reuse=True)
     return big, tree
 
 
@@ -98,15 +94,14 @@ def main() -> None:
     scratch = os.path.join(data, "run")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
-    zone = Zone(binary, "bench", scratch, s3=True)
-    minio = Minio(scratch)
+    zone = start_zone(binary, "bench", scratch, s3=True)
+    minio = start_minio(scratch)
     try:
-        subprocess.run([binary, "mkdir", "-p", "/bench/bench"], env=zone.env, check=True)
-        subprocess.run([binary, "s3", "bucket", "add", "bench", "/bench/bench"], env=zone.env, check=True,
+        subprocess.run([binary, "mkdir", "-p", "/bench/bench"], env=zone.client_env(), check=True)
+        subprocess.run([binary, "s3", "bucket", "add", "bench", "/bench/bench"], env=zone.client_env(), check=True,
                        stdout=subprocess.DEVNULL)
-        key = json.loads(subprocess.run([binary, "s3", "key", "create", "--json"], env=zone.env, check=True,
+        key = json.loads(subprocess.run([binary, "s3", "key", "create", "--json"], env=zone.client_env(), check=True,
                                         capture_output=True, text=True).stdout)
-        assert zone.s3_url is not None
         sides = [
             Server("weft", zone.s3_url, key["access_key"], key["secret_key"], scratch, zone.proc.pid),
             Server("minio", minio.url, MINIO_KEY, MINIO_SECRET, scratch, minio.proc.pid),
@@ -118,13 +113,6 @@ def main() -> None:
         zone.stop()
         minio.stop()
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def cpu(pid: int) -> float:
-    """CPU seconds `pid` has used (user + system)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pause(sides: list[Server]) -> None:
@@ -153,10 +141,10 @@ def run(rounds: int, sides: list[Server], big: str, tree: str, scratch: str) -> 
             down = timed(s.aws("s3", "cp", "s3://bench/big.bin", got), env=s.env)
             os.remove(got)
             settle(drop=False)
-            cpu0 = [cpu(side.pid) for side in sides]
+            cpu0 = [cpu_seconds(side.pid) for side in sides]
             small = timed([RCLONE, "copy", tree, f"s:bench/small-{r}"], env=s.env)
             # Both servers' CPU in the step (the paused one's: none).
-            cpus = ", ".join(f"{side.name} {cpu(side.pid) - c:.1f}" for side, c in zip(sides, cpu0))
+            cpus = ", ".join(f"{side.name} {cpu_seconds(side.pid) - c:.1f}" for side, c in zip(sides, cpu0))
             subprocess.run(s.aws("s3", "rm", "--recursive", f"s3://bench/small-{r}"), env=s.env, check=True)
             resume(others)
             if r == 0:

@@ -19,10 +19,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import build_weft, free_port  # noqa: E402
+from benchlib import Zone, build_weft, cpu_seconds, free_port, make_tree, reap  # noqa: E402
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PG_USER = "weft-pg"
@@ -75,7 +74,7 @@ class Postgres:
                 exe = os.readlink(f"/proc/{pid}/exe")
                 if not exe.startswith(PG_BIN):
                     continue
-                total += proc_cpu(int(pid))
+                total += cpu_seconds(int(pid))
             except OSError:
                 continue
         return total
@@ -85,91 +84,58 @@ class Postgres:
                        stdout=subprocess.DEVNULL)
 
 
-def proc_cpu(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    # utime, stime and the children's (clients fork nothing; PostgreSQL backends are
-    # counted on their own).
-    return (int(fields[11]) + int(fields[12])) / tick
+def serve(weft, catalog, data_dir, core):
+    """Server `data_dir` of zone `z` on `catalog`, pinned to `core`; its log beside."""
+    zone = Zone("z", data_dir, weft=weft, log=data_dir + ".log", args=["--catalog", catalog],
+                wrapper=["taskset", "-c", str(core)], environ=os.environ)
+    zone.run()
+    return zone
 
 
-def healthy(port):
-    try:
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=1)
-        return True
-    except OSError:
-        return False
-
-
-def serve(weft, catalog, data_dir, core, log):
-    port = free_port()
-    proc = subprocess.Popen(["taskset", "-c", str(core), weft, "serve", "--zone", "z", "--listen",
-                             f"127.0.0.1:{port}", "--catalog", catalog, "--data-dir", data_dir],
-                            stderr=open(log, "w"), stdout=subprocess.DEVNULL)
-    for _ in range(600):
-        if healthy(port):
-            return proc, port
-        if proc.poll() is not None:
-            sys.exit(f"weft serve exited: {open(log).read()}")
-        time.sleep(0.1)
-    sys.exit("weft serve never answered")
-
-
-def make_tree(root, files, size, clients):
+def make_parts(root, files, size, clients):
     """`clients` directories of files/clients files each, of random bytes."""
-    for c in range(clients):
-        d = os.path.join(root, f"part{c}")
-        os.makedirs(d)
-        for i in range(files // clients):
-            with open(os.path.join(d, f"f{i:05d}.bin"), "wb") as f:
-                f.write(os.urandom(size))
+    per = files // clients
+    make_tree(root, per * clients, size, name=lambda i: f"part{i // per}/f{i % per:05d}.bin", fill="random")
 
 
 def one_run(weft, pg, servers, tree, clients, scratch, run):
     catalog = pg.createdb(f"z{servers}r{run}")
     zone_dir = os.path.join(scratch, f"z{servers}r{run}")
-    procs, ports = [], []
     first = os.path.join(zone_dir, "server0")
     os.makedirs(first)
-    p, port = serve(weft, catalog, first, 0, first + ".log")
-    procs.append(p)
-    ports.append(port)
+    zones = [serve(weft, catalog, first, 0)]
     for i in range(1, servers):
         d = os.path.join(zone_dir, f"server{i}")
         os.makedirs(d)
         for f in ("secret.key", "admin.token"):
             shutil.copy(os.path.join(first, f), d)
-        p, port = serve(weft, catalog, d, i, d + ".log")
-        procs.append(p)
-        ports.append(port)
-    token = open(os.path.join(first, "admin.token")).read().strip()
-    before_cpu = [proc_cpu(p.pid) for p in procs]
+        zones.append(serve(weft, catalog, d, i))
+    token = zones[0].token
+    before_cpu = [cpu_seconds(z.proc.pid) for z in zones]
     before_pg = pg.cpu_seconds()
     commits0 = int(pg.query(catalog.rsplit("/", 1)[1],
                             "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"))
     t0 = time.perf_counter()
     puts = []
     for c in range(clients):
-        env = dict(os.environ, WEFT_URL=f"http://127.0.0.1:{ports[c % servers]}", WEFT_TOKEN=token,
+        env = dict(os.environ, WEFT_URL=zones[c % servers].url, WEFT_TOKEN=token,
                    XDG_CONFIG_HOME=os.path.join(scratch, "cfg"))
         puts.append(subprocess.Popen([weft, "put", "-r", "--quiet", os.path.join(tree, f"part{c}"),
                                       f"/z/home/admin/part{c}"], env=env, stdout=subprocess.DEVNULL))
     client_cpu = 0.0
     for p in puts:
         # The clients' CPU from their rusage as they are reaped.
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
+        usage = reap(p)
         if p.returncode != 0:
             sys.exit(f"weft put failed ({p.returncode})")
         client_cpu += usage.ru_utime + usage.ru_stime
     seconds = time.perf_counter() - t0
-    server_cpu = [proc_cpu(p.pid) - b for p, b in zip(procs, before_cpu)]
+    server_cpu = [cpu_seconds(z.proc.pid) - b for z, b in zip(zones, before_cpu)]
     pg_cpu = pg.cpu_seconds() - before_pg
     commits = int(pg.query(catalog.rsplit("/", 1)[1],
                            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")) - commits0
-    for p in procs:
-        p.terminate()
-        p.wait()
+    for z in zones:
+        z.stop()
     shutil.rmtree(zone_dir, ignore_errors=True)
     return seconds, server_cpu, pg_cpu, client_cpu, commits
 
@@ -189,7 +155,7 @@ def main():
     pg = Postgres(scratch)
     try:
         tree = os.path.join(scratch, "tree")
-        make_tree(tree, args.files, args.size, args.clients)
+        make_parts(tree, args.files, args.size, args.clients)
         results = {1: [], 2: []}
         for r in range(args.rounds):
             for servers in (1, 2):

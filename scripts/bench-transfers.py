@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import ROOT, Zone, build_weft, free_port, settle, timed
+from benchlib import ROOT, build_weft, free_port, make_tree, settle, start_zone, timed
 RCLONE = os.path.expanduser("~/.cache/weft/tools/bin/rclone")
 
 
@@ -46,16 +46,6 @@ def transfer(zone, src, dst, **opts):
     if t["state"] != "succeeded":
         raise SystemExit(f"transfer {t['id']} {t['state']}: {t.get('error')}")
     return t["finished"] / 1000 - t0
-
-
-def make_tree(path, n, size, seed):
-    os.makedirs(path)
-    block = os.urandom(size)
-    for i in range(n):
-        with open(os.path.join(path, f"f{i:05d}"), "wb") as f:
-            # Distinct contents per file without paying os.urandom per file.
-            f.write(seed.to_bytes(4, "little") + i.to_bytes(4, "little") + block[8:])
-    return path
 
 
 def med(xs):
@@ -105,7 +95,7 @@ def main():
     shutil.rmtree(args.scratch, ignore_errors=True)
     os.makedirs(args.scratch)
     s = args.scratch
-    a, b = Zone(weft, "a", s), Zone(weft, "b", s)
+    a, b = start_zone(weft, "a", s), start_zone(weft, "b", s)
     out = {}
     try:
         secret = os.urandom(32).hex()
@@ -128,7 +118,7 @@ def main():
             with open(big, "wb") as f:
                 for _ in range(size_mib):
                     f.write(os.urandom(1 << 20))
-            subprocess.run([weft, "put", "--quiet", big, f"{home}/big.bin"], check=True, env=a.env)
+            subprocess.run([weft, "put", "--quiet", big, f"{home}/big.bin"], check=True, env=a.client_env())
             # Warm: both read their input from memory (the zone's replica of it, warmed
             # through the zone). Cold: both read it from disk.
             cp_t, z_t, cp_cold, z_cold = [], [], [], []
@@ -160,8 +150,8 @@ def main():
         # 2. Trees against rclone.
         out["trees"] = []
         for n, size in trees:
-            local = make_tree(os.path.join(s, f"tree-{n}"), n, size, n)
-            subprocess.run([weft, "put", "-r", "--quiet", local, f"{home}/tree-{n}"], check=True, env=a.env)
+            local = make_tree(os.path.join(s, f"tree-{n}"), n, size, seed=n)
+            subprocess.run([weft, "put", "-r", "--quiet", local, f"{home}/tree-{n}"], check=True, env=a.client_env())
             files = [os.path.join(local, f) for f in os.listdir(local)]
             rc = {}
             for transfers in (4, 8, 16, 32):
@@ -190,9 +180,9 @@ def main():
         points = []
         for total in [] if args.trees_only else totals:
             for n in fit_n + [held_out]:
-                local = make_tree(os.path.join(s, f"fit-{total}-{n}"), n, total // n, n + total)
+                local = make_tree(os.path.join(s, f"fit-{total}-{n}"), n, total // n, seed=n + total)
                 coll = f"{home}/fit-{total}-{n}"
-                subprocess.run([weft, "put", "-r", "--quiet", local, coll], check=True, env=a.env)
+                subprocess.run([weft, "put", "-r", "--quiet", local, coll], check=True, env=a.client_env())
                 shutil.rmtree(local)
                 ts = []
                 stored = a.stored_files()

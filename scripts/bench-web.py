@@ -30,28 +30,12 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, Zone, build_weft  # noqa: E402
+from benchlib import ROOT, Zone, build_weft, cpu_seconds, make_tree, start_zone  # noqa: E402
 
 COUNT = 100_000
 VIEWS = 20
 RENDERS = 5
 COLLECTION = "/bench/big"
-
-
-def make_tree(where: str) -> None:
-    """100,000 small files with sizes and names that differ, in one directory."""
-    if os.path.isdir(where) and len(os.listdir(where)) == COUNT:
-        return
-    shutil.rmtree(where, ignore_errors=True)
-    os.makedirs(where)
-    for i in range(COUNT):
-        with open(os.path.join(where, f"frame-{i:06d}.dat"), "wb") as f:
-            f.write(b"x" * (16 + i % 977))
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Browser:
@@ -144,13 +128,14 @@ def main() -> None:
     binary = build_weft()
     data = os.path.join(ROOT, "target", "bench-web")
     tree = os.path.join(data, "tree")
-    make_tree(tree)
+    # 100,000 small files with sizes and names that differ, in one directory (kept for the next run).
+    make_tree(tree, COUNT, name="frame-{i:06d}.dat", fill=lambda i: b"x" * (16 + i % 977), reuse=True)
     scratch = os.path.join(data, "run")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
-    zone = Zone(binary, "bench", scratch)
+    zone = start_zone(binary, "bench", scratch)
     try:
-        subprocess.run([binary, "put", "-r", "-q", tree, COLLECTION], env=zone.env, check=True)
+        subprocess.run([binary, "put", "-r", "-q", tree, COLLECTION], env=zone.client_env(), check=True)
         browser = Browser(zone)
         rows = []
         for by in ("name", "size", "modified"):

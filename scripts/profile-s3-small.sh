@@ -20,36 +20,33 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 W=${WEFT_BIN:-$ROOT/target/release/weft}
 RCLONE=${WEFT_CACHE:-$HOME/.cache/weft}/tools/bin/rclone
 S=$ROOT/target/profile-s3
+# The zone launcher, trees and probes the Python tests and benchmarks use.
+ZONELIB=$ROOT/python/tests/zonelib.py
 [ -n "${WEFT_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p weft)
-rm -rf "$S/zone" "$S/home"
+rm -rf "$S/zone" "$S/zone.log" "$S/home"
 mkdir -p "$S/home"
 if [ ! -d "$S/tree" ]; then
-  python3 - "$S/tree" <<'PY'
+  python3 - "$ZONELIB" "$S/tree" <<'PY'
 import os, sys
-for d in range(100):
-    p = os.path.join(sys.argv[1], f"d{d:03d}")
-    os.makedirs(p, exist_ok=True)
-    for i in range(100):
-        with open(os.path.join(p, f"f{i:03d}.bin"), "wb") as f:
-            f.write(os.urandom(65536))
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+from zonelib import make_tree
+make_tree(sys.argv[2], 10_000, 65536, name=lambda i: f"d{i // 100:03d}/f{i % 100:03d}.bin", fill="random")
 PY
 fi
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P=$(port); Q=$(port)
-"$W" serve --zone p --listen 127.0.0.1:$P --data-dir "$S/zone" --s3-listen 127.0.0.1:$Q > "$S/zone.log" 2>&1 &
-ZONE=$!
+# Started, healthy, and left running: PID and URLs.
+LAUNCHED=$(python3 "$ZONELIB" serve --weft "$W" --zone p --data-dir "$S/zone" --log "$S/zone.log" --s3)
+read -r ZONE URL S3_URL <<< "$LAUNCHED"
 trap 'kill $ZONE 2>/dev/null || true' EXIT
-for _ in $(seq 100); do curl -sf http://127.0.0.1:$P/api/v1/health > /dev/null && break; sleep 0.1; done
-export WEFT_URL=http://127.0.0.1:$P WEFT_TOKEN=$(cat "$S/zone/admin.token")
+export WEFT_URL=$URL WEFT_TOKEN=$(cat "$S/zone/admin.token")
 KEY=$("$W" s3 key create --json)
 field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 export RCLONE_CONFIG=$S/home/rclone.conf RCLONE_CONFIG_S_TYPE=s3 RCLONE_CONFIG_S_PROVIDER=Other \
-  RCLONE_CONFIG_S_ENDPOINT=http://127.0.0.1:$Q \
+  RCLONE_CONFIG_S_ENDPOINT=$S3_URL \
   RCLONE_CONFIG_S_ACCESS_KEY_ID=$(echo "$KEY" | field access_key) \
   RCLONE_CONFIG_S_SECRET_ACCESS_KEY=$(echo "$KEY" | field secret_key)
 "$RCLONE" copy -q "$S/tree" s:home-admin/warm-up
-metric() { curl -s -H "Authorization: Bearer $WEFT_TOKEN" http://127.0.0.1:$P/metrics | grep -F "$1" | awk '{print $2}'; }
-cpu() { awk '{print ($14 + $15) / 100}' /proc/$ZONE/stat; }
+metric() { curl -s -H "Authorization: Bearer $WEFT_TOKEN" $URL/metrics | grep -F "$1" | awk '{print $2}'; }
+cpu() { python3 "$ZONELIB" cpu-seconds $ZONE; }
 put0=$(metric 'duration_seconds_sum{route="s3",method="PUT"}'); puts0=$(metric 'duration_seconds_count{route="s3",method="PUT"}')
 head0=$(metric 'duration_seconds_sum{route="s3",method="HEAD"}'); heads0=$(metric 'duration_seconds_count{route="s3",method="HEAD"}')
 commit0=$(metric 'group_commit_seconds_sum'); commits0=$(metric 'group_commit_seconds_count')

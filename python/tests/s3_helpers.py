@@ -10,10 +10,8 @@ import json
 import os
 import pathlib
 import random
-import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
@@ -27,42 +25,19 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
-from conftest import Zone, clean_env, free_port
+from zonelib import Zone, clean_env
 
 MiB = 1 << 20
 REGION = "us-east-1"
-# ~/.cache/weft/tools/bin holds rclone; the aws CLI lives next to the test interpreter.
-TOOLS_BIN = pathlib.Path(os.environ.get("WEFT_CACHE", pathlib.Path.home() / ".cache" / "weft")) / "tools" / "bin"
+# The aws CLI lives next to the test interpreter (rclone in zonelib.TOOLS_BIN).
 AWS = str(pathlib.Path(sys.executable).parent / "aws")
 
 
 class S3Zone(Zone):
     """``weft serve`` with the S3 gateway on a second free port (``--s3-listen``)."""
 
-    def __init__(self, name: str, data_dir: pathlib.Path) -> None:
-        super().__init__(name, data_dir)
-        self.s3_url = ""
-
-    def more_listeners(self, port: int) -> list[str]:
-        s3_port = free_port()
-        while s3_port == port:
-            s3_port = free_port()
-        self.s3_url = f"http://127.0.0.1:{s3_port}"
-        return ["--s3-listen", f"127.0.0.1:{s3_port}"]
-
-    def more_ready(self) -> bool:
-        port = int(self.s3_url.rsplit(":", 1)[1])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                return False
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    return True
-            except OSError:
-                time.sleep(0.05)
-        return False
+    def __init__(self, name: str, data_dir: pathlib.Path, **kwargs: Any) -> None:
+        super().__init__(name, data_dir, s3=True, **kwargs)
 
     def ok(self, *args: str, token: str | None = None) -> str:
         """``weft ARGS``, which must succeed; its standard output."""

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import fsspec
 import pytest
-from conftest import Zone, free_port
+from zonelib import Zone, free_port
 
 import weft
 

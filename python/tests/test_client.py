@@ -280,7 +280,7 @@ def test_settings_come_from_the_environment_then_weft_login(zone, isolated_confi
 
 
 def zone_bin() -> str:
-    from conftest import weft_bin
+    from zonelib import weft_bin
 
     return weft_bin()
 

@@ -11,8 +11,8 @@ import re
 import subprocess
 import sys
 
-from conftest import REPO, Zone, weft_bin
-from s3_helpers import TOOLS_BIN, S3Zone, tool_env
+from s3_helpers import S3Zone, tool_env
+from zonelib import REPO, TOOLS_BIN, Zone, weft_bin
 
 
 def section(title: str) -> str:

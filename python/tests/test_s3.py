@@ -32,11 +32,9 @@ from botocore.auth import S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
-from conftest import free_port
 from s3_helpers import (
     AWS,
     REGION,
-    TOOLS_BIN,
     Key,
     MiB,
     S3Zone,
@@ -58,6 +56,7 @@ from s3_helpers import (
     xml_code,
 )
 from selenium.webdriver.remote.webdriver import WebDriver
+from zonelib import TOOLS_BIN, Minio
 
 ZONE = "s3z"
 HOME = "home-admin"
@@ -1068,32 +1067,13 @@ def test_multipart_layouts_in_place_or_not(
     assert s3.list_multipart_uploads(Bucket=HOME, Prefix=p).get("Uploads", []) == []
 
 
-class MinioServer:
+class MinioServer(Minio):
     """A MinIO of the test tools on a free loopback port: the S3 resource a zone stores in."""
 
     KEY, SECRET = "weft-resource", "weft-resource-secret"
 
     def __init__(self, root: pathlib.Path) -> None:
-        (root / "minio").mkdir(parents=True)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "MINIO_ROOT_USER": self.KEY, "MINIO_ROOT_PASSWORD": self.SECRET, "MINIO_UPDATE": "off"}
-        with open(root / "minio.log", "ab") as log:
-            self.proc = subprocess.Popen(
-                [str(TOOLS_BIN / "minio"), "server", str(root / "minio"), "--address", f"127.0.0.1:{self.port}"]
-                + ["--console-address", f"127.0.0.1:{free_port()}"],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(self.url + "/minio/health/ready", timeout=1):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline and self.proc.poll() is None, (root / "minio.log").read_text()
-                time.sleep(0.1)
+        super().__init__(root, self.KEY, self.SECRET)
         self.s3 = boto3.session.Session().client(
             "s3",
             endpoint_url=self.url,
@@ -1101,10 +1081,6 @@ class MinioServer:
             aws_access_key_id=self.KEY,
             aws_secret_access_key=self.SECRET,
         )
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
 
 
 def test_multipart_on_an_s3_resource_keeps_parts_as_objects_and_leaves_none(
@@ -1320,8 +1296,7 @@ def test_a_multipart_upload_survives_a_killed_zone(zone_root: pathlib.Path, aws_
         up = s3.create_multipart_upload(Bucket=HOME, Key=key)["UploadId"]
         one, two = payload(6 * MiB, 21), payload(MiB + 17, 22)
         e1 = s3.upload_part(Bucket=HOME, Key=key, UploadId=up, PartNumber=1, Body=one)["ETag"]
-        z.stop(signal.SIGKILL)
-        z.run()
+        z.restart(signal.SIGKILL)
         s3 = client(z.s3_url, Key(z.json("s3", "key", "create")))
         listed = s3.list_parts(Bucket=HOME, Key=key, UploadId=up)["Parts"]
         assert [(x["PartNumber"], x["ETag"], x["Size"]) for x in listed] == [(1, e1, len(one))]

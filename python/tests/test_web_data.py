@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 import test_web
-from conftest import Zone
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -44,6 +43,7 @@ from test_web import (
     unique,
     wait,
 )
+from zonelib import Zone
 
 # The browser of test_web.py, one per module, and a cookie-less page of it per test.
 browser = test_web.browser

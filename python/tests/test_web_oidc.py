@@ -14,16 +14,15 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from conftest import REPO, Zone, free_port
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from test_web import browser, has, send, shot, wait  # noqa: F401 (browser is a fixture)
+from zonelib import REPO, Zone, free_port, http_get, wait_ready
 
 KEYCLOAK = (
     pathlib.Path(os.environ.get("WEFT_CACHE", pathlib.Path.home() / ".cache" / "weft")) / "tools" / "keycloak-26.0.7"
@@ -78,17 +77,8 @@ class Keycloak:
         return f"http://127.0.0.1:{self.port}/realms/weft"
 
     def _ready(self) -> bool:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                return False
-            try:
-                with urllib.request.urlopen(self.issuer + "/.well-known/openid-configuration", timeout=2):
-                    return True
-            except OSError:
-                time.sleep(0.5)
-        return False
+        assert self.proc is not None
+        return wait_ready(self.proc, lambda: http_get(self.issuer + "/.well-known/openid-configuration"), 180, 0.5)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import Zone
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
@@ -27,6 +26,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 from test_web import CHROMEDRIVER, CHROMIUM, SHOTS, MiB, api, login, mkdir, put, quoted, unique, wait
 from test_web_data import follow, meta_ls, notice
+from zonelib import Zone
 
 WIDTH, HEIGHT = 390, 844
 PHONE = {

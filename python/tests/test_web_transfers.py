@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Zone, free_port
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from test_web import FORM, browser, form, has, send, shot, unique, wait  # noqa: F401 (browser: fixture)
+from zonelib import Zone, free_port
 
 MiB = 1 << 20
 TOXIPROXY = (
