@@ -99,7 +99,7 @@ fn test(t: &RuleTest) -> RuleTestWire {
 
 fn qos(q: &QosInfo) -> QosWire {
     QosWire {
-        id: q.record.id,
+        id: q.record.id.0,
         path: q.record.path.to_string(),
         expression: q.record.expression.clone(),
         replicas: q.expression.replicas,
@@ -208,6 +208,6 @@ pub async fn remove_qos(
             format!("{id:?} is not a QoS requirement id"),
         )
     })?;
-    s.zone.policy().remove_qos(&c, id).await?;
+    s.zone.policy().remove_qos(&c, weft_zone::QosId(id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -5,8 +5,8 @@ use super::batch::{Arg, Batch};
 use super::rows::{self, get, path, NODE_COLS, NODE_FROM};
 use super::{affected, audit, db, db_ctx, now_ms, placeholders, SqlCatalog};
 use crate::{
-    current_actor, Actor, Avu, NewPolicyTask, Node, NodeEvent, Policies, PolicyRuleRecord, PolicyTask,
-    QosRecord,
+    current_actor, Actor, Avu, EventId, NewPolicyTask, Node, NodeEvent, NodeId, Policies, PolicyRuleRecord,
+    PolicyTask, PrincipalId, QosId, QosRecord,
 };
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
@@ -68,7 +68,7 @@ fn qos(row: &AnyRow) -> Result<QosRecord, Error> {
 pub(super) async fn record_events(
     tx: &mut Transaction<'static, Any>,
     kind: &str,
-    items: &[(i64, Option<&str>)],
+    items: &[(NodeId, Option<&str>)],
 ) -> Result<(), Error> {
     let mut batch = Batch::new(super::dialect_of(tx));
     push_events(&mut batch, kind, items);
@@ -79,7 +79,7 @@ pub(super) async fn record_events(
 /// something listens for them, a policy rule or a QoS requirement, as the transaction sees
 /// it: a zone without either (most puts of most zones) writes no event rows, and its
 /// engine deletes none.
-pub(super) fn push_events(batch: &mut Batch, kind: &str, items: &[(i64, Option<&str>)]) {
+pub(super) fn push_events(batch: &mut Batch, kind: &str, items: &[(NodeId, Option<&str>)]) {
     let at = now_ms();
     for chunk in super::pow2_chunks(items, super::rows_per_statement(3)) {
         let mut sql = String::from(
@@ -125,7 +125,7 @@ impl Policies for SqlCatalog {
             .collect()
     }
 
-    async fn delete_events(&self, ids: &[i64]) -> Result<(), Error> {
+    async fn delete_events(&self, ids: &[EventId]) -> Result<(), Error> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -353,7 +353,12 @@ impl Policies for SqlCatalog {
         .collect()
     }
 
-    async fn add_qos(&self, p: &LogicalPath, expression: &str, owner_id: i64) -> Result<QosRecord, Error> {
+    async fn add_qos(
+        &self,
+        p: &LogicalPath,
+        expression: &str,
+        owner_id: PrincipalId,
+    ) -> Result<QosRecord, Error> {
         let mut tx = self.begin_write().await?;
         let row = sqlx::query(&format!(
             "INSERT INTO qos (path, expression, owner_id, status, created) VALUES ($1, $2, $3, 'pending', $4) \
@@ -388,7 +393,7 @@ impl Policies for SqlCatalog {
             .collect()
     }
 
-    async fn delete_qos(&self, id: i64) -> Result<QosRecord, Error> {
+    async fn delete_qos(&self, id: QosId) -> Result<QosRecord, Error> {
         let mut tx = self.begin_write().await?;
         let row = sqlx::query(&format!("DELETE FROM qos WHERE id = $1 RETURNING {QOS_COLS}"))
             .bind(id)
@@ -405,7 +410,7 @@ impl Policies for SqlCatalog {
 
     async fn set_qos_status(
         &self,
-        id: i64,
+        id: QosId,
         status: QosStatus,
         reason: &str,
         at: Millis,
@@ -424,7 +429,7 @@ impl Policies for SqlCatalog {
         Ok(())
     }
 
-    async fn nodes_with_avus(&self, ids: &[i64]) -> Result<Vec<(Node, Vec<Avu>)>, Error> {
+    async fn nodes_with_avus(&self, ids: &[NodeId]) -> Result<Vec<(Node, Vec<Avu>)>, Error> {
         let mut ids = ids.to_vec();
         ids.sort_unstable();
         ids.dedup();
@@ -446,7 +451,7 @@ impl Policies for SqlCatalog {
                 out.push((rows::node(&row)?, Vec::new()));
             }
             for row in qa.fetch_all(self.pool()).await.map_err(db)? {
-                let node_id: i64 = get(&row, 0)?;
+                let node_id: NodeId = get(&row, 0)?;
                 let avu = Avu {
                     attr: get(&row, 1)?,
                     value: get(&row, 2)?,

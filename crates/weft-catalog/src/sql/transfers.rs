@@ -2,7 +2,9 @@
 
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
 use super::{affected, audit, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, SqlCatalog};
-use crate::{Dialect, OidcClaims, TransferCounts, TransferFile, TransferQuery, TransferRecord, Transfers};
+use crate::{
+    Dialect, OidcClaims, PrincipalId, TransferCounts, TransferFile, TransferQuery, TransferRecord, Transfers,
+};
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use std::collections::HashSet;
@@ -15,7 +17,7 @@ impl Transfers for SqlCatalog {
     async fn create_transfer(
         &self,
         id: &TransferId,
-        owner_id: i64,
+        owner_id: PrincipalId,
         via_zone: Option<&ZoneName>,
         oidc: Option<&OidcClaims>,
         kind: TransferKind,
@@ -61,7 +63,11 @@ impl Transfers for SqlCatalog {
         .transpose()
     }
 
-    async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error> {
+    async fn list_transfers(
+        &self,
+        owner_id: Option<PrincipalId>,
+        limit: u32,
+    ) -> Result<Vec<TransferRecord>, Error> {
         let filter = if owner_id.is_some() {
             "WHERE t.owner_id = $2"
         } else {

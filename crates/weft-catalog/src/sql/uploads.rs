@@ -2,7 +2,7 @@
 
 use super::rows::{self, get, get_flag};
 use super::{db, now_ms, positional, SqlCatalog};
-use crate::{UploadPart, UploadPiece, UploadRecord, Uploads};
+use crate::{PrincipalId, ResourceId, UploadPart, UploadPiece, UploadRecord, Uploads};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use weft_types::{Error, Millis};
@@ -149,7 +149,7 @@ impl Uploads for SqlCatalog {
             .transpose()
     }
 
-    async fn count_uploads(&self, owner_id: i64, s3: bool) -> Result<(u64, u64), Error> {
+    async fn count_uploads(&self, owner_id: PrincipalId, s3: bool) -> Result<(u64, u64), Error> {
         let kind = if s3 { "s3 IS NOT NULL" } else { "s3 IS NULL" };
         let sql = positional(
             self.dialect,
@@ -238,7 +238,7 @@ impl Uploads for SqlCatalog {
             .collect()
     }
 
-    async fn staged_uploads(&self, resource_id: i64) -> Result<Vec<String>, Error> {
+    async fn staged_uploads(&self, resource_id: ResourceId) -> Result<Vec<String>, Error> {
         let sql = positional(
             self.dialect,
             "SELECT staged FROM uploads WHERE resource_id = $1".to_owned(),
@@ -402,7 +402,12 @@ impl Uploads for SqlCatalog {
         Ok(n > 0)
     }
 
-    async fn s3_uploads(&self, owner_id: i64, lo: &str, hi: &str) -> Result<Vec<UploadRecord>, Error> {
+    async fn s3_uploads(
+        &self,
+        owner_id: PrincipalId,
+        lo: &str,
+        hi: &str,
+    ) -> Result<Vec<UploadRecord>, Error> {
         sqlx::query(&format!(
             "SELECT {UPLOAD_COLS} FROM uploads WHERE owner_id = $1 AND s3 IS NOT NULL \
              AND path >= $2 AND path < $3 ORDER BY path, id"

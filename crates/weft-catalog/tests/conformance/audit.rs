@@ -107,7 +107,7 @@ async fn audit_lines(c: &SqlCatalog, q: weft_catalog::AuditQuery) -> Vec<String>
 }
 
 /// The audit lines written after entry `after`, oldest first.
-async fn audit_lines_after(c: &SqlCatalog, after: i64) -> Vec<String> {
+async fn audit_lines_after(c: &SqlCatalog, after: AuditEntryId) -> Vec<String> {
     use weft_catalog::{Audit, AuditQuery};
     let q = AuditQuery {
         limit: 1000,
@@ -121,13 +121,17 @@ async fn audit_lines_after(c: &SqlCatalog, after: i64) -> Vec<String> {
         .collect()
 }
 
-async fn newest_audit_id(c: &SqlCatalog) -> i64 {
+async fn newest_audit_id(c: &SqlCatalog) -> AuditEntryId {
     use weft_catalog::{Audit, AuditQuery};
     let q = AuditQuery {
         limit: 1,
         ..AuditQuery::default()
     };
-    c.audit_log(&q).await.unwrap().first().map_or(0, |e| e.id)
+    c.audit_log(&q)
+        .await
+        .unwrap()
+        .first()
+        .map_or(AuditEntryId(0), |e| e.id)
 }
 
 async fn audit_records_replicas_folders_replicates_and_cancels(c: &SqlCatalog) {

@@ -188,7 +188,7 @@ async fn quotas_hold_inside_the_transaction_that_stores(c: &SqlCatalog) {
     // A group's quota on a resource counts its members' copies there.
     c.remove_quota(alice, None).await.unwrap();
     c.set_quota(physics.id, Some(tape), None, Some(1)).await.unwrap();
-    let copy = |node_id: i64, key: &str| NewReplica {
+    let copy = |node_id: NodeId, key: &str| NewReplica {
         node_id,
         at: ReplicaPlace::Local {
             resource_id: tape,

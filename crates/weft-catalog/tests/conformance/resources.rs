@@ -28,7 +28,7 @@ async fn resources_and_default(c: &SqlCatalog) {
         Some(tape.clone())
     );
     assert_eq!(c.get_resource(&rname("none")).await.unwrap(), None);
-    assert_eq!(c.get_resource_by_id(424242).await.unwrap(), None);
+    assert_eq!(c.get_resource_by_id(ResourceId(424242)).await.unwrap(), None);
 
     assert_eq!(code(c.delete_resource(&rname("disk")).await), ErrorCode::Conflict);
     assert_eq!(

@@ -303,7 +303,11 @@ async fn transfers_and_their_files(c: &SqlCatalog) {
         .map(|t| t.id)
         .collect();
     assert_eq!(ids.len(), 2);
-    assert!(c.list_transfers(Some(admin + 1000), 10).await.unwrap().is_empty());
+    assert!(c
+        .list_transfers(Some(PrincipalId(admin.0 + 1000)), 10)
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(c.list_transfers(None, 1).await.unwrap().len(), 1);
 }
 

@@ -11,7 +11,7 @@ use crate::{now_ms, Caller};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use weft_catalog::{Avu, CopyPlace, Node, PolicyRuleRecord, PolicyTask};
+use weft_catalog::{Avu, CopyPlace, Node, NodeId, PolicyRuleRecord, PolicyTask};
 use weft_policy::{Action, ObjectFacts, Place, PolicySet, Rule, TargetExpr, Trigger};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, ReplicaState, TaskState, ZoneName};
 
@@ -298,7 +298,7 @@ impl Policy<'_> {
             .collect();
         let now = now_ms();
         for chunk in objects.chunks(1000) {
-            let ids: Vec<i64> = chunk.iter().map(|n| n.id).collect();
+            let ids: Vec<NodeId> = chunk.iter().map(|n| n.id).collect();
             let copies = self.zone.catalog.copy_places(&ids).await?;
             for node in chunk {
                 let meta = self.meta_pairs(node.id).await?;
@@ -337,7 +337,7 @@ impl Policy<'_> {
         Ok(all)
     }
 
-    pub(crate) async fn meta_pairs(self, node_id: i64) -> Result<Vec<(String, String)>, Error> {
+    pub(crate) async fn meta_pairs(self, node_id: NodeId) -> Result<Vec<(String, String)>, Error> {
         Ok(self
             .zone
             .catalog

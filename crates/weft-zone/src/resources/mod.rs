@@ -9,7 +9,7 @@ pub(crate) mod space;
 use crate::{Caller, Zone};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use weft_catalog::{NewResource, Resource};
+use weft_catalog::{NewResource, Resource, ResourceId};
 use weft_storage::S3Config;
 use weft_storage::Store;
 use weft_types::{Error, ErrorCode, ResourceKind, ResourceName};
@@ -33,7 +33,7 @@ pub struct ResourceInfo {
 }
 
 impl Resources<'_> {
-    pub(crate) async fn store_by_id(self, id: i64) -> Result<(Resource, Store), Error> {
+    pub(crate) async fn store_by_id(self, id: ResourceId) -> Result<(Resource, Store), Error> {
         if let Some(found) = self.zone.stores.read().await.get(&id).cloned() {
             return Ok(found);
         }
@@ -56,7 +56,7 @@ impl Resources<'_> {
         if self.stores_stale() {
             self.reload_stores().await?;
         }
-        let find = |stores: &HashMap<i64, (Resource, Store)>| {
+        let find = |stores: &HashMap<ResourceId, (Resource, Store)>| {
             match name {
                 Some(n) => stores.values().find(|(r, _)| &r.name == n),
                 None => stores.values().find(|(r, _)| r.is_default),

@@ -420,7 +420,7 @@ mod tests {
     fn record(id: &str, state: TransferState, created: Millis, started: Option<Millis>) -> TransferRecord {
         TransferRecord {
             id: TransferId::new(id),
-            owner_id: 1,
+            owner_id: weft_catalog::PrincipalId(1),
             owner: PrincipalName::parse("alice").unwrap(),
             spec: String::new(),
             state,
