@@ -1,6 +1,6 @@
 //! The Policies part of the catalog's contract and its records; implemented in `sql/policies.rs`.
 
-use crate::{Avu, EventId, Node, NodeId, PolicyTaskId, PrincipalId, QosId};
+use crate::{Avu, EventId, Node, NodeId, PolicyActionJson, PolicyRuleJson, PolicyTaskId, PrincipalId, QosId};
 use async_trait::async_trait;
 use weft_types::{
     Error, LogicalPath, Millis, QosStatus, ReplicaState, ResourceName, TaskState, TransferId, ZoneName,
@@ -20,11 +20,11 @@ pub struct NodeEvent {
     pub at: Millis,
 }
 
-/// A policy rule as loaded: its definition is the JSON of `weft_policy::Rule`.
+/// A policy rule as loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyRuleRecord {
     pub name: String,
-    pub definition: String,
+    pub definition: PolicyRuleJson,
     pub updated: Millis,
     /// When a schedule rule last ran.
     pub last_run: Option<Millis>,
@@ -38,8 +38,7 @@ pub struct PolicyTask {
     pub node_id: NodeId,
     /// The object's path when the task was queued.
     pub path: LogicalPath,
-    /// The JSON of `weft_policy::Action`.
-    pub action: String,
+    pub action: PolicyActionJson,
     pub state: TaskState,
     /// The transfers a `waiting` task waits for (stored comma-separated).
     pub transfers: Vec<TransferId>,
@@ -55,7 +54,7 @@ pub struct NewPolicyTask {
     pub rule: String,
     pub node_id: NodeId,
     pub path: LogicalPath,
-    pub action: String,
+    pub action: PolicyActionJson,
     pub due: Millis,
 }
 
@@ -121,7 +120,7 @@ pub trait Policies: Send + Sync {
 
     /// Adds the rules `(name, definition)`, replacing those of the same names, in one
     /// transaction (a replaced rule keeps its `last_run`).
-    async fn put_policy_rules(&self, rules: &[(String, String)]) -> Result<(), Error>;
+    async fn put_policy_rules(&self, rules: &[(String, PolicyRuleJson)]) -> Result<(), Error>;
 
     /// Ordered by name.
     async fn list_policy_rules(&self) -> Result<Vec<PolicyRuleRecord>, Error>;

@@ -1,6 +1,6 @@
 //! The Resources part of the catalog's contract and its records; implemented in `sql/resources.rs`.
 
-use crate::ResourceId;
+use crate::{ResourceId, StoreSettingsJson};
 use async_trait::async_trait;
 use weft_types::{Error, Millis, ResourceKind, ResourceName};
 
@@ -8,8 +8,8 @@ use weft_types::{Error, Millis, ResourceKind, ResourceName};
 pub struct NewResource {
     pub name: ResourceName,
     pub kind: ResourceKind,
-    /// Kind-specific settings as JSON (root directory, endpoint, bucket, credentials...).
-    pub config: String,
+    /// Kind-specific settings (root directory, endpoint, bucket, credentials...).
+    pub config: StoreSettingsJson,
     pub tier: String,
 }
 
@@ -18,7 +18,7 @@ pub struct Resource {
     pub id: ResourceId,
     pub name: ResourceName,
     pub kind: ResourceKind,
-    pub config: String,
+    pub config: StoreSettingsJson,
     pub tier: String,
     pub is_default: bool,
     pub created: Millis,

@@ -1,6 +1,6 @@
 //! The Transfers part of the catalog's contract and its records; implemented in `sql/transfers.rs`.
 
-use crate::{OidcClaims, PrincipalId};
+use crate::{OidcClaims, PrincipalId, TransferSpecJson};
 use async_trait::async_trait;
 use weft_types::{
     Error, FileState, Millis, PrincipalName, TransferCounts, TransferFile, TransferId, TransferKind,
@@ -13,7 +13,7 @@ pub struct TransferRecord {
     pub id: TransferId,
     pub owner_id: PrincipalId,
     pub owner: PrincipalName,
-    pub spec: String,
+    pub spec: TransferSpecJson,
     pub state: TransferState,
     pub error: Option<String>,
     pub files_total: u64,
@@ -59,7 +59,7 @@ pub trait Transfers: Send + Sync {
         via_zone: Option<&ZoneName>,
         oidc: Option<&OidcClaims>,
         kind: TransferKind,
-        spec: &str,
+        spec: &TransferSpecJson,
     ) -> Result<TransferRecord, Error>;
 
     async fn get_transfer(&self, id: &TransferId) -> Result<Option<TransferRecord>, Error>;

@@ -1,6 +1,6 @@
 //! The Uploads part of the catalog's contract and its records; implemented in `sql/uploads.rs`.
 
-use crate::{NodeId, PrincipalId, ResourceId};
+use crate::{NodeId, PrincipalId, ResourceId, S3UploadJson};
 use async_trait::async_trait;
 use weft_types::{Error, LogicalPath, Millis};
 
@@ -25,8 +25,8 @@ pub struct UploadRecord {
     /// When a piece last arrived (or the upload began).
     pub touched: Millis,
     /// An S3 multipart upload (parts, not pieces): what to register with the object at
-    /// completion (JSON of the gateway's). `None` for uploads in pieces.
-    pub s3: Option<String>,
+    /// completion. `None` for uploads in pieces.
+    pub s3: Option<S3UploadJson>,
 }
 
 /// A part of an S3 multipart upload, stored durably: in place in its upload's staged file

@@ -58,9 +58,11 @@ fn status(s: &RuleStatus) -> PolicyStatusWire {
             .iter()
             .map(|t| PolicyFailureWire {
                 path: t.path.to_string(),
-                action: serde_json::from_str(&t.action)
+                action: t
+                    .action
+                    .decode()
                     .map(|a| describe(&a))
-                    .unwrap_or_else(|_| t.action.clone()),
+                    .unwrap_or_else(|_| t.action.as_str().to_owned()),
                 error: t.error.clone().unwrap_or_default(),
                 attempts: t.attempts,
                 at: t.updated,

@@ -1031,6 +1031,44 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_json_column_that_is_not_json_is_a_catalog_error_naming_its_row() {
+        use crate::{Policies, Transfers};
+        let c = SqlCatalog::connect("sqlite::memory:").await.unwrap();
+        let owner = c
+            .create_principal(
+                &weft_types::PrincipalName::parse("u").unwrap(),
+                crate::PrincipalKind::User,
+                false,
+            )
+            .await
+            .unwrap();
+        let id = weft_types::TransferId::new("t1");
+        let spec = crate::TransferSpecJson::encode(&serde_json::json!({"sources": []})).unwrap();
+        let kind = weft_types::TransferKind::User;
+        c.create_transfer(&id, owner.id, None, None, kind, &spec)
+            .await
+            .unwrap();
+        let rule = "{}".parse().unwrap();
+        c.put_policy_rules(&[("r".into(), rule)]).await.unwrap();
+        assert_eq!(c.get_transfer(&id).await.unwrap().unwrap().spec, spec);
+        for sql in [
+            "UPDATE transfers SET spec = 'not json'",
+            "UPDATE policy_rules SET definition = '{'",
+        ] {
+            sqlx::query(sql)
+                .execute(&mut *c.writer().await.unwrap())
+                .await
+                .unwrap();
+        }
+        let e = c.get_transfer(&id).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::CatalogError);
+        assert!(e.message.contains("request of transfer t1"), "{e}");
+        let e = c.list_policy_rules().await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::CatalogError);
+        assert!(e.message.contains("definition of policy rule r"), "{e}");
+    }
+
+    #[tokio::test]
     async fn a_sqlite_catalog_is_private_and_syncs_every_commit() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();

@@ -5,8 +5,8 @@ use super::batch::{Arg, Batch};
 use super::rows::{self, get, path, NODE_COLS, NODE_FROM};
 use super::{affected, audit, db, db_ctx, now_ms, placeholders, SqlCatalog};
 use crate::{
-    current_actor, Actor, Avu, EventId, NewPolicyTask, Node, NodeEvent, NodeId, Policies, PolicyRuleRecord,
-    PolicyTask, PrincipalId, QosId, QosRecord,
+    current_actor, Actor, Avu, EventId, NewPolicyTask, Node, NodeEvent, NodeId, Policies, PolicyActionJson,
+    PolicyRuleJson, PolicyRuleRecord, PolicyTask, PolicyTaskId, PrincipalId, QosId, QosRecord,
 };
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
@@ -21,13 +21,14 @@ const TASK_COLS: &str =
 const QOS_COLS: &str = "id, path, expression, owner_id, status, reason, evaluated, created";
 
 fn task(row: &AnyRow) -> Result<PolicyTask, Error> {
+    let id: PolicyTaskId = get(row, 0)?;
     let p: String = get(row, 3)?;
     Ok(PolicyTask {
-        id: get(row, 0)?,
+        id,
         rule: get(row, 1)?,
         node_id: get(row, 2)?,
         path: path(&p)?,
-        action: get(row, 4)?,
+        action: PolicyActionJson::stored(get(row, 4)?, format_args!("action of policy task {id}"))?,
         state: rows::parsed(row, 5, "policy task state")?,
         transfers: get::<Option<String>>(row, 6)?
             .unwrap_or_default()
@@ -144,7 +145,7 @@ impl Policies for SqlCatalog {
         tx.commit().await.map_err(db)
     }
 
-    async fn put_policy_rules(&self, rules: &[(String, String)]) -> Result<(), Error> {
+    async fn put_policy_rules(&self, rules: &[(String, PolicyRuleJson)]) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
         let now = now_ms();
         for (name, definition) in rules {
@@ -175,9 +176,13 @@ impl Policies for SqlCatalog {
             .map_err(db)?
             .iter()
             .map(|r| {
+                let name: String = get(r, 0)?;
                 Ok(PolicyRuleRecord {
-                    name: get(r, 0)?,
-                    definition: get(r, 1)?,
+                    definition: PolicyRuleJson::stored(
+                        get(r, 1)?,
+                        format_args!("definition of policy rule {name}"),
+                    )?,
+                    name,
                     updated: get(r, 2)?,
                     last_run: get(r, 3)?,
                 })

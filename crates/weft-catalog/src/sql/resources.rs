@@ -18,7 +18,7 @@ impl Resources for SqlCatalog {
         )
         .bind(r.name.as_str())
         .bind(r.kind.as_str())
-        .bind(self.sealer.seal_settings(&r.config)?)
+        .bind(self.sealer.seal_settings(r.config.as_str())?)
         .bind(&r.tier)
         .bind(created)
         .fetch_one(&mut *tx)
@@ -48,7 +48,7 @@ impl Resources for SqlCatalog {
             .await
             .map_err(db)?
             .iter()
-            .map(|row| rows::resource(row).and_then(|r| open_resource(self, r)))
+            .map(|row| rows::resource(row, &self.sealer))
             .collect()
     }
 
@@ -60,7 +60,7 @@ impl Resources for SqlCatalog {
             .await
             .map_err(db)?
             .as_ref()
-            .map(|row| rows::resource(row).and_then(|r| open_resource(self, r)))
+            .map(|row| rows::resource(row, &self.sealer))
             .transpose()
     }
 
@@ -72,7 +72,7 @@ impl Resources for SqlCatalog {
             .await
             .map_err(db)?
             .as_ref()
-            .map(|row| rows::resource(row).and_then(|r| open_resource(self, r)))
+            .map(|row| rows::resource(row, &self.sealer))
             .transpose()
     }
 
@@ -134,10 +134,4 @@ impl Resources for SqlCatalog {
         audit::record(&mut tx, "resource", None, format!("default {name}")).await?;
         tx.commit().await.map_err(db)
     }
-}
-
-/// `r` with the secrets of its settings opened.
-fn open_resource(c: &SqlCatalog, mut r: Resource) -> Result<Resource, Error> {
-    r.config = c.sealer.open_settings(&r.config)?;
-    Ok(r)
 }

@@ -2,7 +2,7 @@
 
 use super::rows::{self, get, get_flag};
 use super::{db, now_ms, positional, SqlCatalog};
-use crate::{PrincipalId, ResourceId, UploadPart, UploadPiece, UploadRecord, Uploads};
+use crate::{PrincipalId, ResourceId, S3UploadJson, UploadPart, UploadPiece, UploadRecord, Uploads};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use weft_types::{Error, Millis};
@@ -11,8 +11,12 @@ const UPLOAD_COLS: &str = "id, path, owner_id, size, piece_size, resource_id, ph
      overwrite, replica_of, created, touched, s3";
 
 fn upload(row: &AnyRow) -> Result<UploadRecord, Error> {
+    let id: String = get(row, 0)?;
+    let s3 = get::<Option<String>>(row, 12)?
+        .map(|s3| S3UploadJson::stored(s3, format_args!("S3 attributes of upload {id}")))
+        .transpose()?;
     Ok(UploadRecord {
-        id: get(row, 0)?,
+        id,
         path: rows::path(&get::<String>(row, 1)?)?,
         owner_id: get(row, 2)?,
         size: get::<i64>(row, 3)? as u64,
@@ -24,7 +28,7 @@ fn upload(row: &AnyRow) -> Result<UploadRecord, Error> {
         replica_of: get(row, 9)?,
         created: get(row, 10)?,
         touched: get(row, 11)?,
-        s3: get(row, 12)?,
+        s3,
     })
 }
 
@@ -127,7 +131,7 @@ impl Uploads for SqlCatalog {
             .bind(u.replica_of)
             .bind(u.created)
             .bind(u.touched)
-            .bind(u.s3.as_deref())
+            .bind(u.s3.as_ref().map(S3UploadJson::as_str))
             .execute(&mut *self.writer().await?)
             .await
             .map_err(db)?;

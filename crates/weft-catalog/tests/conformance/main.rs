@@ -21,8 +21,8 @@ use weft_catalog::Transfers;
 use weft_catalog::Uploads;
 use weft_catalog::WebSessions;
 use weft_catalog::{
-    AuditEntryId, EventId, NodeId, OidcClaims, PrincipalId, QosId, ReplicaId, ResourceId, SessionGrant,
-    TokenId,
+    AuditEntryId, EventId, NodeId, OidcClaims, PolicyActionJson, PrincipalId, QosId, ReplicaId, ResourceId,
+    S3UploadJson, SessionGrant, TokenId, TransferSpecJson,
 };
 use weft_catalog::{
     Avu, Catalog, Dialect, FindQuery, MetaEdit, NewObject, NewPolicyTask, NewReplica, NewResource, PeerZone,
@@ -171,7 +171,7 @@ fn new_resource(n: &str) -> NewResource {
     NewResource {
         name: rname(n),
         kind: ResourceKind::Fs,
-        config: format!("{{\"root\":\"/srv/{n}\"}}"),
+        config: format!("{{\"root\":\"/srv/{n}\"}}").parse().unwrap(),
         tier: "hot".into(),
     }
 }
@@ -235,6 +235,17 @@ fn noise(mut seed: u64, n: usize) -> String {
 
 fn tid(id: &str) -> TransferId {
     TransferId::new(id)
+}
+
+/// A user's transfer `id` by `owner`, with an empty request.
+async fn user_transfer(
+    c: &SqlCatalog,
+    id: &str,
+    owner: PrincipalId,
+) -> Result<weft_catalog::TransferRecord, Error> {
+    let spec = "{}".parse().unwrap();
+    c.create_transfer(&tid(id), owner, None, None, TransferKind::User, &spec)
+        .await
 }
 
 mod access;

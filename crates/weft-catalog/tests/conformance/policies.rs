@@ -40,7 +40,9 @@ async fn events_record_writes_and_metadata(c: &SqlCatalog) {
     c.delete_events(&[c.events(1).await.unwrap()[0].id])
         .await
         .unwrap();
-    c.put_policy_rules(&[("r".into(), "{}".into())]).await.unwrap();
+    c.put_policy_rules(&[("r".into(), "{}".parse().unwrap())])
+        .await
+        .unwrap();
     c.delete_qos(qos.id).await.unwrap();
     let a = c
         .register_object(&obj("/z/a", admin, disk, "ka"))
@@ -116,12 +118,15 @@ async fn events_record_writes_and_metadata(c: &SqlCatalog) {
 
 async fn policy_rules_put_list_remove(c: &SqlCatalog) {
     assert!(c.list_policy_rules().await.unwrap().is_empty());
-    c.put_policy_rules(&[("b".into(), "{\"v\":1}".into()), ("a".into(), "{}".into())])
-        .await
-        .unwrap();
+    c.put_policy_rules(&[
+        ("b".into(), "{\"v\":1}".parse().unwrap()),
+        ("a".into(), "{}".parse().unwrap()),
+    ])
+    .await
+    .unwrap();
     c.set_policy_rule_run("b", 1234).await.unwrap();
     assert_eq!(code(c.set_policy_rule_run("nope", 1).await), ErrorCode::NotFound);
-    c.put_policy_rules(&[("b".into(), "{\"v\":2}".into())])
+    c.put_policy_rules(&[("b".into(), "{\"v\":2}".parse().unwrap())])
         .await
         .unwrap();
     let rules = c.list_policy_rules().await.unwrap();
@@ -143,15 +148,18 @@ fn new_task(rule: &str, node_id: i64, action: &str, due: i64) -> NewPolicyTask {
         rule: rule.into(),
         node_id: NodeId(node_id),
         path: p(&format!("/z/n{node_id}")),
-        action: action.into(),
+        action: PolicyActionJson::encode(action).unwrap(),
         due,
     }
 }
 
 async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
-    c.put_policy_rules(&[("r".into(), "{}".into()), ("s".into(), "{}".into())])
-        .await
-        .unwrap();
+    c.put_policy_rules(&[
+        ("r".into(), "{}".parse().unwrap()),
+        ("s".into(), "{}".parse().unwrap()),
+    ])
+    .await
+    .unwrap();
     let added = c
         .add_policy_tasks(&[
             new_task("r", 1, "mint", 30),
@@ -173,7 +181,7 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
     let due = c.due_policy_tasks(100, 10).await.unwrap();
     let order: Vec<(String, i64, String)> = due
         .iter()
-        .map(|t| (t.rule.clone(), t.node_id.0, t.action.clone()))
+        .map(|t| (t.rule.clone(), t.node_id.0, t.action.decode().unwrap()))
         .collect();
     assert_eq!(
         order,
@@ -263,7 +271,7 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
         .await
         .unwrap();
     assert_eq!(kept.len(), 1_102);
-    assert!(kept.iter().any(|t| t.action == long));
+    assert!(kept.iter().any(|t| t.action.decode::<String>().unwrap() == long));
     assert_eq!(
         c.policy_task_counts().await.unwrap(),
         [
@@ -345,7 +353,9 @@ async fn qos_requirements(c: &SqlCatalog) {
 
 async fn copy_places_of_many_objects(c: &SqlCatalog) {
     let (admin, disk) = zone(c).await;
-    c.put_policy_rules(&[("r".into(), "{}".into())]).await.unwrap();
+    c.put_policy_rules(&[("r".into(), "{}".parse().unwrap())])
+        .await
+        .unwrap();
     let tape = c.create_resource(&new_resource("tape")).await.unwrap().id;
     let objects: Vec<NewObject> = (0..1200)
         .map(|i| obj(&format!("/z/o{i}"), admin, disk, &format!("k{i}")))

@@ -133,7 +133,7 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
         replica_of: None,
         created: 1,
         touched: 1,
-        s3: Some(r#"{"content_type":"text/csv"}"#.into()),
+        s3: Some(r#"{"content_type":"text/csv"}"#.parse().unwrap()),
     };
     c.create_upload(&upload("z.m", "/z/b/big")).await.unwrap();
     c.create_upload(&upload("z.n", "/z/c/other")).await.unwrap();
@@ -141,7 +141,13 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
     assert_eq!(c.count_uploads(owner, true).await.unwrap(), (2, 2));
     assert_eq!(c.count_uploads(owner, false).await.unwrap(), (0, 0));
     assert_eq!(
-        c.get_upload("z.m").await.unwrap().unwrap().s3.as_deref(),
+        c.get_upload("z.m")
+            .await
+            .unwrap()
+            .unwrap()
+            .s3
+            .as_ref()
+            .map(S3UploadJson::as_str),
         Some(r#"{"content_type":"text/csv"}"#)
     );
     let part = |n: u32, key: &str| weft_catalog::UploadPart {

@@ -14,14 +14,16 @@
 
 use super::Policy;
 use crate::background::worker::{self, Worker, WorkerState};
-use crate::policy::rules::{json, place_name, Step};
+use crate::policy::rules::{place_name, Step};
 use crate::{now_ms, Caller, Zone};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use weft_catalog::{CopyPlace, EventId, NewPolicyTask, Node, NodeEvent, NodeId, PolicyTask, PolicyTaskId};
+use weft_catalog::{
+    CopyPlace, EventId, NewPolicyTask, Node, NodeEvent, NodeId, PolicyActionJson, PolicyTask, PolicyTaskId,
+};
 use weft_policy::{Action, Event, Place, Rule, Trigger};
 use weft_transfer::{TransferSpec, Verify};
 use weft_types::{
@@ -284,7 +286,9 @@ impl Policy<'_> {
         task: &PolicyTask,
         settled: &mut Vec<PolicyTask>,
     ) -> Result<Option<(Action, Node)>, Error> {
-        let action: Action = serde_json::from_str(&task.action)
+        let action: Action = task
+            .action
+            .decode()
             .map_err(|e| Error::internal(format!("policy task {} is stored damaged: {e}", task.id)))?;
         match subjects.node(self.zone, task.node_id).await? {
             Some(node) => Ok(Some((action, node))),
@@ -693,7 +697,7 @@ pub(crate) fn tasks_for(rule: &Rule, node: &Node, now: i64) -> Result<Vec<NewPol
                 rule: rule.name.clone(),
                 node_id: node.id,
                 path: node.path.clone(),
-                action: json(a)?,
+                action: PolicyActionJson::encode(a)?,
                 due,
             })
         })

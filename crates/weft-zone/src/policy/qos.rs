@@ -8,7 +8,7 @@
 use super::Policy;
 use crate::{now_ms, Caller};
 use std::collections::HashMap;
-use weft_catalog::{CopyPlace, NewPolicyTask, NodeId, QosId, QosRecord};
+use weft_catalog::{CopyPlace, NewPolicyTask, NodeId, PolicyActionJson, QosId, QosRecord};
 use weft_policy::{Action, Place, QosExpr, TargetExpr};
 use weft_types::{Error, ErrorCode, LogicalPath, Permission, QosStatus, ReplicaState, TaskState};
 
@@ -179,7 +179,7 @@ impl Policy<'_> {
                         rule: rule.clone(),
                         node_id: node.id,
                         path: node.path.clone(),
-                        action: crate::policy::rules::json(&Action::Replicate {
+                        action: PolicyActionJson::encode(&Action::Replicate {
                             to,
                             copies: 1,
                             evict: false,

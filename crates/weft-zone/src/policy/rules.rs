@@ -11,7 +11,7 @@ use crate::{now_ms, Caller};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use weft_catalog::{Avu, CopyPlace, Node, NodeId, PolicyRuleRecord, PolicyTask};
+use weft_catalog::{Avu, CopyPlace, Node, NodeId, PolicyRuleJson, PolicyRuleRecord, PolicyTask};
 use weft_policy::{Action, ObjectFacts, Place, PolicySet, Rule, TargetExpr, Trigger};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, ReplicaState, TaskState, ZoneName};
 
@@ -148,7 +148,7 @@ impl Policy<'_> {
         let rows = set
             .rules
             .iter()
-            .map(|r| Ok((r.name.clone(), json(r)?)))
+            .map(|r| Ok((r.name.clone(), PolicyRuleJson::encode(r)?)))
             .collect::<Result<Vec<_>, Error>>()?;
         self.zone.catalog.put_policy_rules(&rows).await?;
         let names: Vec<&str> = set.rules.iter().map(|r| r.name.as_str()).collect();
@@ -631,15 +631,13 @@ pub(crate) fn facts<'a>(node: &'a Node, meta: &'a [(String, String)], now: Milli
 }
 
 fn rule_info(r: &PolicyRuleRecord) -> Result<PolicyRuleInfo, Error> {
-    let rule: Rule = serde_json::from_str(&r.definition)
+    let rule: Rule = r
+        .definition
+        .decode()
         .map_err(|e| Error::internal(format!("policy rule {} is stored damaged: {e}", r.name)))?;
     Ok(PolicyRuleInfo {
         rule,
         updated: r.updated,
         last_run: r.last_run,
     })
-}
-
-pub(crate) fn json<T: serde::Serialize>(v: &T) -> Result<String, Error> {
-    serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()))
 }

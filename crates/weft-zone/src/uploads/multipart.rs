@@ -19,7 +19,7 @@ use crate::uploads::pieces::{check_room, Exact};
 use crate::{now_ms, Caller, PutOutcome};
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
-use weft_catalog::{PrincipalId, S3Write, UploadPart, UploadRecord};
+use weft_catalog::{PrincipalId, S3UploadJson, S3Write, UploadPart, UploadRecord};
 use weft_storage::{Store, S3_PART_MIN};
 use weft_types::{
     Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, PieceDigest, PieceHasher, PieceSize,
@@ -85,7 +85,7 @@ impl Uploads<'_> {
         self,
         caller: &Caller,
         path: &LogicalPath,
-        s3: String,
+        s3: S3UploadJson,
     ) -> Result<UploadRecord, Error> {
         let (target, _) = self
             .zone
