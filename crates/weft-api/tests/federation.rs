@@ -503,7 +503,7 @@ async fn a_visitor_gets_no_token_staging_or_relay_and_zone_rm_ends_its_credentia
         .await
         .unwrap()
         .unwrap();
-    let mut spec: Value = serde_json::from_str(&stored.spec).unwrap();
+    let mut spec: Value = stored.spec.decode().unwrap();
     spec["destination"] = json!(out);
     catalog
         .create_transfer(
@@ -512,7 +512,7 @@ async fn a_visitor_gets_no_token_staging_or_relay_and_zone_rm_ends_its_credentia
             Some(&lrz_name),
             None,
             weft_types::TransferKind::User,
-            &spec.to_string(),
+            &weft_catalog::TransferSpecJson::encode(&spec).unwrap(),
         )
         .await
         .unwrap();

@@ -360,7 +360,7 @@ async fn a_transfer_left_without_files_by_a_crash_is_planned_again() {
             None,
             None,
             weft_types::TransferKind::User,
-            &spec.to_string(),
+            &weft_catalog::TransferSpecJson::encode(&spec).unwrap(),
         )
         .await
         .unwrap();

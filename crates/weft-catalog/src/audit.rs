@@ -1,5 +1,6 @@
 //! The Audit part of the catalog's contract and its records; implemented in `sql/audit.rs`.
 
+use crate::AuditEntryId;
 use async_trait::async_trait;
 use weft_types::{Error, LogicalPath, Millis};
 
@@ -51,7 +52,7 @@ pub fn current_actor() -> Actor {
 /// An entry of the audit log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditEntry {
-    pub id: i64,
+    pub id: AuditEntryId,
     pub at: Millis,
     pub actor: String,
     pub origin: String,
@@ -72,7 +73,7 @@ pub struct AuditQuery {
     /// At or after this time.
     pub since: Option<Millis>,
     /// Older than this entry (the next page).
-    pub before: Option<i64>,
+    pub before: Option<AuditEntryId>,
     pub limit: u32,
 }
 

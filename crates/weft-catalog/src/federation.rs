@@ -1,6 +1,6 @@
 //! The Federation part of the catalog's contract and its records; implemented in `sql/federation.rs`.
 
-use crate::Principal;
+use crate::{Principal, PrincipalId};
 use async_trait::async_trait;
 use weft_types::{Error, Millis, PrincipalName, ZoneName};
 
@@ -46,7 +46,7 @@ pub trait Federation: Send + Sync {
         &self,
         zone: &ZoneName,
         remote_user: &PrincipalName,
-        local_id: i64,
+        local_id: PrincipalId,
     ) -> Result<(), Error>;
 
     /// Errors: `not_found` (no such mapping).

@@ -1,6 +1,6 @@
 //! The Metadata part of the catalog's contract and its records; implemented in `sql/metadata.rs`.
 
-use crate::Node;
+use crate::{Node, NodeId};
 use async_trait::async_trait;
 use weft_types::{Error, LogicalPath, MetaCondition, NodeKind};
 
@@ -32,7 +32,7 @@ pub struct FindQuery {
     pub meta: Vec<MetaCondition>,
     pub kind: Option<NodeKind>,
     /// Cursor: only nodes with a larger id.
-    pub after_id: Option<i64>,
+    pub after_id: Option<NodeId>,
     pub limit: u32,
 }
 
@@ -40,19 +40,19 @@ pub struct FindQuery {
 #[async_trait]
 pub trait Metadata: Send + Sync {
     /// Errors: `already_exists` (the same triple).
-    async fn add_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error>;
+    async fn add_avu(&self, node_id: NodeId, avu: &Avu) -> Result<(), Error>;
 
     /// Replaces every value of `avu.attr` by this one.
-    async fn set_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error>;
+    async fn set_avu(&self, node_id: NodeId, avu: &Avu) -> Result<(), Error>;
 
     /// Removes `attr` (only the given value, if any). Errors: `not_found`.
-    async fn remove_avu(&self, node_id: i64, attr: &str, value: Option<&str>) -> Result<(), Error>;
+    async fn remove_avu(&self, node_id: NodeId, attr: &str, value: Option<&str>) -> Result<(), Error>;
 
-    async fn list_avus(&self, node_id: i64) -> Result<Vec<Avu>, Error>;
+    async fn list_avus(&self, node_id: NodeId) -> Result<Vec<Avu>, Error>;
 
     /// Applies `edits` in order in one transaction: all of them or, on the first error
     /// (which names the edit), none.
-    async fn edit_avus(&self, node_id: i64, edits: &[MetaEdit]) -> Result<(), Error>;
+    async fn edit_avus(&self, node_id: NodeId, edits: &[MetaEdit]) -> Result<(), Error>;
 
     /// Answers from the (parent/path, attribute/value, attribute/number) indexes.
     async fn find(&self, q: &FindQuery) -> Result<Vec<Node>, Error>;

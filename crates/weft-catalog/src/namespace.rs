@@ -1,22 +1,22 @@
 //! The Namespace part of the catalog's contract and its records; implemented in `sql/namespace.rs`.
 
-use crate::{Actor, RemoteReplica, Replica, S3Write};
+use crate::{Actor, NodeId, PrincipalId, RemoteReplica, Replica, ResourceId, S3Write};
 use async_trait::async_trait;
 use weft_types::{Checksum, Error, LogicalPath, Millis, NodeKind, PrincipalName};
 
 /// A collection or data object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
-    pub id: i64,
+    pub id: NodeId,
     /// `None` only for the zone root collection.
-    pub parent_id: Option<i64>,
+    pub parent_id: Option<NodeId>,
     pub path: LogicalPath,
     pub kind: NodeKind,
     /// Bytes of a data object; 0 for collections.
     pub size: i64,
     /// Whole-object checksum of a data object.
     pub checksum: Option<Checksum>,
-    pub owner_id: i64,
+    pub owner_id: PrincipalId,
     pub owner: PrincipalName,
     pub created: Millis,
     pub modified: Millis,
@@ -56,13 +56,13 @@ pub struct ListedObject {
 /// A node as reading it whole needs it: what it is and where its good replicas are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocatedNode {
-    pub id: i64,
+    pub id: NodeId,
     pub path: LogicalPath,
     pub kind: NodeKind,
     pub size: i64,
     /// This zone's good replicas, in the order of [`Replicas::replicas`]: (resource id,
     /// physical key).
-    pub good: Vec<(i64, String)>,
+    pub good: Vec<(ResourceId, String)>,
 }
 
 /// The replicas a removal let go: their bytes are garbage.
@@ -76,10 +76,10 @@ pub struct Removed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewObject {
     pub path: LogicalPath,
-    pub owner_id: i64,
+    pub owner_id: PrincipalId,
     pub size: i64,
     pub checksum: Checksum,
-    pub resource_id: i64,
+    pub resource_id: ResourceId,
     pub physical_key: String,
     /// Replace an existing data object at `path` (never a collection).
     pub overwrite: bool,
@@ -113,14 +113,14 @@ pub trait Namespace: Send + Sync {
     async fn create_collection(
         &self,
         path: &LogicalPath,
-        owner_id: i64,
+        owner_id: PrincipalId,
         parents: bool,
     ) -> Result<Node, Error>;
 
     /// Children of a collection ordered by name, after the cursor `after_name`.
     async fn list_children(
         &self,
-        parent_id: i64,
+        parent_id: NodeId,
         after_name: Option<&str>,
         limit: u32,
     ) -> Result<Vec<Node>, Error>;
@@ -134,7 +134,7 @@ pub trait Namespace: Send + Sync {
     /// [`list_children`]: Namespace::list_children
     async fn list_children_in(
         &self,
-        parent_id: i64,
+        parent_id: NodeId,
         order: ChildOrder,
         after: Option<&ChildKey>,
         limit: u32,
@@ -188,5 +188,5 @@ pub trait Namespace: Send + Sync {
     /// `not_a_collection`, `invalid_argument` (into itself, zone root).
     async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error>;
 
-    async fn get_node_by_id(&self, id: i64) -> Result<Option<Node>, Error>;
+    async fn get_node_by_id(&self, id: NodeId) -> Result<Option<Node>, Error>;
 }

@@ -1,6 +1,6 @@
 //! The Policies part of the catalog's contract and its records; implemented in `sql/policies.rs`.
 
-use crate::{Avu, Node};
+use crate::{Avu, EventId, Node, NodeId, PolicyActionJson, PolicyRuleJson, PolicyTaskId, PrincipalId, QosId};
 use async_trait::async_trait;
 use weft_types::{
     Error, LogicalPath, Millis, QosStatus, ReplicaState, ResourceName, TaskState, TransferId, ZoneName,
@@ -10,8 +10,8 @@ use weft_types::{
 /// as the change, so none is lost to a crash; removed once handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeEvent {
-    pub id: i64,
-    pub node_id: i64,
+    pub id: EventId,
+    pub node_id: NodeId,
     /// `written` (new content: a new object or an overwrite) or `meta` (an attribute added,
     /// set or removed).
     pub kind: String,
@@ -20,11 +20,11 @@ pub struct NodeEvent {
     pub at: Millis,
 }
 
-/// A policy rule as loaded: its definition is the JSON of `weft_policy::Rule`.
+/// A policy rule as loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyRuleRecord {
     pub name: String,
-    pub definition: String,
+    pub definition: PolicyRuleJson,
     pub updated: Millis,
     /// When a schedule rule last ran.
     pub last_run: Option<Millis>,
@@ -33,13 +33,12 @@ pub struct PolicyRuleRecord {
 /// One action of a rule on one object, queued by the policy engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyTask {
-    pub id: i64,
+    pub id: PolicyTaskId,
     pub rule: String,
-    pub node_id: i64,
+    pub node_id: NodeId,
     /// The object's path when the task was queued.
     pub path: LogicalPath,
-    /// The JSON of `weft_policy::Action`.
-    pub action: String,
+    pub action: PolicyActionJson,
     pub state: TaskState,
     /// The transfers a `waiting` task waits for (stored comma-separated).
     pub transfers: Vec<TransferId>,
@@ -53,20 +52,20 @@ pub struct PolicyTask {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewPolicyTask {
     pub rule: String,
-    pub node_id: i64,
+    pub node_id: NodeId,
     pub path: LogicalPath,
-    pub action: String,
+    pub action: PolicyActionJson,
     pub due: Millis,
 }
 
 /// A QoS requirement on a collection or data object and everything below it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QosRecord {
-    pub id: i64,
+    pub id: QosId,
     pub path: LogicalPath,
     /// The requirement as written (`replicas=2 & zone != origin`).
     pub expression: String,
-    pub owner_id: i64,
+    pub owner_id: PrincipalId,
     pub status: QosStatus,
     /// Why it is not fulfilled (empty when it is).
     pub reason: String,
@@ -77,7 +76,7 @@ pub struct QosRecord {
 /// Where one replica of a data object is, and in which state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyPlace {
-    pub node_id: i64,
+    pub node_id: NodeId,
     /// `None`: a resource of this zone; else the federated zone that holds the copy.
     pub zone: Option<ZoneName>,
     pub resource: ResourceName,
@@ -117,11 +116,11 @@ pub trait Policies: Send + Sync {
     async fn events(&self, limit: u32) -> Result<Vec<NodeEvent>, Error>;
 
     /// Forgets handled events (ids unknown are ignored).
-    async fn delete_events(&self, ids: &[i64]) -> Result<(), Error>;
+    async fn delete_events(&self, ids: &[EventId]) -> Result<(), Error>;
 
     /// Adds the rules `(name, definition)`, replacing those of the same names, in one
     /// transaction (a replaced rule keeps its `last_run`).
-    async fn put_policy_rules(&self, rules: &[(String, String)]) -> Result<(), Error>;
+    async fn put_policy_rules(&self, rules: &[(String, PolicyRuleJson)]) -> Result<(), Error>;
 
     /// Ordered by name.
     async fn list_policy_rules(&self) -> Result<Vec<PolicyRuleRecord>, Error>;
@@ -156,19 +155,29 @@ pub trait Policies: Send + Sync {
     async fn policy_task_counts(&self) -> Result<Vec<(String, TaskState, u64)>, Error>;
 
     /// Errors: `already_exists` (the same expression on the same path).
-    async fn add_qos(&self, path: &LogicalPath, expression: &str, owner_id: i64) -> Result<QosRecord, Error>;
+    async fn add_qos(
+        &self,
+        path: &LogicalPath,
+        expression: &str,
+        owner_id: PrincipalId,
+    ) -> Result<QosRecord, Error>;
 
     /// Ordered by path, then id.
     async fn list_qos(&self) -> Result<Vec<QosRecord>, Error>;
 
     /// Errors: `not_found`.
-    async fn delete_qos(&self, id: i64) -> Result<QosRecord, Error>;
+    async fn delete_qos(&self, id: QosId) -> Result<QosRecord, Error>;
 
     /// Errors: `not_found`.
-    async fn set_qos_status(&self, id: i64, status: QosStatus, reason: &str, at: Millis)
-        -> Result<(), Error>;
+    async fn set_qos_status(
+        &self,
+        id: QosId,
+        status: QosStatus,
+        reason: &str,
+        at: Millis,
+    ) -> Result<(), Error>;
 
     /// The nodes of `ids` that exist, each with its metadata, in id order (two queries per
     /// thousand ids: the policy engine reads an event batch with it).
-    async fn nodes_with_avus(&self, ids: &[i64]) -> Result<Vec<(Node, Vec<Avu>)>, Error>;
+    async fn nodes_with_avus(&self, ids: &[NodeId]) -> Result<Vec<(Node, Vec<Avu>)>, Error>;
 }

@@ -1,5 +1,6 @@
 //! The Principals part of the catalog's contract and its records; implemented in `sql/principals.rs`.
 
+use crate::{PrincipalId, TokenId};
 use async_trait::async_trait;
 use weft_types::{Error, Millis, PrincipalName};
 
@@ -20,7 +21,7 @@ impl PrincipalKind {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
-    pub id: i64,
+    pub id: PrincipalId,
     pub name: PrincipalName,
     pub kind: PrincipalKind,
     pub is_admin: bool,
@@ -29,8 +30,8 @@ pub struct Principal {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRecord {
-    pub id: i64,
-    pub user_id: i64,
+    pub id: TokenId,
+    pub user_id: PrincipalId,
     pub label: String,
     pub created: Millis,
     /// `None`: valid until deleted.
@@ -65,12 +66,12 @@ pub trait Principals: Send + Sync {
     async fn members(&self, group: &PrincipalName) -> Result<Vec<Principal>, Error>;
 
     /// Ids of the groups `user_id` belongs to.
-    async fn group_ids_of(&self, user_id: i64) -> Result<Vec<i64>, Error>;
+    async fn group_ids_of(&self, user_id: PrincipalId) -> Result<Vec<PrincipalId>, Error>;
 
     /// Stores a token by the hash of its secret (never the secret).
     async fn create_token(
         &self,
-        user_id: i64,
+        user_id: PrincipalId,
         secret_hash: &str,
         label: &str,
         expires: Option<Millis>,
@@ -80,10 +81,13 @@ pub trait Principals: Send + Sync {
     async fn find_token(&self, secret_hash: &str) -> Result<Option<(TokenRecord, Principal)>, Error>;
 
     /// Tokens with their user's name, newest first; only `user_id`'s unless `None`.
-    async fn list_tokens(&self, user_id: Option<i64>) -> Result<Vec<(TokenRecord, PrincipalName)>, Error>;
+    async fn list_tokens(
+        &self,
+        user_id: Option<PrincipalId>,
+    ) -> Result<Vec<(TokenRecord, PrincipalName)>, Error>;
 
     /// Deletes a token (and the web sessions opened with it). Errors: `not_found`.
-    async fn delete_token(&self, id: i64) -> Result<TokenRecord, Error>;
+    async fn delete_token(&self, id: TokenId) -> Result<TokenRecord, Error>;
 
     /// The principal bound to the OIDC identity `subject` of `issuer`, if any.
     async fn oidc_principal(&self, issuer: &str, subject: &str) -> Result<Option<Principal>, Error>;

@@ -1,6 +1,6 @@
 //! The Quotas part of the catalog's contract and its records; implemented in `sql/quotas.rs`.
 
-use crate::Principal;
+use crate::{Principal, PrincipalId, ResourceId};
 use async_trait::async_trait;
 use weft_types::{Error, ResourceName};
 
@@ -74,17 +74,22 @@ pub trait Quotas: Send + Sync {
     /// replacing one there was; a limit left `None` is not limited.
     async fn set_quota(
         &self,
-        principal_id: i64,
-        resource_id: Option<i64>,
+        principal_id: PrincipalId,
+        resource_id: Option<ResourceId>,
         max_bytes: Option<u64>,
         max_objects: Option<u64>,
     ) -> Result<(), Error>;
     /// Whether there was one to remove.
-    async fn remove_quota(&self, principal_id: i64, resource_id: Option<i64>) -> Result<bool, Error>;
+    async fn remove_quota(
+        &self,
+        principal_id: PrincipalId,
+        resource_id: Option<ResourceId>,
+    ) -> Result<bool, Error>;
     async fn quotas(&self) -> Result<Vec<Quota>, Error>;
     /// The quotas of these principals (a user and its groups).
-    async fn quotas_of(&self, principal_ids: &[i64]) -> Result<Vec<Quota>, Error>;
+    async fn quotas_of(&self, principal_ids: &[PrincipalId]) -> Result<Vec<Quota>, Error>;
     /// What the objects of a user, or of a group's members, use: their sizes as data
     /// objects, or (`resource`) their replicas there; and what their open uploads reserve.
-    async fn usage(&self, principal_id: i64, resource: Option<&ResourceName>) -> Result<Usage, Error>;
+    async fn usage(&self, principal_id: PrincipalId, resource: Option<&ResourceName>)
+        -> Result<Usage, Error>;
 }

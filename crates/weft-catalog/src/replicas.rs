@@ -1,14 +1,14 @@
 //! The Replicas part of the catalog's contract and its records; implemented in `sql/replicas.rs`.
 
-use crate::{CopyPlace, SubtreeCopies};
+use crate::{CopyPlace, NodeId, RemoteReplicaId, ReplicaId, ResourceId, SubtreeCopies};
 use async_trait::async_trait;
 use weft_types::{Checksum, Error, LogicalPath, Millis, ReplicaState, ResourceName, ZoneName};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Replica {
-    pub id: i64,
-    pub node_id: i64,
-    pub resource_id: i64,
+    pub id: ReplicaId,
+    pub node_id: NodeId,
+    pub resource_id: ResourceId,
     pub resource: ResourceName,
     /// Key of the bytes inside the resource; never derived from the logical path, so that
     /// moves and renames touch only the catalog.
@@ -24,8 +24,8 @@ pub struct Replica {
 /// data object `location` on `resource`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteReplica {
-    pub id: i64,
-    pub node_id: i64,
+    pub id: RemoteReplicaId,
+    pub node_id: NodeId,
     pub zone: ZoneName,
     pub resource: ResourceName,
     pub location: LogicalPath,
@@ -39,7 +39,7 @@ pub struct RemoteReplica {
 /// A good copy of a data object to record (see [`Replicas::add_replica`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewReplica {
-    pub node_id: i64,
+    pub node_id: NodeId,
     /// Where the bytes are: a resource of this zone, or a federated zone.
     pub at: ReplicaPlace,
     pub size: i64,
@@ -50,7 +50,7 @@ pub struct NewReplica {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplicaPlace {
     Local {
-        resource_id: i64,
+        resource_id: ResourceId,
         physical_key: String,
     },
     Remote {
@@ -63,14 +63,18 @@ pub enum ReplicaPlace {
 /// Copies of data objects, here and in federated zones, and the scrubber's queue.
 #[async_trait]
 pub trait Replicas: Send + Sync {
-    async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error>;
+    async fn replicas(&self, node_id: NodeId) -> Result<Vec<Replica>, Error>;
 
     /// The physical keys of replicas (and of the parts of open S3 multipart uploads) on
     /// `resource_id` in `[lo, hi)` (an index range): what the orphan sweep must spare.
-    async fn physical_keys_between(&self, resource_id: i64, lo: &str, hi: &str)
-        -> Result<Vec<String>, Error>;
+    async fn physical_keys_between(
+        &self,
+        resource_id: ResourceId,
+        lo: &str,
+        hi: &str,
+    ) -> Result<Vec<String>, Error>;
 
-    async fn touch_replica_verified(&self, replica_id: i64, at: Millis) -> Result<(), Error>;
+    async fn touch_replica_verified(&self, replica_id: ReplicaId, at: Millis) -> Result<(), Error>;
 
     /// Records a good copy of a data object, replacing the copy it already had at the same
     /// place (resource, or zone and resource), which is returned when its bytes are now
@@ -79,24 +83,24 @@ pub trait Replicas: Send + Sync {
     async fn add_replica(&self, r: &NewReplica) -> Result<Option<Replica>, Error>;
 
     /// Errors: `not_found`.
-    async fn set_replica_state(&self, replica_id: i64, state: ReplicaState) -> Result<(), Error>;
+    async fn set_replica_state(&self, replica_id: ReplicaId, state: ReplicaState) -> Result<(), Error>;
 
     /// Forgets a local replica, unless it is the object's last good copy here or in any
     /// zone. Errors: `not_found`, `conflict` (last good copy).
-    async fn remove_replica(&self, replica_id: i64) -> Result<Replica, Error>;
+    async fn remove_replica(&self, replica_id: ReplicaId) -> Result<Replica, Error>;
 
-    async fn remote_replicas(&self, node_id: i64) -> Result<Vec<RemoteReplica>, Error>;
+    async fn remote_replicas(&self, node_id: NodeId) -> Result<Vec<RemoteReplica>, Error>;
 
     /// Errors: `not_found`.
     async fn set_remote_replica(
         &self,
-        id: i64,
+        id: RemoteReplicaId,
         state: ReplicaState,
         verified: Option<Millis>,
     ) -> Result<(), Error>;
 
     /// As [`Replicas::remove_replica`], for a copy in another zone.
-    async fn remove_remote_replica(&self, id: i64) -> Result<RemoteReplica, Error>;
+    async fn remove_remote_replica(&self, id: RemoteReplicaId) -> Result<RemoteReplica, Error>;
 
     /// Local replicas (`good` or `bad`) last verified (or made) before `before`, oldest
     /// first: the scrubber's queue.
@@ -108,7 +112,7 @@ pub trait Replicas: Send + Sync {
 
     /// Every replica, here and in other zones, of the given data objects (a few queries,
     /// however many ids), ordered by node id.
-    async fn copy_places(&self, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error>;
+    async fn copy_places(&self, node_ids: &[NodeId]) -> Result<Vec<CopyPlace>, Error>;
 
     /// The good copies of the first `limit` data objects below `root` (by path), summed
     /// per place. Bounded: at most `limit` objects are read however large the subtree.

@@ -1,5 +1,6 @@
 //! The Resources part of the catalog's contract and its records; implemented in `sql/resources.rs`.
 
+use crate::{ResourceId, StoreSettingsJson};
 use async_trait::async_trait;
 use weft_types::{Error, Millis, ResourceKind, ResourceName};
 
@@ -7,17 +8,17 @@ use weft_types::{Error, Millis, ResourceKind, ResourceName};
 pub struct NewResource {
     pub name: ResourceName,
     pub kind: ResourceKind,
-    /// Kind-specific settings as JSON (root directory, endpoint, bucket, credentials...).
-    pub config: String,
+    /// Kind-specific settings (root directory, endpoint, bucket, credentials...).
+    pub config: StoreSettingsJson,
     pub tier: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resource {
-    pub id: i64,
+    pub id: ResourceId,
     pub name: ResourceName,
     pub kind: ResourceKind,
-    pub config: String,
+    pub config: StoreSettingsJson,
     pub tier: String,
     pub is_default: bool,
     pub created: Millis,
@@ -33,7 +34,7 @@ pub trait Resources: Send + Sync {
 
     async fn get_resource(&self, name: &ResourceName) -> Result<Option<Resource>, Error>;
 
-    async fn get_resource_by_id(&self, id: i64) -> Result<Option<Resource>, Error>;
+    async fn get_resource_by_id(&self, id: ResourceId) -> Result<Option<Resource>, Error>;
 
     /// Errors: `not_found`; `conflict` while replicas live on it or it is the default.
     async fn delete_resource(&self, name: &ResourceName) -> Result<(), Error>;

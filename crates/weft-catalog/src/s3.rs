@@ -1,6 +1,6 @@
 //! The S3Gateway part of the catalog's contract and its records; implemented in `sql/s3.rs`.
 
-use crate::{Avu, Node};
+use crate::{Avu, Node, NodeId, PrincipalId};
 use async_trait::async_trait;
 use weft_types::{Checksum, Error, LogicalPath, Millis, PrincipalName};
 
@@ -8,7 +8,7 @@ use weft_types::{Checksum, Error, LogicalPath, Millis, PrincipalName};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Key {
     pub access_key: String,
-    pub user_id: i64,
+    pub user_id: PrincipalId,
     pub user: PrincipalName,
     pub created: Millis,
 }
@@ -17,7 +17,7 @@ pub struct S3Key {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Bucket {
     pub name: String,
-    pub node_id: i64,
+    pub node_id: NodeId,
     /// The collection's current path.
     pub path: LogicalPath,
     pub public_read: bool,
@@ -63,16 +63,21 @@ pub struct S3Listed {
 #[async_trait]
 pub trait S3Gateway: Send + Sync {
     /// Errors: `already_exists` (the access key), `not_found` (user).
-    async fn create_s3_key(&self, access_key: &str, user_id: i64, secret: &str) -> Result<S3Key, Error>;
+    async fn create_s3_key(
+        &self,
+        access_key: &str,
+        user_id: PrincipalId,
+        secret: &str,
+    ) -> Result<S3Key, Error>;
     /// Keys of `user_id`, or of everyone; by user, then creation.
-    async fn s3_keys(&self, user_id: Option<i64>) -> Result<Vec<S3Key>, Error>;
+    async fn s3_keys(&self, user_id: Option<PrincipalId>) -> Result<Vec<S3Key>, Error>;
     /// The key and its secret, opened.
     async fn s3_secret(&self, access_key: &str) -> Result<Option<(S3Key, String)>, Error>;
     /// Errors: `not_found`.
     async fn delete_s3_key(&self, access_key: &str) -> Result<(), Error>;
 
     /// Errors: `already_exists` (name), `not_found` (node).
-    async fn add_s3_bucket(&self, name: &str, node_id: i64, public_read: bool) -> Result<S3Bucket, Error>;
+    async fn add_s3_bucket(&self, name: &str, node_id: NodeId, public_read: bool) -> Result<S3Bucket, Error>;
     async fn s3_buckets(&self) -> Result<Vec<S3Bucket>, Error>;
     async fn s3_bucket(&self, name: &str) -> Result<Option<S3Bucket>, Error>;
     /// Errors: `not_found`.
@@ -91,5 +96,5 @@ pub trait S3Gateway: Send + Sync {
     async fn s3_folders(&self, paths: &[String]) -> Result<Vec<S3Listed>, Error>;
     /// Makes the collection `node_id` a folder (made through S3 as the key `dir/`, and
     /// listed so until it is removed or unmarked) or no longer one.
-    async fn set_s3_folder(&self, node_id: i64, folder: bool) -> Result<(), Error>;
+    async fn set_s3_folder(&self, node_id: NodeId, folder: bool) -> Result<(), Error>;
 }

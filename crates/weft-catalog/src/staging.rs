@@ -1,5 +1,6 @@
 //! The Staging part of the catalog's contract and its records; implemented in `sql/staging.rs`.
 
+use crate::StoreSettingsJson;
 use async_trait::async_trait;
 use weft_types::{Error, Millis, PrincipalName, ResourceKind, StagingName};
 
@@ -10,8 +11,8 @@ pub struct StagingArea {
     pub kind: ResourceKind,
     /// The endpoint it covers: `file:///abs/dir` or `s3://bucket/prefix`.
     pub url: String,
-    /// The store's settings (JSON, as for resources; S3 credentials included).
-    pub settings: String,
+    /// The store's settings (as for resources; S3 credentials included).
+    pub settings: StoreSettingsJson,
     /// Users and groups that may use it; empty: every user of the zone.
     pub allow: Vec<PrincipalName>,
     pub created: Millis,

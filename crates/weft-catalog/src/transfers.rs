@@ -1,6 +1,6 @@
 //! The Transfers part of the catalog's contract and its records; implemented in `sql/transfers.rs`.
 
-use crate::OidcClaims;
+use crate::{OidcClaims, PrincipalId, TransferSpecJson};
 use async_trait::async_trait;
 use weft_types::{
     Error, FileState, Millis, PrincipalName, TransferCounts, TransferFile, TransferId, TransferKind,
@@ -11,9 +11,9 @@ use weft_types::{
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransferRecord {
     pub id: TransferId,
-    pub owner_id: i64,
+    pub owner_id: PrincipalId,
     pub owner: PrincipalName,
-    pub spec: String,
+    pub spec: TransferSpecJson,
     pub state: TransferState,
     pub error: Option<String>,
     pub files_total: u64,
@@ -36,7 +36,7 @@ pub struct TransferRecord {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TransferQuery {
     /// Only this user's; `None`: everyone's.
-    pub owner_id: Option<i64>,
+    pub owner_id: Option<PrincipalId>,
     pub state: Option<TransferState>,
     pub kind: Option<TransferKind>,
     /// Only those created at or after this time.
@@ -55,17 +55,21 @@ pub trait Transfers: Send + Sync {
     async fn create_transfer(
         &self,
         id: &TransferId,
-        owner_id: i64,
+        owner_id: PrincipalId,
         via_zone: Option<&ZoneName>,
         oidc: Option<&OidcClaims>,
         kind: TransferKind,
-        spec: &str,
+        spec: &TransferSpecJson,
     ) -> Result<TransferRecord, Error>;
 
     async fn get_transfer(&self, id: &TransferId) -> Result<Option<TransferRecord>, Error>;
 
     /// Newest first; only `owner_id`'s unless `None`.
-    async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error>;
+    async fn list_transfers(
+        &self,
+        owner_id: Option<PrincipalId>,
+        limit: u32,
+    ) -> Result<Vec<TransferRecord>, Error>;
 
     /// A page of the history: newest first (by creation, then id), as `q` filters it.
     async fn transfer_page(&self, q: &TransferQuery) -> Result<Vec<TransferRecord>, Error>;

@@ -1,5 +1,6 @@
 //! The Uploads part of the catalog's contract and its records; implemented in `sql/uploads.rs`.
 
+use crate::{NodeId, PrincipalId, ResourceId, S3UploadJson};
 use async_trait::async_trait;
 use weft_types::{Error, LogicalPath, Millis};
 
@@ -9,23 +10,23 @@ use weft_types::{Error, LogicalPath, Millis};
 pub struct UploadRecord {
     pub id: String,
     pub path: LogicalPath,
-    pub owner_id: i64,
+    pub owner_id: PrincipalId,
     pub size: u64,
     pub piece_size: u64,
-    pub resource_id: i64,
+    pub resource_id: ResourceId,
     pub physical_key: String,
     /// Where the storage keeps the pieces until completion.
     pub staged: String,
     /// Whether the object may replace one at `path`.
     pub overwrite: bool,
     /// Completes as a further replica of this data object, not as a new object.
-    pub replica_of: Option<i64>,
+    pub replica_of: Option<NodeId>,
     pub created: Millis,
     /// When a piece last arrived (or the upload began).
     pub touched: Millis,
     /// An S3 multipart upload (parts, not pieces): what to register with the object at
-    /// completion (JSON of the gateway's). `None` for uploads in pieces.
-    pub s3: Option<String>,
+    /// completion. `None` for uploads in pieces.
+    pub s3: Option<S3UploadJson>,
 }
 
 /// A part of an S3 multipart upload, stored durably: in place in its upload's staged file
@@ -64,7 +65,7 @@ pub trait Uploads: Send + Sync {
     async fn get_upload(&self, id: &str) -> Result<Option<UploadRecord>, Error>;
     /// Open uploads of `owner_id`, and of the whole zone, of one kind: in pieces, or S3
     /// multipart uploads (`s3`), which stay open for longer and so are bounded apart.
-    async fn count_uploads(&self, owner_id: i64, s3: bool) -> Result<(u64, u64), Error>;
+    async fn count_uploads(&self, owner_id: PrincipalId, s3: bool) -> Result<(u64, u64), Error>;
     /// Records a piece (replacing an earlier record of it) and touches its upload.
     /// Errors: `not_found` when the upload is gone (completed, aborted).
     async fn record_piece(&self, id: &str, piece: &UploadPiece) -> Result<(), Error>;
@@ -76,7 +77,7 @@ pub trait Uploads: Send + Sync {
     /// Uploads untouched since `before`, oldest first.
     async fn idle_uploads(&self, before: Millis) -> Result<Vec<UploadRecord>, Error>;
     /// Where the open uploads onto `resource_id` keep their pieces (sweeps spare them).
-    async fn staged_uploads(&self, resource_id: i64) -> Result<Vec<String>, Error>;
+    async fn staged_uploads(&self, resource_id: ResourceId) -> Result<Vec<String>, Error>;
     /// Records a part (replacing an earlier one of that number, whose key is returned: its
     /// bytes are garbage now) and touches its upload. Errors: `not_found` (upload gone or
     /// completing).
@@ -104,5 +105,6 @@ pub trait Uploads: Send + Sync {
     /// Whether a write into the upload's staged file is running (or its server died).
     async fn part_slots_writing(&self, id: &str) -> Result<bool, Error>;
     /// `owner_id`'s open S3 multipart uploads with `lo <= path < hi`, by path and id.
-    async fn s3_uploads(&self, owner_id: i64, lo: &str, hi: &str) -> Result<Vec<UploadRecord>, Error>;
+    async fn s3_uploads(&self, owner_id: PrincipalId, lo: &str, hi: &str)
+        -> Result<Vec<UploadRecord>, Error>;
 }

@@ -1,13 +1,13 @@
 //! The WebSessions part of the catalog's contract and its records; implemented in `sql/web_sessions.rs`.
 
-use crate::Principal;
+use crate::{Principal, PrincipalId, TokenId};
 use async_trait::async_trait;
 use weft_types::{Error, Millis};
 
 /// A session of the web interface, as the catalog keeps it (the secret only as a hash).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebSession {
-    pub user_id: i64,
+    pub user_id: PrincipalId,
     /// What the session was opened with.
     pub grant: SessionGrant,
     /// When the session ends at the latest: its API token's expiry, or the end set when
@@ -23,7 +23,7 @@ pub struct WebSession {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionGrant {
     /// An API token (its id): the session ends with it.
-    Token(i64),
+    Token(TokenId),
     /// A sign-in with an OIDC issuer, whose claims the session keeps until it ends.
     Oidc(OidcClaims),
 }
@@ -54,7 +54,7 @@ pub trait WebSessions: Send + Sync {
     async fn create_web_session(
         &self,
         secret_hash: &str,
-        user_id: i64,
+        user_id: PrincipalId,
         grant: &SessionGrant,
         expires: Option<Millis>,
         csrf: &str,

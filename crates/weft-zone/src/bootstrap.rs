@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::RwLock;
-use weft_catalog::{NewResource, PrincipalKind, Resource};
+use weft_catalog::{NewResource, PrincipalKind, Resource, StoreSettingsJson};
 use weft_storage::{FsConfig, Store};
 use weft_types::{Error, ErrorCode, LogicalPath, PrincipalName, ResourceKind, ResourceName, ZoneName};
 
@@ -326,9 +326,8 @@ impl Zone {
         let existing = self.catalog.list_resources().await?;
         for spec in &config.resources {
             if existing.iter().all(|r| r.name != spec.name) {
-                let settings =
-                    serde_json::to_string(&spec.settings).map_err(|e| Error::invalid(e.to_string()))?;
-                self.open_store(spec.kind, &settings)?.check().await?;
+                let settings = StoreSettingsJson::encode(&spec.settings)?;
+                self.open_store(spec.kind, settings.as_str())?.check().await?;
                 let created = self
                     .catalog
                     .create_resource(&NewResource {
@@ -346,7 +345,7 @@ impl Zone {
         }
         if existing.is_empty() && config.resources.is_empty() {
             let root = self.data_dir.join("resources").join("default");
-            let settings = serde_json::to_string(&FsConfig { root }).expect("serialisable");
+            let settings = StoreSettingsJson::encode(&FsConfig { root }).expect("serialisable");
             let created = self
                 .catalog
                 .create_resource(&NewResource {

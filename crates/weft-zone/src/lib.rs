@@ -77,6 +77,7 @@ pub use uploads::pieces::{
 pub use uploads::Uploads;
 pub use weft_catalog::{act_as, acting, current_actor, Actor, AuditEntry, AuditQuery, OidcClaims};
 pub use weft_catalog::{AclEntry, Avu, FindQuery, MetaEdit, Node, Principal, PrincipalKind};
+pub use weft_catalog::{AuditEntryId, NodeId, PrincipalId, QosId, ResourceId, S3UploadJson, TokenId};
 pub use weft_catalog::{ChildKey, ChildOrder, ChildSort};
 pub use weft_catalog::{PolicyTask, QosRecord, TokenRecord, TransferCounts, TransferFile, TransferRecord};
 pub use weft_catalog::{S3Attrs, S3Key, S3Listed, S3Write, UploadPart, UploadRecord, S3_META_UNIT};

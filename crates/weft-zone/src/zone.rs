@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::RwLock;
-use weft_catalog::{Catalog, Resource};
+use weft_catalog::{Catalog, Resource, ResourceId};
 use weft_storage::Store;
 use weft_types::{Error, ErrorCode, LogicalPath, ZoneName};
 
@@ -18,7 +18,7 @@ pub struct Zone {
     pub(crate) data_dir: PathBuf,
     pub(crate) catalog: Arc<dyn Catalog>,
     /// The resources' stores, a cache of the catalog's resources (see resources/mod.rs).
-    pub(crate) stores: RwLock<HashMap<i64, (Resource, Store)>>,
+    pub(crate) stores: RwLock<HashMap<ResourceId, (Resource, Store)>>,
     pub(crate) stores_loaded: std::sync::Mutex<std::time::Instant>,
     pub(crate) quotas_seen: crate::access::quotas::QuotasSeen,
     pub(crate) committer: crate::data::committer::Committer,

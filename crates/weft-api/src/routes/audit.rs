@@ -40,7 +40,7 @@ pub async fn audit(
         path: q.get("path").map(LogicalPath::parse).transpose()?,
         actor: q.get("user").map(str::to_owned),
         since: q.number::<i64>("since")?,
-        before,
+        before: before.map(weft_zone::AuditEntryId),
         limit: q.number::<u32>("limit")?.unwrap_or(100),
     };
     let (entries, next) = s.zone.access().audit_log(&c, query).await?;
@@ -48,7 +48,7 @@ pub async fn audit(
         items: entries
             .into_iter()
             .map(|e| AuditWire {
-                id: e.id,
+                id: e.id.0,
                 at: e.at,
                 actor: e.actor,
                 origin: e.origin,

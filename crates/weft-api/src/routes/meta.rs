@@ -147,7 +147,7 @@ pub async fn find(
         name_glob: q.get("name").map(str::to_owned),
         meta,
         kind: q.get("kind").map(NodeKind::parse).transpose()?,
-        after_id,
+        after_id: after_id.map(weft_zone::NodeId),
         limit: q.number::<u32>("limit")?.unwrap_or(1000),
     };
     let (items, next_cursor) = s.zone.namespace().find(&c, query).await?;

@@ -58,9 +58,11 @@ fn status(s: &RuleStatus) -> PolicyStatusWire {
             .iter()
             .map(|t| PolicyFailureWire {
                 path: t.path.to_string(),
-                action: serde_json::from_str(&t.action)
+                action: t
+                    .action
+                    .decode()
                     .map(|a| describe(&a))
-                    .unwrap_or_else(|_| t.action.clone()),
+                    .unwrap_or_else(|_| t.action.as_str().to_owned()),
                 error: t.error.clone().unwrap_or_default(),
                 attempts: t.attempts,
                 at: t.updated,
@@ -99,7 +101,7 @@ fn test(t: &RuleTest) -> RuleTestWire {
 
 fn qos(q: &QosInfo) -> QosWire {
     QosWire {
-        id: q.record.id,
+        id: q.record.id.0,
         path: q.record.path.to_string(),
         expression: q.record.expression.clone(),
         replicas: q.expression.replicas,
@@ -208,6 +210,6 @@ pub async fn remove_qos(
             format!("{id:?} is not a QoS requirement id"),
         )
     })?;
-    s.zone.policy().remove_qos(&c, id).await?;
+    s.zone.policy().remove_qos(&c, weft_zone::QosId(id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -55,7 +55,7 @@ pub async fn list_tokens(
         tokens
             .into_iter()
             .map(|t| TokenWire {
-                id: t.token.id,
+                id: t.token.id.0,
                 user: t.user.to_string(),
                 label: t.token.label,
                 created: t.token.created,
@@ -75,6 +75,6 @@ pub async fn delete_token(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::new(ErrorCode::InvalidArgument, format!("{id:?} is not a token id")))?;
-    s.zone.access().delete_token(&c, id).await?;
+    s.zone.access().delete_token(&c, weft_zone::TokenId(id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -64,7 +64,7 @@ impl Gateway {
             content_type: i.content_type,
             metadata: meta.into_iter().collect(),
         };
-        let s3 = serde_json::to_string(&pending).map_err(|e| s3_error!(InternalError, "{e}"))?;
+        let s3 = weft_zone::S3UploadJson::encode(&pending).map_err(|e| s3_error!(InternalError, "{e}"))?;
         let u = self
             .zone
             .uploads()
@@ -283,7 +283,7 @@ impl Gateway {
             sizes.push(got.size);
         }
         let etag = format!("{}-{}", hex(&md5s.finalize()), chosen.len());
-        let pending: Pending = serde_json::from_str(u.s3.as_deref().unwrap_or("{}")).unwrap_or_default();
+        let pending: Pending = u.s3.as_ref().and_then(|s3| s3.decode().ok()).unwrap_or_default();
         // What can fail before the completion begins fails with its own status.
         let meta: Vec<(String, String)> = pending.metadata.clone().into_iter().collect();
         self.zone

@@ -303,10 +303,10 @@ mod tests {
     fn session() -> Session {
         Session {
             caller: weft_zone::Caller {
-                user_id: 1,
+                user_id: weft_zone::PrincipalId(1),
                 name: weft_types::PrincipalName::parse("alice").unwrap(),
                 is_admin: false,
-                principal_ids: vec![1],
+                principal_ids: vec![weft_zone::PrincipalId(1)],
                 via_zone: None,
                 oidc: None,
             },

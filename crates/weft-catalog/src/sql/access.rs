@@ -4,7 +4,7 @@ use super::batch::{bind, Arg};
 use super::rows::{self, Columns};
 use super::{audit, db, db_ctx, placeholders, subtree_range, SqlCatalog};
 use crate::Access;
-use crate::AclEntry;
+use crate::{AclEntry, NodeId, PrincipalId};
 use async_trait::async_trait;
 use weft_types::{Error, LogicalPath, Permission};
 
@@ -13,7 +13,7 @@ impl Access for SqlCatalog {
     async fn set_acl(
         &self,
         path: &LogicalPath,
-        principal_id: i64,
+        principal_id: PrincipalId,
         permission: Permission,
         recursive: bool,
     ) -> Result<(), Error> {
@@ -27,7 +27,7 @@ impl Access for SqlCatalog {
         .fetch_one(&mut *tx)
         .await
         .map_err(db)?;
-        let Some(node_id) = rows::get::<Option<i64>>(&row, 0)? else {
+        let Some(node_id) = rows::get::<Option<NodeId>>(&row, 0)? else {
             return Err(Error::not_found(path));
         };
         let Some(principal) = rows::get::<Option<String>>(&row, 1)? else {
@@ -90,7 +90,7 @@ impl Access for SqlCatalog {
         tx.commit().await.map_err(db)
     }
 
-    async fn list_acl(&self, node_id: i64) -> Result<Vec<AclEntry>, Error> {
+    async fn list_acl(&self, node_id: NodeId) -> Result<Vec<AclEntry>, Error> {
         sqlx::query(
             "SELECT p.name, p.kind, a.level FROM acls a JOIN principals p ON p.id = a.principal_id \
              WHERE a.node_id = $1 ORDER BY p.name",
@@ -113,7 +113,7 @@ impl Access for SqlCatalog {
     async fn effective_permission(
         &self,
         path: &LogicalPath,
-        principal_ids: &[i64],
+        principal_ids: &[PrincipalId],
     ) -> Result<Permission, Error> {
         if principal_ids.is_empty() {
             return Ok(Permission::None);
@@ -132,7 +132,7 @@ impl Access for SqlCatalog {
         permission(&row)
     }
 
-    async fn has_acl_below(&self, path: &LogicalPath, principal_ids: &[i64]) -> Result<bool, Error> {
+    async fn has_acl_below(&self, path: &LogicalPath, principal_ids: &[PrincipalId]) -> Result<bool, Error> {
         if principal_ids.is_empty() {
             return Ok(false);
         }
@@ -156,7 +156,7 @@ impl Access for SqlCatalog {
 /// level of any of the principals, and whether one of them owns any of those nodes.
 /// `+n.owner_id` keeps the owner index out of the plan: by owner, SQLite would walk every
 /// node the caller owns (a check per put that grew with the user's data).
-fn permission_sql(path: &LogicalPath, principal_ids: &[i64]) -> String {
+fn permission_sql(path: &LogicalPath, principal_ids: &[PrincipalId]) -> String {
     let chain = path.ancestors_and_self().len();
     let paths = placeholders(1, chain);
     let ids = placeholders(1 + chain, principal_ids.len());
@@ -168,7 +168,7 @@ fn permission_sql(path: &LogicalPath, principal_ids: &[i64]) -> String {
     )
 }
 
-fn permission_args(path: &LogicalPath, principal_ids: &[i64]) -> Vec<Arg> {
+fn permission_args(path: &LogicalPath, principal_ids: &[PrincipalId]) -> Vec<Arg> {
     let paths = path
         .ancestors_and_self()
         .into_iter()
@@ -190,7 +190,7 @@ fn permission(row: &impl Columns) -> Result<Permission, Error> {
 pub(super) async fn explain_permission(
     c: &SqlCatalog,
     path: &LogicalPath,
-    principal_ids: &[i64],
+    principal_ids: &[PrincipalId],
 ) -> Result<String, Error> {
     let (sql, col) = super::explain_sql(c.dialect, &permission_sql(path, principal_ids));
     let rows = bind(sqlx::query(&sql), permission_args(path, principal_ids))

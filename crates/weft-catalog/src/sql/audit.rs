@@ -177,7 +177,7 @@ fn log_sql(dialect: crate::Dialect, q: &AuditQuery) -> (String, Vec<String>, Vec
     }
     if let Some(before) = q.before {
         sql.push_str(&format!(" AND id < ${}", binds.len() + ints.len() + 1));
-        ints.push(before);
+        ints.push(before.0);
     }
     sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", q.limit.clamp(1, 10_000)));
     (positional(dialect, sql), binds, ints)

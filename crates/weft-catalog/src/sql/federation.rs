@@ -2,7 +2,7 @@
 
 use super::rows::{self, PRINCIPAL_COLS, ZONE_COLS};
 use super::{affected, audit, db, db_ctx, now_ms, SqlCatalog};
-use crate::{Federation, PeerZone, Principal};
+use crate::{Federation, PeerZone, Principal, PrincipalId};
 use async_trait::async_trait;
 use weft_types::{Error, PrincipalName, ZoneName};
 
@@ -90,7 +90,7 @@ impl Federation for SqlCatalog {
         &self,
         zone: &ZoneName,
         remote_user: &PrincipalName,
-        local_id: i64,
+        local_id: PrincipalId,
     ) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
         sqlx::query(

@@ -4,7 +4,7 @@
 use super::policies::record_events;
 use super::rows::{self, NODE_COLS, NODE_FROM};
 use super::{affected, audit, db, db_ctx, explain_sql, plan_text, subtree_range, SqlCatalog};
-use crate::{current_actor, Actor, Avu, Dialect, FindQuery, MetaEdit, Metadata, Node};
+use crate::{current_actor, Actor, Avu, Dialect, FindQuery, MetaEdit, Metadata, Node, NodeId};
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use weft_types::meta::{parse_number, validate_avu_part};
@@ -27,21 +27,21 @@ pub(super) fn number(value: &str) -> (f64, bool) {
     }
 }
 
-fn what(node_id: i64, avu: &Avu) -> String {
+fn what(node_id: NodeId, avu: &Avu) -> String {
     format!("metadata {}={} on node {node_id}", avu.attr, avu.value)
 }
 
 #[async_trait]
 impl Metadata for SqlCatalog {
-    async fn add_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error> {
+    async fn add_avu(&self, node_id: NodeId, avu: &Avu) -> Result<(), Error> {
         self.edit_avus(node_id, &[MetaEdit::Add(avu.clone())]).await
     }
 
-    async fn set_avu(&self, node_id: i64, avu: &Avu) -> Result<(), Error> {
+    async fn set_avu(&self, node_id: NodeId, avu: &Avu) -> Result<(), Error> {
         self.edit_avus(node_id, &[MetaEdit::Set(avu.clone())]).await
     }
 
-    async fn remove_avu(&self, node_id: i64, attr: &str, value: Option<&str>) -> Result<(), Error> {
+    async fn remove_avu(&self, node_id: NodeId, attr: &str, value: Option<&str>) -> Result<(), Error> {
         let edit = MetaEdit::Remove {
             attr: attr.to_owned(),
             value: value.map(str::to_owned),
@@ -50,7 +50,7 @@ impl Metadata for SqlCatalog {
     }
 
     /// The edits in one transaction, each recorded as a `meta` event of its attribute.
-    async fn edit_avus(&self, node_id: i64, edits: &[MetaEdit]) -> Result<(), Error> {
+    async fn edit_avus(&self, node_id: NodeId, edits: &[MetaEdit]) -> Result<(), Error> {
         for e in edits {
             if let MetaEdit::Add(avu) | MetaEdit::Set(avu) = e {
                 validate(avu)?;
@@ -60,7 +60,7 @@ impl Metadata for SqlCatalog {
         for e in edits {
             apply(&mut tx, node_id, e).await?;
         }
-        let attrs: Vec<(i64, Option<&str>)> = edits
+        let attrs: Vec<(NodeId, Option<&str>)> = edits
             .iter()
             .map(|e| match e {
                 MetaEdit::Add(a) | MetaEdit::Set(a) => (node_id, Some(a.attr.as_str())),
@@ -81,7 +81,7 @@ impl Metadata for SqlCatalog {
         tx.commit().await.map_err(db)
     }
 
-    async fn list_avus(&self, node_id: i64) -> Result<Vec<Avu>, Error> {
+    async fn list_avus(&self, node_id: NodeId) -> Result<Vec<Avu>, Error> {
         sqlx::query("SELECT attr, value, unit FROM avus WHERE node_id = $1 ORDER BY attr, value, unit")
             .bind(node_id)
             .fetch_all(self.pool())
@@ -126,7 +126,7 @@ impl Metadata for SqlCatalog {
 /// `sql` with $1..$6 bound to the node, the AVU and its numeric reading.
 pub(super) fn insert_avu<'q>(
     sql: &'q str,
-    node_id: i64,
+    node_id: NodeId,
     avu: &'q Avu,
 ) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
     let (num, is_num) = number(&avu.value);
@@ -148,7 +148,7 @@ const ADD_AVU: &str = "INSERT INTO avus (node_id, attr, value, unit, value_num) 
 /// Removes every value of an attribute of a node.
 const CLEAR_ATTR: &str = "DELETE FROM avus WHERE node_id = $1 AND attr = $2";
 
-async fn apply(tx: &mut Transaction<'static, Any>, node_id: i64, edit: &MetaEdit) -> Result<(), Error> {
+async fn apply(tx: &mut Transaction<'static, Any>, node_id: NodeId, edit: &MetaEdit) -> Result<(), Error> {
     match edit {
         MetaEdit::Add(avu) => {
             let r = insert_avu(ADD_AVU, node_id, avu)
@@ -210,7 +210,7 @@ async fn apply(tx: &mut Transaction<'static, Any>, node_id: i64, edit: &MetaEdit
     Ok(())
 }
 
-pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(), Error> {
+pub(super) async fn add_avus(c: &SqlCatalog, items: &[(NodeId, Avu)]) -> Result<(), Error> {
     for (_, avu) in items {
         validate(avu)?;
     }
@@ -244,17 +244,17 @@ pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(),
         }
         q.execute(&mut *tx).await.map_err(|e| db_ctx(e, "metadata"))?;
     }
-    let changed: std::collections::BTreeSet<(i64, &str)> =
+    let changed: std::collections::BTreeSet<(NodeId, &str)> =
         items.iter().map(|(n, a)| (*n, a.attr.as_str())).collect();
-    let changed: Vec<(i64, Option<&str>)> = changed.into_iter().map(|(n, a)| (n, Some(a))).collect();
+    let changed: Vec<(NodeId, Option<&str>)> = changed.into_iter().map(|(n, a)| (n, Some(a))).collect();
     record_events(&mut tx, "meta", &changed).await?;
     // One entry per node, not per AVU: a bulk import adds many to each.
-    let mut per_node: std::collections::BTreeMap<i64, Vec<&Avu>> = std::collections::BTreeMap::new();
+    let mut per_node: std::collections::BTreeMap<NodeId, Vec<&Avu>> = std::collections::BTreeMap::new();
     for (node_id, avu) in items {
         per_node.entry(*node_id).or_default().push(avu);
     }
-    let ids: Vec<i64> = per_node.keys().copied().collect();
-    let mut paths: Vec<(i64, LogicalPath)> = Vec::with_capacity(ids.len());
+    let ids: Vec<NodeId> = per_node.keys().copied().collect();
+    let mut paths: Vec<(NodeId, LogicalPath)> = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(super::rows_per_statement(1)) {
         let sql = format!(
             "SELECT id, path FROM nodes WHERE id IN ({})",
@@ -286,7 +286,7 @@ pub(super) async fn add_avus(c: &SqlCatalog, items: &[(i64, Avu)]) -> Result<(),
 
 pub(super) async fn node_path(
     tx: &mut Transaction<'static, Any>,
-    node_id: i64,
+    node_id: NodeId,
 ) -> Result<LogicalPath, Error> {
     let path: String = sqlx::query_scalar("SELECT path FROM nodes WHERE id = $1")
         .bind(node_id)
@@ -421,7 +421,7 @@ fn find_sql(dialect: Dialect, q: &FindQuery) -> Result<(String, Vec<Arg>), Error
         sql.push_str(&format!(" AND n.kind = ${}", args.len()));
     }
     if let Some(after) = q.after_id {
-        args.push(Arg::I(after));
+        args.push(Arg::I(after.0));
         sql.push_str(&format!(" AND n.id > ${}", args.len()));
     }
     args.push(Arg::I(i64::from(q.limit)));
@@ -462,7 +462,7 @@ fn bind_all<'q>(
 }
 
 /// The plans of `ADD_AVU` and `CLEAR_ATTR` on `node_id`, one after the other.
-pub(super) async fn explain_avu_edits(c: &SqlCatalog, node_id: i64) -> Result<String, Error> {
+pub(super) async fn explain_avu_edits(c: &SqlCatalog, node_id: NodeId) -> Result<String, Error> {
     let avu = Avu {
         attr: "a".into(),
         value: "v".into(),

@@ -11,6 +11,7 @@
 mod access;
 pub(crate) mod audit;
 mod batch;
+pub(crate) use batch::Arg;
 mod federation;
 mod leases;
 mod metadata;
@@ -32,7 +33,7 @@ mod transfers;
 mod uploads;
 mod web_sessions;
 
-use crate::{Avu, Catalog, Dialect};
+use crate::{Avu, Catalog, Dialect, NodeId, PrincipalId};
 use async_trait::async_trait;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyQueryResult};
@@ -463,12 +464,12 @@ impl SqlCatalog {
 
     /// Adds many AVUs in one transaction (bulk metadata import). All or nothing; unlike
     /// [`Catalog::add_avu`] it does not check for duplicate triples.
-    pub async fn add_avus(&self, items: &[(i64, Avu)]) -> Result<(), Error> {
+    pub async fn add_avus(&self, items: &[(NodeId, Avu)]) -> Result<(), Error> {
         metadata::add_avus(self, items).await
     }
 
     /// The query plans of the lookups a metadata add and set make on `node_id`.
-    pub async fn explain_avu_edits(&self, node_id: i64) -> Result<String, Error> {
+    pub async fn explain_avu_edits(&self, node_id: NodeId) -> Result<String, Error> {
         metadata::explain_avu_edits(self, node_id).await
     }
 
@@ -476,7 +477,7 @@ impl SqlCatalog {
     pub async fn explain_permission(
         &self,
         path: &LogicalPath,
-        principal_ids: &[i64],
+        principal_ids: &[PrincipalId],
     ) -> Result<String, Error> {
         access::explain_permission(self, path, principal_ids).await
     }
@@ -845,6 +846,58 @@ pub(crate) fn placeholders(first: usize, n: usize) -> String {
     s
 }
 
+/// Binds and reads an id of `ids.rs` as the integer it wraps, the column's stored value,
+/// through sqlx (either dialect) and the catalog's own SQLite connection alike.
+macro_rules! id_column {
+    ($name:ident) => {
+        impl sqlx::Type<sqlx::Any> for $name {
+            fn type_info() -> sqlx::any::AnyTypeInfo {
+                <i64 as sqlx::Type<sqlx::Any>>::type_info()
+            }
+
+            fn compatible(ty: &sqlx::any::AnyTypeInfo) -> bool {
+                <i64 as sqlx::Type<sqlx::Any>>::compatible(ty)
+            }
+        }
+
+        impl<'q> sqlx::Encode<'q, sqlx::Any> for $name {
+            fn encode_by_ref(
+                &self,
+                buf: &mut <sqlx::Any as sqlx::Database>::ArgumentBuffer<'q>,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <i64 as sqlx::Encode<'q, sqlx::Any>>::encode_by_ref(&self.0, buf)
+            }
+        }
+
+        impl<'r> sqlx::Decode<'r, sqlx::Any> for $name {
+            fn decode(
+                value: <sqlx::Any as sqlx::Database>::ValueRef<'r>,
+            ) -> Result<Self, sqlx::error::BoxDynError> {
+                <i64 as sqlx::Decode<'r, sqlx::Any>>::decode(value).map($name)
+            }
+        }
+
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                <i64 as rusqlite::types::FromSql>::column_result(value).map($name)
+            }
+        }
+
+        impl rusqlite::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                <i64 as rusqlite::ToSql>::to_sql(&self.0)
+            }
+        }
+
+        impl From<$name> for $crate::sql::Arg {
+            fn from(id: $name) -> $crate::sql::Arg {
+                $crate::sql::Arg::Int(id.0)
+            }
+        }
+    };
+}
+pub(crate) use id_column;
+
 #[async_trait]
 impl Catalog for SqlCatalog {
     fn dialect(&self) -> Dialect {
@@ -991,6 +1044,44 @@ mod tests {
             normalise_url("mysql://x").unwrap_err().code,
             ErrorCode::InvalidArgument
         );
+    }
+
+    #[tokio::test]
+    async fn a_json_column_that_is_not_json_is_a_catalog_error_naming_its_row() {
+        use crate::{Policies, Transfers};
+        let c = SqlCatalog::connect("sqlite::memory:").await.unwrap();
+        let owner = c
+            .create_principal(
+                &weft_types::PrincipalName::parse("u").unwrap(),
+                crate::PrincipalKind::User,
+                false,
+            )
+            .await
+            .unwrap();
+        let id = weft_types::TransferId::new("t1");
+        let spec = crate::TransferSpecJson::encode(&serde_json::json!({"sources": []})).unwrap();
+        let kind = weft_types::TransferKind::User;
+        c.create_transfer(&id, owner.id, None, None, kind, &spec)
+            .await
+            .unwrap();
+        let rule = "{}".parse().unwrap();
+        c.put_policy_rules(&[("r".into(), rule)]).await.unwrap();
+        assert_eq!(c.get_transfer(&id).await.unwrap().unwrap().spec, spec);
+        for sql in [
+            "UPDATE transfers SET spec = 'not json'",
+            "UPDATE policy_rules SET definition = '{'",
+        ] {
+            sqlx::query(sql)
+                .execute(&mut *c.writer().await.unwrap())
+                .await
+                .unwrap();
+        }
+        let e = c.get_transfer(&id).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::CatalogError);
+        assert!(e.message.contains("request of transfer t1"), "{e}");
+        let e = c.list_policy_rules().await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::CatalogError);
+        assert!(e.message.contains("definition of policy rule r"), "{e}");
     }
 
     #[tokio::test]

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::{
     current_actor, Actor, ChildKey, ChildOrder, ChildSort, ListedObject, LocatedNode, Namespace, NewObject,
-    Node, Registered, Removed,
+    Node, NodeId, PrincipalId, Registered, Removed, ResourceId,
 };
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
@@ -61,7 +61,7 @@ impl Namespace for SqlCatalog {
     async fn create_collection(
         &self,
         path: &LogicalPath,
-        owner_id: i64,
+        owner_id: PrincipalId,
         parents: bool,
     ) -> Result<Node, Error> {
         let now = now_ms();
@@ -79,7 +79,7 @@ impl Namespace for SqlCatalog {
         for p in &chain {
             q = q.bind(p.as_str());
         }
-        let mut existing: HashMap<String, (i64, NodeKind)> = HashMap::new();
+        let mut existing: HashMap<String, (NodeId, NodeKind)> = HashMap::new();
         for row in q.fetch_all(&mut *tx).await.map_err(db)? {
             existing.insert(rows::get(&row, 1)?, (rows::get(&row, 0)?, kind_of(&row, 2)?));
         }
@@ -98,7 +98,7 @@ impl Namespace for SqlCatalog {
 
         // Walk down from the zone root: existing ancestors must be collections; missing ones are
         // created with `parents` (all but the zone root: zones are created by the zone layer).
-        let mut parent_id: Option<i64> = None;
+        let mut parent_id: Option<NodeId> = None;
         let mut made: Vec<&LogicalPath> = Vec::new();
         for p in &chain[..chain.len() - 1] {
             match existing.get(p.as_str()) {
@@ -171,7 +171,7 @@ impl Namespace for SqlCatalog {
 
     async fn list_children(
         &self,
-        parent_id: i64,
+        parent_id: NodeId,
         after_name: Option<&str>,
         limit: u32,
     ) -> Result<Vec<Node>, Error> {
@@ -205,7 +205,7 @@ impl Namespace for SqlCatalog {
 
     async fn list_children_in(
         &self,
-        parent_id: i64,
+        parent_id: NodeId,
         order: ChildOrder,
         after: Option<&ChildKey>,
         limit: u32,
@@ -286,7 +286,7 @@ impl Namespace for SqlCatalog {
                 q = q.bind(p.as_str());
             }
             for row in q.fetch_all(self.pool()).await.map_err(db)? {
-                let id: i64 = rows::get(&row, 0)?;
+                let id: NodeId = rows::get(&row, 0)?;
                 if out.last().is_none_or(|n| n.id != id) {
                     let path: String = rows::get(&row, 1)?;
                     let kind: String = rows::get(&row, 2)?;
@@ -299,7 +299,7 @@ impl Namespace for SqlCatalog {
                     });
                 }
                 // NULL where the node has no good replica.
-                if let Some(resource) = rows::get::<Option<i64>>(&row, 4)? {
+                if let Some(resource) = rows::get::<Option<ResourceId>>(&row, 4)? {
                     let key = rows::get(&row, 5)?;
                     out.last_mut().expect("pushed above").good.push((resource, key));
                 }
@@ -325,7 +325,7 @@ impl Namespace for SqlCatalog {
             .await
             .map_err(db)?
             .ok_or_else(|| Error::not_found(path))?;
-        let id: i64 = rows::get(&row, 0)?;
+        let id: NodeId = rows::get(&row, 0)?;
         let kind = kind_of(&row, 1)?;
         if kind == NodeKind::Collection && !recursive {
             let child = sqlx::query("SELECT 1 FROM nodes WHERE parent_id = $1 LIMIT 1")
@@ -482,7 +482,7 @@ impl Namespace for SqlCatalog {
                     format!("{to} already exists"),
                 ));
             }
-            new_parent = Some((rows::get::<i64>(row, 0)?, kind_of(row, 2)?));
+            new_parent = Some((rows::get::<NodeId>(row, 0)?, kind_of(row, 2)?));
         }
         let new_parent = match new_parent {
             None => return Err(Error::not_found(format_args!("collection {to_parent}"))),
@@ -533,7 +533,7 @@ impl Namespace for SqlCatalog {
         Ok(node)
     }
 
-    async fn get_node_by_id(&self, id: i64) -> Result<Option<Node>, Error> {
+    async fn get_node_by_id(&self, id: NodeId) -> Result<Option<Node>, Error> {
         let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.id = $1");
         sqlx::query(&sql)
             .bind(id)
@@ -558,7 +558,7 @@ pub(super) async fn node_by_path(conn: &mut AnyConnection, path: &str) -> Result
         .transpose()
 }
 
-async fn owner_name(conn: &mut AnyConnection, owner_id: i64) -> Result<PrincipalName, Error> {
+async fn owner_name(conn: &mut AnyConnection, owner_id: PrincipalId) -> Result<PrincipalName, Error> {
     let row = sqlx::query("SELECT name FROM principals WHERE id = $1")
         .bind(owner_id)
         .fetch_optional(conn)
@@ -584,12 +584,12 @@ pub(super) fn not_a_collection(path: &str) -> Error {
 /// collection.
 async fn insert_collection(
     conn: &mut AnyConnection,
-    parent_id: Option<i64>,
+    parent_id: Option<NodeId>,
     path: &LogicalPath,
-    owner_id: i64,
+    owner_id: PrincipalId,
     now: Millis,
     reuse: bool,
-) -> Result<(i64, bool), Error> {
+) -> Result<(NodeId, bool), Error> {
     let row = sqlx::query(
         "INSERT INTO nodes (parent_id, path, name, kind, size, checksum, owner_id, created, modified) \
          VALUES ($1, $2, $3, 'collection', 0, NULL, $4, $5, $5) ON CONFLICT DO NOTHING RETURNING id",

@@ -2,6 +2,7 @@
 
 use super::rows::{self, get};
 use super::{audit, db, db_ctx, now_ms, SqlCatalog};
+use crate::NodeId;
 use crate::PidRecord;
 use crate::Pids;
 use async_trait::async_trait;
@@ -27,7 +28,7 @@ fn pid(row: &AnyRow) -> Result<PidRecord, Error> {
 
 #[async_trait]
 impl Pids for SqlCatalog {
-    async fn pid_of(&self, node_id: i64) -> Result<Option<PidRecord>, Error> {
+    async fn pid_of(&self, node_id: NodeId) -> Result<Option<PidRecord>, Error> {
         sqlx::query(&format!("{PID_SELECT} WHERE p.node_id = $1"))
             .bind(node_id)
             .fetch_optional(self.pool())
@@ -50,7 +51,7 @@ impl Pids for SqlCatalog {
             .transpose()
     }
 
-    async fn mint_pid(&self, node_id: i64, prefix: &str, suffix: &str) -> Result<PidRecord, Error> {
+    async fn mint_pid(&self, node_id: NodeId, prefix: &str, suffix: &str) -> Result<PidRecord, Error> {
         let mut tx = self.begin_write().await?;
         let path: String = sqlx::query_scalar("SELECT path FROM nodes WHERE id = $1")
             .bind(node_id)

@@ -5,8 +5,8 @@ use super::batch::{Arg, Batch};
 use super::rows::{self, get, path, NODE_COLS, NODE_FROM};
 use super::{affected, audit, db, db_ctx, now_ms, placeholders, SqlCatalog};
 use crate::{
-    current_actor, Actor, Avu, NewPolicyTask, Node, NodeEvent, Policies, PolicyRuleRecord, PolicyTask,
-    QosRecord,
+    current_actor, Actor, Avu, EventId, NewPolicyTask, Node, NodeEvent, NodeId, Policies, PolicyActionJson,
+    PolicyRuleJson, PolicyRuleRecord, PolicyTask, PolicyTaskId, PrincipalId, QosId, QosRecord,
 };
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
@@ -21,13 +21,14 @@ const TASK_COLS: &str =
 const QOS_COLS: &str = "id, path, expression, owner_id, status, reason, evaluated, created";
 
 fn task(row: &AnyRow) -> Result<PolicyTask, Error> {
+    let id: PolicyTaskId = get(row, 0)?;
     let p: String = get(row, 3)?;
     Ok(PolicyTask {
-        id: get(row, 0)?,
+        id,
         rule: get(row, 1)?,
         node_id: get(row, 2)?,
         path: path(&p)?,
-        action: get(row, 4)?,
+        action: PolicyActionJson::stored(get(row, 4)?, format_args!("action of policy task {id}"))?,
         state: rows::parsed(row, 5, "policy task state")?,
         transfers: get::<Option<String>>(row, 6)?
             .unwrap_or_default()
@@ -68,7 +69,7 @@ fn qos(row: &AnyRow) -> Result<QosRecord, Error> {
 pub(super) async fn record_events(
     tx: &mut Transaction<'static, Any>,
     kind: &str,
-    items: &[(i64, Option<&str>)],
+    items: &[(NodeId, Option<&str>)],
 ) -> Result<(), Error> {
     let mut batch = Batch::new(super::dialect_of(tx));
     push_events(&mut batch, kind, items);
@@ -79,7 +80,7 @@ pub(super) async fn record_events(
 /// something listens for them, a policy rule or a QoS requirement, as the transaction sees
 /// it: a zone without either (most puts of most zones) writes no event rows, and its
 /// engine deletes none.
-pub(super) fn push_events(batch: &mut Batch, kind: &str, items: &[(i64, Option<&str>)]) {
+pub(super) fn push_events(batch: &mut Batch, kind: &str, items: &[(NodeId, Option<&str>)]) {
     let at = now_ms();
     for chunk in super::pow2_chunks(items, super::rows_per_statement(3)) {
         let mut sql = String::from(
@@ -125,7 +126,7 @@ impl Policies for SqlCatalog {
             .collect()
     }
 
-    async fn delete_events(&self, ids: &[i64]) -> Result<(), Error> {
+    async fn delete_events(&self, ids: &[EventId]) -> Result<(), Error> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -144,7 +145,7 @@ impl Policies for SqlCatalog {
         tx.commit().await.map_err(db)
     }
 
-    async fn put_policy_rules(&self, rules: &[(String, String)]) -> Result<(), Error> {
+    async fn put_policy_rules(&self, rules: &[(String, PolicyRuleJson)]) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
         let now = now_ms();
         for (name, definition) in rules {
@@ -175,9 +176,13 @@ impl Policies for SqlCatalog {
             .map_err(db)?
             .iter()
             .map(|r| {
+                let name: String = get(r, 0)?;
                 Ok(PolicyRuleRecord {
-                    name: get(r, 0)?,
-                    definition: get(r, 1)?,
+                    definition: PolicyRuleJson::stored(
+                        get(r, 1)?,
+                        format_args!("definition of policy rule {name}"),
+                    )?,
+                    name,
                     updated: get(r, 2)?,
                     last_run: get(r, 3)?,
                 })
@@ -353,7 +358,12 @@ impl Policies for SqlCatalog {
         .collect()
     }
 
-    async fn add_qos(&self, p: &LogicalPath, expression: &str, owner_id: i64) -> Result<QosRecord, Error> {
+    async fn add_qos(
+        &self,
+        p: &LogicalPath,
+        expression: &str,
+        owner_id: PrincipalId,
+    ) -> Result<QosRecord, Error> {
         let mut tx = self.begin_write().await?;
         let row = sqlx::query(&format!(
             "INSERT INTO qos (path, expression, owner_id, status, created) VALUES ($1, $2, $3, 'pending', $4) \
@@ -388,7 +398,7 @@ impl Policies for SqlCatalog {
             .collect()
     }
 
-    async fn delete_qos(&self, id: i64) -> Result<QosRecord, Error> {
+    async fn delete_qos(&self, id: QosId) -> Result<QosRecord, Error> {
         let mut tx = self.begin_write().await?;
         let row = sqlx::query(&format!("DELETE FROM qos WHERE id = $1 RETURNING {QOS_COLS}"))
             .bind(id)
@@ -405,7 +415,7 @@ impl Policies for SqlCatalog {
 
     async fn set_qos_status(
         &self,
-        id: i64,
+        id: QosId,
         status: QosStatus,
         reason: &str,
         at: Millis,
@@ -424,7 +434,7 @@ impl Policies for SqlCatalog {
         Ok(())
     }
 
-    async fn nodes_with_avus(&self, ids: &[i64]) -> Result<Vec<(Node, Vec<Avu>)>, Error> {
+    async fn nodes_with_avus(&self, ids: &[NodeId]) -> Result<Vec<(Node, Vec<Avu>)>, Error> {
         let mut ids = ids.to_vec();
         ids.sort_unstable();
         ids.dedup();
@@ -446,7 +456,7 @@ impl Policies for SqlCatalog {
                 out.push((rows::node(&row)?, Vec::new()));
             }
             for row in qa.fetch_all(self.pool()).await.map_err(db)? {
-                let node_id: i64 = get(&row, 0)?;
+                let node_id: NodeId = get(&row, 0)?;
                 let avu = Avu {
                     attr: get(&row, 1)?,
                     value: get(&row, 2)?,

@@ -2,7 +2,7 @@
 
 use super::rows::{self, PRINCIPAL_COLS, TOKEN_COLS};
 use super::{affected, audit, db, db_ctx, now_ms, SqlCatalog};
-use crate::{Principal, PrincipalKind, Principals, TokenRecord};
+use crate::{Principal, PrincipalId, PrincipalKind, Principals, TokenId, TokenRecord};
 use async_trait::async_trait;
 use weft_types::{Error, ErrorCode, Millis, PrincipalName};
 
@@ -51,7 +51,7 @@ impl Principals for SqlCatalog {
 
     async fn delete_principal(&self, name: &PrincipalName) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
-        let (id, kind): (i64, PrincipalKind) =
+        let (id, kind): (PrincipalId, PrincipalKind) =
             match sqlx::query("SELECT id, kind FROM principals WHERE name = $1")
                 .bind(name.as_str())
                 .fetch_optional(&mut *tx)
@@ -146,7 +146,7 @@ impl Principals for SqlCatalog {
             .collect()
     }
 
-    async fn group_ids_of(&self, user_id: i64) -> Result<Vec<i64>, Error> {
+    async fn group_ids_of(&self, user_id: PrincipalId) -> Result<Vec<PrincipalId>, Error> {
         sqlx::query("SELECT group_id FROM group_members WHERE user_id = $1 ORDER BY group_id")
             .bind(user_id)
             .fetch_all(self.pool())
@@ -159,7 +159,7 @@ impl Principals for SqlCatalog {
 
     async fn create_token(
         &self,
-        user_id: i64,
+        user_id: PrincipalId,
         secret_hash: &str,
         label: &str,
         expires: Option<Millis>,
@@ -174,7 +174,7 @@ impl Principals for SqlCatalog {
             .await
             .map_err(db)?
             .ok_or_else(|| Error::not_found(format_args!("user id {user_id}")))?;
-        let id: i64 = sqlx::query_scalar(
+        let id: TokenId = sqlx::query_scalar(
             "INSERT INTO tokens (user_id, secret_hash, label, created, expires) \
              VALUES ($1, $2, $3, $4, $5) RETURNING id",
         )
@@ -219,7 +219,10 @@ impl Principals for SqlCatalog {
         Ok(Some((rows::token(&row, 0)?, rows::principal(&row, 5)?)))
     }
 
-    async fn list_tokens(&self, user_id: Option<i64>) -> Result<Vec<(TokenRecord, PrincipalName)>, Error> {
+    async fn list_tokens(
+        &self,
+        user_id: Option<PrincipalId>,
+    ) -> Result<Vec<(TokenRecord, PrincipalName)>, Error> {
         let filter = if user_id.is_some() {
             "WHERE t.user_id = $1"
         } else {
@@ -246,7 +249,7 @@ impl Principals for SqlCatalog {
             .collect()
     }
 
-    async fn delete_token(&self, id: i64) -> Result<TokenRecord, Error> {
+    async fn delete_token(&self, id: TokenId) -> Result<TokenRecord, Error> {
         let mut tx = self.begin_write().await?;
         let sql = format!(
             "SELECT {TOKEN_COLS}, p.name FROM tokens t JOIN principals p ON p.id = t.user_id WHERE t.id = $1"
@@ -358,7 +361,7 @@ async fn group_and_user(
     exec: &mut sqlx::AnyConnection,
     group: &PrincipalName,
     user: &PrincipalName,
-) -> Result<(i64, i64), Error> {
+) -> Result<(PrincipalId, PrincipalId), Error> {
     let found = sqlx::query("SELECT id, name, kind FROM principals WHERE name IN ($1, $2)")
         .bind(group.as_str())
         .bind(user.as_str())
@@ -368,7 +371,7 @@ async fn group_and_user(
     let mut gid = None;
     let mut uid = None;
     for row in &found {
-        let id: i64 = rows::get(row, 0)?;
+        let id: PrincipalId = rows::get(row, 0)?;
         let n: String = rows::get(row, 1)?;
         let kind = rows::principal_kind(&rows::get::<String>(row, 2)?)?;
         if n == group.as_str() {

@@ -13,7 +13,7 @@
 
 use super::batch::{bind, bind_now, Arg};
 use super::{db, placeholders, positional, rows, Dialect};
-use crate::{quota_exceeded, OverQuota};
+use crate::{quota_exceeded, OverQuota, PrincipalId, ResourceId};
 use sqlx::AnyConnection;
 use std::collections::BTreeMap;
 use weft_types::Error;
@@ -30,15 +30,15 @@ struct Added {
 
 /// What a transaction adds, per (owner, resource).
 #[derive(Debug, Default)]
-pub(super) struct Charges(BTreeMap<(i64, i64), Added>);
+pub(super) struct Charges(BTreeMap<(PrincipalId, ResourceId), Added>);
 
 impl Charges {
-    fn at(&mut self, owner_id: i64, resource_id: i64) -> &mut Added {
+    fn at(&mut self, owner_id: PrincipalId, resource_id: ResourceId) -> &mut Added {
         self.0.entry((owner_id, resource_id)).or_default()
     }
 
     /// A new data object with its one copy.
-    pub(super) fn new_object(&mut self, owner_id: i64, resource_id: i64, size: i64) {
+    pub(super) fn new_object(&mut self, owner_id: PrincipalId, resource_id: ResourceId, size: i64) {
         let a = self.at(owner_id, resource_id);
         a.object_bytes += size;
         a.objects += 1;
@@ -50,8 +50,8 @@ impl Charges {
     /// `old_copy` bytes, if it had one there) is replaced.
     pub(super) fn overwrite(
         &mut self,
-        owner_id: i64,
-        resource_id: i64,
+        owner_id: PrincipalId,
+        resource_id: ResourceId,
         (old_size, size): (i64, i64),
         old_copy: Option<i64>,
     ) {
@@ -62,14 +62,20 @@ impl Charges {
     }
 
     /// A further copy of an object on the resource, replacing one of `old_copy` bytes.
-    pub(super) fn replica(&mut self, owner_id: i64, resource_id: i64, size: i64, old_copy: Option<i64>) {
+    pub(super) fn replica(
+        &mut self,
+        owner_id: PrincipalId,
+        resource_id: ResourceId,
+        size: i64,
+        old_copy: Option<i64>,
+    ) {
         let a = self.at(owner_id, resource_id);
         a.replica_bytes += size - old_copy.unwrap_or(0);
         a.replicas += i64::from(old_copy.is_none());
     }
 
-    fn owners(&self) -> Vec<i64> {
-        let mut ids: Vec<i64> = self.0.keys().map(|(owner, _)| *owner).collect();
+    fn owners(&self) -> Vec<PrincipalId> {
+        let mut ids: Vec<PrincipalId> = self.0.keys().map(|(owner, _)| *owner).collect();
         ids.dedup();
         ids
     }
@@ -100,18 +106,18 @@ impl Charges {
 /// A quota of an owner or of a group of one, with the owners of the transaction it charges.
 #[derive(Debug)]
 struct Limit {
-    principal_id: i64,
+    principal_id: PrincipalId,
     principal: String,
-    resource_id: Option<i64>,
+    resource_id: Option<ResourceId>,
     resource: Option<String>,
     max_bytes: Option<i64>,
     max_objects: Option<i64>,
-    charged: Vec<i64>,
+    charged: Vec<PrincipalId>,
 }
 
 /// The quotas of the owners and of their groups, each with the owner it charges (a row per
 /// pair), locked on PostgreSQL in one order.
-fn limits_statement(dialect: Dialect, owners: &[i64]) -> (String, Vec<Arg>) {
+fn limits_statement(dialect: Dialect, owners: &[PrincipalId]) -> (String, Vec<Arg>) {
     let n = owners.len();
     let lock = match dialect {
         Dialect::Sqlite => "",
@@ -134,13 +140,13 @@ fn limits_statement(dialect: Dialect, owners: &[i64]) -> (String, Vec<Arg>) {
 }
 
 type LimitRow = (
-    i64,
+    PrincipalId,
     String,
-    Option<i64>,
+    Option<ResourceId>,
     Option<String>,
     Option<i64>,
     Option<i64>,
-    i64,
+    PrincipalId,
 );
 
 fn gather(rows: Vec<LimitRow>) -> Vec<Limit> {
@@ -166,7 +172,7 @@ fn gather(rows: Vec<LimitRow>) -> Vec<Limit> {
 /// resource named `$3`. Placeholders in the order they appear (SQLite numbers them so).
 pub(super) fn usage_statement(
     dialect: Dialect,
-    principal_id: i64,
+    principal_id: PrincipalId,
     resource: Option<&str>,
 ) -> (String, Vec<Arg>) {
     (
@@ -180,7 +186,7 @@ pub(super) fn usage_statement(
 /// registration), an S3 multipart upload its parts so far.
 pub(super) fn usage_and_reserved_statement(
     dialect: Dialect,
-    principal_id: i64,
+    principal_id: PrincipalId,
     resource: Option<&str>,
 ) -> (String, Vec<Arg>) {
     let on = match resource {
@@ -217,7 +223,7 @@ fn usage_sql(on_resource: bool) -> String {
     }
 }
 
-fn usage_args(principal_id: i64, resource: Option<&str>) -> Vec<Arg> {
+fn usage_args(principal_id: PrincipalId, resource: Option<&str>) -> Vec<Arg> {
     let mut args = vec![Arg::from(principal_id), Arg::from(principal_id)];
     args.extend(resource.map(Arg::from));
     args

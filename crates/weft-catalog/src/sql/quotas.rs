@@ -4,7 +4,7 @@ use super::batch::bind;
 use super::quota_guard::usage_and_reserved_statement;
 use super::rows::{self, get};
 use super::{audit, db, now_ms, placeholders, positional, SqlCatalog};
-use crate::{Quota, Quotas, Usage};
+use crate::{PrincipalId, Quota, Quotas, ResourceId, Usage};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
@@ -16,7 +16,7 @@ const QUOTA_SELECT: &str =
      FROM quotas q JOIN principals p ON p.id = q.principal_id LEFT JOIN resources r ON r.id = q.resource_id";
 
 /// The quota of a principal on one resource, or on all.
-fn delete_sql(resource_id: Option<i64>) -> &'static str {
+fn delete_sql(resource_id: Option<ResourceId>) -> &'static str {
     match resource_id {
         Some(_) => "DELETE FROM quotas WHERE principal_id = $1 AND resource_id = $2",
         None => "DELETE FROM quotas WHERE principal_id = $1 AND resource_id IS NULL",
@@ -26,8 +26,8 @@ fn delete_sql(resource_id: Option<i64>) -> &'static str {
 /// The principal's name and the resource's ("all resources" for none), for the audit log.
 async fn names(
     tx: &mut Transaction<'static, Any>,
-    principal_id: i64,
-    resource_id: Option<i64>,
+    principal_id: PrincipalId,
+    resource_id: Option<ResourceId>,
 ) -> Result<(String, String), Error> {
     let row = sqlx::query(
         "SELECT (SELECT name FROM principals WHERE id = $1), (SELECT name FROM resources WHERE id = $2)",
@@ -57,8 +57,8 @@ fn quota(row: &AnyRow) -> Result<Quota, Error> {
 impl Quotas for SqlCatalog {
     async fn set_quota(
         &self,
-        principal_id: i64,
-        resource_id: Option<i64>,
+        principal_id: PrincipalId,
+        resource_id: Option<ResourceId>,
         max_bytes: Option<u64>,
         max_objects: Option<u64>,
     ) -> Result<(), Error> {
@@ -94,7 +94,11 @@ impl Quotas for SqlCatalog {
         tx.commit().await.map_err(db)
     }
 
-    async fn remove_quota(&self, principal_id: i64, resource_id: Option<i64>) -> Result<bool, Error> {
+    async fn remove_quota(
+        &self,
+        principal_id: PrincipalId,
+        resource_id: Option<ResourceId>,
+    ) -> Result<bool, Error> {
         let mut tx = self.begin_write().await?;
         let sql = positional(self.dialect, delete_sql(resource_id).to_owned());
         let mut q = sqlx::query(&sql).bind(principal_id);
@@ -121,7 +125,7 @@ impl Quotas for SqlCatalog {
             .collect()
     }
 
-    async fn quotas_of(&self, principal_ids: &[i64]) -> Result<Vec<Quota>, Error> {
+    async fn quotas_of(&self, principal_ids: &[PrincipalId]) -> Result<Vec<Quota>, Error> {
         if principal_ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -141,7 +145,11 @@ impl Quotas for SqlCatalog {
             .collect()
     }
 
-    async fn usage(&self, principal_id: i64, resource: Option<&ResourceName>) -> Result<Usage, Error> {
+    async fn usage(
+        &self,
+        principal_id: PrincipalId,
+        resource: Option<&ResourceName>,
+    ) -> Result<Usage, Error> {
         let resource = resource.map(ResourceName::as_str);
         let (sql, args) = usage_and_reserved_statement(self.dialect, principal_id, resource);
         let row = bind(sqlx::query(&sql), args)

@@ -17,7 +17,7 @@ use super::namespace::{node_by_path, not_a_collection};
 use super::quota_guard::{self, Charges};
 use super::replicas::replicas_of;
 use super::{db, db_ctx, now_ms, placeholders, positional, rows, rows_per_statement, Dialect, SqlCatalog};
-use crate::{NewObject, Node, Registered, Replica};
+use crate::{NewObject, Node, NodeId, PrincipalId, Registered, Replica, ResourceId};
 use rusqlite::TransactionBehavior;
 use sqlx::AnyConnection;
 use std::collections::{HashMap, HashSet};
@@ -54,7 +54,7 @@ pub(super) async fn register_objects(
         let chunk = &objects[range.clone()];
         let checksums = checksums(chunk);
         let (sql, args) = nodes_statement(c.dialect, &resolved, chunk, &checksums, now);
-        let mut inserted: HashMap<String, i64> = HashMap::with_capacity(chunk.len());
+        let mut inserted: HashMap<String, NodeId> = HashMap::with_capacity(chunk.len());
         for row in bind(&sql, args)
             .fetch_all(&mut *tx)
             .await
@@ -127,7 +127,7 @@ fn write_new(
         let chunk = &objects[range.clone()];
         let checksums = checksums(chunk);
         let (sql, args) = nodes_statement(Dialect::Sqlite, &resolved, chunk, &checksums, now);
-        let mut inserted: HashMap<String, i64> = HashMap::with_capacity(chunk.len());
+        let mut inserted: HashMap<String, NodeId> = HashMap::with_capacity(chunk.len());
         {
             let mut st = tx.prepare_cached(&sql)?;
             bind_now(&mut st, &args)?;
@@ -209,19 +209,19 @@ fn checksums(chunk: &[NewObject]) -> Vec<String> {
 
 /// What the registration needs to know about the rows the objects refer to.
 struct Resolved {
-    owners: HashMap<i64, PrincipalName>,
+    owners: HashMap<PrincipalId, PrincipalName>,
     /// Parent path → (id, kind).
-    parents: HashMap<String, (i64, NodeKind)>,
+    parents: HashMap<String, (NodeId, NodeKind)>,
 }
 
 /// The parents (row-locked on PostgreSQL) and, with the first chunk of them, the owners and
 /// resources: one statement for a group spanning up to `rows_per_statement(1)`
 /// collections. Each row is (kind or 'owner' or 'resource', id, path or name).
 fn resolve_statements(c: &SqlCatalog, objects: &[NewObject]) -> Vec<(String, Vec<Arg>)> {
-    let mut owner_ids: Vec<i64> = objects.iter().map(|o| o.owner_id).collect();
+    let mut owner_ids: Vec<PrincipalId> = objects.iter().map(|o| o.owner_id).collect();
     owner_ids.sort_unstable();
     owner_ids.dedup();
-    let mut resource_ids: Vec<i64> = objects.iter().map(|o| o.resource_id).collect();
+    let mut resource_ids: Vec<ResourceId> = objects.iter().map(|o| o.resource_id).collect();
     resource_ids.sort_unstable();
     resource_ids.dedup();
     let mut parent_paths: Vec<&str> = Vec::new();
@@ -249,7 +249,8 @@ fn resolve_statements(c: &SqlCatalog, objects: &[NewObject]) -> Vec<(String, Vec
                 placeholders(first, owner_ids.len()),
                 placeholders(first + owner_ids.len(), resource_ids.len())
             ));
-            args.extend(owner_ids.iter().chain(&resource_ids).map(|id| Arg::from(*id)));
+            args.extend(owner_ids.iter().map(|id| Arg::from(*id)));
+            args.extend(resource_ids.iter().map(|id| Arg::from(*id)));
         }
         out.push((positional(c.dialect, sql), args));
     }
@@ -257,7 +258,7 @@ fn resolve_statements(c: &SqlCatalog, objects: &[NewObject]) -> Vec<(String, Vec
 }
 
 /// Checks the rows of [`resolve_statements`]: every owner, resource and parent found, and
-/// each parent a collection.
+/// each parent a collection. A row's id is a principal's, a resource's or a node's, by its tag.
 fn resolve(objects: &[NewObject], found: Vec<(String, i64, String)>) -> Result<Resolved, Error> {
     let mut owners = HashMap::new();
     let mut resources = HashSet::new();
@@ -265,13 +266,13 @@ fn resolve(objects: &[NewObject], found: Vec<(String, i64, String)>) -> Result<R
     for (tag, id, name) in found {
         match tag.as_str() {
             "owner" => {
-                owners.insert(id, rows::principal_name(&name)?);
+                owners.insert(PrincipalId(id), rows::principal_name(&name)?);
             }
             "resource" => {
-                resources.insert(id);
+                resources.insert(ResourceId(id));
             }
             kind => {
-                parents.insert(name, (id, rows::node_kind(kind)?));
+                parents.insert(name, (NodeId(id), rows::node_kind(kind)?));
             }
         }
     }
@@ -335,7 +336,7 @@ fn nodes_statement(
     (positional(dialect, sql), args)
 }
 
-fn new_node(resolved: &Resolved, o: &NewObject, id: i64, now: Millis) -> Registered {
+fn new_node(resolved: &Resolved, o: &NewObject, id: NodeId, now: Millis) -> Registered {
     Registered {
         node: Node {
             id,
@@ -394,7 +395,7 @@ fn rest(
         }
     }
     if last {
-        let written: Vec<(i64, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
+        let written: Vec<(NodeId, Option<&str>)> = out.iter().map(|r| (r.node.id, None)).collect();
         super::policies::push_events(&mut batch, "written", &written);
         super::audit::push_puts(&mut batch, objects, overwrote);
     }

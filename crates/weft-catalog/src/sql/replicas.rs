@@ -5,7 +5,8 @@ use super::quota_guard::{self, Charges};
 use super::rows::{self, corrupt, get, REMOTE_REPLICA_COLS, REPLICA_COLS, REPLICA_FROM};
 use super::{affected, audit, db, now_ms, placeholders, subtree_range, SqlCatalog};
 use crate::{
-    CopyPlace, NewReplica, PlaceBytes, RemoteReplica, Replica, ReplicaPlace, Replicas, SubtreeCopies,
+    CopyPlace, NewReplica, NodeId, PlaceBytes, PrincipalId, RemoteReplica, RemoteReplicaId, Replica,
+    ReplicaId, ReplicaPlace, Replicas, ResourceId, SubtreeCopies,
 };
 use async_trait::async_trait;
 use sqlx::{Any, AnyConnection, Transaction};
@@ -24,7 +25,7 @@ impl Replicas for SqlCatalog {
                 .ok_or_else(|| Error::not_found(format_args!("data object {}", r.node_id)))?;
         let sum: Option<String> = get(&object, 0)?;
         let path = rows::path(&get::<String>(&object, 1)?)?;
-        let owner_id: i64 = get(&object, 2)?;
+        let owner_id: PrincipalId = get(&object, 2)?;
         if sum.as_deref() != Some(r.checksum.to_string().as_str()) {
             return Err(Error::new(
                 ErrorCode::Conflict,
@@ -112,7 +113,7 @@ impl Replicas for SqlCatalog {
         Ok(replaced)
     }
 
-    async fn set_replica_state(&self, id: i64, state: ReplicaState) -> Result<(), Error> {
+    async fn set_replica_state(&self, id: ReplicaId, state: ReplicaState) -> Result<(), Error> {
         let r = sqlx::query("UPDATE replicas SET state = $2 WHERE id = $1")
             .bind(id)
             .bind(state.as_str())
@@ -127,7 +128,7 @@ impl Replicas for SqlCatalog {
 
     async fn set_remote_replica(
         &self,
-        id: i64,
+        id: RemoteReplicaId,
         state: ReplicaState,
         verified: Option<Millis>,
     ) -> Result<(), Error> {
@@ -146,7 +147,7 @@ impl Replicas for SqlCatalog {
         Ok(())
     }
 
-    async fn remove_replica(&self, id: i64) -> Result<Replica, Error> {
+    async fn remove_replica(&self, id: ReplicaId) -> Result<Replica, Error> {
         let mut tx = self.begin_write().await?;
         let sql = format!("SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.id = $1");
         let replica = sqlx::query(&sql)
@@ -158,7 +159,7 @@ impl Replicas for SqlCatalog {
             .map(rows::replica)
             .transpose()?
             .ok_or_else(|| Error::not_found(format_args!("replica {id}")))?;
-        if other_good_copies(&mut tx, replica.node_id, id, -1).await? == 0 {
+        if other_good_copies(&mut tx, replica.node_id, id, RemoteReplicaId(-1)).await? == 0 {
             return Err(last_copy(replica.state));
         }
         sqlx::query("DELETE FROM replicas WHERE id = $1")
@@ -172,7 +173,7 @@ impl Replicas for SqlCatalog {
         Ok(replica)
     }
 
-    async fn remote_replicas(&self, node_id: i64) -> Result<Vec<RemoteReplica>, Error> {
+    async fn remote_replicas(&self, node_id: NodeId) -> Result<Vec<RemoteReplica>, Error> {
         let sql = format!("SELECT {REMOTE_REPLICA_COLS} FROM remote_replicas WHERE node_id = $1 ORDER BY id");
         sqlx::query(&sql)
             .bind(node_id)
@@ -184,7 +185,7 @@ impl Replicas for SqlCatalog {
             .collect()
     }
 
-    async fn remove_remote_replica(&self, id: i64) -> Result<RemoteReplica, Error> {
+    async fn remove_remote_replica(&self, id: RemoteReplicaId) -> Result<RemoteReplica, Error> {
         let mut tx = self.begin_write().await?;
         let sql = format!("SELECT {REMOTE_REPLICA_COLS} FROM remote_replicas WHERE id = $1");
         let replica = sqlx::query(&sql)
@@ -196,7 +197,7 @@ impl Replicas for SqlCatalog {
             .map(rows::remote_replica)
             .transpose()?
             .ok_or_else(|| Error::not_found(format_args!("replica {id}")))?;
-        if other_good_copies(&mut tx, replica.node_id, -1, id).await? == 0 {
+        if other_good_copies(&mut tx, replica.node_id, ReplicaId(-1), id).await? == 0 {
             return Err(last_copy(replica.state));
         }
         sqlx::query("DELETE FROM remote_replicas WHERE id = $1")
@@ -249,14 +250,14 @@ impl Replicas for SqlCatalog {
             .collect()
     }
 
-    async fn replicas(&self, node_id: i64) -> Result<Vec<Replica>, Error> {
+    async fn replicas(&self, node_id: NodeId) -> Result<Vec<Replica>, Error> {
         let mut conn = self.pool().acquire().await.map_err(db)?;
         replicas_of(&mut conn, node_id).await
     }
 
     async fn physical_keys_between(
         &self,
-        resource_id: i64,
+        resource_id: ResourceId,
         lo: &str,
         hi: &str,
     ) -> Result<Vec<String>, Error> {
@@ -274,7 +275,7 @@ impl Replicas for SqlCatalog {
         found.iter().map(|r| rows::get(r, 0)).collect()
     }
 
-    async fn touch_replica_verified(&self, replica_id: i64, at: Millis) -> Result<(), Error> {
+    async fn touch_replica_verified(&self, replica_id: ReplicaId, at: Millis) -> Result<(), Error> {
         let r = sqlx::query("UPDATE replicas SET verified = $2 WHERE id = $1")
             .bind(replica_id)
             .bind(at)
@@ -287,7 +288,7 @@ impl Replicas for SqlCatalog {
         Ok(())
     }
 
-    async fn copy_places(&self, node_ids: &[i64]) -> Result<Vec<CopyPlace>, Error> {
+    async fn copy_places(&self, node_ids: &[NodeId]) -> Result<Vec<CopyPlace>, Error> {
         let mut out = Vec::new();
         for chunk in node_ids.chunks(super::rows_per_statement(1)) {
             let ids = placeholders(1, chunk.len());
@@ -380,9 +381,9 @@ impl Replicas for SqlCatalog {
 /// Good copies of `node_id` other than the one being removed, here and in other zones.
 async fn other_good_copies(
     conn: &mut AnyConnection,
-    node_id: i64,
-    local_id: i64,
-    remote_id: i64,
+    node_id: NodeId,
+    local_id: ReplicaId,
+    remote_id: RemoteReplicaId,
 ) -> Result<i64, Error> {
     sqlx::query_scalar(
         "SELECT (SELECT count(*) FROM replicas WHERE node_id = $1 AND state = 'good' AND id <> $2) \
@@ -399,7 +400,7 @@ async fn other_good_copies(
 /// Records a change to the replicas of `node_id`, at its path.
 async fn record_at_node(
     tx: &mut Transaction<'static, Any>,
-    node_id: i64,
+    node_id: NodeId,
     detail: String,
 ) -> Result<(), Error> {
     let path = super::metadata::node_path(tx, node_id).await?;
@@ -417,7 +418,7 @@ fn last_copy(state: ReplicaState) -> Error {
     )
 }
 
-pub(super) async fn replicas_of(conn: &mut AnyConnection, node_id: i64) -> Result<Vec<Replica>, Error> {
+pub(super) async fn replicas_of(conn: &mut AnyConnection, node_id: NodeId) -> Result<Vec<Replica>, Error> {
     let sql = format!("SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.node_id = $1 ORDER BY r.id");
     sqlx::query(&sql)
         .bind(node_id)

@@ -2,7 +2,7 @@
 
 use super::rows::{self, RESOURCE_COLS};
 use super::{audit, db, db_ctx, now_ms, SqlCatalog};
-use crate::{NewResource, Resource, Resources};
+use crate::{NewResource, Resource, ResourceId, Resources};
 use async_trait::async_trait;
 use weft_types::{Error, ErrorCode, ResourceName};
 
@@ -18,7 +18,7 @@ impl Resources for SqlCatalog {
         )
         .bind(r.name.as_str())
         .bind(r.kind.as_str())
-        .bind(self.sealer.seal_settings(&r.config)?)
+        .bind(self.sealer.seal_settings(r.config.as_str())?)
         .bind(&r.tier)
         .bind(created)
         .fetch_one(&mut *tx)
@@ -48,7 +48,7 @@ impl Resources for SqlCatalog {
             .await
             .map_err(db)?
             .iter()
-            .map(|row| rows::resource(row).and_then(|r| open_resource(self, r)))
+            .map(|row| rows::resource(row, &self.sealer))
             .collect()
     }
 
@@ -60,11 +60,11 @@ impl Resources for SqlCatalog {
             .await
             .map_err(db)?
             .as_ref()
-            .map(|row| rows::resource(row).and_then(|r| open_resource(self, r)))
+            .map(|row| rows::resource(row, &self.sealer))
             .transpose()
     }
 
-    async fn get_resource_by_id(&self, id: i64) -> Result<Option<Resource>, Error> {
+    async fn get_resource_by_id(&self, id: ResourceId) -> Result<Option<Resource>, Error> {
         let sql = format!("SELECT {RESOURCE_COLS} FROM resources s WHERE s.id = $1");
         sqlx::query(&sql)
             .bind(id)
@@ -72,7 +72,7 @@ impl Resources for SqlCatalog {
             .await
             .map_err(db)?
             .as_ref()
-            .map(|row| rows::resource(row).and_then(|r| open_resource(self, r)))
+            .map(|row| rows::resource(row, &self.sealer))
             .transpose()
     }
 
@@ -87,7 +87,7 @@ impl Resources for SqlCatalog {
         .await
         .map_err(db)?
         .ok_or_else(|| Error::not_found(format_args!("resource {name}")))?;
-        let id: i64 = rows::get(&row, 0)?;
+        let id: ResourceId = rows::get(&row, 0)?;
         if rows::get_flag(&row, 1)? {
             return Err(Error::new(
                 ErrorCode::Conflict,
@@ -111,7 +111,7 @@ impl Resources for SqlCatalog {
 
     async fn set_default_resource(&self, name: &ResourceName) -> Result<(), Error> {
         let mut tx = self.begin_write().await?;
-        let id: i64 = match sqlx::query("SELECT id FROM resources WHERE name = $1")
+        let id: ResourceId = match sqlx::query("SELECT id FROM resources WHERE name = $1")
             .bind(name.as_str())
             .fetch_optional(&mut *tx)
             .await
@@ -134,10 +134,4 @@ impl Resources for SqlCatalog {
         audit::record(&mut tx, "resource", None, format!("default {name}")).await?;
         tx.commit().await.map_err(db)
     }
-}
-
-/// `r` with the secrets of its settings opened.
-fn open_resource(c: &SqlCatalog, mut r: Resource) -> Result<Resource, Error> {
-    r.config = c.sealer.open_settings(&r.config)?;
-    Ok(r)
 }

@@ -2,8 +2,8 @@
 //! the order of the `*_COLS` constants.
 
 use crate::{
-    Node, OidcClaims, PeerZone, Principal, PrincipalKind, RemoteReplica, Replica, Resource, StagingArea,
-    TokenRecord, TransferFile, TransferRecord,
+    Node, OidcClaims, PeerZone, Principal, PrincipalKind, RemoteReplica, Replica, Resource, Sealer,
+    StagingArea, StoreSettingsJson, TokenRecord, TransferFile, TransferRecord, TransferSpecJson,
 };
 use sqlx::any::AnyRow;
 use sqlx::{Decode, Row, Type};
@@ -164,14 +164,21 @@ pub(crate) fn token(row: &AnyRow, at: usize) -> Result<TokenRecord, Error> {
     })
 }
 
-pub(crate) fn resource(row: &AnyRow) -> Result<Resource, Error> {
+/// Settings as stored (`seal.rs`), their secrets opened; `what` names their row.
+fn settings(sealer: &Sealer, stored: &str, what: impl std::fmt::Display) -> Result<StoreSettingsJson, Error> {
+    StoreSettingsJson::stored(sealer.open_settings(stored)?, what)
+}
+
+/// A resource from `RESOURCE_COLS`, its settings opened.
+pub(crate) fn resource(row: &AnyRow, sealer: &Sealer) -> Result<Resource, Error> {
     let name: String = get(row, 1)?;
     let kind: String = get(row, 2)?;
+    let config: String = get(row, 3)?;
     Ok(Resource {
         id: get(row, 0)?,
         name: ResourceName::parse(&name).map_err(|e| corrupt("resource name", e.message))?,
         kind: ResourceKind::parse(&kind).map_err(|e| corrupt("resource kind", e.message))?,
-        config: get(row, 3)?,
+        config: settings(sealer, &config, format_args!("settings of resource {name}"))?,
         tier: get(row, 4)?,
         is_default: get_flag(row, 5)?,
         created: get(row, 6)?,
@@ -188,9 +195,11 @@ pub(crate) fn zone(row: &AnyRow) -> Result<PeerZone, Error> {
     })
 }
 
-pub(crate) fn staging(row: &AnyRow) -> Result<StagingArea, Error> {
+/// A staging area from `STAGING_COLS`, its settings opened.
+pub(crate) fn staging(row: &AnyRow, sealer: &Sealer) -> Result<StagingArea, Error> {
     let name: String = get(row, 0)?;
     let kind: String = get(row, 1)?;
+    let stored: String = get(row, 3)?;
     let allow: String = get(row, 4)?;
     let allow: Vec<String> =
         serde_json::from_str(&allow).map_err(|e| corrupt("staging allow list", e.to_string()))?;
@@ -198,7 +207,7 @@ pub(crate) fn staging(row: &AnyRow) -> Result<StagingArea, Error> {
         name: StagingName::parse(&name).map_err(|e| corrupt("staging area name", e.message))?,
         kind: ResourceKind::parse(&kind).map_err(|e| corrupt("staging area kind", e.message))?,
         url: get(row, 2)?,
-        settings: get(row, 3)?,
+        settings: settings(sealer, &stored, format_args!("settings of staging area {name}"))?,
         allow: allow
             .iter()
             .map(|p| PrincipalName::parse(p).map_err(|e| corrupt("staging allow list", e.message)))
@@ -223,12 +232,13 @@ fn endpoint(s: &str) -> Result<Endpoint, Error> {
 }
 
 pub(crate) fn transfer(row: &AnyRow) -> Result<TransferRecord, Error> {
+    let id = TransferId::new(get::<String>(row, 0)?);
     let owner: String = get(row, 2)?;
     Ok(TransferRecord {
-        id: TransferId::new(get::<String>(row, 0)?),
+        spec: TransferSpecJson::stored(get(row, 3)?, format_args!("request of transfer {id}"))?,
+        id,
         owner_id: get(row, 1)?,
         owner: PrincipalName::parse(&owner).map_err(|e| corrupt("principal name", e.message))?,
-        spec: get(row, 3)?,
         state: parsed(row, 4, "transfer state")?,
         error: get(row, 5)?,
         files_total: get::<i64>(row, 6)? as u64,

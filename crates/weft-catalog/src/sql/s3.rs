@@ -3,7 +3,9 @@
 use super::batch::{Arg, Batch};
 use super::rows::{self, get, get_flag, Columns, NODE_COLS, NODE_FROM};
 use super::{audit, db, db_ctx, now_ms, SqlCatalog};
-use crate::{Avu, Node, S3Attrs, S3Bucket, S3Gateway, S3Key, S3Listed, S3Write, S3_META_UNIT};
+use crate::{
+    Avu, Node, NodeId, PrincipalId, S3Attrs, S3Bucket, S3Gateway, S3Key, S3Listed, S3Write, S3_META_UNIT,
+};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use weft_types::{Error, LogicalPath};
@@ -35,7 +37,12 @@ fn bucket(row: &AnyRow) -> Result<S3Bucket, Error> {
 
 #[async_trait]
 impl S3Gateway for SqlCatalog {
-    async fn create_s3_key(&self, access_key: &str, user_id: i64, secret: &str) -> Result<S3Key, Error> {
+    async fn create_s3_key(
+        &self,
+        access_key: &str,
+        user_id: PrincipalId,
+        secret: &str,
+    ) -> Result<S3Key, Error> {
         let mut tx = self.begin_write().await?;
         sqlx::query("INSERT INTO s3_keys (access_key, user_id, secret, created) VALUES ($1, $2, $3, $4)")
             .bind(access_key)
@@ -63,7 +70,7 @@ impl S3Gateway for SqlCatalog {
         Ok(out)
     }
 
-    async fn s3_keys(&self, user_id: Option<i64>) -> Result<Vec<S3Key>, Error> {
+    async fn s3_keys(&self, user_id: Option<PrincipalId>) -> Result<Vec<S3Key>, Error> {
         let order = " ORDER BY p.name, k.created, k.access_key";
         let rows = match user_id {
             Some(id) => {
@@ -111,7 +118,7 @@ impl S3Gateway for SqlCatalog {
         tx.commit().await.map_err(db)
     }
 
-    async fn add_s3_bucket(&self, name: &str, node_id: i64, public_read: bool) -> Result<S3Bucket, Error> {
+    async fn add_s3_bucket(&self, name: &str, node_id: NodeId, public_read: bool) -> Result<S3Bucket, Error> {
         let mut tx = self.begin_write().await?;
         sqlx::query("INSERT INTO s3_buckets (name, node_id, public_read, created) VALUES ($1, $2, $3, $4)")
             .bind(name)
@@ -230,7 +237,7 @@ impl S3Gateway for SqlCatalog {
         rows.iter().map(listed).collect()
     }
 
-    async fn set_s3_folder(&self, node_id: i64, folder: bool) -> Result<(), Error> {
+    async fn set_s3_folder(&self, node_id: NodeId, folder: bool) -> Result<(), Error> {
         let q = if folder {
             // A collection has no content: no checksum, and the ETag is the MD5 of nothing.
             sqlx::query(
@@ -349,7 +356,7 @@ fn listed(r: &AnyRow) -> Result<S3Listed, Error> {
 /// Records what an S3 write gives the object `node_id` whose content hashes to `checksum`
 /// (in the registering transaction): its attributes, and its `x-amz-meta-*` in place of
 /// those it had (an object just made, not `replaced`, had none).
-pub(super) fn push_attrs(batch: &mut Batch, node_id: i64, checksum: &str, w: &S3Write, replaced: bool) {
+pub(super) fn push_attrs(batch: &mut Batch, node_id: NodeId, checksum: &str, w: &S3Write, replaced: bool) {
     batch.push(
         "INSERT INTO s3_objects (node_id, checksum, etag, content_type, part_sizes) \
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (node_id) DO UPDATE SET \

@@ -19,7 +19,7 @@ impl Staging for SqlCatalog {
         .bind(a.name.as_str())
         .bind(a.kind.as_str())
         .bind(&a.url)
-        .bind(self.sealer.seal_settings(&a.settings)?)
+        .bind(self.sealer.seal_settings(a.settings.as_str())?)
         .bind(allow)
         .bind(now_ms())
         .execute(&mut *tx)
@@ -42,11 +42,7 @@ impl Staging for SqlCatalog {
             .await
             .map_err(db)?
             .iter()
-            .map(|row| {
-                let mut a = rows::staging(row)?;
-                a.settings = self.sealer.open_settings(&a.settings)?;
-                Ok(a)
-            })
+            .map(|row| rows::staging(row, &self.sealer))
             .collect()
     }
 

@@ -2,7 +2,10 @@
 
 use super::rows::{self, TRANSFER_COLS, TRANSFER_FILE_COLS, TRANSFER_FROM};
 use super::{affected, audit, db, db_ctx, now_ms, placeholders, positional, rows_per_statement, SqlCatalog};
-use crate::{Dialect, OidcClaims, TransferCounts, TransferFile, TransferQuery, TransferRecord, Transfers};
+use crate::{
+    Dialect, OidcClaims, PrincipalId, TransferCounts, TransferFile, TransferQuery, TransferRecord,
+    TransferSpecJson, Transfers,
+};
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use std::collections::HashSet;
@@ -15,11 +18,11 @@ impl Transfers for SqlCatalog {
     async fn create_transfer(
         &self,
         id: &TransferId,
-        owner_id: i64,
+        owner_id: PrincipalId,
         via_zone: Option<&ZoneName>,
         oidc: Option<&OidcClaims>,
         kind: TransferKind,
-        spec: &str,
+        spec: &TransferSpecJson,
     ) -> Result<TransferRecord, Error> {
         let mut tx = self.begin_write().await?;
         sqlx::query(
@@ -32,7 +35,7 @@ impl Transfers for SqlCatalog {
         .bind(oidc.map(rows::oidc_groups))
         .bind(oidc.is_some_and(|c| c.admin))
         .bind(kind.as_str())
-        .bind(spec)
+        .bind(spec.as_str())
         .bind(now_ms())
         .execute(&mut *tx)
         .await
@@ -61,7 +64,11 @@ impl Transfers for SqlCatalog {
         .transpose()
     }
 
-    async fn list_transfers(&self, owner_id: Option<i64>, limit: u32) -> Result<Vec<TransferRecord>, Error> {
+    async fn list_transfers(
+        &self,
+        owner_id: Option<PrincipalId>,
+        limit: u32,
+    ) -> Result<Vec<TransferRecord>, Error> {
         let filter = if owner_id.is_some() {
             "WHERE t.owner_id = $2"
         } else {
@@ -321,10 +328,10 @@ impl Transfers for SqlCatalog {
 /// How the audit log shows a new transfer: its action (`replicate` for a copy to
 /// `replica://`, whose one source is the object or collection it copies), the path it is
 /// about (its one source, if that is a path of the catalog) and the detail.
-fn described(id: &TransferId, spec: &str) -> (&'static str, Option<LogicalPath>, String) {
+fn described(id: &TransferId, spec: &TransferSpecJson) -> (&'static str, Option<LogicalPath>, String) {
     // The spec is the transfer crate's; only these two fields are read, and a spec without
     // them (tests store `{}`) is shown by its id alone.
-    let spec: serde_json::Value = serde_json::from_str(spec).unwrap_or_default();
+    let spec: serde_json::Value = spec.decode().unwrap_or_default();
     let sources: Vec<&str> = spec["sources"]
         .as_array()
         .map(|s| s.iter().filter_map(|v| v.as_str()).collect())

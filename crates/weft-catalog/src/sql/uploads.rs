@@ -2,7 +2,7 @@
 
 use super::rows::{self, get, get_flag};
 use super::{db, now_ms, positional, SqlCatalog};
-use crate::{UploadPart, UploadPiece, UploadRecord, Uploads};
+use crate::{PrincipalId, ResourceId, S3UploadJson, UploadPart, UploadPiece, UploadRecord, Uploads};
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use weft_types::{Error, Millis};
@@ -11,8 +11,12 @@ const UPLOAD_COLS: &str = "id, path, owner_id, size, piece_size, resource_id, ph
      overwrite, replica_of, created, touched, s3";
 
 fn upload(row: &AnyRow) -> Result<UploadRecord, Error> {
+    let id: String = get(row, 0)?;
+    let s3 = get::<Option<String>>(row, 12)?
+        .map(|s3| S3UploadJson::stored(s3, format_args!("S3 attributes of upload {id}")))
+        .transpose()?;
     Ok(UploadRecord {
-        id: get(row, 0)?,
+        id,
         path: rows::path(&get::<String>(row, 1)?)?,
         owner_id: get(row, 2)?,
         size: get::<i64>(row, 3)? as u64,
@@ -24,7 +28,7 @@ fn upload(row: &AnyRow) -> Result<UploadRecord, Error> {
         replica_of: get(row, 9)?,
         created: get(row, 10)?,
         touched: get(row, 11)?,
-        s3: get(row, 12)?,
+        s3,
     })
 }
 
@@ -127,7 +131,7 @@ impl Uploads for SqlCatalog {
             .bind(u.replica_of)
             .bind(u.created)
             .bind(u.touched)
-            .bind(u.s3.as_deref())
+            .bind(u.s3.as_ref().map(S3UploadJson::as_str))
             .execute(&mut *self.writer().await?)
             .await
             .map_err(db)?;
@@ -149,7 +153,7 @@ impl Uploads for SqlCatalog {
             .transpose()
     }
 
-    async fn count_uploads(&self, owner_id: i64, s3: bool) -> Result<(u64, u64), Error> {
+    async fn count_uploads(&self, owner_id: PrincipalId, s3: bool) -> Result<(u64, u64), Error> {
         let kind = if s3 { "s3 IS NOT NULL" } else { "s3 IS NULL" };
         let sql = positional(
             self.dialect,
@@ -238,7 +242,7 @@ impl Uploads for SqlCatalog {
             .collect()
     }
 
-    async fn staged_uploads(&self, resource_id: i64) -> Result<Vec<String>, Error> {
+    async fn staged_uploads(&self, resource_id: ResourceId) -> Result<Vec<String>, Error> {
         let sql = positional(
             self.dialect,
             "SELECT staged FROM uploads WHERE resource_id = $1".to_owned(),
@@ -402,7 +406,12 @@ impl Uploads for SqlCatalog {
         Ok(n > 0)
     }
 
-    async fn s3_uploads(&self, owner_id: i64, lo: &str, hi: &str) -> Result<Vec<UploadRecord>, Error> {
+    async fn s3_uploads(
+        &self,
+        owner_id: PrincipalId,
+        lo: &str,
+        hi: &str,
+    ) -> Result<Vec<UploadRecord>, Error> {
         sqlx::query(&format!(
             "SELECT {UPLOAD_COLS} FROM uploads WHERE owner_id = $1 AND s3 IS NOT NULL \
              AND path >= $2 AND path < $3 ORDER BY path, id"

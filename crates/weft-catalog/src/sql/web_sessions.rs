@@ -4,7 +4,7 @@
 
 use super::rows::{self, get, PRINCIPAL_COLS};
 use super::{affected, audit, db, SqlCatalog};
-use crate::{OidcClaims, Principal, SessionGrant, WebSession, WebSessions};
+use crate::{OidcClaims, Principal, PrincipalId, SessionGrant, TokenId, WebSession, WebSessions};
 use async_trait::async_trait;
 use weft_types::{Error, Millis};
 
@@ -13,7 +13,7 @@ impl WebSessions for SqlCatalog {
     async fn create_web_session(
         &self,
         secret_hash: &str,
-        user_id: i64,
+        user_id: PrincipalId,
         grant: &SessionGrant,
         expires: Option<Millis>,
         csrf: &str,
@@ -104,7 +104,7 @@ impl WebSessions for SqlCatalog {
         else {
             return Ok(None);
         };
-        let grant = match get::<Option<i64>>(&row, 1)? {
+        let grant = match get::<Option<TokenId>>(&row, 1)? {
             Some(token) => SessionGrant::Token(token),
             // The table's check makes the groups present where the token is not.
             None => SessionGrant::Oidc(rows::oidc_claims(&row, 2, 3)?.unwrap_or_default()),

@@ -53,7 +53,10 @@ async fn acl_set_list_remove(c: &SqlCatalog) {
         ErrorCode::NotFound
     );
     assert_eq!(
-        code(c.set_acl(&f.path, 9999, Permission::Read, false).await),
+        code(
+            c.set_acl(&f.path, PrincipalId(9999), Permission::Read, false)
+                .await
+        ),
         ErrorCode::NotFound
     );
 }
@@ -85,7 +88,7 @@ async fn acl_inheritance_groups_and_owner(c: &SqlCatalog) {
     c.register_object(&obj("/z/home/alice/mine", admin, disk, "k2"))
         .await
         .unwrap();
-    let perm = |path: &'static str, ids: Vec<i64>| {
+    let perm = |path: &'static str, ids: Vec<PrincipalId>| {
         let path = p(path);
         async move { c.effective_permission(&path, &ids).await.unwrap() }
     };
@@ -133,7 +136,7 @@ async fn acl_inheritance_groups_and_owner(c: &SqlCatalog) {
     assert_eq!(home.owner_id, alice.id);
 
     // An entry strictly below a collection is a way into it; one on it or beside it is not.
-    let below = |path: &'static str, ids: Vec<i64>| {
+    let below = |path: &'static str, ids: Vec<PrincipalId>| {
         let path = p(path);
         async move { c.has_acl_below(&path, &ids).await.unwrap() }
     };

@@ -107,7 +107,7 @@ async fn audit_lines(c: &SqlCatalog, q: weft_catalog::AuditQuery) -> Vec<String>
 }
 
 /// The audit lines written after entry `after`, oldest first.
-async fn audit_lines_after(c: &SqlCatalog, after: i64) -> Vec<String> {
+async fn audit_lines_after(c: &SqlCatalog, after: AuditEntryId) -> Vec<String> {
     use weft_catalog::{Audit, AuditQuery};
     let q = AuditQuery {
         limit: 1000,
@@ -121,13 +121,17 @@ async fn audit_lines_after(c: &SqlCatalog, after: i64) -> Vec<String> {
         .collect()
 }
 
-async fn newest_audit_id(c: &SqlCatalog) -> i64 {
+async fn newest_audit_id(c: &SqlCatalog) -> AuditEntryId {
     use weft_catalog::{Audit, AuditQuery};
     let q = AuditQuery {
         limit: 1,
         ..AuditQuery::default()
     };
-    c.audit_log(&q).await.unwrap().first().map_or(0, |e| e.id)
+    c.audit_log(&q)
+        .await
+        .unwrap()
+        .first()
+        .map_or(AuditEntryId(0), |e| e.id)
 }
 
 async fn audit_records_replicas_folders_replicates_and_cancels(c: &SqlCatalog) {
@@ -140,10 +144,7 @@ async fn audit_records_replicas_folders_replicates_and_cancels(c: &SqlCatalog) {
         .unwrap()
         .node;
     let dir = c.create_collection(&p("/z/dir"), admin, false).await.unwrap();
-    let t2 = c
-        .create_transfer(&tid("t2"), admin, None, None, TransferKind::User, "{}")
-        .await
-        .unwrap();
+    let t2 = user_transfer(c, "t2", admin).await.unwrap();
     c.set_transfer_state(&t2.id, TransferState::Succeeded, None)
         .await
         .unwrap();
@@ -196,8 +197,9 @@ async fn audit_records_replicas_folders_replicates_and_cancels(c: &SqlCatalog) {
         c.set_s3_folder(dir.id, false).await.unwrap();
 
         let spec = |to: &str| {
-            serde_json::json!({"sources": ["/z/f"], "destination": to, "streams": 4, "concurrency": 8})
-                .to_string()
+            let spec =
+                serde_json::json!({"sources": ["/z/f"], "destination": to, "streams": 4, "concurrency": 8});
+            TransferSpecJson::encode(&spec).unwrap()
         };
         c.create_transfer(
             &tid("t1"),
@@ -399,7 +401,9 @@ async fn audit_records_every_change_with_its_actor(c: &SqlCatalog) {
         c.delete_node(&p("/z/ac"), false).await.unwrap();
 
         let mut tape = new_resource("tape");
-        tape.config = format!(r#"{{"root":"/srv/tape","secret_key":"{RESOURCE_SECRET}"}}"#);
+        tape.config = format!(r#"{{"root":"/srv/tape","secret_key":"{RESOURCE_SECRET}"}}"#)
+            .parse()
+            .unwrap();
         c.create_resource(&tape).await.unwrap();
         assert_eq!(code(c.create_resource(&tape).await), ErrorCode::AlreadyExists);
         c.set_default_resource(&rname("tape")).await.unwrap();
@@ -429,7 +433,7 @@ async fn audit_records_every_change_with_its_actor(c: &SqlCatalog) {
             name: StagingName::parse("scratch").unwrap(),
             kind: ResourceKind::S3,
             url: "s3://bucket/prefix".into(),
-            settings: format!(r#"{{"secret_key":"{STAGING_SECRET}"}}"#),
+            settings: format!(r#"{{"secret_key":"{STAGING_SECRET}"}}"#).parse().unwrap(),
             allow: vec![],
             created: 0,
         };
@@ -441,16 +445,17 @@ async fn audit_records_every_change_with_its_actor(c: &SqlCatalog) {
         assert!(c.remove_quota(alice.id, None).await.unwrap());
         assert!(!c.remove_quota(alice.id, None).await.unwrap());
 
-        c.put_policy_rules(&[("r1".into(), "{}".into()), ("r2".into(), "{}".into())])
-            .await
-            .unwrap();
+        c.put_policy_rules(&[
+            ("r1".into(), "{}".parse().unwrap()),
+            ("r2".into(), "{}".parse().unwrap()),
+        ])
+        .await
+        .unwrap();
         c.delete_policy_rule("r1").await.unwrap();
         assert_eq!(code(c.delete_policy_rule("r1").await), ErrorCode::NotFound);
         let q = c.add_qos(&p("/z/a"), "replicas = 2", admin).await.unwrap();
         c.delete_qos(q.id).await.unwrap();
-        c.create_transfer(&tid("t1"), alice.id, None, None, TransferKind::User, "{}")
-            .await
-            .unwrap();
+        user_transfer(c, "t1", alice.id).await.unwrap();
         c.create_oidc_user("https://idp.example", "sub-1", &name("olga"))
             .await
             .unwrap();

@@ -50,7 +50,7 @@ async fn user_maps_follow_zones_and_users(c: &SqlCatalog) {
         ErrorCode::NotFound
     );
     assert_eq!(
-        code(c.map_user(&zone("lrz"), &name("x"), 999_999).await),
+        code(c.map_user(&zone("lrz"), &name("x"), PrincipalId(999_999)).await),
         ErrorCode::NotFound
     );
     c.unmap_user(&zone("lrz"), &name("al")).await.unwrap();

@@ -21,11 +21,14 @@ use weft_catalog::Transfers;
 use weft_catalog::Uploads;
 use weft_catalog::WebSessions;
 use weft_catalog::{
+    AuditEntryId, EventId, NodeId, OidcClaims, PolicyActionJson, PrincipalId, QosId, ReplicaId, ResourceId,
+    S3UploadJson, SessionGrant, TokenId, TransferSpecJson,
+};
+use weft_catalog::{
     Avu, Catalog, Dialect, FindQuery, MetaEdit, NewObject, NewPolicyTask, NewReplica, NewResource, PeerZone,
     PrincipalKind, Registered, Removed, ReplicaPlace, SealKey, Sealer, SqlCatalog, StagingArea,
     ThroughputLevel, ThroughputSample, TransferFile, TransferQuery, UploadPiece, UploadRecord, Usage,
 };
-use weft_catalog::{OidcClaims, SessionGrant};
 use weft_types::{
     Checksum, ErrorCode, LogicalPath, MetaCondition, NodeKind, Permission, PrincipalName, ReplicaState,
     ResourceKind, ResourceName, StagingName, ZoneName,
@@ -138,7 +141,7 @@ fn sum(n: u64) -> Checksum {
     Checksum::parse(&format!("blake3:{n:064x}")).unwrap()
 }
 
-fn obj(path: &str, owner_id: i64, resource_id: i64, key: &str) -> NewObject {
+fn obj(path: &str, owner_id: PrincipalId, resource_id: ResourceId, key: &str) -> NewObject {
     NewObject {
         path: p(path),
         owner_id,
@@ -168,13 +171,13 @@ fn new_resource(n: &str) -> NewResource {
     NewResource {
         name: rname(n),
         kind: ResourceKind::Fs,
-        config: format!("{{\"root\":\"/srv/{n}\"}}"),
+        config: format!("{{\"root\":\"/srv/{n}\"}}").parse().unwrap(),
         tier: "hot".into(),
     }
 }
 
 /// A zone `/z` owned by `admin`, with resource `disk`: (admin id, resource id).
-async fn zone(c: &SqlCatalog) -> (i64, i64) {
+async fn zone(c: &SqlCatalog) -> (PrincipalId, ResourceId) {
     let admin = c
         .create_principal(&name("admin"), PrincipalKind::User, true)
         .await
@@ -232,6 +235,17 @@ fn noise(mut seed: u64, n: usize) -> String {
 
 fn tid(id: &str) -> TransferId {
     TransferId::new(id)
+}
+
+/// A user's transfer `id` by `owner`, with an empty request.
+async fn user_transfer(
+    c: &SqlCatalog,
+    id: &str,
+    owner: PrincipalId,
+) -> Result<weft_catalog::TransferRecord, Error> {
+    let spec = "{}".parse().unwrap();
+    c.create_transfer(&tid(id), owner, None, None, TransferKind::User, &spec)
+        .await
 }
 
 mod access;

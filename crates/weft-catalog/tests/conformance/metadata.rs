@@ -32,7 +32,10 @@ async fn metadata_add_set_remove(c: &SqlCatalog) {
         code(c.add_avu(n.id, &avu("", "x")).await),
         ErrorCode::InvalidArgument
     );
-    assert_eq!(code(c.add_avu(424242, &avu("a", "b")).await), ErrorCode::NotFound);
+    assert_eq!(
+        code(c.add_avu(NodeId(424242), &avu("a", "b")).await),
+        ErrorCode::NotFound
+    );
     assert_eq!(
         c.list_avus(n.id).await.unwrap(),
         vec![avu("sample", "s1"), avu("sample", "s2"), with_unit.clone()]
@@ -44,7 +47,10 @@ async fn metadata_add_set_remove(c: &SqlCatalog) {
         vec![avu("sample", "only"), with_unit.clone()]
     );
     c.set_avu(n.id, &avu("new", "v")).await.unwrap();
-    assert_eq!(code(c.set_avu(424242, &avu("a", "b")).await), ErrorCode::NotFound);
+    assert_eq!(
+        code(c.set_avu(NodeId(424242), &avu("a", "b")).await),
+        ErrorCode::NotFound
+    );
     assert_eq!(
         code(c.set_avu(n.id, &avu("", "b")).await),
         ErrorCode::InvalidArgument
@@ -75,7 +81,7 @@ async fn metadata_add_set_remove(c: &SqlCatalog) {
 /// attributes was quadratic (9 s) while SQLite walked them.
 async fn metadata_edits_look_up_by_node_and_attribute(c: &SqlCatalog) {
     let n = one_object(c).await;
-    let many: Vec<(i64, Avu)> = (0..5000).map(|k| (n.id, avu(&format!("a{k}"), "v"))).collect();
+    let many: Vec<(NodeId, Avu)> = (0..5000).map(|k| (n.id, avu(&format!("a{k}"), "v"))).collect();
     c.add_avus(&many).await.unwrap();
     let plan = c.explain_avu_edits(n.id).await.unwrap();
     eprintln!("{:?} AVU edit plans:\n{plan}", c.dialect());
@@ -128,7 +134,10 @@ async fn metadata_edits_all_or_nothing(c: &SqlCatalog) {
         .unwrap();
     let now = c.list_avus(n.id).await.unwrap();
     assert_eq!((now.len(), &now[0]), (1199, &avu("a0000", "changed")));
-    assert_eq!(code(c.edit_avus(424242, &[rm("x")]).await), ErrorCode::NotFound);
+    assert_eq!(
+        code(c.edit_avus(NodeId(424242), &[rm("x")]).await),
+        ErrorCode::NotFound
+    );
 }
 
 async fn nodes_with_their_metadata_in_one_read(c: &SqlCatalog) {
@@ -148,7 +157,7 @@ async fn nodes_with_their_metadata_in_one_read(c: &SqlCatalog) {
     }
     // Unknown ids are left out, duplicates answered once, in id order, across chunks.
     let mut asked = ids.clone();
-    asked.extend([424242, ids[3]]);
+    asked.extend([NodeId(424242), ids[3]]);
     asked.reverse();
     let got = c.nodes_with_avus(&asked).await.unwrap();
     assert_eq!(got.iter().map(|(n, _)| n.id).collect::<Vec<_>>(), ids);
@@ -314,7 +323,7 @@ async fn find_pages_with_cursor(c: &SqlCatalog) {
     let batch: Vec<NewObject> = (0..25)
         .map(|i| obj(&format!("/z/d/f{i:02}"), admin, disk, &format!("k{i}")))
         .collect();
-    let all: Vec<i64> = c
+    let all: Vec<NodeId> = c
         .register_objects(&batch)
         .await
         .unwrap()
@@ -526,7 +535,7 @@ async fn find_uses_indexes_on_100k_objects(c: &SqlCatalog) {
 
 /// A permission check looks up the path and its ancestors, whatever the caller owns (here
 /// 100 k objects): never a walk over the owner's nodes.
-async fn assert_permission_plan_is_by_path(c: &SqlCatalog, owner: i64) {
+async fn assert_permission_plan_is_by_path(c: &SqlCatalog, owner: PrincipalId) {
     let plan = c
         .explain_permission(&p("/z/data/d07/f000007.nc"), &[owner])
         .await

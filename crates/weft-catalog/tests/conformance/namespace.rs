@@ -62,7 +62,7 @@ async fn collections_and_zone_roots(c: &SqlCatalog) {
     let c2 = c.create_collection(&p("/z/a/c"), admin.id, false).await.unwrap();
     assert_eq!(c2.parent_id, Some(a.id));
     assert_eq!(
-        code(c.create_collection(&p("/z/x"), 9999, false).await),
+        code(c.create_collection(&p("/z/x"), PrincipalId(9999), false).await),
         ErrorCode::NotFound
     );
 
@@ -183,7 +183,11 @@ async fn list_children_pages_by_name(c: &SqlCatalog) {
     assert_eq!(names, ["a-b", "a.b", "ab"]);
     assert_eq!(page2[2].kind, NodeKind::Object);
     assert!(c.list_children(z.id, Some("b"), 10).await.unwrap().is_empty());
-    assert!(c.list_children(424242, None, 10).await.unwrap().is_empty());
+    assert!(c
+        .list_children(NodeId(424242), None, 10)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 async fn register_object_and_errors(c: &SqlCatalog) {
@@ -238,11 +242,17 @@ async fn register_object_and_errors(c: &SqlCatalog) {
         ErrorCode::InvalidArgument
     );
     assert_eq!(
-        code(c.register_object(&obj("/z/d/g", 9999, disk, "k7")).await),
+        code(
+            c.register_object(&obj("/z/d/g", PrincipalId(9999), disk, "k7"))
+                .await
+        ),
         ErrorCode::NotFound
     );
     assert_eq!(
-        code(c.register_object(&obj("/z/d/g", admin, 9999, "k8")).await),
+        code(
+            c.register_object(&obj("/z/d/g", admin, ResourceId(9999), "k8"))
+                .await
+        ),
         ErrorCode::NotFound
     );
     // The same physical key twice on one resource would make one replica's bytes garbage.
@@ -354,7 +364,7 @@ async fn nodes_and_replicas_of_many_in_one_read(c: &SqlCatalog) {
             (&n.path, n.kind, n.size),
             (&made[i].node.path, NodeKind::Object, made[i].node.size)
         );
-        let good: Vec<(i64, String)> = c
+        let good: Vec<(ResourceId, String)> = c
             .replicas(n.id)
             .await
             .unwrap()
@@ -672,7 +682,7 @@ async fn concurrent_writers(c: &SqlCatalog) {
         let c = c.clone();
         async move { c.create_collection(&p("/z/shared/deep/dir"), admin, true).await }
     });
-    let ids: Vec<i64> = futures_join_all(mkdirs)
+    let ids: Vec<NodeId> = futures_join_all(mkdirs)
         .await
         .into_iter()
         .map(|r| r.unwrap().id)

@@ -23,7 +23,7 @@ async fn pids_follow_moves_and_outlive_nodes(c: &SqlCatalog) {
         ErrorCode::AlreadyExists
     );
     assert_eq!(
-        code(c.mint_pid(f.id + 1000, "21.T1", "CCC").await),
+        code(c.mint_pid(NodeId(f.id.0 + 1000), "21.T1", "CCC").await),
         ErrorCode::NotFound
     );
     let coll = c.mint_pid(ds.id, "21.T1", "DDD").await.unwrap();

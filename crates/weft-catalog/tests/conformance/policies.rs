@@ -12,7 +12,7 @@ conformance!(
 );
 
 /// (node id, kind, attr) of every event not yet deleted, oldest first.
-async fn event_list(c: &SqlCatalog) -> Vec<(i64, String, Option<String>)> {
+async fn event_list(c: &SqlCatalog) -> Vec<(NodeId, String, Option<String>)> {
     c.events(1000)
         .await
         .unwrap()
@@ -40,7 +40,9 @@ async fn events_record_writes_and_metadata(c: &SqlCatalog) {
     c.delete_events(&[c.events(1).await.unwrap()[0].id])
         .await
         .unwrap();
-    c.put_policy_rules(&[("r".into(), "{}".into())]).await.unwrap();
+    c.put_policy_rules(&[("r".into(), "{}".parse().unwrap())])
+        .await
+        .unwrap();
     c.delete_qos(qos.id).await.unwrap();
     let a = c
         .register_object(&obj("/z/a", admin, disk, "ka"))
@@ -74,8 +76,8 @@ async fn events_record_writes_and_metadata(c: &SqlCatalog) {
     c.add_avus(&[(b, avu("x", "1")), (b, avu("x", "2")), (cc, avu("y", "1"))])
         .await
         .unwrap();
-    let w = |n: i64| (n, "written".to_owned(), None);
-    let m = |n: i64, attr: &str| (n, "meta".to_owned(), Some(attr.to_owned()));
+    let w = |n: NodeId| (n, "written".to_owned(), None);
+    let m = |n: NodeId, attr: &str| (n, "meta".to_owned(), Some(attr.to_owned()));
     assert_eq!(
         event_list(c).await,
         [
@@ -94,12 +96,12 @@ async fn events_record_writes_and_metadata(c: &SqlCatalog) {
     let first = c.events(2).await.unwrap();
     assert_eq!(first.len(), 2);
     assert!(first[0].id < first[1].id && first[0].at > 0);
-    c.delete_events(&[first[0].id, first[1].id, 999_999])
+    c.delete_events(&[first[0].id, first[1].id, EventId(999_999)])
         .await
         .unwrap();
     assert_eq!(event_list(c).await.len(), 7);
     assert_eq!(event_list(c).await[0], w(cc));
-    let rest: Vec<i64> = c.events(100).await.unwrap().iter().map(|e| e.id).collect();
+    let rest: Vec<EventId> = c.events(100).await.unwrap().iter().map(|e| e.id).collect();
     c.delete_events(&rest).await.unwrap();
     assert!(c.events(100).await.unwrap().is_empty());
     // Ids are never reused once deleted.
@@ -116,12 +118,15 @@ async fn events_record_writes_and_metadata(c: &SqlCatalog) {
 
 async fn policy_rules_put_list_remove(c: &SqlCatalog) {
     assert!(c.list_policy_rules().await.unwrap().is_empty());
-    c.put_policy_rules(&[("b".into(), "{\"v\":1}".into()), ("a".into(), "{}".into())])
-        .await
-        .unwrap();
+    c.put_policy_rules(&[
+        ("b".into(), "{\"v\":1}".parse().unwrap()),
+        ("a".into(), "{}".parse().unwrap()),
+    ])
+    .await
+    .unwrap();
     c.set_policy_rule_run("b", 1234).await.unwrap();
     assert_eq!(code(c.set_policy_rule_run("nope", 1).await), ErrorCode::NotFound);
-    c.put_policy_rules(&[("b".into(), "{\"v\":2}".into())])
+    c.put_policy_rules(&[("b".into(), "{\"v\":2}".parse().unwrap())])
         .await
         .unwrap();
     let rules = c.list_policy_rules().await.unwrap();
@@ -141,17 +146,20 @@ async fn policy_rules_put_list_remove(c: &SqlCatalog) {
 fn new_task(rule: &str, node_id: i64, action: &str, due: i64) -> NewPolicyTask {
     NewPolicyTask {
         rule: rule.into(),
-        node_id,
+        node_id: NodeId(node_id),
         path: p(&format!("/z/n{node_id}")),
-        action: action.into(),
+        action: PolicyActionJson::encode(action).unwrap(),
         due,
     }
 }
 
 async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
-    c.put_policy_rules(&[("r".into(), "{}".into()), ("s".into(), "{}".into())])
-        .await
-        .unwrap();
+    c.put_policy_rules(&[
+        ("r".into(), "{}".parse().unwrap()),
+        ("s".into(), "{}".parse().unwrap()),
+    ])
+    .await
+    .unwrap();
     let added = c
         .add_policy_tasks(&[
             new_task("r", 1, "mint", 30),
@@ -173,7 +181,7 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
     let due = c.due_policy_tasks(100, 10).await.unwrap();
     let order: Vec<(String, i64, String)> = due
         .iter()
-        .map(|t| (t.rule.clone(), t.node_id, t.action.clone()))
+        .map(|t| (t.rule.clone(), t.node_id.0, t.action.decode().unwrap()))
         .collect();
     assert_eq!(
         order,
@@ -221,7 +229,7 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
         1
     );
     let mut gone = t.clone();
-    gone.id += 10_000;
+    gone.id.0 += 10_000;
     // A task that is gone is skipped; the others in the batch are written.
     t.error = Some("storage_error: disk still full".into());
     assert_eq!(c.update_policy_tasks(&[gone, t.clone()]).await.unwrap(), 1);
@@ -263,7 +271,7 @@ async fn policy_tasks_open_once_and_settle(c: &SqlCatalog) {
         .await
         .unwrap();
     assert_eq!(kept.len(), 1_102);
-    assert!(kept.iter().any(|t| t.action == long));
+    assert!(kept.iter().any(|t| t.action.decode::<String>().unwrap() == long));
     assert_eq!(
         c.policy_task_counts().await.unwrap(),
         [
@@ -287,7 +295,10 @@ async fn qos_requirements(c: &SqlCatalog) {
         ErrorCode::AlreadyExists
     );
     assert_eq!(
-        code(c.add_qos(&p("/z/c"), "replicas = 2", admin + 999).await),
+        code(
+            c.add_qos(&p("/z/c"), "replicas = 2", PrincipalId(admin.0 + 999))
+                .await
+        ),
         ErrorCode::NotFound
     );
     let all = c.list_qos().await.unwrap();
@@ -307,7 +318,10 @@ async fn qos_requirements(c: &SqlCatalog) {
         .await
         .unwrap();
     assert_eq!(
-        code(c.set_qos_status(q2.id + 999, QosStatus::Fulfilled, "", 1).await),
+        code(
+            c.set_qos_status(QosId(q2.id.0 + 999), QosStatus::Fulfilled, "", 1)
+                .await
+        ),
         ErrorCode::NotFound
     );
     let gone = c.delete_qos(q2.id).await.unwrap();
@@ -339,12 +353,14 @@ async fn qos_requirements(c: &SqlCatalog) {
 
 async fn copy_places_of_many_objects(c: &SqlCatalog) {
     let (admin, disk) = zone(c).await;
-    c.put_policy_rules(&[("r".into(), "{}".into())]).await.unwrap();
+    c.put_policy_rules(&[("r".into(), "{}".parse().unwrap())])
+        .await
+        .unwrap();
     let tape = c.create_resource(&new_resource("tape")).await.unwrap().id;
     let objects: Vec<NewObject> = (0..1200)
         .map(|i| obj(&format!("/z/o{i}"), admin, disk, &format!("k{i}")))
         .collect();
-    let nodes: Vec<i64> = c
+    let nodes: Vec<NodeId> = c
         .register_objects(&objects)
         .await
         .unwrap()
@@ -352,7 +368,7 @@ async fn copy_places_of_many_objects(c: &SqlCatalog) {
         .map(|r| r.node.id)
         .collect();
     let (first, last) = (nodes[0], nodes[1199]);
-    let copy = |node_id: i64, at: ReplicaPlace| NewReplica {
+    let copy = |node_id: NodeId, at: ReplicaPlace| NewReplica {
         node_id,
         at,
         size: 2,
@@ -395,7 +411,7 @@ async fn copy_places_of_many_objects(c: &SqlCatalog) {
         places.windows(2).all(|w| w[0].node_id <= w[1].node_id),
         "ordered by node"
     );
-    let of = |n: i64| -> Vec<(Option<String>, String, ReplicaState)> {
+    let of = |n: NodeId| -> Vec<(Option<String>, String, ReplicaState)> {
         let mut v: Vec<_> = places
             .iter()
             .filter(|p| p.node_id == n)
@@ -425,16 +441,20 @@ async fn copy_places_of_many_objects(c: &SqlCatalog) {
         ]
     );
     assert!(c.copy_places(&[]).await.unwrap().is_empty());
-    assert!(c.copy_places(&[last + 10_000]).await.unwrap().is_empty());
+    assert!(c
+        .copy_places(&[NodeId(last.0 + 10_000)])
+        .await
+        .unwrap()
+        .is_empty());
 
     // One `written` event per object however many statements the batch took, and as many
     // deleted in one call.
     let events = c.events(2_000).await.unwrap();
     assert_eq!(events.len(), 1200);
     assert!(events.iter().all(|e| e.kind == "written" && e.attr.is_none()));
-    let written: Vec<i64> = events.iter().map(|e| e.node_id).collect();
+    let written: Vec<NodeId> = events.iter().map(|e| e.node_id).collect();
     assert_eq!(written, nodes);
-    let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+    let ids: Vec<EventId> = events.iter().map(|e| e.id).collect();
     c.delete_events(&ids).await.unwrap();
     assert!(c.events(10).await.unwrap().is_empty());
 }
@@ -458,7 +478,7 @@ async fn subtree_copies_sum_good_copies_per_place(c: &SqlCatalog) {
     c.register_object(&obj("/z/ab", admin, disk, "kab"))
         .await
         .unwrap();
-    let copy = |node_id: i64, size: i64, at: ReplicaPlace| NewReplica {
+    let copy = |node_id: NodeId, size: i64, at: ReplicaPlace| NewReplica {
         node_id,
         at,
         size,

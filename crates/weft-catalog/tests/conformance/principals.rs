@@ -153,7 +153,7 @@ async fn tokens(c: &SqlCatalog) {
         ErrorCode::AlreadyExists
     );
     assert_eq!(
-        code(c.create_token(99999, "h3", "", None).await),
+        code(c.create_token(PrincipalId(99999), "h3", "", None).await),
         ErrorCode::NotFound
     );
 }

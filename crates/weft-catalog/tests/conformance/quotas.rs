@@ -188,7 +188,7 @@ async fn quotas_hold_inside_the_transaction_that_stores(c: &SqlCatalog) {
     // A group's quota on a resource counts its members' copies there.
     c.remove_quota(alice, None).await.unwrap();
     c.set_quota(physics.id, Some(tape), None, Some(1)).await.unwrap();
-    let copy = |node_id: i64, key: &str| NewReplica {
+    let copy = |node_id: NodeId, key: &str| NewReplica {
         node_id,
         at: ReplicaPlace::Local {
             resource_id: tape,
@@ -224,7 +224,7 @@ async fn quotas_hold_inside_the_transaction_that_stores(c: &SqlCatalog) {
     c.add_replica(&copy(admins.id, "t3")).await.unwrap();
 
     // Open uploads show as reserved: a REST session its declared size, an S3 one its parts.
-    let upload = |id: &str, s3: Option<String>| UploadRecord {
+    let upload = |id: &str, s3: Option<S3UploadJson>| UploadRecord {
         id: id.into(),
         path: p("/z/big"),
         owner_id: alice,
@@ -240,7 +240,9 @@ async fn quotas_hold_inside_the_transaction_that_stores(c: &SqlCatalog) {
         s3,
     };
     c.create_upload(&upload("z.r", None)).await.unwrap();
-    c.create_upload(&upload("z.s", Some("{}".into()))).await.unwrap();
+    c.create_upload(&upload("z.s", Some("{}".parse().unwrap())))
+        .await
+        .unwrap();
     c.put_upload_part(
         "z.s",
         &weft_catalog::UploadPart {

@@ -13,7 +13,7 @@ async fn touch_replica_verified(c: &SqlCatalog) {
         Some(1_700_000_000_000)
     );
     assert_eq!(
-        code(c.touch_replica_verified(r.id + 1000, 1).await),
+        code(c.touch_replica_verified(ReplicaId(r.id.0 + 1000), 1).await),
         ErrorCode::NotFound
     );
 }
@@ -51,7 +51,7 @@ async fn replicas_local_and_remote(c: &SqlCatalog) {
     assert_eq!(code(c.add_replica(&wrong).await), ErrorCode::Conflict);
     assert_eq!(c.replicas(node.id).await.unwrap().len(), 1);
     let mut missing = local("t1");
-    missing.node_id = node.id + 1000;
+    missing.node_id = NodeId(node.id.0 + 1000);
     assert_eq!(code(c.add_replica(&missing).await), ErrorCode::NotFound);
 
     assert_eq!(c.add_replica(&local("t1")).await.unwrap(), None);
@@ -112,7 +112,10 @@ async fn replicas_local_and_remote(c: &SqlCatalog) {
         .find(|r| r.state == ReplicaState::Good)
         .unwrap();
     assert_eq!(code(c.remove_replica(good.id).await), ErrorCode::Conflict);
-    assert_eq!(code(c.remove_replica(good.id + 1000).await), ErrorCode::NotFound);
+    assert_eq!(
+        code(c.remove_replica(ReplicaId(good.id.0 + 1000)).await),
+        ErrorCode::NotFound
+    );
     c.remove_remote_replica(far.id).await.unwrap();
     let stale = c
         .replicas(node.id)

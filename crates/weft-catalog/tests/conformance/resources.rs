@@ -8,7 +8,7 @@ async fn resources_and_default(c: &SqlCatalog) {
     let (admin, disk) = zone(c).await;
     let first = c.get_resource_by_id(disk).await.unwrap().unwrap();
     assert!(first.is_default, "the first resource becomes the default");
-    assert_eq!(first.config, "{\"root\":\"/srv/disk\"}");
+    assert_eq!(first.config.as_str(), "{\"root\":\"/srv/disk\"}");
     let tape = c.create_resource(&new_resource("archive")).await.unwrap();
     assert!(!tape.is_default);
     assert_eq!(
@@ -28,7 +28,7 @@ async fn resources_and_default(c: &SqlCatalog) {
         Some(tape.clone())
     );
     assert_eq!(c.get_resource(&rname("none")).await.unwrap(), None);
-    assert_eq!(c.get_resource_by_id(424242).await.unwrap(), None);
+    assert_eq!(c.get_resource_by_id(ResourceId(424242)).await.unwrap(), None);
 
     assert_eq!(code(c.delete_resource(&rname("disk")).await), ErrorCode::Conflict);
     assert_eq!(

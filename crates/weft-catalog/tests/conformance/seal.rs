@@ -33,7 +33,7 @@ async fn sealed_secrets_name_their_keys(c: &SqlCatalog) {
         .unwrap());
     assert_eq!(ids(c).await, [old.id()]);
     let mut s3 = new_resource("s3");
-    s3.config = r#"{"bucket":"b","access_key":"AK","secret_key":"SK"}"#.into();
+    s3.config = r#"{"bucket":"b","access_key":"AK","secret_key":"SK"}"#.parse().unwrap();
     first.create_resource(&s3).await.unwrap();
     assert_eq!(ids(c).await, [old.id()]);
 
@@ -50,8 +50,8 @@ async fn sealed_secrets_name_their_keys(c: &SqlCatalog) {
     assert_eq!(ids(c).await, [new.id()]);
     let opened = rotated.get_resource(&rname("s3")).await.unwrap().unwrap();
     assert!(
-        opened.config.contains(r#""secret_key":"SK""#),
+        opened.config.as_str().contains(r#""secret_key":"SK""#),
         "{}",
-        opened.config
+        opened.config.as_str()
     );
 }

@@ -18,7 +18,9 @@ async fn sqlite_registers_new_objects_in_the_callers_thread() {
         c.create_collection(&p(dir), admin, false).await.unwrap();
     }
     // Events are recorded while a rule listens.
-    c.put_policy_rules(&[("r".into(), "{}".into())]).await.unwrap();
+    c.put_policy_rules(&[("r".into(), "{}".parse().unwrap())])
+        .await
+        .unwrap();
     // More than one statement's worth of nodes, some with S3 attributes and metadata.
     let group = |dir: &str| -> Vec<NewObject> {
         (0..70)
@@ -246,7 +248,7 @@ async fn writes_dropped_at_any_point_leave_no_transaction_behind() {
         None,
         None,
         TransferKind::User,
-        "{}",
+        &"{}".parse().unwrap(),
     )
     .await
     .unwrap();

@@ -9,7 +9,7 @@ async fn staging_areas(c: &SqlCatalog) {
         name: StagingName::parse(name).unwrap(),
         kind: ResourceKind::Fs,
         url: format!("file:///scratch/{name}"),
-        settings: format!(r#"{{"root":"/scratch/{name}"}}"#),
+        settings: format!(r#"{{"root":"/scratch/{name}"}}"#).parse().unwrap(),
         allow: allow.iter().map(|p| PrincipalName::parse(p).unwrap()).collect(),
         created: 0,
     };

@@ -10,9 +10,7 @@ async fn stats_count_by_state(c: &SqlCatalog) {
     assert!(empty.pool_size >= 1 && empty.pool_idle <= empty.pool_size);
     let node = one_object(c).await;
     for t in ["a", "b", "c"] {
-        c.create_transfer(&tid(t), node.owner_id, None, None, TransferKind::User, "{}")
-            .await
-            .unwrap();
+        user_transfer(c, t, node.owner_id).await.unwrap();
     }
     c.set_transfer_state(&tid("b"), TransferState::Failed, Some("x"))
         .await

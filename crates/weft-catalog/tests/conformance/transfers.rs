@@ -34,9 +34,7 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
         resume: None,
     };
     for t in ["big", "other"] {
-        c.create_transfer(&tid(t), admin, None, None, TransferKind::User, "{}")
-            .await
-            .unwrap();
+        user_transfer(c, t, admin).await.unwrap();
         let files: Vec<TransferFile> = (0..500).map(file).collect();
         c.add_transfer_files(&tid(t), &files).await.unwrap();
     }
@@ -109,9 +107,7 @@ async fn transfer_counts_follow_every_update(c: &SqlCatalog) {
 
 async fn transfer_files_in_many_rows(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
-    c.create_transfer(&tid("big"), admin, None, None, TransferKind::User, "{}")
-        .await
-        .unwrap();
+    user_transfer(c, "big", admin).await.unwrap();
     let files: Vec<TransferFile> = (0..250u64)
         .map(|seq| TransferFile {
             seq,
@@ -153,22 +149,34 @@ async fn transfer_files_in_many_rows(c: &SqlCatalog) {
 
 async fn transfers_keep_the_oidc_claims_they_were_started_with(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
-    c.create_transfer(&tid("t1"), admin, None, None, TransferKind::User, "{}")
-        .await
-        .unwrap();
+    user_transfer(c, "t1", admin).await.unwrap();
     let claims = OidcClaims {
         groups: vec!["physics".into(), "<b>\"x".into()],
         admin: true,
     };
     let o = c
-        .create_transfer(&tid("o1"), admin, None, Some(&claims), TransferKind::User, "{}")
+        .create_transfer(
+            &tid("o1"),
+            admin,
+            None,
+            Some(&claims),
+            TransferKind::User,
+            &"{}".parse().unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(o.oidc.as_ref(), Some(&claims));
     let plain = OidcClaims::default();
-    c.create_transfer(&tid("o2"), admin, None, Some(&plain), TransferKind::User, "{}")
-        .await
-        .unwrap();
+    c.create_transfer(
+        &tid("o2"),
+        admin,
+        None,
+        Some(&plain),
+        TransferKind::User,
+        &"{}".parse().unwrap(),
+    )
+    .await
+    .unwrap();
     let listed = c.list_transfers(None, 10).await.unwrap();
     let of = |id: &str| listed.iter().find(|t| t.id.as_str() == id).unwrap().oidc.clone();
     assert_eq!((of("o1"), of("o2"), of("t1")), (Some(claims), Some(plain), None));
@@ -177,7 +185,14 @@ async fn transfers_keep_the_oidc_claims_they_were_started_with(c: &SqlCatalog) {
 async fn transfers_and_their_files(c: &SqlCatalog) {
     let (admin, _) = zone(c).await;
     let t = c
-        .create_transfer(&tid("t1"), admin, None, None, TransferKind::User, "{\"spec\":1}")
+        .create_transfer(
+            &tid("t1"),
+            admin,
+            None,
+            None,
+            TransferKind::User,
+            &"{\"spec\":1}".parse().unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -186,10 +201,7 @@ async fn transfers_and_their_files(c: &SqlCatalog) {
     );
     assert_eq!((t.started, t.oidc), (None, None));
     assert_eq!(
-        code(
-            c.create_transfer(&tid("t1"), admin, None, None, TransferKind::User, "{}")
-                .await
-        ),
+        code(user_transfer(c, "t1", admin).await),
         ErrorCode::AlreadyExists
     );
     let file = |seq: u64, size: u64| TransferFile {
@@ -292,9 +304,7 @@ async fn transfers_and_their_files(c: &SqlCatalog) {
         ErrorCode::NotFound
     );
 
-    c.create_transfer(&tid("t2"), admin, None, None, TransferKind::User, "{}")
-        .await
-        .unwrap();
+    user_transfer(c, "t2", admin).await.unwrap();
     let ids: Vec<TransferId> = c
         .list_transfers(Some(admin), 10)
         .await
@@ -303,7 +313,11 @@ async fn transfers_and_their_files(c: &SqlCatalog) {
         .map(|t| t.id)
         .collect();
     assert_eq!(ids.len(), 2);
-    assert!(c.list_transfers(Some(admin + 1000), 10).await.unwrap().is_empty());
+    assert!(c
+        .list_transfers(Some(PrincipalId(admin.0 + 1000)), 10)
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(c.list_transfers(None, 1).await.unwrap().len(), 1);
 }
 
@@ -327,7 +341,14 @@ async fn transfer_history_filters_and_pages(c: &SqlCatalog) {
     for (i, kind) in kinds.iter().enumerate() {
         let owner = if i == 4 { alice.id } else { admin };
         let t = c
-            .create_transfer(&tid(&format!("t{i}")), owner, None, None, *kind, "{}")
+            .create_transfer(
+                &tid(&format!("t{i}")),
+                owner,
+                None,
+                None,
+                *kind,
+                &"{}".parse().unwrap(),
+            )
             .await
             .unwrap();
         assert_eq!(t.kind, *kind);

@@ -27,7 +27,7 @@ async fn uploads_and_their_pieces(c: &SqlCatalog) {
     let a = record("z.a", 1000);
     c.create_upload(&a).await.unwrap();
     c.create_upload(&UploadRecord {
-        replica_of: Some(7),
+        replica_of: Some(NodeId(7)),
         overwrite: false,
         ..record("z.b", now())
     })
@@ -35,10 +35,16 @@ async fn uploads_and_their_pieces(c: &SqlCatalog) {
     .unwrap();
     assert_eq!(code(c.create_upload(&a).await), ErrorCode::AlreadyExists);
     assert_eq!(c.get_upload("z.a").await.unwrap(), Some(a.clone()));
-    assert_eq!(c.get_upload("z.b").await.unwrap().unwrap().replica_of, Some(7));
+    assert_eq!(
+        c.get_upload("z.b").await.unwrap().unwrap().replica_of,
+        Some(NodeId(7))
+    );
     assert_eq!(c.get_upload("z.none").await.unwrap(), None);
     assert_eq!(c.count_uploads(owner, false).await.unwrap(), (2, 2));
-    assert_eq!(c.count_uploads(owner + 100, false).await.unwrap(), (0, 2));
+    assert_eq!(
+        c.count_uploads(PrincipalId(owner.0 + 100), false).await.unwrap(),
+        (0, 2)
+    );
 
     // Pieces: a piece sent again replaces its record; a piece touches its upload.
     let piece = |i: u64, d: &str| UploadPiece {
@@ -90,7 +96,11 @@ async fn uploads_and_their_pieces(c: &SqlCatalog) {
     let mut staged = c.staged_uploads(resource).await.unwrap();
     staged.sort();
     assert_eq!(staged, ["up-z.a", "up-z.b"]);
-    assert!(c.staged_uploads(resource + 100).await.unwrap().is_empty());
+    assert!(c
+        .staged_uploads(ResourceId(resource.0 + 100))
+        .await
+        .unwrap()
+        .is_empty());
 
     // Claimed once, by one of many racers; its pieces go with it.
     let racers = (0..6).map(|_| {
@@ -123,7 +133,7 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
         replica_of: None,
         created: 1,
         touched: 1,
-        s3: Some(r#"{"content_type":"text/csv"}"#.into()),
+        s3: Some(r#"{"content_type":"text/csv"}"#.parse().unwrap()),
     };
     c.create_upload(&upload("z.m", "/z/b/big")).await.unwrap();
     c.create_upload(&upload("z.n", "/z/c/other")).await.unwrap();
@@ -131,7 +141,13 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
     assert_eq!(c.count_uploads(owner, true).await.unwrap(), (2, 2));
     assert_eq!(c.count_uploads(owner, false).await.unwrap(), (0, 0));
     assert_eq!(
-        c.get_upload("z.m").await.unwrap().unwrap().s3.as_deref(),
+        c.get_upload("z.m")
+            .await
+            .unwrap()
+            .unwrap()
+            .s3
+            .as_ref()
+            .map(S3UploadJson::as_str),
         Some(r#"{"content_type":"text/csv"}"#)
     );
     let part = |n: u32, key: &str| weft_catalog::UploadPart {
@@ -162,7 +178,7 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
     );
     assert!(c.get_upload("z.m").await.unwrap().unwrap().touched > 1);
     // Parts hold what they store against quotas until completed or aborted.
-    let reserved = |owner: i64, on: &'static str| async move {
+    let reserved = |owner: PrincipalId, on: &'static str| async move {
         c.usage(owner, Some(&rname(on))).await.unwrap().reserved
     };
     assert_eq!(
@@ -170,7 +186,7 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
         10 << 20,
         "the replaced part no longer"
     );
-    assert_eq!(reserved(owner + 100, "disk").await, 0);
+    assert_eq!(reserved(PrincipalId(owner.0 + 100), "disk").await, 0);
     assert_eq!(reserved(owner, "tape").await, 0);
     // The orphan sweep spares the parts of open uploads, on their resource only.
     let mut live = c
@@ -180,7 +196,7 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
     live.sort();
     assert_eq!(live, ["data/pp/a2", "data/pp/b"]);
     assert!(c
-        .physical_keys_between(resource + 100, "data/pp/", "data/pp0")
+        .physical_keys_between(ResourceId(resource.0 + 100), "data/pp/", "data/pp0")
         .await
         .unwrap()
         .is_empty());
@@ -191,7 +207,11 @@ async fn multipart_parts_are_kept_replaced_and_claimed(c: &SqlCatalog) {
         ids(c.s3_uploads(owner, "/z/", "/z0").await.unwrap()),
         ["z.m", "z.n"]
     );
-    assert!(c.s3_uploads(owner + 100, "/z/", "/z0").await.unwrap().is_empty());
+    assert!(c
+        .s3_uploads(PrincipalId(owner.0 + 100), "/z/", "/z0")
+        .await
+        .unwrap()
+        .is_empty());
     // Parts in place: the stride is set once; a place is claimed for one write, whose end
     // is recorded with its part (or alone, when the write failed).
     assert_eq!(c.set_upload_stride("z.n", 8 << 20).await.unwrap(), 8 << 20);

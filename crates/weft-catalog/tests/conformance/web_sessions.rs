@@ -33,8 +33,16 @@ async fn web_sessions_live_with_their_token_and_user(c: &SqlCatalog) {
     );
     assert_eq!(
         code(
-            c.create_web_session("s2", alice.id, &SessionGrant::Token(424242), None, "x", 0, 0)
-                .await
+            c.create_web_session(
+                "s2",
+                alice.id,
+                &SessionGrant::Token(TokenId(424242)),
+                None,
+                "x",
+                0,
+                0
+            )
+            .await
         ),
         ErrorCode::NotFound
     );
@@ -111,7 +119,10 @@ async fn web_sessions_live_with_their_token_and_user(c: &SqlCatalog) {
     assert_eq!(c.web_session("o3").await.unwrap().unwrap().0.expires, Some(400));
     // A user that is gone opens nothing; removing one ends its OIDC sessions.
     assert_eq!(
-        code(c.create_web_session("o4", 424242, &grant, None, "x", 0, 0).await),
+        code(
+            c.create_web_session("o4", PrincipalId(424242), &grant, None, "x", 0, 0)
+                .await
+        ),
         ErrorCode::NotFound
     );
     // A user's sessions are bounded: the least recently used end first.

@@ -4,7 +4,7 @@
 
 use super::Access;
 use crate::Caller;
-use weft_catalog::{AuditEntry, AuditQuery};
+use weft_catalog::{AuditEntry, AuditEntryId, AuditQuery};
 use weft_types::Error;
 
 /// The most entries one page holds.
@@ -16,7 +16,7 @@ impl Access<'_> {
         self,
         caller: &Caller,
         mut query: AuditQuery,
-    ) -> Result<(Vec<AuditEntry>, Option<i64>), Error> {
+    ) -> Result<(Vec<AuditEntry>, Option<AuditEntryId>), Error> {
         caller.require_admin("reading the audit log")?;
         query.limit = query.limit.clamp(1, AUDIT_PAGE_MAX);
         let entries = self.zone.catalog.audit_log(&query).await?;

@@ -2,17 +2,17 @@
 
 use super::Access;
 use std::collections::HashMap;
-use weft_catalog::OidcClaims;
+use weft_catalog::{OidcClaims, PrincipalId};
 use weft_types::{Error, LogicalPath, Permission, PrincipalName, ZoneName};
 
 /// An authenticated principal, with the ids the ACL checks match against.
 #[derive(Debug, Clone)]
 pub struct Caller {
-    pub user_id: i64,
+    pub user_id: PrincipalId,
     pub name: PrincipalName,
     pub is_admin: bool,
     /// The user's own id followed by the ids of its groups.
-    pub principal_ids: Vec<i64>,
+    pub principal_ids: Vec<PrincipalId>,
     /// The federated zone that vouched for this caller (a zone token): a visitor, or a
     /// user of that zone mapped to a local one. It never acts on further zones.
     pub via_zone: Option<ZoneName>,
@@ -111,7 +111,7 @@ impl Access<'_> {
     pub async fn caller_for(
         self,
         user: &weft_catalog::Principal,
-        extra_group_ids: &[i64],
+        extra_group_ids: &[PrincipalId],
     ) -> Result<Caller, Error> {
         let mut ids = vec![user.id];
         ids.extend(self.zone.catalog.group_ids_of(user.id).await?);

@@ -4,7 +4,7 @@ use super::Access;
 use crate::Caller;
 use base64::Engine;
 use rand::RngCore;
-use weft_catalog::{AclEntry, Principal, PrincipalKind};
+use weft_catalog::{AclEntry, Principal, PrincipalId, PrincipalKind, TokenId};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, Permission, PrincipalName};
 
 /// An API token as listings show it: never its secret, which the zone does not keep.
@@ -85,7 +85,7 @@ impl Access<'_> {
     /// Ids of the existing groups among `names` (group claims of a token). A claim counts
     /// only for a weft group of exactly that name: never for a user (an administrator or
     /// `user#zone` included), so a group claim grants no more than the group's ACLs.
-    pub(crate) async fn group_ids(self, names: &[String]) -> Result<Vec<i64>, Error> {
+    pub(crate) async fn group_ids(self, names: &[String]) -> Result<Vec<PrincipalId>, Error> {
         let mut ids = Vec::new();
         for n in names {
             let Ok(name) = PrincipalName::parse(n.trim_start_matches('/')) else {
@@ -178,7 +178,7 @@ impl Access<'_> {
 
     pub(crate) async fn issue_token(
         self,
-        user_id: i64,
+        user_id: PrincipalId,
         label: &str,
         expires: Option<Millis>,
     ) -> Result<String, Error> {
@@ -265,7 +265,7 @@ impl Access<'_> {
     /// Deletes API token `id`, and the web sessions opened with it: the caller's own, or
     /// anyone's for an administrator. Errors: `not_found` (another user's looks the same
     /// as none, so that ids tell nothing).
-    pub async fn delete_token(self, caller: &Caller, id: i64) -> Result<(), Error> {
+    pub async fn delete_token(self, caller: &Caller, id: TokenId) -> Result<(), Error> {
         let own = self
             .zone
             .catalog

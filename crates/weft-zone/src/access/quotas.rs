@@ -16,7 +16,7 @@ use super::Access;
 use crate::Caller;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use weft_catalog::{quota_exceeded, Node, OverQuota, Quota, Usage};
+use weft_catalog::{quota_exceeded, Node, OverQuota, PrincipalId, Quota, ResourceId, Usage};
 use weft_types::{Error, ErrorCode, PrincipalName, ResourceName};
 
 /// A write as the quota check before its bytes arrive sees it.
@@ -52,7 +52,7 @@ impl<'a> Charge<'a> {
 /// charges to quotas.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Owned {
-    pub owner_id: i64,
+    pub owner_id: PrincipalId,
     pub size: u64,
 }
 
@@ -249,7 +249,7 @@ impl Access<'_> {
         self,
         principal: &PrincipalName,
         resource: Option<&ResourceName>,
-    ) -> Result<(i64, Option<i64>), Error> {
+    ) -> Result<(PrincipalId, Option<ResourceId>), Error> {
         let p = self
             .zone
             .catalog

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
-use weft_catalog::{Catalog, NewObject, Registered};
+use weft_catalog::{Catalog, NewObject, Registered, ResourceId};
 use weft_storage::{Packed, Store};
 use weft_types::{Error, ErrorCode};
 
@@ -210,7 +210,7 @@ impl Syncs {
     /// this filled stays locked until then, see [`Packed`]). Jobs whose append failed are
     /// answered here and left out.
     fn append(&self, group: Vec<Job>) -> (Vec<Job>, Vec<Packed>) {
-        let mut stores: Vec<(i64, Store, Vec<usize>)> = Vec::new();
+        let mut stores: Vec<(ResourceId, Store, Vec<usize>)> = Vec::new();
         for (i, job) in group.iter().enumerate() {
             if let Data::Append(store, _) = &job.data {
                 match stores.iter_mut().find(|(id, ..)| *id == job.object.resource_id) {
@@ -338,7 +338,7 @@ impl BlockingWorker for Groups {
 
 /// The resources to sync before registering `group`, each once.
 fn unsynced(group: &[Job]) -> Vec<Store> {
-    let mut ids: Vec<i64> = Vec::new();
+    let mut ids: Vec<ResourceId> = Vec::new();
     let mut out = Vec::new();
     for job in group {
         if let Data::Written(Some(store)) = &job.data {

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use std::collections::HashMap;
 use std::ops::Range;
-use weft_catalog::{LocatedNode, NewObject, Node, Resource, S3Write};
+use weft_catalog::{LocatedNode, NewObject, Node, NodeId, Resource, ResourceId, S3Write};
 use weft_storage::{ByteStream, Store, Writer};
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, NodeKind, Permission, ReplicaState, ResourceName};
 
@@ -585,7 +585,7 @@ impl Data<'_> {
     /// another zone holds.
     pub(crate) async fn read_good_replica(
         self,
-        node_id: i64,
+        node_id: NodeId,
         path: &LogicalPath,
         range: Range<u64>,
     ) -> Result<ByteStream, Error> {
@@ -632,7 +632,7 @@ impl Data<'_> {
         };
         let mut out: Vec<Option<Result<Bytes, Error>>> = Vec::with_capacity(paths.len());
         // The first good copy of each object here, grouped by resource: (file, key, size).
-        let mut by_resource: HashMap<i64, Vec<(usize, String, u64)>> = HashMap::new();
+        let mut by_resource: HashMap<ResourceId, Vec<(usize, String, u64)>> = HashMap::new();
         let refs: Vec<&LogicalPath> = paths.iter().collect();
         let allowed = self
             .zone

@@ -3,7 +3,7 @@
 use super::Namespace;
 use crate::namespace::tree::MAX_PAGE;
 use crate::Caller;
-use weft_catalog::{Avu, FindQuery, ListedObject, MetaEdit, Node};
+use weft_catalog::{Avu, FindQuery, ListedObject, MetaEdit, Node, NodeId};
 use weft_types::meta::validate_avu_part;
 use weft_types::{Error, LogicalPath, NodeKind, Permission};
 
@@ -128,7 +128,7 @@ impl Namespace<'_> {
 impl Namespace<'_> {
     /// Checks an AVU about to be added (`add`) or set on node `node_id`; `datacite.*`
     /// attributes are also checked as DataCite fields.
-    async fn validate(self, node_id: i64, avu: &Avu, add: bool) -> Result<(), Error> {
+    async fn validate(self, node_id: NodeId, avu: &Avu, add: bool) -> Result<(), Error> {
         validate_avu_part("attribute", &avu.attr)?;
         validate_avu_part("value", &avu.value)?;
         validate_avu_part("unit", &avu.unit)?;

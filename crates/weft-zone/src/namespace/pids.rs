@@ -12,7 +12,7 @@
 
 use super::Namespace;
 use crate::{Caller, NodeInfo};
-use weft_catalog::{Avu, PidRecord};
+use weft_catalog::{Avu, NodeId, PidRecord};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, Permission};
 
 /// A PID and what it stands for now.
@@ -113,7 +113,7 @@ impl Namespace<'_> {
     }
 
     /// The PID bound to the node, if any (for `stat`).
-    pub(crate) async fn pid_of(self, node_id: i64) -> Result<Option<String>, Error> {
+    pub(crate) async fn pid_of(self, node_id: NodeId) -> Result<Option<String>, Error> {
         Ok(self
             .zone
             .catalog
@@ -125,7 +125,12 @@ impl Namespace<'_> {
     async fn pid_info(self, r: PidRecord) -> Result<PidInfo, Error> {
         let mut node = None;
         let mut metadata = Vec::new();
-        if let Some(n) = self.zone.catalog.get_node_by_id(r.node_id.unwrap_or(-1)).await? {
+        if let Some(n) = self
+            .zone
+            .catalog
+            .get_node_by_id(r.node_id.unwrap_or(NodeId(-1)))
+            .await?
+        {
             metadata = self.zone.catalog.list_avus(n.id).await?;
             let replicas = match n.kind {
                 NodeKind::Object => self.replicas_of(n.id).await?,

@@ -4,7 +4,7 @@ use super::Namespace;
 use crate::Caller;
 use base64::Engine;
 use std::collections::HashMap;
-use weft_catalog::{ChildKey, ChildOrder, ChildSort, Node, RemoteReplica, Replica};
+use weft_catalog::{ChildKey, ChildOrder, ChildSort, Node, NodeId, RemoteReplica, Replica, ResourceId};
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, Millis, NodeKind, Permission, ReplicaState};
 
 /// A node as the interfaces show it.
@@ -105,7 +105,7 @@ impl Namespace<'_> {
     }
 
     /// Every replica of a data object, this zone's first, then those in other zones.
-    pub(crate) async fn replicas_of(self, node_id: i64) -> Result<Vec<ReplicaInfo>, Error> {
+    pub(crate) async fn replicas_of(self, node_id: NodeId) -> Result<Vec<ReplicaInfo>, Error> {
         let here = self.zone.catalog.replicas(node_id).await?;
         let there = self.zone.catalog.remote_replicas(node_id).await?;
         Ok(here
@@ -249,7 +249,7 @@ impl Namespace<'_> {
     /// failure leaves unreferenced bytes, never a dangling catalog entry, so it is logged
     /// and not raised.
     pub(crate) async fn delete_bytes(self, replicas: &[Replica]) {
-        let mut by_resource: HashMap<i64, Vec<&Replica>> = HashMap::new();
+        let mut by_resource: HashMap<ResourceId, Vec<&Replica>> = HashMap::new();
         for r in replicas {
             by_resource.entry(r.resource_id).or_default().push(r);
         }

@@ -14,14 +14,16 @@
 
 use super::Policy;
 use crate::background::worker::{self, Worker, WorkerState};
-use crate::policy::rules::{json, place_name, Step};
+use crate::policy::rules::{place_name, Step};
 use crate::{now_ms, Caller, Zone};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use weft_catalog::{CopyPlace, NewPolicyTask, Node, NodeEvent, PolicyTask};
+use weft_catalog::{
+    CopyPlace, EventId, NewPolicyTask, Node, NodeEvent, NodeId, PolicyActionJson, PolicyTask, PolicyTaskId,
+};
 use weft_policy::{Action, Event, Place, Rule, Trigger};
 use weft_transfer::{TransferSpec, Verify};
 use weft_types::{
@@ -138,7 +140,7 @@ impl Policy<'_> {
         let written = events.iter().any(|e| e.kind == "written");
         // The nodes and their metadata for the whole batch at once: two queries, not two
         // per event (which made the engine lag seconds behind a put -r of 1,000 files).
-        let ids: Vec<i64> = events.iter().map(|e| e.node_id).collect();
+        let ids: Vec<NodeId> = events.iter().map(|e| e.node_id).collect();
         let nodes = if rules.is_empty() {
             Vec::new()
         } else {
@@ -169,7 +171,7 @@ impl Policy<'_> {
             self.zone.engine_state.qos_dirty.store(true, Ordering::Relaxed);
         }
         self.zone.catalog.add_policy_tasks(&tasks).await?;
-        let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+        let ids: Vec<EventId> = events.iter().map(|e| e.id).collect();
         self.zone.catalog.delete_events(&ids).await?;
         Ok(events.len() as u64)
     }
@@ -250,7 +252,8 @@ impl Policy<'_> {
             }
         }
         // A task copying to several places waits for several transfers.
-        let mut started: BTreeMap<i64, (PolicyTask, Result<Vec<TransferId>, Error>)> = BTreeMap::new();
+        let mut started: BTreeMap<PolicyTaskId, (PolicyTask, Result<Vec<TransferId>, Error>)> =
+            BTreeMap::new();
         for (place, items) in copies {
             for (task, outcome) in self.start_copies(&service, &place, items).await? {
                 let entry = started.entry(task.id).or_insert((task, Ok(Vec::new())));
@@ -283,7 +286,7 @@ impl Policy<'_> {
         task: &PolicyTask,
         settled: &mut Vec<PolicyTask>,
     ) -> Result<Option<(Action, Node)>, Error> {
-        let action: Action = serde_json::from_str(&task.action).map_err(|e| {
+        let action: Action = task.action.decode().map_err(|e| {
             Error::caused(
                 ErrorCode::Internal,
                 format_args!("policy task {} is stored damaged", task.id),
@@ -607,14 +610,14 @@ fn settle(mut task: PolicyTask, outcome: Result<(), Error>) -> PolicyTask {
 /// queries for the whole batch (read per task, they put the engine seconds behind a put -r
 /// of 1,000 files). An object an action changed is read again when a later task needs it.
 struct Subjects {
-    nodes: HashMap<i64, (Node, Vec<(String, String)>)>,
-    copies: HashMap<i64, Vec<CopyPlace>>,
-    stale: HashSet<i64>,
+    nodes: HashMap<NodeId, (Node, Vec<(String, String)>)>,
+    copies: HashMap<NodeId, Vec<CopyPlace>>,
+    stale: HashSet<NodeId>,
 }
 
 impl Subjects {
     async fn load(zone: &Arc<Zone>, tasks: &[PolicyTask]) -> Result<Self, Error> {
-        let mut ids: Vec<i64> = tasks.iter().map(|t| t.node_id).collect();
+        let mut ids: Vec<NodeId> = tasks.iter().map(|t| t.node_id).collect();
         ids.sort_unstable();
         ids.dedup();
         let mut out = Subjects {
@@ -632,11 +635,11 @@ impl Subjects {
         Ok(out)
     }
 
-    fn touched(&mut self, id: i64) {
+    fn touched(&mut self, id: NodeId) {
         self.stale.insert(id);
     }
 
-    async fn node(&mut self, zone: &Arc<Zone>, id: i64) -> Result<Option<Node>, Error> {
+    async fn node(&mut self, zone: &Arc<Zone>, id: NodeId) -> Result<Option<Node>, Error> {
         if self.stale.remove(&id) {
             self.nodes.remove(&id);
             self.copies.remove(&id);
@@ -649,11 +652,11 @@ impl Subjects {
         Ok(self.nodes.get(&id).map(|(n, _)| n.clone()))
     }
 
-    fn meta(&self, id: i64) -> &[(String, String)] {
+    fn meta(&self, id: NodeId) -> &[(String, String)] {
         self.nodes.get(&id).map_or(&[], |(_, m)| m)
     }
 
-    fn copies(&self, id: i64) -> &[CopyPlace] {
+    fn copies(&self, id: NodeId) -> &[CopyPlace] {
         self.copies.get(&id).map_or(&[], |c| c)
     }
 }
@@ -697,7 +700,7 @@ pub(crate) fn tasks_for(rule: &Rule, node: &Node, now: i64) -> Result<Vec<NewPol
                 rule: rule.name.clone(),
                 node_id: node.id,
                 path: node.path.clone(),
-                action: json(a)?,
+                action: PolicyActionJson::encode(a)?,
                 due,
             })
         })

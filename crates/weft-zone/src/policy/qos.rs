@@ -8,7 +8,7 @@
 use super::Policy;
 use crate::{now_ms, Caller};
 use std::collections::HashMap;
-use weft_catalog::{CopyPlace, NewPolicyTask, QosRecord};
+use weft_catalog::{CopyPlace, NewPolicyTask, NodeId, PolicyActionJson, QosId, QosRecord};
 use weft_policy::{Action, Place, QosExpr, TargetExpr};
 use weft_types::{Error, ErrorCode, LogicalPath, Permission, QosStatus, ReplicaState, TaskState};
 
@@ -69,7 +69,7 @@ impl Policy<'_> {
 
     /// Removes a requirement (copies it made stay). Needs `write` on its path, or to have
     /// added it. Errors: `not_found`.
-    pub async fn remove_qos(self, caller: &Caller, id: i64) -> Result<(), Error> {
+    pub async fn remove_qos(self, caller: &Caller, id: QosId) -> Result<(), Error> {
         let record = self
             .zone
             .catalog
@@ -147,8 +147,8 @@ impl Policy<'_> {
         let now = now_ms();
         let (mut short, mut tasks) = (0u64, Vec::new());
         for chunk in objects.chunks(1000) {
-            let ids: Vec<i64> = chunk.iter().map(|n| n.id).collect();
-            let mut by_node: HashMap<i64, Vec<CopyPlace>> = HashMap::new();
+            let ids: Vec<NodeId> = chunk.iter().map(|n| n.id).collect();
+            let mut by_node: HashMap<NodeId, Vec<CopyPlace>> = HashMap::new();
             for c in self.zone.catalog.copy_places(&ids).await? {
                 by_node.entry(c.node_id).or_default().push(c);
             }
@@ -179,7 +179,7 @@ impl Policy<'_> {
                         rule: rule.clone(),
                         node_id: node.id,
                         path: node.path.clone(),
-                        action: crate::policy::rules::json(&Action::Replicate {
+                        action: PolicyActionJson::encode(&Action::Replicate {
                             to,
                             copies: 1,
                             evict: false,

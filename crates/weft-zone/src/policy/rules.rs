@@ -11,7 +11,7 @@ use crate::{now_ms, Caller};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use weft_catalog::{Avu, CopyPlace, Node, PolicyRuleRecord, PolicyTask};
+use weft_catalog::{Avu, CopyPlace, Node, NodeId, PolicyRuleJson, PolicyRuleRecord, PolicyTask};
 use weft_policy::{Action, ObjectFacts, Place, PolicySet, Rule, TargetExpr, Trigger};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, ReplicaState, TaskState, ZoneName};
 
@@ -148,7 +148,7 @@ impl Policy<'_> {
         let rows = set
             .rules
             .iter()
-            .map(|r| Ok((r.name.clone(), json(r)?)))
+            .map(|r| Ok((r.name.clone(), PolicyRuleJson::encode(r)?)))
             .collect::<Result<Vec<_>, Error>>()?;
         self.zone.catalog.put_policy_rules(&rows).await?;
         let names: Vec<&str> = set.rules.iter().map(|r| r.name.as_str()).collect();
@@ -298,7 +298,7 @@ impl Policy<'_> {
             .collect();
         let now = now_ms();
         for chunk in objects.chunks(1000) {
-            let ids: Vec<i64> = chunk.iter().map(|n| n.id).collect();
+            let ids: Vec<NodeId> = chunk.iter().map(|n| n.id).collect();
             let copies = self.zone.catalog.copy_places(&ids).await?;
             for node in chunk {
                 let meta = self.meta_pairs(node.id).await?;
@@ -337,7 +337,7 @@ impl Policy<'_> {
         Ok(all)
     }
 
-    pub(crate) async fn meta_pairs(self, node_id: i64) -> Result<Vec<(String, String)>, Error> {
+    pub(crate) async fn meta_pairs(self, node_id: NodeId) -> Result<Vec<(String, String)>, Error> {
         Ok(self
             .zone
             .catalog
@@ -631,7 +631,7 @@ pub(crate) fn facts<'a>(node: &'a Node, meta: &'a [(String, String)], now: Milli
 }
 
 fn rule_info(r: &PolicyRuleRecord) -> Result<PolicyRuleInfo, Error> {
-    let rule: Rule = serde_json::from_str(&r.definition).map_err(|e| {
+    let rule: Rule = r.definition.decode().map_err(|e| {
         Error::caused(
             ErrorCode::Internal,
             format_args!("policy rule {} is stored damaged", r.name),
@@ -643,8 +643,4 @@ fn rule_info(r: &PolicyRuleRecord) -> Result<PolicyRuleInfo, Error> {
         updated: r.updated,
         last_run: r.last_run,
     })
-}
-
-pub(crate) fn json<T: serde::Serialize>(v: &T) -> Result<String, Error> {
-    serde_json::to_string(v).map_err(|e| Error::internal(e.to_string()))
 }

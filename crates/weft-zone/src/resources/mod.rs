@@ -9,7 +9,7 @@ pub(crate) mod space;
 use crate::{Caller, Zone};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use weft_catalog::{NewResource, Resource};
+use weft_catalog::{NewResource, Resource, ResourceId, StoreSettingsJson};
 use weft_storage::S3Config;
 use weft_storage::Store;
 use weft_types::{Error, ErrorCode, ResourceKind, ResourceName};
@@ -33,7 +33,7 @@ pub struct ResourceInfo {
 }
 
 impl Resources<'_> {
-    pub(crate) async fn store_by_id(self, id: i64) -> Result<(Resource, Store), Error> {
+    pub(crate) async fn store_by_id(self, id: ResourceId) -> Result<(Resource, Store), Error> {
         if let Some(found) = self.zone.stores.read().await.get(&id).cloned() {
             return Ok(found);
         }
@@ -56,7 +56,7 @@ impl Resources<'_> {
         if self.stores_stale() {
             self.reload_stores().await?;
         }
-        let find = |stores: &HashMap<i64, (Resource, Store)>| {
+        let find = |stores: &HashMap<ResourceId, (Resource, Store)>| {
             match name {
                 Some(n) => stores.values().find(|(r, _)| &r.name == n),
                 None => stores.values().find(|(r, _)| r.is_default),
@@ -81,7 +81,9 @@ impl Resources<'_> {
 
     fn info(r: &Resource, caller: &Caller) -> ResourceInfo {
         let settings = match r.kind {
-            ResourceKind::S3 => serde_json::from_str::<S3Config>(&r.config)
+            ResourceKind::S3 => r
+                .config
+                .decode::<S3Config>()
                 .map(|c| {
                     let mut shown = c.redacted();
                     if !caller.is_admin {
@@ -90,7 +92,7 @@ impl Resources<'_> {
                     shown
                 })
                 .unwrap_or_default(),
-            ResourceKind::Fs => serde_json::from_str(&r.config).unwrap_or_default(),
+            ResourceKind::Fs => r.config.decode().unwrap_or_default(),
         };
         ResourceInfo {
             resource: r.clone(),
@@ -121,8 +123,8 @@ impl Resources<'_> {
         make_default: bool,
     ) -> Result<ResourceInfo, Error> {
         caller.require_admin("adding a resource")?;
-        let config = settings.to_string();
-        let store = self.zone.open_store(kind, &config)?;
+        let config = StoreSettingsJson::encode(settings)?;
+        let store = self.zone.open_store(kind, config.as_str())?;
         store.check().await?;
         let r = self
             .zone
@@ -172,7 +174,7 @@ impl Resources<'_> {
         for r in fresh {
             let store = match stores.remove(&r.id) {
                 Some((old, store)) if old.config == r.config => store,
-                _ => self.zone.open_store(r.kind, &r.config)?,
+                _ => self.zone.open_store(r.kind, r.config.as_str())?,
             };
             next.insert(r.id, (r, store));
         }

@@ -8,7 +8,7 @@ use rand::RngCore;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use weft_catalog::{Avu, Node, PrincipalKind, S3Attrs, S3Bucket, S3Key, S3Listed};
+use weft_catalog::{Avu, Node, PrincipalId, PrincipalKind, S3Attrs, S3Bucket, S3Key, S3Listed};
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, NodeKind, Permission, PrincipalName};
 
 use std::sync::Arc;
@@ -320,7 +320,7 @@ impl S3<'_> {
             _ => Vec::new(),
         };
         Ok(Caller {
-            user_id: ids.first().copied().unwrap_or(-1),
+            user_id: ids.first().copied().unwrap_or(PrincipalId(-1)),
             name,
             is_admin: false,
             principal_ids: ids,

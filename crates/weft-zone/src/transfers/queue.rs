@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
-use weft_catalog::{Catalog, TransferCounts, TransferFile, TransferQuery, TransferRecord};
+use weft_catalog::{Catalog, TransferCounts, TransferFile, TransferQuery, TransferRecord, TransferSpecJson};
 use weft_transfer::{Engine, Fresh, Journal, JournalEntry, RetryPolicy, TransferSpec};
 use weft_types::{
     Endpoint, Error, ErrorCode, FileState, PieceSize, PrincipalName, ResourceName, TransferId, TransferKind,
@@ -104,7 +104,7 @@ impl Transfers<'_> {
         let files = self.plan(caller, &spec).await?;
         self.check_quota(caller, &files).await?;
         let id = TransferId::new(uuid::Uuid::new_v4().simple().to_string());
-        let json = serde_json::to_string(&spec).map_err(|e| Error::internal(e.to_string()))?;
+        let json = TransferSpecJson::encode(&spec)?;
         // Claimed before it exists, so that the worker, finding it queued, leaves it to us.
         let flag = self.zone.running.claim(&id).expect("a new id");
         let created = async {
@@ -196,7 +196,7 @@ impl Transfers<'_> {
     }
 
     async fn info(self, record: TransferRecord) -> Result<TransferInfo, Error> {
-        let spec = serde_json::from_str(&record.spec).map_err(|e| {
+        let spec = record.spec.decode().map_err(|e| {
             Error::caused(
                 ErrorCode::Internal,
                 format_args!("transfer {} has a bad stored request", record.id),
@@ -424,7 +424,9 @@ impl Transfers<'_> {
         tokio::spawn(weft_catalog::acting(actor, async move {
             let id = record.id.clone();
             let run = async {
-                let spec = serde_json::from_str::<TransferSpec>(&record.spec)
+                let spec = record
+                    .spec
+                    .decode::<TransferSpec>()
                     .map_err(|e| Error::caused(ErrorCode::Internal, "bad stored request", e))?;
                 let caller = zone.transfers().caller_of(&record).await?;
                 zone.transfers()

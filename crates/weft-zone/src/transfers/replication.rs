@@ -17,7 +17,7 @@ use crate::transfers::sides::peer_side;
 use crate::transfers::sides::{Place, ReplicaSide};
 use crate::{Caller, ReplicaInfo};
 use std::ops::Range;
-use weft_catalog::{NewReplica, RemoteReplica, Replica, ReplicaPlace, TransferRecord};
+use weft_catalog::{NewReplica, NodeId, RemoteReplica, Replica, ReplicaPlace, TransferRecord};
 use weft_storage::ByteStream;
 use weft_transfer::{TransferSpec, Verify};
 use weft_types::{
@@ -196,7 +196,7 @@ impl Transfers<'_> {
     /// removes them again if that fails, and the bytes of a copy it replaced.
     pub(crate) async fn register_replica(
         self,
-        node_id: i64,
+        node_id: NodeId,
         size: u64,
         checksum: Checksum,
         target: &PutTarget,

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use weft_catalog::{RemoteReplica, Replica};
+use weft_catalog::{NodeId, RemoteReplica, Replica};
 use weft_types::{Checksum, Error, ErrorCode, ReplicaState};
 
 /// How often each replica is re-read by default: weekly, as archives commonly do.
@@ -62,10 +62,11 @@ enum Copy {
 
 impl Copy {
     /// Ids are per table; the two queues are drained one after the other.
+    /// Its row's id, in either table: `scrub` goes through one kind at a time.
     fn id(&self) -> i64 {
         match self {
-            Copy::Local(r) => r.id,
-            Copy::Remote(r) => r.id,
+            Copy::Local(r) => r.id.0,
+            Copy::Remote(r) => r.id.0,
         }
     }
 
@@ -173,7 +174,7 @@ impl Transfers<'_> {
             }
             Found::Intact => Ok(()),
             Found::Damaged(why) => {
-                tracing::error!(object = r.node_id, resource = %r.resource, key = %r.physical_key, %why, "replica is damaged");
+                tracing::error!(object = r.node_id.0, resource = %r.resource, key = %r.physical_key, %why, "replica is damaged");
                 if r.state != ReplicaState::Bad {
                     self.zone
                         .catalog
@@ -195,7 +196,7 @@ impl Transfers<'_> {
                     .await
             }
             Found::Damaged(why) => {
-                tracing::error!(object = r.node_id, zone = %r.zone, location = %r.location, %why, "replica is damaged");
+                tracing::error!(object = r.node_id.0, zone = %r.zone, location = %r.location, %why, "replica is damaged");
                 self.zone
                     .catalog
                     .set_remote_replica(r.id, ReplicaState::Bad, Some(now_ms()))
@@ -207,7 +208,7 @@ impl Transfers<'_> {
     }
 
     /// Replicates the object again to `place` from a good copy, if it has one left.
-    async fn repair(self, node_id: i64, place: &str) -> Result<(), Error> {
+    async fn repair(self, node_id: NodeId, place: &str) -> Result<(), Error> {
         let Some(node) = self.zone.catalog.get_node_by_id(node_id).await? else {
             return Ok(());
         };

@@ -12,7 +12,7 @@ use crate::transfers::sides::{below, StagingSide};
 use crate::Caller;
 use serde::Deserialize;
 use std::sync::Mutex;
-use weft_catalog::StagingArea;
+use weft_catalog::{StagingArea, StoreSettingsJson};
 use weft_storage::{FsConfig, KeyInfo, S3Config, Store};
 use weft_types::{Endpoint, Error, ErrorCode, PrincipalName, ResourceKind, StagingName};
 
@@ -53,9 +53,7 @@ pub struct StagingInfo {
 impl From<&StagingArea> for StagingInfo {
     fn from(a: &StagingArea) -> Self {
         let endpoint = match a.kind {
-            ResourceKind::S3 => serde_json::from_str::<S3Config>(&a.settings)
-                .ok()
-                .map(|c| c.endpoint),
+            ResourceKind::S3 => a.settings.decode::<S3Config>().ok().map(|c| c.endpoint),
             ResourceKind::Fs => None,
         };
         StagingInfo {
@@ -165,7 +163,7 @@ impl Transfers<'_> {
                     )));
                 }
                 let config = FsConfig { root: root.into() };
-                (ResourceKind::Fs, serde_json::to_string(&config))
+                (ResourceKind::Fs, StoreSettingsJson::encode(&config))
             }
             Endpoint::S3 { bucket, key } => {
                 let need = |f: &Option<String>, what: &str| {
@@ -181,7 +179,7 @@ impl Transfers<'_> {
                     secret_key: need(&spec.secret_key, "a secret key")?,
                     prefix: key.clone(),
                 };
-                (ResourceKind::S3, serde_json::to_string(&config))
+                (ResourceKind::S3, StoreSettingsJson::encode(&config))
             }
             Endpoint::Logical(_) | Endpoint::Replica { .. } => {
                 return Err(Error::invalid(format!(
@@ -203,7 +201,7 @@ impl Transfers<'_> {
             name: spec.name.clone(),
             kind,
             url: at.to_string(),
-            settings: settings.map_err(|e| Error::internal(e.to_string()))?,
+            settings: settings?,
             allow: spec.allow.clone(),
             created: 0,
         })
@@ -221,7 +219,7 @@ impl Transfers<'_> {
     pub(crate) fn open_staging(self, area: &StagingArea) -> Result<Store, Error> {
         Store::open_staging(
             area.kind,
-            &area.settings,
+            area.settings.as_str(),
             self.zone.scratch_dir(),
             &self.zone.outbound,
         )

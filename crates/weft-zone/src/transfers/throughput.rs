@@ -229,7 +229,7 @@ impl Worker for Sampler {
             if bytes == 0 {
                 continue;
             }
-            let Ok(spec) = serde_json::from_str::<TransferSpec>(&t.spec) else {
+            let Ok(spec) = t.spec.decode::<TransferSpec>() else {
                 continue;
             };
             moving += 1;
@@ -364,7 +364,7 @@ impl Transfers<'_> {
             if t.owner_id != caller.user_id && !caller.is_admin {
                 continue;
             }
-            let Ok(spec) = serde_json::from_str::<TransferSpec>(&t.spec) else {
+            let Ok(spec) = t.spec.decode::<TransferSpec>() else {
                 continue;
             };
             let (from, to) = peers_of(&spec, &self.zone.name);
@@ -420,9 +420,9 @@ mod tests {
     fn record(id: &str, state: TransferState, created: Millis, started: Option<Millis>) -> TransferRecord {
         TransferRecord {
             id: TransferId::new(id),
-            owner_id: 1,
+            owner_id: weft_catalog::PrincipalId(1),
             owner: PrincipalName::parse("alice").unwrap(),
-            spec: String::new(),
+            spec: "{}".parse().unwrap(),
             state,
             error: None,
             files_total: 0,

@@ -19,7 +19,7 @@ use crate::uploads::pieces::{check_room, Exact};
 use crate::{now_ms, Caller, PutOutcome};
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
-use weft_catalog::{S3Write, UploadPart, UploadRecord};
+use weft_catalog::{PrincipalId, S3UploadJson, S3Write, UploadPart, UploadRecord};
 use weft_storage::{Store, S3_PART_MIN};
 use weft_types::{
     Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, PieceDigest, PieceHasher, PieceSize,
@@ -34,12 +34,13 @@ pub const MULTIPART_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_
 /// AWS) rather than NoSuchUpload or `not_found`.
 #[derive(Default)]
 pub(crate) struct Completed {
-    entries:
-        std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, i64, LogicalPath, String)>>,
+    entries: std::sync::Mutex<
+        std::collections::HashMap<String, (std::time::Instant, PrincipalId, LogicalPath, String)>,
+    >,
 }
 
 impl Completed {
-    pub(crate) fn remember(&self, id: &str, owner: i64, path: &LogicalPath, etag: String) {
+    pub(crate) fn remember(&self, id: &str, owner: PrincipalId, path: &LogicalPath, etag: String) {
         let mut recent = self.entries.lock().expect("not poisoned");
         recent.retain(|_, (at, ..)| at.elapsed() < COMPLETED_FOR);
         if recent.len() < COMPLETED_MAX {
@@ -84,7 +85,7 @@ impl Uploads<'_> {
         self,
         caller: &Caller,
         path: &LogicalPath,
-        s3: String,
+        s3: S3UploadJson,
     ) -> Result<UploadRecord, Error> {
         let (target, _) = self
             .zone

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use futures::Stream;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use weft_catalog::{UploadPiece, UploadRecord};
+use weft_catalog::{NodeId, UploadPiece, UploadRecord};
 use weft_storage::Store;
 use weft_types::{
     Checksum, ChunkedBlake3, Error, ErrorCode, LogicalPath, Permission, PieceDigest, PieceHasher, PieceSize,
@@ -172,7 +172,7 @@ impl Uploads<'_> {
         piece: PieceSize,
         target: &PutTarget,
         overwrite: bool,
-        replica_of: Option<i64>,
+        replica_of: Option<NodeId>,
     ) -> Result<UploadInfo, Error> {
         let pieces = piece.count(size);
         if let Some(why) = target.store.refuses_pieces(piece.get(), pieces) {

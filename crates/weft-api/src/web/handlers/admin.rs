@@ -104,7 +104,11 @@ pub async fn delete_token(
     let id: i64 = id
         .parse()
         .map_err(|_| fail(Error::invalid(format!("{id:?} is not a token id"))))?;
-    s.zone.access().delete_token(caller, id).await.map_err(fail)?;
+    s.zone
+        .access()
+        .delete_token(caller, weft_zone::TokenId(id))
+        .await
+        .map_err(fail)?;
     Ok(Redirect::to("/admin").into_response())
 }
 

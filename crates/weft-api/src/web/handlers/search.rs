@@ -69,7 +69,7 @@ pub fn query(root: &LogicalPath, t: &Typed, after: Option<i64>) -> Result<FindQu
         name_glob,
         meta,
         kind,
-        after_id: after,
+        after_id: after.map(weft_zone::NodeId),
         limit: PAGE,
     })
 }
@@ -153,7 +153,10 @@ mod tests {
         let fq = query(&root(), &t, after).unwrap();
         assert_eq!(fq.name_glob.as_deref(), Some("*movie*"));
         assert_eq!(fq.meta[0].op, MetaOp::Ge);
-        assert_eq!((fq.after_id, fq.limit, fq.kind), (Some(42), PAGE, None));
+        assert_eq!(
+            (fq.after_id, fq.limit, fq.kind),
+            (Some(weft_zone::NodeId(42)), PAGE, None)
+        );
         let (t, _) = typed(&q("name=*.mrc&kind=object")).unwrap();
         let fq = query(&root(), &t, None).unwrap();
         assert_eq!(

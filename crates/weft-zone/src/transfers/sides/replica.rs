@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use std::ops::Range;
 use std::sync::Arc;
-use weft_catalog::{NewReplica, Node, ReplicaPlace};
+use weft_catalog::{NewReplica, Node, NodeId, ReplicaPlace};
 use weft_storage::Store;
 use weft_transfer::{Entry, Side};
 use weft_types::{
@@ -38,7 +38,7 @@ pub(crate) struct ReplicaSide {
 }
 
 /// Uploads in pieces carry the object's id: `<node id>:<upload id>`.
-fn split_upload(upload: &str) -> Result<(i64, &str), Error> {
+fn split_upload(upload: &str) -> Result<(NodeId, &str), Error> {
     upload
         .split_once(':')
         .and_then(|(n, id)| Some((n.parse().ok()?, id)))
