@@ -21,7 +21,7 @@ impl FromRequestParts<Arc<AppState>> for Authed {
     async fn from_request_parts(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, ApiError> {
         let caller = Self::decide(parts, state).await?;
         // The changes this request makes are audited as this caller's.
-        weft_zone::act_as(caller.name.as_str());
+        weft_zone::access::act_as(caller.name.as_str());
         if let (Some(peer), Some(slot)) = (
             &caller.via_zone,
             parts.extensions.get::<crate::peer_traffic::PeerOf>(),
@@ -52,7 +52,7 @@ impl Authed {
         if token.starts_with("weft_") {
             return Ok(zone.access().caller_for_token(token).await?);
         }
-        if token.starts_with(weft_zone::ZONE_TOKEN_PREFIX) {
+        if token.starts_with(weft_zone::federation::ZONE_TOKEN_PREFIX) {
             return Ok(zone.federation().caller_for_zone_token(token).await?);
         }
         if state.oidc.is_empty() {

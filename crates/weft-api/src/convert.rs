@@ -2,7 +2,9 @@
 
 use weft_types::wire::{AclWire, AvuWire, NodeStat, PrincipalWire, ReplicaWire, ResourceWire};
 use weft_types::{FileState, TransferState};
-use weft_zone::{Avu, Node, NodeInfo, Principal, ReplicaInfo, ResourceInfo};
+use weft_zone::access::Principal;
+use weft_zone::namespace::{Avu, Node, NodeInfo, ReplicaInfo};
+use weft_zone::resources::ResourceInfo;
 
 pub fn node(n: &Node) -> NodeStat {
     NodeStat {
@@ -56,7 +58,7 @@ pub fn avu(a: &Avu) -> AvuWire {
     }
 }
 
-pub fn acl(a: &weft_zone::AclEntry) -> AclWire {
+pub fn acl(a: &weft_zone::access::AclEntry) -> AclWire {
     AclWire {
         principal: a.principal.to_string(),
         kind: a.kind.as_str().to_owned(),
@@ -74,8 +76,8 @@ pub fn resource(r: &ResourceInfo) -> ResourceWire {
     }
 }
 
-pub fn peer_zone(p: &weft_zone::PeerInfo) -> weft_types::wire::PeerZoneWire {
-    use weft_zone::Reachability;
+pub fn peer_zone(p: &weft_zone::federation::PeerInfo) -> weft_types::wire::PeerZoneWire {
+    use weft_zone::federation::Reachability;
     let (reachable, rtt_ms, version, error) = match &p.reachability {
         Some(Reachability::Up { rtt, version }) => {
             (true, Some(rtt.as_secs_f64() * 1e3), Some(version.clone()), None)
@@ -94,7 +96,7 @@ pub fn peer_zone(p: &weft_zone::PeerInfo) -> weft_types::wire::PeerZoneWire {
     }
 }
 
-pub fn transfer_file(f: &weft_zone::TransferFile) -> weft_types::wire::TransferFileWire {
+pub fn transfer_file(f: &weft_zone::transfers::TransferFile) -> weft_types::wire::TransferFileWire {
     weft_types::wire::TransferFileWire {
         seq: f.seq,
         source: f.source.to_string(),
@@ -108,7 +110,7 @@ pub fn transfer_file(f: &weft_zone::TransferFile) -> weft_types::wire::TransferF
     }
 }
 
-pub fn transfer(t: &weft_zone::TransferInfo) -> weft_types::wire::TransferWire {
+pub fn transfer(t: &weft_zone::transfers::TransferInfo) -> weft_types::wire::TransferWire {
     let r = &t.record;
     let count = |state: FileState| {
         t.counts
@@ -151,7 +153,7 @@ pub fn transfer(t: &weft_zone::TransferInfo) -> weft_types::wire::TransferWire {
     }
 }
 
-pub fn staging(a: &weft_zone::StagingInfo) -> weft_types::wire::StagingAreaWire {
+pub fn staging(a: &weft_zone::transfers::StagingInfo) -> weft_types::wire::StagingAreaWire {
     weft_types::wire::StagingAreaWire {
         name: a.name.to_string(),
         kind: a.kind.as_str().to_owned(),

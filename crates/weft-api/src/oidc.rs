@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use weft_types::{Error, ErrorCode};
-use weft_zone::{OidcClaims, OidcLogin};
+use weft_zone::access::{OidcClaims, OidcLogin};
 
 /// One trusted issuer, as configured.
 #[derive(Debug, Clone, Deserialize)]

@@ -33,7 +33,7 @@ pub(crate) async fn count(State(s): State<Arc<AppState>>, req: Request, next: Ne
         .headers()
         .get(http::header::AUTHORIZATION)
         .and_then(|v| crate::auth::bearer_token(v.as_bytes()).ok())
-        .is_some_and(|t| t.starts_with(weft_zone::ZONE_TOKEN_PREFIX));
+        .is_some_and(|t| t.starts_with(weft_zone::federation::ZONE_TOKEN_PREFIX));
     if !from_peer {
         return next.run(req).await;
     }

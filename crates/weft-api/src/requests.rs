@@ -50,13 +50,13 @@ pub async fn observe(State(s): State<Arc<AppState>>, req: Request, next: Next) -
     };
     let method = req.method().as_str().to_owned();
     let span = tracing::info_span!("request", id = %id, method = %method, route = %route);
-    let actor = weft_zone::Actor {
+    let actor = weft_zone::access::Actor {
         user: "anonymous".into(),
         origin: origin(&req),
         request_id: Some(id.clone()),
     };
     let started = Instant::now();
-    let mut resp = weft_zone::acting(actor, request_id::scope(id.as_str().into(), next.run(req)))
+    let mut resp = weft_zone::access::acting(actor, request_id::scope(id.as_str().into(), next.run(req)))
         .instrument(span.clone())
         .await;
     let elapsed = started.elapsed();

@@ -537,7 +537,7 @@ async fn hostile_upload_sessions_are_refused_early_and_bounded() {
     // Sessions up to the bound, each of 64 MiB (written direct, four threads each once
     // written): the next is refused; none holds a thread while idle. A first round,
     // aborted, warms the catalog's caches, which are no session's.
-    let limit = weft_zone::UPLOAD_SESSIONS_PER_USER;
+    let limit = weft_zone::uploads::UPLOAD_SESSIONS_PER_USER;
     let open_all = || async {
         let mut ids = Vec::new();
         for i in 0..limit {
@@ -603,15 +603,18 @@ async fn a_few_users_cannot_take_every_upload_of_the_zone() {
         held.push(n);
     }
     let open: u64 = held.iter().sum();
-    let reserved = weft_zone::UPLOAD_SESSIONS_RESERVED;
-    let share = weft_zone::UPLOAD_FAIR_SHARE;
+    let reserved = weft_zone::uploads::UPLOAD_SESSIONS_RESERVED;
+    let share = weft_zone::uploads::UPLOAD_FAIR_SHARE;
     assert_eq!(held[..6], [64; 6], "{held:?}");
     assert_eq!(
         held[6..],
         [share; 2],
         "past the reserve, a user gets its fair share: {held:?}"
     );
-    assert_eq!(open, weft_zone::UPLOAD_SESSIONS_PER_ZONE - reserved + 2 * share);
+    assert_eq!(
+        open,
+        weft_zone::uploads::UPLOAD_SESSIONS_PER_ZONE - reserved + 2 * share
+    );
     let alice = z.user("alice").await;
     for i in 0..share {
         let body = json!({"path": format!("/z/home/alice/f{i}"), "size": 1});

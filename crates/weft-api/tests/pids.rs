@@ -235,11 +235,11 @@ async fn handle_server() -> HandleServer {
     HandleServer { url, handles, outage }
 }
 
-fn handle_config(server: &HandleServer, password_file: &std::path::Path) -> weft_zone::PidConfig {
-    weft_zone::PidConfig {
+fn handle_config(server: &HandleServer, password_file: &std::path::Path) -> weft_zone::namespace::PidConfig {
+    weft_zone::namespace::PidConfig {
         prefix: Some("21.T1".into()),
         landing_url: Some("https://data.example.org/".into()),
-        handle: Some(weft_zone::HandleConfig {
+        handle: Some(weft_zone::namespace::HandleConfig {
             url: server.url.clone(),
             admin: "300:0.NA/21.T1".into(),
             password_file: password_file.to_owned(),

@@ -24,16 +24,19 @@ pub fn run(data: &[u8]) {
         auth(e.code);
     }
     // As a zone token, with and without its prefix.
-    for token in [s.to_owned(), format!("{}{s}", weft_zone::ZONE_TOKEN_PREFIX)] {
-        match weft_zone::zone_token_sender(&token) {
+    for token in [
+        s.to_owned(),
+        format!("{}{s}", weft_zone::federation::ZONE_TOKEN_PREFIX),
+    ] {
+        match weft_zone::federation::zone_token_sender(&token) {
             Ok(kid) => {
-                if let Ok(user) = weft_zone::verify_zone_token(&token, &kid, "here", SECRET) {
+                if let Ok(user) = weft_zone::federation::verify_zone_token(&token, &kid, "here", SECRET) {
                     assert!(!user.as_str().contains('#'));
                 }
             }
             Err(e) => auth(e.code),
         }
-        if let Err(e) = weft_zone::verify_zone_token(&token, "there", "here", SECRET) {
+        if let Err(e) = weft_zone::federation::verify_zone_token(&token, "there", "here", SECRET) {
             auth(e.code);
         }
     }

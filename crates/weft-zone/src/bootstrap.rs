@@ -22,18 +22,18 @@ pub struct ZoneConfig {
     /// Resources to create at start when missing.
     pub resources: Vec<ResourceSpec>,
     /// Staging areas to declare at start when missing (by name).
-    pub staging: Vec<crate::StagingSpec>,
+    pub staging: Vec<crate::transfers::StagingSpec>,
     /// S3 buckets to declare at start when missing (by name), their collections made too.
-    pub s3_buckets: Vec<crate::BucketSpec>,
-    /// How often every replica is re-read and checked ([`crate::SCRUB_INTERVAL_DEFAULT`]).
+    pub s3_buckets: Vec<crate::s3::BucketSpec>,
+    /// How often every replica is re-read and checked ([`crate::transfers::SCRUB_INTERVAL_DEFAULT`]).
     pub scrub_interval: std::time::Duration,
     /// PID prefix and outside registry.
-    pub pid: crate::PidConfig,
+    pub pid: crate::namespace::PidConfig,
     /// How long replica bytes nothing references are left alone before the `orphans`
-    /// worker removes them ([`crate::ORPHAN_GRACE_DEFAULT`]).
+    /// worker removes them ([`crate::data::ORPHAN_GRACE_DEFAULT`]).
     pub orphan_grace: std::time::Duration,
     /// How long a lease on background work lasts unless extended
-    /// ([`crate::LEASE_TTL_DEFAULT`]).
+    /// ([`crate::background::LEASE_TTL_DEFAULT`]).
     pub lease_ttl: std::time::Duration,
     /// Certificates trusted besides the system roots when this zone calls out over HTTPS
     /// (`--tls-ca`): peers, OIDC issuers, S3 resources, webhooks, the Handle server.
@@ -52,10 +52,10 @@ impl ZoneConfig {
             resources: vec![],
             staging: vec![],
             s3_buckets: vec![],
-            scrub_interval: crate::SCRUB_INTERVAL_DEFAULT,
+            scrub_interval: crate::transfers::SCRUB_INTERVAL_DEFAULT,
             pid: Default::default(),
-            orphan_grace: crate::ORPHAN_GRACE_DEFAULT,
-            lease_ttl: crate::LEASE_TTL_DEFAULT,
+            orphan_grace: crate::data::ORPHAN_GRACE_DEFAULT,
+            lease_ttl: crate::background::LEASE_TTL_DEFAULT,
             trusted_cas: Default::default(),
         }
     }

@@ -1,6 +1,16 @@
 //! The composition root: [`Zone`], its state, and one accessor per area of use cases.
 
-use crate::*;
+use crate::access::Access;
+use crate::background::WorkerStatus;
+use crate::data::Data;
+use crate::federation::Federation;
+use crate::metrics;
+use crate::namespace::Namespace;
+use crate::policy::Policy;
+use crate::resources::Resources;
+use crate::s3::S3;
+use crate::transfers::Transfers;
+use crate::uploads::Uploads;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;

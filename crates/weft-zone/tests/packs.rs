@@ -121,8 +121,8 @@ fn blocks(root: &Path) -> u64 {
         .sum()
 }
 
-fn small_put(path: &LogicalPath, size: u64) -> weft_zone::Put<'_> {
-    weft_zone::Put {
+fn small_put(path: &LogicalPath, size: u64) -> weft_zone::data::Put<'_> {
+    weft_zone::data::Put {
         path,
         size,
         expected: None,

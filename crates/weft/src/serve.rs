@@ -8,7 +8,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use weft_api::OidcIssuer;
 use weft_types::ZoneName;
-use weft_zone::{ResourceSpec, StagingSpec, Zone, ZoneConfig};
+use weft_zone::transfers::StagingSpec;
+use weft_zone::{ResourceSpec, Zone, ZoneConfig};
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8640";
 pub const DEFAULT_ZONE: &str = "weft";
@@ -79,7 +80,7 @@ pub struct S3FileConfig {
     pub domain: Option<String>,
     /// Buckets declared at start when missing: `name`, `path`, `public_read`.
     #[serde(default)]
-    pub buckets: Vec<weft_zone::BucketSpec>,
+    pub buckets: Vec<weft_zone::s3::BucketSpec>,
 }
 
 /// How `weft serve` writes its log.
@@ -124,7 +125,7 @@ pub struct FileConfig {
     pub oidc: Vec<OidcIssuer>,
     /// PID prefix and an outside registry (`[pid]`, `[pid.handle]`).
     #[serde(default)]
-    pub pid: weft_zone::PidConfig,
+    pub pid: weft_zone::namespace::PidConfig,
     /// HTTPS (`cert`, `key`) and the CA file peers and issuers are checked against (`ca`).
     #[serde(default)]
     pub tls: TlsFileConfig,
@@ -188,19 +189,19 @@ impl ServeArgs {
                 scrub_interval: match self.scrub_interval.or(file.scrub_interval) {
                     Some(0) => anyhow::bail!("scrub_interval must be at least 1 second"),
                     Some(s) => std::time::Duration::from_secs(s),
-                    None => weft_zone::SCRUB_INTERVAL_DEFAULT,
+                    None => weft_zone::transfers::SCRUB_INTERVAL_DEFAULT,
                 },
                 pid: file.pid,
-                orphan_grace: self
-                    .orphan_grace
-                    .or(file.orphan_grace)
-                    .map_or(weft_zone::ORPHAN_GRACE_DEFAULT, std::time::Duration::from_secs),
+                orphan_grace: self.orphan_grace.or(file.orphan_grace).map_or(
+                    weft_zone::data::ORPHAN_GRACE_DEFAULT,
+                    std::time::Duration::from_secs,
+                ),
                 lease_ttl: match self.lease_seconds.or(file.lease_seconds) {
                     Some(s) if !(3..=3600).contains(&s) => {
                         anyhow::bail!("lease_seconds must be between 3 and 3600, not {s}")
                     }
                     Some(s) => std::time::Duration::from_secs(s),
-                    None => weft_zone::LEASE_TTL_DEFAULT,
+                    None => weft_zone::background::LEASE_TTL_DEFAULT,
                 },
                 trusted_cas,
                 ..ZoneConfig::new(zone, data_dir)

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use weft_testkit::data::{b3, files_below, pseudo_random};
 use weft_testkit::toxiproxy::Toxiproxy;
 use weft_testkit::zone::ZoneProcess;
-use weft_zone::TRANSFER_PIECE;
+use weft_zone::transfers::TRANSFER_PIECE;
 
 const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 

@@ -36,11 +36,11 @@ pub async fn audit(
                 .map_err(|_| ApiError::new(ErrorCode::InvalidArgument, "cursor is not one this zone issued"))
         })
         .transpose()?;
-    let query = weft_zone::AuditQuery {
+    let query = weft_zone::access::AuditQuery {
         path: q.get("path").map(LogicalPath::parse).transpose()?,
         actor: q.get("user").map(str::to_owned),
         since: q.number::<i64>("since")?,
-        before: before.map(weft_zone::AuditEntryId),
+        before: before.map(weft_zone::access::AuditEntryId),
         limit: q.number::<u32>("limit")?.unwrap_or(100),
     };
     let (entries, next) = s.zone.access().audit_log(&c, query).await?;

@@ -68,7 +68,7 @@ pub async fn put(
         .data()
         .put_stream(
             &c,
-            weft_zone::Put {
+            weft_zone::data::Put {
                 path: &p,
                 size,
                 expected: expected.as_ref(),

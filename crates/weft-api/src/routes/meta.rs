@@ -13,7 +13,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use weft_types::wire::{AvuWire, MetaBatch, MetaRequest, NodeStat, Page, META_BATCH_MAX};
 use weft_types::{ErrorCode, LogicalPath, MetaCondition, NodeKind};
-use weft_zone::{Avu, FindQuery, MetaEdit};
+use weft_zone::namespace::{Avu, FindQuery, MetaEdit};
 
 /// This file's routes, each with its OpenAPI entry.
 pub fn router() -> OpenApiRouter<Arc<AppState>> {
@@ -147,7 +147,7 @@ pub async fn find(
         name_glob: q.get("name").map(str::to_owned),
         meta,
         kind: q.get("kind").map(NodeKind::parse).transpose()?,
-        after_id: after_id.map(weft_zone::NodeId),
+        after_id: after_id.map(weft_zone::namespace::NodeId),
         limit: q.number::<u32>("limit")?.unwrap_or(1000),
     };
     let (items, next_cursor) = s.zone.namespace().find(&c, query).await?;

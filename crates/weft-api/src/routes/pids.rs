@@ -15,7 +15,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use weft_types::wire::{MintPidRequest, PidWire};
 use weft_types::LogicalPath;
-use weft_zone::PidInfo;
+use weft_zone::namespace::PidInfo;
 
 /// This file's routes, each with its OpenAPI entry.
 pub fn router() -> OpenApiRouter<Arc<AppState>> {

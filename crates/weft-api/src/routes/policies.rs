@@ -15,7 +15,7 @@ use weft_types::wire::{
     QosRequest, QosWire, RuleTestWire,
 };
 use weft_types::{ErrorCode, LogicalPath, TaskState};
-use weft_zone::{describe, describe_trigger, PolicyRuleInfo, QosInfo, RuleStatus, RuleTest};
+use weft_zone::policy::{describe, describe_trigger, PolicyRuleInfo, QosInfo, RuleStatus, RuleTest};
 
 /// This file's routes, each with its OpenAPI entry.
 pub fn router() -> OpenApiRouter<Arc<AppState>> {
@@ -210,6 +210,9 @@ pub async fn remove_qos(
             format!("{id:?} is not a QoS requirement id"),
         )
     })?;
-    s.zone.policy().remove_qos(&c, weft_zone::QosId(id)).await?;
+    s.zone
+        .policy()
+        .remove_qos(&c, weft_zone::policy::QosId(id))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -23,7 +23,7 @@ pub fn router() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(remove_bucket))
 }
 
-fn key(k: weft_zone::S3Key) -> S3KeyWire {
+fn key(k: weft_zone::s3::S3Key) -> S3KeyWire {
     S3KeyWire {
         access_key: k.access_key,
         user: k.user.to_string(),
@@ -31,7 +31,7 @@ fn key(k: weft_zone::S3Key) -> S3KeyWire {
     }
 }
 
-fn bucket(b: weft_zone::BucketInfo) -> S3BucketWire {
+fn bucket(b: weft_zone::s3::BucketInfo) -> S3BucketWire {
     S3BucketWire {
         name: b.name,
         path: b.path.to_string(),

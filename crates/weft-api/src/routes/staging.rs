@@ -13,7 +13,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use weft_types::wire::{NewStagingArea, StagingAreaWire};
 use weft_types::{PrincipalName, StagingName};
-use weft_zone::StagingSpec;
+use weft_zone::transfers::StagingSpec;
 
 /// This file's routes, each with its OpenAPI entry.
 pub fn router() -> OpenApiRouter<Arc<AppState>> {

@@ -75,6 +75,9 @@ pub async fn delete_token(
     let id: i64 = id
         .parse()
         .map_err(|_| ApiError::new(ErrorCode::InvalidArgument, format!("{id:?} is not a token id")))?;
-    s.zone.access().delete_token(&c, weft_zone::TokenId(id)).await?;
+    s.zone
+        .access()
+        .delete_token(&c, weft_zone::access::TokenId(id))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -13,7 +13,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use weft_types::wire::{TransferFileWire, TransferPlanWire, TransferRequest, TransferWire};
 use weft_types::{ErrorCode, FileState, TransferId};
-use weft_zone::{TransferSpec, Verify};
+use weft_zone::transfers::{TransferSpec, Verify};
 
 /// This file's routes, each with its OpenAPI entry.
 pub fn router() -> OpenApiRouter<Arc<AppState>> {

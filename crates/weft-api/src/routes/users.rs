@@ -13,7 +13,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use weft_types::wire::{NewGroup, NewUser, PrincipalWire, WhoAmI};
 use weft_types::PrincipalName;
-use weft_zone::PrincipalKind;
+use weft_zone::access::PrincipalKind;
 
 /// This file's routes, each with its OpenAPI entry.
 pub fn router() -> OpenApiRouter<Arc<AppState>> {

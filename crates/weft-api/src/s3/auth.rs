@@ -65,7 +65,7 @@ impl S3Access for Access {
             }
         };
         // The changes this request makes are audited as this caller's.
-        weft_zone::act_as(caller.name.as_str());
+        weft_zone::access::act_as(caller.name.as_str());
         cx.extensions_mut().insert(caller);
         Ok(())
     }

@@ -14,7 +14,9 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use weft_types::LogicalPath;
-use weft_zone::{Caller, S3Attrs, S3Write, UploadPart, UploadRecord};
+use weft_zone::s3::{S3Attrs, S3Write};
+use weft_zone::uploads::{UploadPart, UploadRecord};
+use weft_zone::Caller;
 
 /// Every part but the last must be at least this large, as on AWS.
 const PART_MIN: u64 = 5 << 20;
@@ -59,12 +61,13 @@ impl Gateway {
         let path = key_path(&bucket, &i.key)?;
         let meta = super::ops::meta_pairs(i.metadata.as_ref())?;
         // Refused now rather than after every part arrived.
-        weft_zone::check_s3_meta(&meta).map_err(from_weft)?;
+        weft_zone::s3::check_meta(&meta).map_err(from_weft)?;
         let pending = Pending {
             content_type: i.content_type,
             metadata: meta.into_iter().collect(),
         };
-        let s3 = weft_zone::S3UploadJson::encode(&pending).map_err(|e| s3_error!(InternalError, "{e}"))?;
+        let s3 = weft_zone::uploads::S3UploadJson::encode(&pending)
+            .map_err(|e| s3_error!(InternalError, "{e}"))?;
         let u = self
             .zone
             .uploads()
@@ -91,11 +94,11 @@ impl Gateway {
             .content_length
             .ok_or_else(|| s3_error!(MissingContentLength, "UploadPart needs a Content-Length"))?;
         let number = part_number(i.part_number)?;
-        if size as u64 > weft_zone::PART_SIZE_MAX {
+        if size as u64 > weft_zone::uploads::PART_SIZE_MAX {
             return Err(s3_error!(
                 EntityTooLarge,
                 "a part holds at most {} bytes",
-                weft_zone::PART_SIZE_MAX
+                weft_zone::uploads::PART_SIZE_MAX
             ));
         }
         let body = i
@@ -305,8 +308,8 @@ impl Gateway {
         let zone = self.zone.clone();
         let id = i.upload_id.clone();
         let (bucket, key) = (i.bucket.clone(), i.key.clone());
-        let actor = weft_zone::current_actor();
-        let work = tokio::spawn(weft_zone::acting(actor, async move {
+        let actor = weft_zone::access::current_actor();
+        let work = tokio::spawn(weft_zone::access::acting(actor, async move {
             zone.uploads()
                 .complete_multipart(&caller, &id, &chosen, s3)
                 .await
@@ -451,7 +454,7 @@ impl Gateway {
 fn part_number(n: i32) -> S3Result<u32> {
     u32::try_from(n)
         .ok()
-        .filter(|n| (1..=weft_zone::PART_NUMBER_MAX).contains(n))
+        .filter(|n| (1..=weft_zone::uploads::PART_NUMBER_MAX).contains(n))
         .ok_or_else(|| s3_error!(InvalidArgument, "part number {n} is outside 1 to 10000"))
 }
 

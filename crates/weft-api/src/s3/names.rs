@@ -10,7 +10,7 @@ pub(super) fn key_path(bucket: &LogicalPath, key: &str) -> S3Result<LogicalPath>
     if key.is_empty() {
         return Err(s3_error!(InvalidArgument, "an object key may not be empty"));
     }
-    if key.len() > weft_zone::S3_KEY_MAX {
+    if key.len() > weft_zone::s3::S3_KEY_MAX {
         return Err(s3_error!(KeyTooLongError, "an object key has at most 1024 bytes"));
     }
     if is_folder(key) {

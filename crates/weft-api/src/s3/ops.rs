@@ -12,7 +12,8 @@ use s3s::{s3_error, S3Request, S3Response, S3Result, S3};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use weft_types::{ErrorCode, LogicalPath, Millis};
-use weft_zone::{Caller, S3Attrs, S3Object, S3Write, Zone};
+use weft_zone::s3::{S3Attrs, S3Object, S3Write};
+use weft_zone::{Caller, Zone};
 
 /// The largest single PUT, as on AWS: larger objects go in a multipart upload.
 const PUT_MAX: i64 = 5 << 30;
@@ -141,7 +142,7 @@ pub(super) fn meta_pairs(meta: Option<&Metadata>) -> S3Result<Vec<(String, Strin
 
 /// AVUs as `x-amz-meta-*`: those whose attribute is a header-safe name and whose value is
 /// printable ASCII (S3 metadata is ASCII), several values of one attribute joined by `,`.
-fn metadata(avus: &[weft_zone::Avu]) -> Option<Metadata> {
+fn metadata(avus: &[weft_zone::namespace::Avu]) -> Option<Metadata> {
     let mut out = Metadata::new();
     for a in avus {
         let name_ok = !a.attr.is_empty()
@@ -482,7 +483,7 @@ impl S3 for Gateway {
             .unwrap_or_else(|| StreamingBlob::from(s3s::Body::empty()));
         let content_type = i.content_type.clone();
         let (stream, digest) = Digest::wrap(body, announced);
-        let put = weft_zone::Put {
+        let put = weft_zone::data::Put {
             path: &path,
             size: size as u64,
             expected: None,
@@ -568,7 +569,7 @@ impl S3 for Gateway {
                 // What S3 set on the source; metadata set in weft stays with it.
                 src.meta
                     .iter()
-                    .filter(|a| a.unit == weft_zone::S3_META_UNIT)
+                    .filter(|a| a.unit == weft_zone::s3::S3_META_UNIT)
                     .map(|a| (a.attr.clone(), a.value.clone()))
                     .collect(),
             )
@@ -586,7 +587,7 @@ impl S3 for Gateway {
             .copy_with(&caller, &from, &to, true, |node| {
                 // The source's ETag describes the bytes copied while they are still its.
                 if node.checksum != src.node.checksum {
-                    etag = weft_zone::etag(None, node.checksum.as_ref());
+                    etag = weft_zone::s3::etag(None, node.checksum.as_ref());
                     parts.clear();
                 }
                 S3Write {
@@ -758,7 +759,7 @@ fn wanted(
 
 /// A page's objects and common prefixes as S3 lists them.
 fn entries(
-    objects: Vec<(String, weft_zone::S3Listed)>,
+    objects: Vec<(String, weft_zone::s3::S3Listed)>,
     prefixes: Vec<String>,
     url: bool,
 ) -> (Vec<Object>, Vec<CommonPrefix>) {
@@ -770,7 +771,7 @@ fn entries(
             e_tag: Some(ETag::Strong(if o.folder {
                 EMPTY_MD5.into()
             } else {
-                weft_zone::etag(o.attrs.as_ref(), o.checksum.as_ref())
+                weft_zone::s3::etag(o.attrs.as_ref(), o.checksum.as_ref())
             })),
             last_modified: Some(time(o.modified)),
             storage_class: Some(ObjectStorageClass::from_static(ObjectStorageClass::STANDARD)),

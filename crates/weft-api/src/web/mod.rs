@@ -35,7 +35,7 @@ use http::request::Parts;
 use http::{header, HeaderValue};
 use std::sync::Arc;
 use weft_types::{Error, ErrorCode};
-use weft_zone::Session;
+use weft_zone::access::Session;
 
 /// The pages and their actions. None of these is an API route: they are not in
 /// `routes::router()` nor in the OpenAPI document.
@@ -147,7 +147,7 @@ impl FromRequestParts<Arc<AppState>> for WebUser {
     async fn from_request_parts(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, Response> {
         match session::resolve(&parts.headers, state).await {
             Ok(s) => {
-                weft_zone::act_as(s.caller.name.as_str());
+                weft_zone::access::act_as(s.caller.name.as_str());
                 let _ = ADMIN_NAV.try_with(|c| c.set(s.caller.is_admin));
                 Ok(WebUser {
                     session: s,

@@ -34,7 +34,7 @@ use http::header::{COOKIE, HOST, ORIGIN, REFERER};
 use http::{HeaderMap, HeaderValue, Method};
 use std::sync::Arc;
 use weft_types::{Error, ErrorCode};
-use weft_zone::Session;
+use weft_zone::access::Session;
 
 /// The header a page's script sends its CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
@@ -303,10 +303,10 @@ mod tests {
     fn session() -> Session {
         Session {
             caller: weft_zone::Caller {
-                user_id: weft_zone::PrincipalId(1),
+                user_id: weft_zone::access::PrincipalId(1),
                 name: weft_types::PrincipalName::parse("alice").unwrap(),
                 is_admin: false,
-                principal_ids: vec![weft_zone::PrincipalId(1)],
+                principal_ids: vec![weft_zone::access::PrincipalId(1)],
                 via_zone: None,
                 oidc: None,
             },

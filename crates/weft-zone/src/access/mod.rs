@@ -8,6 +8,17 @@ pub(crate) mod principals;
 pub(crate) mod quotas;
 pub(crate) mod sessions;
 
+pub use audit::AUDIT_PAGE_MAX;
+pub use caller::Caller;
+pub use oidc::{derived_oidc_name, plain_oidc_name, OidcLogin};
+pub use principals::{NewToken, TokenInfo};
+pub use quotas::QuotaInfo;
+pub use sessions::{NewSession, Session, SESSION_IDLE_MS, SESSION_MAX_MS};
+pub use weft_catalog::{
+    act_as, acting, current_actor, AclEntry, Actor, AuditEntry, AuditEntryId, AuditQuery, OidcClaims,
+    Principal, PrincipalId, PrincipalKind, TokenId, TokenRecord,
+};
+
 use crate::Zone;
 use std::sync::Arc;
 

@@ -8,7 +8,8 @@
 //! `OIDC_SESSION_MAX_MS`: a role taken away at the issuer counts by the next sign-in.
 
 use super::Access;
-use crate::{Caller, OidcLogin};
+use crate::access::OidcLogin;
+use crate::Caller;
 use base64::Engine;
 use rand::RngCore;
 use weft_catalog::SessionGrant;
@@ -97,7 +98,7 @@ impl Access<'_> {
         grant: &SessionGrant,
         expires: Option<Millis>,
     ) -> Result<NewSession, Error> {
-        crate::act_as(caller.name.as_str());
+        crate::access::act_as(caller.name.as_str());
         let now = crate::now_ms();
         let (secret, csrf) = (random_secret(), random_secret());
         self.zone

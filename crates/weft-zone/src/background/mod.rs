@@ -3,3 +3,6 @@
 
 pub(crate) mod leases;
 pub(crate) mod worker;
+
+pub use leases::LEASE_TTL_DEFAULT;
+pub use worker::{Phase, WorkerStatus};

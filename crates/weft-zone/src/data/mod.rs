@@ -5,6 +5,9 @@ pub(crate) mod committer;
 pub(crate) mod objects;
 pub(crate) mod orphans;
 
+pub use objects::{ObjectRead, Put, PutOutcome};
+pub use orphans::ORPHAN_GRACE_DEFAULT;
+
 use crate::Zone;
 use std::sync::Arc;
 

@@ -776,7 +776,7 @@ impl Data<'_> {
         self,
         caller: &Caller,
         path: &LogicalPath,
-    ) -> Result<Vec<(crate::ReplicaInfo, Checksum)>, Error> {
+    ) -> Result<Vec<(crate::namespace::ReplicaInfo, Checksum)>, Error> {
         let node = self
             .zone
             .namespace()
@@ -803,7 +803,7 @@ impl Data<'_> {
         }
         for r in self.zone.catalog.remote_replicas(node.id).await? {
             let sum = self.zone.transfers().verify_remote(&r).await?;
-            let mut info = crate::ReplicaInfo::remote(&r);
+            let mut info = crate::namespace::ReplicaInfo::remote(&r);
             if r.checksum.as_ref() == Some(&sum) {
                 let now = crate::now_ms();
                 self.zone

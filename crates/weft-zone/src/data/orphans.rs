@@ -65,7 +65,7 @@ impl Data<'_> {
     /// Removes the replica files of every resource that no replica references and that
     /// have been in place for `grace`, and what interrupted writes left behind that no open
     /// upload holds (S3 multipart uploads, staged files older than `grace` and
-    /// [`MULTIPART_GRACE_MIN`]); how many of both.
+    /// `MULTIPART_GRACE_MIN`); how many of both.
     pub async fn sweep_orphans(self, grace: Duration) -> Result<u64, Error> {
         let mut removed = 0;
         for r in self.zone.catalog.list_resources().await? {

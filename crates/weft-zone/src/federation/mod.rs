@@ -3,7 +3,7 @@
 //! Two zones share a secret (`weft zone add NAME URL --secret-file F`, run on both sides).
 //! A zone acting for its user `alice` towards peer `it4i` sends `Bearer weftz_<JWT>`: an
 //! HS256 JWT signed with that secret, `kid` and `iss` naming the sending zone, `aud` the
-//! receiving one, `sub` the user, valid for [`ZONE_TOKEN_LIFETIME`]. The secret itself never
+//! receiving one, `sub` the user, valid for `ZONE_TOKEN_LIFETIME`. The secret itself never
 //! travels. The receiving zone treats the request as coming from the principal `alice#lrz`,
 //! created on first sight, whose rights are whatever its own ACLs grant that name.
 

@@ -8,6 +8,12 @@ pub(crate) mod pid_registry;
 pub(crate) mod pids;
 pub(crate) mod tree;
 
+pub use distribution::{Distribution, PlaceCopies, DISTRIBUTION_OBJECTS_MAX};
+pub use pid_registry::{HandleConfig, HandleRegistry, PidConfig, PidRegistry, Registration};
+pub use pids::{parse_pid, PidInfo};
+pub use tree::{Listing, NodeInfo, ReplicaInfo, SortedListing};
+pub use weft_catalog::{Avu, ChildKey, ChildOrder, ChildSort, FindQuery, MetaEdit, Node, NodeId};
+
 use crate::Zone;
 use std::sync::Arc;
 

@@ -86,7 +86,7 @@ pub fn open(
 /// Checks `[pid]` and answers the prefix to mint under and the base of landing pages.
 pub fn prefix_and_landing(config: &PidConfig, zone: &str) -> Result<(String, Option<String>), Error> {
     let prefix = config.prefix.clone().unwrap_or_else(|| zone.to_string());
-    crate::parse_pid(&format!("{prefix}/x")).map_err(|_| {
+    crate::namespace::parse_pid(&format!("{prefix}/x")).map_err(|_| {
         Error::invalid(format!(
             "[pid] prefix {prefix:?}: use letters, digits, '.', '_' and '-' (e.g. 21.T11998)"
         ))

@@ -7,11 +7,12 @@
 //! the owner, the replicas (resources and zones are the operator's business) or other
 //! metadata, which `stat` and `meta ls` show to whoever may read the object. Minting needs
 //! `own`. The prefix is the zone's name unless configured; with an outside
-//! registry ([`crate::PidRegistry`]) a PID exists there before it is bound here, so a PID
+//! registry ([`crate::namespace::PidRegistry`]) a PID exists there before it is bound here, so a PID
 //! this zone hands out always resolves at both.
 
 use super::Namespace;
-use crate::{Caller, NodeInfo};
+use crate::namespace::NodeInfo;
+use crate::Caller;
 use weft_catalog::{Avu, NodeId, PidRecord};
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, Permission};
 
@@ -50,7 +51,7 @@ pub(crate) struct Pids {
     pub prefix: String,
     /// Public base URL for landing pages, required with a registry.
     pub landing: Option<String>,
-    pub registry: Option<Box<dyn crate::PidRegistry>>,
+    pub registry: Option<Box<dyn crate::namespace::PidRegistry>>,
 }
 
 impl Namespace<'_> {
@@ -68,7 +69,7 @@ impl Namespace<'_> {
         if let Some(registry) = &self.zone.pids.registry {
             let landing = self.zone.pids.landing.as_deref().unwrap_or_default();
             registry
-                .register(&crate::Registration {
+                .register(&crate::namespace::Registration {
                     url: format!("{landing}/pid/{pid}"),
                     checksum: node.checksum.as_ref().map(|c| c.to_string()),
                     pid: pid.clone(),

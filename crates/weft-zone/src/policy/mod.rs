@@ -5,6 +5,11 @@ pub(crate) mod engine;
 pub(crate) mod qos;
 pub(crate) mod rules;
 
+pub use qos::QosInfo;
+pub use rules::{describe, describe_trigger, ActionTest, PolicyRuleInfo, RuleStatus, RuleTest};
+pub use weft_catalog::{PolicyTask, QosId, QosRecord};
+pub use weft_policy::{Action, QosExpr, Rule, Trigger};
+
 use crate::Zone;
 use std::sync::Arc;
 

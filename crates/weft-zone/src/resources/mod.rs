@@ -2,14 +2,18 @@
 //! stores this server has opened for them. Those are a cache of the catalog's resources:
 //! another server of the zone may add, remove or make default a resource, so the cache is
 //! reloaded when a resource is not in it, and before a write picks a resource once it is
-//! older than [`STORES_FRESH`].
+//! older than `STORES_FRESH`.
 
 pub(crate) mod space;
+
+pub use space::{ResourceSpace, StagingSpace};
+pub use weft_catalog::ResourceId;
+pub use weft_storage::Space;
 
 use crate::{Caller, Zone};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use weft_catalog::{NewResource, Resource, ResourceId, StoreSettingsJson};
+use weft_catalog::{NewResource, Resource, StoreSettingsJson};
 use weft_storage::S3Config;
 use weft_storage::Store;
 use weft_types::{Error, ErrorCode, ResourceKind, ResourceName};

@@ -17,7 +17,7 @@ pub struct ResourceSpace {
 /// A staging area and the space of its file system, as for resources.
 #[derive(Debug, Clone)]
 pub struct StagingSpace {
-    pub staging: crate::StagingInfo,
+    pub staging: crate::transfers::StagingInfo,
     pub space: Result<Option<Space>, Error>,
 }
 
@@ -46,7 +46,7 @@ impl Resources<'_> {
                 Err(e) => Err(e),
             };
             out.push(StagingSpace {
-                staging: crate::StagingInfo::from(&area),
+                staging: crate::transfers::StagingInfo::from(&area),
                 space,
             });
         }

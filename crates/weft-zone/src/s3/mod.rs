@@ -3,12 +3,14 @@
 //! order, and what S3 clients need of an object besides its bytes (ETag, content type).
 //! The protocol itself is weft-api's; every check is here, as for REST.
 
+pub use weft_catalog::{S3Attrs, S3Key, S3Listed, S3Write, S3_META_UNIT};
+
 use crate::{Caller, Zone};
 use rand::RngCore;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use weft_catalog::{Avu, Node, PrincipalId, PrincipalKind, S3Attrs, S3Bucket, S3Key, S3Listed};
+use weft_catalog::{Avu, Node, PrincipalId, PrincipalKind, S3Bucket};
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath, NodeKind, Permission, PrincipalName};
 
 use std::sync::Arc;

@@ -10,6 +10,15 @@ pub(crate) mod sides;
 pub(crate) mod staging;
 pub(crate) mod throughput;
 
+pub use peer_traffic::PeerTraffic;
+pub use queue::{TransferFilter, TransferInfo, HISTORY_PAGE_MAX, TRANSFER_PIECE};
+pub use replication::REPLICA_AREA;
+pub use scrubber::SCRUB_INTERVAL_DEFAULT;
+pub use staging::{StagingInfo, StagingSpec};
+pub use throughput::{Flow, ThroughputHistory, ThroughputRange, ThroughputSeries, ZoneMap};
+pub use weft_catalog::{TransferCounts, TransferFile, TransferRecord};
+pub use weft_transfer::{TransferSpec, Verify};
+
 use crate::Zone;
 use std::sync::Arc;
 

@@ -13,9 +13,10 @@
 
 use super::Transfers;
 use crate::data::objects::PutTarget;
+use crate::namespace::ReplicaInfo;
 use crate::transfers::sides::peer_side;
 use crate::transfers::sides::{Place, ReplicaSide};
-use crate::{Caller, ReplicaInfo};
+use crate::Caller;
 use std::ops::Range;
 use weft_catalog::{NewReplica, NodeId, RemoteReplica, Replica, ReplicaPlace, TransferRecord};
 use weft_storage::ByteStream;

@@ -5,6 +5,14 @@ pub(crate) mod multipart;
 pub(crate) mod pieces;
 pub(crate) mod sweep;
 
+pub use multipart::{MULTIPART_IDLE_LIMIT, PART_NUMBER_MAX, PART_SIZE_MAX};
+pub use pieces::{
+    UploadInfo, PIECE_SIZE_DEFAULT, UPLOAD_FAIR_SHARE, UPLOAD_IDLE_LIMIT, UPLOAD_PIECES_MAX,
+    UPLOAD_PIECE_MAX, UPLOAD_PIECE_MIN, UPLOAD_SESSIONS_PER_USER, UPLOAD_SESSIONS_PER_ZONE,
+    UPLOAD_SESSIONS_RESERVED,
+};
+pub use weft_catalog::{S3UploadJson, UploadPart, UploadRecord};
+
 use crate::Zone;
 use std::sync::Arc;
 

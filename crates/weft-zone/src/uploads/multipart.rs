@@ -15,8 +15,9 @@
 use super::Uploads;
 use crate::access::quotas::Charge;
 use crate::data::objects::{copy_hashing, Committed, PutTarget, OWN_SYNC_THRESHOLD};
+use crate::data::PutOutcome;
 use crate::uploads::pieces::{check_room, Exact};
-use crate::{now_ms, Caller, PutOutcome};
+use crate::{now_ms, Caller};
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
 use weft_catalog::{PrincipalId, S3UploadJson, S3Write, UploadPart, UploadRecord};

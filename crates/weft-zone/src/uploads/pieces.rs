@@ -10,7 +10,8 @@
 use super::Uploads;
 use crate::access::quotas::{Charge, Owned};
 use crate::data::objects::{Committed, PutTarget};
-use crate::{now_ms, Caller, PutOutcome};
+use crate::data::PutOutcome;
+use crate::{now_ms, Caller};
 use bytes::Bytes;
 use futures::Stream;
 use std::pin::Pin;

@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
 use std::sync::Arc;
 use weft_types::{Error, ErrorCode, LogicalPath, NodeKind, Permission, PrincipalName};
-use weft_zone::{Avu, MetaEdit};
+use weft_zone::namespace::{Avu, MetaEdit};
 
 /// A field the form must carry.
 fn required<'a>(form: &'a FormFields, key: &str) -> Result<&'a str, Error> {

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use http::HeaderMap;
 use std::sync::Arc;
 use weft_types::{Error, PrincipalName};
-use weft_zone::{NewToken, PrincipalKind};
+use weft_zone::access::{NewToken, PrincipalKind};
 
 /// The page, with the secret of a token just created.
 async fn render(s: &AppState, user: &WebUser, created: Option<&NewToken>) -> Result<Response, Error> {
@@ -106,7 +106,7 @@ pub async fn delete_token(
         .map_err(|_| fail(Error::invalid(format!("{id:?} is not a token id"))))?;
     s.zone
         .access()
-        .delete_token(caller, weft_zone::TokenId(id))
+        .delete_token(caller, weft_zone::access::TokenId(id))
         .await
         .map_err(fail)?;
     Ok(Redirect::to("/admin").into_response())

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use http::Uri;
 use std::sync::Arc;
 use weft_types::{Error, LogicalPath, NodeKind, Permission};
-use weft_zone::{ChildKey, ChildOrder, ChildSort};
+use weft_zone::namespace::{ChildKey, ChildOrder, ChildSort};
 
 /// Entries per page of a listing.
 pub const PAGE: u32 = 100;

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use http::{StatusCode, Uri};
 use std::sync::Arc;
 use weft_types::{Error, LogicalPath, MetaCondition, NodeKind};
-use weft_zone::FindQuery;
+use weft_zone::namespace::FindQuery;
 
 /// What the query string holds: the form as typed and the page asked for.
 pub fn typed(q: &QueryPairs) -> Result<(Typed, Option<i64>), Error> {
@@ -69,7 +69,7 @@ pub fn query(root: &LogicalPath, t: &Typed, after: Option<i64>) -> Result<FindQu
         name_glob,
         meta,
         kind,
-        after_id: after.map(weft_zone::NodeId),
+        after_id: after.map(weft_zone::namespace::NodeId),
         limit: PAGE,
     })
 }
@@ -155,7 +155,7 @@ mod tests {
         assert_eq!(fq.meta[0].op, MetaOp::Ge);
         assert_eq!(
             (fq.after_id, fq.limit, fq.kind),
-            (Some(weft_zone::NodeId(42)), PAGE, None)
+            (Some(weft_zone::namespace::NodeId(42)), PAGE, None)
         );
         let (t, _) = typed(&q("name=*.mrc&kind=object")).unwrap();
         let fq = query(&root(), &t, None).unwrap();

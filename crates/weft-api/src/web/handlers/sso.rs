@@ -185,7 +185,7 @@ async fn signed_in(
     s: &AppState,
     pending: Option<Pending>,
     q: &QueryPairs,
-) -> Result<weft_zone::NewSession, Error> {
+) -> Result<weft_zone::access::NewSession, Error> {
     let pending = pending.ok_or_else(|| {
         rejected("this sign-in was not started in this browser, or it took over 10 minutes; sign in again")
     })?;

@@ -12,7 +12,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use http::HeaderMap;
 use std::sync::Arc;
 use weft_types::{Error, FileState, LogicalPath, PrincipalName, TransferId, TransferKind, TransferState};
-use weft_zone::{ThroughputRange, TransferFilter, TransferSpec, Verify};
+use weft_zone::transfers::{ThroughputRange, TransferFilter, TransferSpec, Verify};
 
 /// Transfers per page of the history.
 pub const PAGE: u32 = 50;

@@ -4,7 +4,7 @@
 
 use super::charts::{rate, PALETTE};
 use maud::{html, Markup};
-use weft_zone::ZoneMap;
+use weft_zone::transfers::ZoneMap;
 
 const WIDTH: f64 = 560.0;
 const HEIGHT: f64 = 340.0;

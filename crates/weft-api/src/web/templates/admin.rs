@@ -5,7 +5,7 @@ use super::{layout_in, time, PageUser, Section};
 use axum::response::Html;
 use maud::html;
 use weft_types::escape_controls;
-use weft_zone::{NewToken, Principal, TokenInfo};
+use weft_zone::access::{NewToken, Principal, TokenInfo};
 
 pub struct Admin<'a> {
     pub users: &'a [Principal],

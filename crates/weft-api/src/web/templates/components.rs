@@ -71,7 +71,7 @@ pub fn state(s: &str) -> Markup {
 }
 
 /// How full a file system is: a bar and its figures; `—` where nothing is known.
-pub fn usage(space: &Result<Option<weft_zone::Space>, weft_types::Error>) -> Markup {
+pub fn usage(space: &Result<Option<weft_zone::resources::Space>, weft_types::Error>) -> Markup {
     match space {
         Ok(Some(s)) if s.total > 0 => {
             let used = s.total.saturating_sub(s.available);

@@ -8,7 +8,7 @@ use crate::web::{format, paths};
 use axum::response::Html;
 use maud::{html, Markup};
 use weft_types::{LogicalPath, NodeKind};
-use weft_zone::{ChildKey, ChildOrder, ChildSort, Node};
+use weft_zone::namespace::{ChildKey, ChildOrder, ChildSort, Node};
 
 /// A page of a collection's listing.
 pub struct Listed<'a> {

@@ -7,7 +7,7 @@ use super::{time, PageUser};
 use crate::web::{format, paths};
 use maud::{html, Markup};
 use weft_types::{NodeKind, ReplicaState};
-use weft_zone::{Distribution, DISTRIBUTION_OBJECTS_MAX};
+use weft_zone::namespace::{Distribution, DISTRIBUTION_OBJECTS_MAX};
 
 pub fn replicas(user: &PageUser<'_>, v: &NodeView<'_>) -> Markup {
     let path = &v.info.node.path;
@@ -280,7 +280,7 @@ pub fn chart(user: &PageUser<'_>, v: &NodeView<'_>, d: &Distribution) -> Markup 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weft_zone::PlaceCopies;
+    use weft_zone::namespace::PlaceCopies;
 
     fn place(zone: &str, resource: &str, bytes: u64) -> PlaceCopies {
         PlaceCopies {

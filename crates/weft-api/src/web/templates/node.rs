@@ -7,7 +7,8 @@ use super::{time, PageUser};
 use crate::web::paths;
 use maud::{html, Markup};
 use weft_types::{escape_controls as esc, Error, LogicalPath, NodeKind, Permission};
-use weft_zone::{AclEntry, Avu, Distribution, NodeInfo};
+use weft_zone::access::AclEntry;
+use weft_zone::namespace::{Avu, Distribution, NodeInfo};
 
 /// Everything a node's page shows.
 pub struct NodeView<'a> {

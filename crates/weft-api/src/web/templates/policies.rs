@@ -6,7 +6,7 @@ use super::{layout_in, time, PageUser, Section};
 use axum::response::Html;
 use maud::html;
 use weft_types::TaskState;
-use weft_zone::{describe, describe_trigger, PolicyRuleInfo, QosInfo, RuleStatus};
+use weft_zone::policy::{describe, describe_trigger, PolicyRuleInfo, QosInfo, RuleStatus};
 
 pub struct Policies<'a> {
     /// The rules and their status; `None` for users who are not administrators.

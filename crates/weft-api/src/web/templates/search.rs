@@ -6,7 +6,7 @@ use crate::web::{format, paths};
 use axum::response::Html;
 use maud::{html, Markup};
 use weft_types::{LogicalPath, NodeKind};
-use weft_zone::Node;
+use weft_zone::namespace::Node;
 
 /// What the search form holds, as typed.
 #[derive(Debug, Default, Clone, PartialEq)]

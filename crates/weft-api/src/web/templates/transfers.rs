@@ -9,7 +9,7 @@ use crate::web::svg::map;
 use axum::response::Html;
 use maud::{html, Markup};
 use weft_types::{Direction, Endpoint, FileState, TransferKind, TransferState};
-use weft_zone::{ThroughputHistory, ThroughputRange, TransferFile, TransferInfo, ZoneMap};
+use weft_zone::transfers::{ThroughputHistory, ThroughputRange, TransferFile, TransferInfo, ZoneMap};
 
 /// What the history shows, as the filter form and the links keep it.
 #[derive(Debug, Clone, Default)]

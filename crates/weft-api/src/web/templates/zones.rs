@@ -5,7 +5,8 @@ use super::{layout_in, time, PageUser, Section};
 use super::{state, usage};
 use axum::response::Html;
 use maud::{html, Markup};
-use weft_zone::{PeerInfo, Reachability, ResourceSpace, StagingSpace};
+use weft_zone::federation::{PeerInfo, Reachability};
+use weft_zone::resources::{ResourceSpace, StagingSpace};
 
 pub struct Zones<'a> {
     pub peers: &'a [PeerInfo],

@@ -85,7 +85,7 @@ impl Side for LocalSide {
     async fn put(&self, at: &Endpoint, data: Bytes, checksum: &Checksum) -> Result<(), Error> {
         let size = data.len() as u64;
         let body = futures::stream::once(async move { Ok(data) });
-        let put = crate::Put {
+        let put = crate::data::Put {
             path: logical(at)?,
             size,
             expected: Some(checksum),
