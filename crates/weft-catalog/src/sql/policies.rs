@@ -28,7 +28,7 @@ fn task(row: &AnyRow) -> Result<PolicyTask, Error> {
         rule: get(row, 1)?,
         node_id: get(row, 2)?,
         path: path(&p)?,
-        action: PolicyActionJson::stored(get(row, 4)?, format_args!("action of policy task {id}"))?,
+        action: PolicyActionJson::stored(get(row, 4)?),
         state: rows::parsed(row, 5, "policy task state")?,
         transfers: get::<Option<String>>(row, 6)?
             .unwrap_or_default()
@@ -178,10 +178,7 @@ impl Policies for SqlCatalog {
             .map(|r| {
                 let name: String = get(r, 0)?;
                 Ok(PolicyRuleRecord {
-                    definition: PolicyRuleJson::stored(
-                        get(r, 1)?,
-                        format_args!("definition of policy rule {name}"),
-                    )?,
+                    definition: PolicyRuleJson::stored(get(r, 1)?),
                     name,
                     updated: get(r, 2)?,
                     last_run: get(r, 3)?,

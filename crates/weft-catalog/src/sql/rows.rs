@@ -164,9 +164,9 @@ pub(crate) fn token(row: &AnyRow, at: usize) -> Result<TokenRecord, Error> {
     })
 }
 
-/// Settings as stored (`seal.rs`), their secrets opened; `what` names their row.
-fn settings(sealer: &Sealer, stored: &str, what: impl std::fmt::Display) -> Result<StoreSettingsJson, Error> {
-    StoreSettingsJson::stored(sealer.open_settings(stored)?, what)
+/// Settings as stored (`seal.rs`), their secrets opened.
+fn settings(sealer: &Sealer, stored: &str) -> Result<StoreSettingsJson, Error> {
+    Ok(StoreSettingsJson::stored(sealer.open_settings(stored)?))
 }
 
 /// A resource from `RESOURCE_COLS`, its settings opened.
@@ -178,7 +178,7 @@ pub(crate) fn resource(row: &AnyRow, sealer: &Sealer) -> Result<Resource, Error>
         id: get(row, 0)?,
         name: ResourceName::parse(&name).map_err(|e| corrupt("resource name", e.message))?,
         kind: ResourceKind::parse(&kind).map_err(|e| corrupt("resource kind", e.message))?,
-        config: settings(sealer, &config, format_args!("settings of resource {name}"))?,
+        config: settings(sealer, &config)?,
         tier: get(row, 4)?,
         is_default: get_flag(row, 5)?,
         created: get(row, 6)?,
@@ -207,7 +207,7 @@ pub(crate) fn staging(row: &AnyRow, sealer: &Sealer) -> Result<StagingArea, Erro
         name: StagingName::parse(&name).map_err(|e| corrupt("staging area name", e.message))?,
         kind: ResourceKind::parse(&kind).map_err(|e| corrupt("staging area kind", e.message))?,
         url: get(row, 2)?,
-        settings: settings(sealer, &stored, format_args!("settings of staging area {name}"))?,
+        settings: settings(sealer, &stored)?,
         allow: allow
             .iter()
             .map(|p| PrincipalName::parse(p).map_err(|e| corrupt("staging allow list", e.message)))
@@ -235,7 +235,7 @@ pub(crate) fn transfer(row: &AnyRow) -> Result<TransferRecord, Error> {
     let id = TransferId::new(get::<String>(row, 0)?);
     let owner: String = get(row, 2)?;
     Ok(TransferRecord {
-        spec: TransferSpecJson::stored(get(row, 3)?, format_args!("request of transfer {id}"))?,
+        spec: TransferSpecJson::stored(get(row, 3)?),
         id,
         owner_id: get(row, 1)?,
         owner: PrincipalName::parse(&owner).map_err(|e| corrupt("principal name", e.message))?,

@@ -12,9 +12,7 @@ const UPLOAD_COLS: &str = "id, path, owner_id, size, piece_size, resource_id, ph
 
 fn upload(row: &AnyRow) -> Result<UploadRecord, Error> {
     let id: String = get(row, 0)?;
-    let s3 = get::<Option<String>>(row, 12)?
-        .map(|s3| S3UploadJson::stored(s3, format_args!("S3 attributes of upload {id}")))
-        .transpose()?;
+    let s3 = get::<Option<String>>(row, 12)?.map(S3UploadJson::stored);
     Ok(UploadRecord {
         id,
         path: rows::path(&get::<String>(row, 1)?)?,
