@@ -18,7 +18,15 @@ pub const ENV_TO_CLEAR: &[&str] = &[
     "WEFT_DATA_DIR",
     "WEFT_CATALOG",
     "WEFT_CONFIG",
+    "WEFT_CA_FILE",
+    "WEFT_TLS_CERT",
+    "WEFT_TLS_KEY",
+    "WEFT_TLS_CA",
+    "WEFT_LEASE_SECONDS",
+    "WEFT_ORPHAN_GRACE",
+    "WEFT_SCRUB_INTERVAL",
     "WEFT_LOG",
+    "WEFT_LOG_FORMAT",
     "RUST_LOG",
 ];
 
