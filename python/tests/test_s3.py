@@ -1271,7 +1271,9 @@ def aws_ls(out: str) -> dict[str, int | None]:
     return entries
 
 
-def make_tree(root: pathlib.Path) -> dict[str, bytes]:
+def sample_tree(root: pathlib.Path) -> dict[str, bytes]:
+    """The sync tests' tree: a name with a space, a folder two deep, an empty file and a
+    binary one."""
     files = {
         "a.txt": b"alpha\n",
         "with space.txt": b"spaced\n",
@@ -1345,7 +1347,7 @@ def test_a_part_written_in_place_by_a_zone_that_died_is_never_used(zone_root: pa
 
 def test_aws_cli_cp_sync_ls_rm(gw: Gateway, s3: Any, p: str, tmp_path: pathlib.Path) -> None:
     src = tmp_path / "src"
-    files = make_tree(src)
+    files = sample_tree(src)
     base = f"s3://{HOME}/{p}"
 
     out = aws(gw, tmp_path, "cp", str(src / "a.txt"), f"{base}single/a.txt")
@@ -1432,7 +1434,7 @@ def rclone(gw: Gateway, tmp: pathlib.Path, *args: str, ok: bool = True) -> str:
 
 def test_rclone_copy_sync_check(gw: Gateway, s3: Any, p: str, tmp_path: pathlib.Path) -> None:
     src = tmp_path / "src"
-    files = make_tree(src)
+    files = sample_tree(src)
     remote = f"weft:{HOME}/{p}tree"
 
     rclone(gw, tmp_path, "copy", str(src), remote)
