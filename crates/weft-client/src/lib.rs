@@ -21,6 +21,7 @@ mod tls;
 mod transfers;
 mod tree;
 mod upload;
+pub mod watch;
 
 pub use client::{is_hop_by_hop, Client, API_PREFIX};
 pub use download::Downloaded;

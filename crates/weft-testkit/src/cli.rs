@@ -36,6 +36,7 @@ pub fn clean_command(weft: impl AsRef<Path>, cwd: &Path, config_home: &Path) -> 
     let mut cmd = Command::new(weft.as_ref());
     cmd.current_dir(cwd)
         .env("XDG_CONFIG_HOME", config_home)
+        .env("XDG_STATE_HOME", config_home.join("state"))
         .stdin(Stdio::null());
     for v in ENV_TO_CLEAR {
         cmd.env_remove(v);

@@ -8,6 +8,7 @@
 mod file;
 mod http;
 
+pub(crate) use file::io_error;
 pub use file::FileSide;
 pub use http::{Connect, HttpSide};
 

@@ -20,6 +20,7 @@ mod resource;
 mod s3;
 mod staging;
 mod transfer;
+mod watch;
 mod zone;
 
 use clap::{Args, Subcommand};
@@ -61,6 +62,9 @@ pub enum Command {
     Mv(namespace::MvArgs),
     /// Copy a data object inside the zone (no bytes through the client).
     Cp(namespace::CpArgs),
+    /// Ingest the files an instrument writes into DIR as they become complete (settled, or
+    /// named by a marker), exactly once across restarts; then keep, delete or move them.
+    Watch(watch::WatchArgs),
     /// Managed transfers between zones and staging endpoints, run by the zones.
     Transfer(transfer::TransferArgs),
     /// Copy data objects to another resource or zone as further replicas (a managed
@@ -129,6 +133,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Rm(a) => namespace::rm(&ctx, a).await,
         Command::Mv(a) => namespace::mv(&ctx, a).await,
         Command::Cp(a) => namespace::cp(&ctx, a).await,
+        Command::Watch(a) => watch::watch(&ctx, a).await,
         Command::Transfer(a) => transfer::transfer(&ctx, a).await,
         Command::Replicate(a) => replica::replicate(&ctx, a).await,
         Command::Trim(a) => replica::trim(&ctx, a).await,

@@ -1,0 +1,446 @@
+//! `weft watch` against a real zone, with a writer that behaves as an instrument: files
+//! written slowly in pieces are never taken early, bursts arrive whole, markers decide
+//! when asked, and a watcher killed mid-batch takes every file exactly once when started
+//! again, moving each source only after the zone has it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use weft_testkit::data::{assert_same_tree, b3, pseudo_random};
+use weft_testkit::toxiproxy::Toxiproxy;
+use weft_testkit::zone::ZoneProcess;
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+
+/// `weft watch ARGS` as admin, its standard output piped.
+fn watch(z: &ZoneProcess, args: &[&str]) -> Command {
+    watch_via(z, z.url(), args)
+}
+
+/// `weft watch ARGS` reaching the zone at `url`.
+fn watch_via(z: &ZoneProcess, url: &str, args: &[&str]) -> Command {
+    let mut cmd = z.command();
+    cmd.env("WEFT_URL", url)
+        .env("WEFT_TOKEN", z.admin_token())
+        .arg("watch")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Waits for `cond`, failing with `what` after a minute (a condition, not a timing).
+#[track_caller]
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !cond() {
+        assert!(Instant::now() < until, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn exists(z: &ZoneProcess, path: &str) -> bool {
+    let r = z.weft(&["stat", path]);
+    match r.code {
+        0 => true,
+        3 => false,
+        _ => panic!("weft stat {path}: {r:?}"),
+    }
+}
+
+/// Stops a continuous watch with SIGTERM; its JSON lines and its exit code.
+fn stop(child: Child) -> (Vec<serde_json::Value>, i32) {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let events = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    (events, out.status.code().unwrap_or(-1))
+}
+
+fn ingested(events: &[serde_json::Value]) -> Vec<String> {
+    let mut v: Vec<String> = events
+        .iter()
+        .filter(|e| e["event"] == "ingested")
+        .map(|e| e["path"].as_str().unwrap().to_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_file_written_slowly_is_taken_only_once_complete_and_a_burst_arrives_whole() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("krios");
+    std::fs::create_dir_all(&inst).unwrap();
+    let journal = z.work().join("watch.jsonl");
+    let child = watch(
+        &z,
+        &[
+            "--settle",
+            "2",
+            "--rescan",
+            "2",
+            "--json",
+            "--journal",
+            journal.to_str().unwrap(),
+            inst.to_str().unwrap(),
+            "/testz/home/admin/krios",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    wait_for("the collection", || exists(&z, "/testz/home/admin/krios"));
+
+    // A movie written in 12 pieces, never quiet for the settle time (a write every 0.3 s
+    // against 2 s): never taken early.
+    let movie = pseudo_random(12 << 20, 1);
+    let mut f = std::fs::File::create(inst.join("movie_0001.mrc")).unwrap();
+    for chunk in movie.chunks(1 << 20) {
+        f.write_all(chunk).unwrap();
+        f.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !exists(&z, "/testz/home/admin/krios/movie_0001.mrc"),
+            "taken while still being written"
+        );
+    }
+    drop(f);
+    // A burst of small files, in a folder the watch has not seen.
+    let burst = inst.join("gridsquare_7");
+    std::fs::create_dir(&burst).unwrap();
+    for i in 0..300u64 {
+        std::fs::write(
+            burst.join(format!("frame_{i:04}.tif")),
+            pseudo_random(4096 + i as usize, i),
+        )
+        .unwrap();
+    }
+    wait_for("the movie and the burst", || {
+        std::fs::read_to_string(&journal).is_ok_and(|j| j.lines().filter(|l| !l.is_empty()).count() == 301)
+    });
+    let (events, code) = stop(child);
+    assert_eq!(code, 0, "a stopped watch without failures exits 0");
+    let paths = ingested(&events);
+    assert_eq!(paths.len(), 301, "each file once: {paths:?}");
+    let summary = events.last().unwrap();
+    assert_eq!(summary["event"], "summary");
+    assert_eq!(summary["ingested"], 301);
+    assert_eq!(summary["failed"], 0);
+
+    let stat = z
+        .weft(&["stat", "--json", "/testz/home/admin/krios/movie_0001.mrc"])
+        .json();
+    assert_eq!(stat["checksum"], b3(&movie));
+    let got = z.work().join("got");
+    z.weft(&["get", "-r", "/testz/home/admin/krios", got.to_str().unwrap()])
+        .ok();
+    assert_same_tree(&inst, &got);
+}
+
+/// Files already complete (their modification time older than the settle time), for the
+/// runs below: `count` small ones and a large one of several pieces.
+fn instrument_tree(dir: &Path, count: u64) {
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("large.mrc"), pseudo_random((70 << 20) + 5, 7)).unwrap();
+    for i in 0..count {
+        std::fs::write(dir.join(format!("sub/f{i:04}.tif")), pseudo_random(2000, 100 + i)).unwrap();
+    }
+}
+
+#[test]
+fn a_watcher_killed_mid_batch_takes_every_file_exactly_once_when_started_again() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("inst");
+    let done = z.work().join("done");
+    let original = z.work().join("original");
+    instrument_tree(&inst, 400);
+    instrument_tree(&original, 400);
+    let journal = z.work().join("j.jsonl");
+    let args = [
+        "--once",
+        "--settle",
+        "0",
+        "--concurrency",
+        "2",
+        "--json",
+        "--journal",
+        journal.to_str().unwrap(),
+        "--then",
+        &format!("move:{}", done.display()),
+        inst.to_str().unwrap(),
+        "/testz/home/admin/inst",
+    ];
+    // The first run reaches the zone through a slow link (20 MB/s in all), so the large
+    // file is still on its way when the first small ones are in and moved: it is killed
+    // there.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
+    let upstream = z.url().trim_start_matches("http://").to_owned();
+    let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
+    rt.block_on(toxi.add_toxic_on("zone", "bandwidth", "upstream", serde_json::json!({"rate": 5000})))
+        .unwrap();
+    let mut first = watch_via(&z, &format!("http://{listen}"), &args).spawn().unwrap();
+    wait_for("a first file moved", || {
+        done.join("sub").read_dir().is_ok_and(|mut d| d.next().is_some())
+    });
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(
+        inst.join("large.mrc").exists(),
+        "killed while the large file was on its way"
+    );
+
+    let out = watch(&z, &args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events: Vec<serde_json::Value> = BufReader::new(&out.stdout[..])
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert_eq!(events.last().unwrap()["failed"], 0, "{events:?}");
+    assert_eq!(walk(&inst), Vec::<PathBuf>::new(), "every source moved");
+    assert_same_tree(&original, &done);
+    let got = z.work().join("got");
+    z.weft(&["get", "-r", "/testz/home/admin/inst", got.to_str().unwrap()])
+        .ok();
+    assert_same_tree(&original, &got);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn an_object_already_there_counts_when_its_bytes_match_and_fails_when_they_do_not() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("inst");
+    std::fs::create_dir_all(&inst).unwrap();
+    std::fs::write(inst.join("same.bin"), b"same bytes").unwrap();
+    std::fs::write(inst.join("other.bin"), b"new bytes").unwrap();
+    std::fs::write(z.work().join("old.bin"), b"old bytes").unwrap();
+    z.weft(&["mkdir", "/testz/home/admin/inst"]).ok();
+    z.weft(&[
+        "put",
+        inst.join("same.bin").to_str().unwrap(),
+        "/testz/home/admin/inst/same.bin",
+    ])
+    .ok();
+    z.weft(&["put", "old.bin", "/testz/home/admin/inst/other.bin"])
+        .ok();
+    let journal = z.work().join("j.jsonl");
+    let j = journal.to_str().unwrap();
+    let dir = inst.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--once",
+            "--settle",
+            "0",
+            "--json",
+            "--journal",
+            j,
+            "--then",
+            "delete",
+        ];
+        args.extend_from_slice(extra);
+        args.extend([dir, "/testz/home/admin/inst"]);
+        watch(&z, &args).output().unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1), "a failure is the exit code");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains(r#""code":"already_exists""#), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--sync replaces it"));
+    assert!(
+        !inst.join("same.bin").exists(),
+        "the same bytes count as ingested, and deleted"
+    );
+    assert_eq!(
+        std::fs::read(inst.join("other.bin")).unwrap(),
+        b"new bytes",
+        "kept: not ingested"
+    );
+
+    // --sync replaces the object, and then the source goes.
+    let out = run(&["--sync"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!inst.join("other.bin").exists());
+    let stat = z
+        .weft(&["stat", "--json", "/testz/home/admin/inst/other.bin"])
+        .json();
+    assert_eq!(stat["checksum"], b3(b"new bytes"));
+}
+
+#[test]
+fn with_a_marker_only_files_it_names_are_taken_and_it_moves_with_them() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("inst");
+    let done = z.work().join("done");
+    std::fs::create_dir_all(&inst).unwrap();
+    std::fs::write(inst.join("a.mrc"), b"complete").unwrap();
+    std::fs::write(inst.join("a.mrc.done"), b"").unwrap();
+    std::fs::write(inst.join("b.mrc"), b"still being written").unwrap();
+    let journal = z.work().join("j.jsonl");
+    let out = watch(
+        &z,
+        &[
+            "--once",
+            "--ready-marker",
+            "*.done",
+            "--json",
+            "--journal",
+            journal.to_str().unwrap(),
+            "--then",
+            &format!("move:{}", done.display()),
+            inst.to_str().unwrap(),
+            "/testz/home/admin/inst",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(exists(&z, "/testz/home/admin/inst/a.mrc"));
+    assert!(
+        !exists(&z, "/testz/home/admin/inst/b.mrc"),
+        "no marker, not taken"
+    );
+    assert!(
+        !exists(&z, "/testz/home/admin/inst/a.mrc.done"),
+        "markers are not data"
+    );
+    assert!(done.join("a.mrc").exists() && done.join("a.mrc.done").exists());
+    assert!(inst.join("b.mrc").exists());
+}
+
+#[test]
+fn bad_arguments_are_refused_before_anything_moves() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("inst");
+    std::fs::create_dir_all(&inst).unwrap();
+    std::fs::write(inst.join("a"), b"x").unwrap();
+    let dir = inst.to_str().unwrap();
+    let inside = format!("move:{}", inst.join("done").display());
+    for (args, code, says) in [
+        (
+            vec!["--once", "--ready-marker", "*", dir, "c"],
+            2,
+            "every file would be a marker",
+        ),
+        (
+            vec!["--once", "--ready-marker", "a*b*", dir, "c"],
+            2,
+            "exactly one *",
+        ),
+        (
+            vec!["--once", "--then", "shred", dir, "c"],
+            2,
+            "keep, delete or move:DIR",
+        ),
+        (vec!["--once", "--settle=-1", dir, "c"], 2, "between 0 and 86400"),
+        (
+            vec!["--once", "--then", &inside, dir, "c"],
+            2,
+            "inside the watched directory",
+        ),
+        (vec!["--once", "/nonexistent/dir", "c"], 3, "/nonexistent/dir"),
+    ] {
+        let out = watch(&z, &args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(inst.join("a").exists());
+    assert!(!exists(&z, "/testz/home/admin/c/a"));
+}
+
+#[test]
+fn the_readme_watch_example_runs_as_written() {
+    let readme = include_str!("../../../README.md");
+    let section = readme
+        .split("### From an instrument: `weft watch`")
+        .nth(1)
+        .expect("the README's weft watch section");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let command = block
+        .lines()
+        .find(|l| l.starts_with("weft watch "))
+        .expect("a weft watch command");
+    let z = ZoneProcess::start(WEFT, "lab").unwrap();
+    let token = z.user_with_token("facility");
+    let krios = z.work().join("krios");
+    let done = z.work().join("done");
+    std::fs::create_dir_all(&krios).unwrap();
+    let movies: Vec<(String, Vec<u8>)> = (0..3)
+        .map(|i| {
+            (
+                format!("FoilHole_{i}_fractions.mrc"),
+                pseudo_random(300_000 + i, i as u64),
+            )
+        })
+        .collect();
+    for (name, bytes) in &movies {
+        std::fs::write(krios.join(name), bytes).unwrap();
+    }
+    // Written a minute ago: complete at first sight, so --settle 10 does not make the test
+    // wait.
+    let status = Command::new("touch")
+        .args(["-d", "1 minute ago"])
+        .args(movies.iter().map(|(n, _)| krios.join(n)))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let args: Vec<String> = command
+        .split_whitespace()
+        .skip(2)
+        .map(|a| {
+            a.replace("/data/krios", krios.to_str().unwrap())
+                .replace("/data/done", done.to_str().unwrap())
+        })
+        .collect();
+    let mut cmd = z.command();
+    cmd.env("WEFT_URL", z.url())
+        .env("WEFT_TOKEN", &token)
+        .arg("watch")
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    wait_for("every movie moved to done", || walk(&done).len() == movies.len());
+    let (_, code) = stop(child);
+    assert_eq!(code, 0);
+    for (name, bytes) in &movies {
+        assert_eq!(&std::fs::read(done.join(name)).unwrap(), bytes);
+        let stat = z
+            .weft_as(
+                &token,
+                &["stat", "--json", &format!("/lab/home/facility/krios/{name}")],
+            )
+            .json();
+        assert_eq!(stat["checksum"], b3(bytes));
+    }
+    assert_eq!(walk(&krios), Vec::<PathBuf>::new());
+}
