@@ -444,3 +444,65 @@ fn the_readme_watch_example_runs_as_written() {
     }
     assert_eq!(walk(&krios), Vec::<PathBuf>::new());
 }
+
+/// Lines the journal at `path` holds (files recorded as ingested).
+fn recorded(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |j| j.lines().filter(|l| !l.is_empty()).count())
+}
+
+#[test]
+fn a_zone_restarted_during_ingest_loses_nothing_and_files_deleted_or_renamed_meanwhile_are_no_failure() {
+    let mut z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("inst");
+    std::fs::create_dir_all(&inst).unwrap();
+    let journal = z.work().join("j.jsonl");
+    let child = watch(
+        &z,
+        &[
+            "--settle",
+            "0.3",
+            "--rescan",
+            "1",
+            "--json",
+            "--journal",
+            journal.to_str().unwrap(),
+            inst.to_str().unwrap(),
+            "/testz/home/admin/inst",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    for i in 0..20u64 {
+        std::fs::write(inst.join(format!("a{i:02}.bin")), pseudo_random(10_000, i)).unwrap();
+    }
+    wait_for("the first 20", || recorded(&journal) == 20);
+
+    // The zone goes away while the instrument goes on writing; files that appear and
+    // vanish, or are renamed, before they settle are not failures.
+    z.kill9();
+    for i in 0..20u64 {
+        std::fs::write(inst.join(format!("b{i:02}.bin")), pseudo_random(10_000, 100 + i)).unwrap();
+    }
+    std::fs::write(inst.join("scratch.tmp"), b"gone soon").unwrap();
+    std::fs::remove_file(inst.join("scratch.tmp")).unwrap();
+    std::fs::write(inst.join("partial.tmp"), b"renamed").unwrap();
+    std::fs::rename(inst.join("partial.tmp"), inst.join("c.bin")).unwrap();
+    // Long enough for the watch's retries of some of them to run out.
+    std::thread::sleep(Duration::from_secs(5));
+    z.restart().unwrap();
+    wait_for("every file after the restart", || recorded(&journal) == 41);
+    let (events, code) = stop(child);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "failed" && e["local"].as_str().unwrap().contains("/b")),
+        "sends failed while the zone was down, and were tried again: {events:?}"
+    );
+    let summary = events.last().unwrap();
+    assert_eq!(summary["failed"], 0, "none still failing: {events:?}");
+    assert_eq!(code, 0);
+    let got = z.work().join("got");
+    z.weft(&["get", "-r", "/testz/home/admin/inst", got.to_str().unwrap()])
+        .ok();
+    assert_same_tree(&inst, &got);
+}

@@ -13,7 +13,7 @@ use crate::client::Client;
 use crate::mover::{io_error, Direction, Done, MoveOptions, Planned};
 use journal::{Ingested, Journal};
 use settle::{Look, Ready, Settler};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -87,7 +87,8 @@ pub struct Counts {
     /// Files ingested by this run.
     pub done: u64,
     pub bytes: u64,
-    /// Failures of this run (a file failing twice counts twice).
+    /// Files whose last attempt failed (tried again at each rescan; a file that then
+    /// succeeds counts no more).
     pub failed: u64,
     /// Files seen and waiting to become complete.
     pub waiting: u64,
@@ -110,6 +111,8 @@ struct Watch<'a> {
     journal: Journal,
     settler: Settler,
     counts: Counts,
+    /// The files (or directories) whose last attempt failed.
+    failing: HashSet<PathBuf>,
 }
 
 impl Client {
@@ -153,6 +156,7 @@ impl Client {
             journal: Journal::open(&opts.journal)?,
             settler: Settler::new(quiet),
             counts: Counts::default(),
+            failing: HashSet::new(),
         };
         let (events_tx, mut events) = mpsc::unbounded_channel::<PathBuf>();
         // Held for the watch's lifetime: dropping it ends the events.
@@ -261,7 +265,10 @@ impl Watch<'_> {
         let mut stack = vec![top.to_owned()];
         while let Some(dir) = stack.pop() {
             let entries = match std::fs::read_dir(&dir) {
-                Ok(rd) => rd,
+                Ok(rd) => {
+                    self.clear_failure(&dir);
+                    rd
+                }
                 Err(e) => {
                     // Removed while scanned, or unreadable: said, and tried at the next scan.
                     if e.kind() != std::io::ErrorKind::NotFound {
@@ -303,6 +310,7 @@ impl Watch<'_> {
             // Gone, a directory, a link: nothing to take.
             _ => {
                 self.settler.forget(&path);
+                self.clear_failure(&path);
                 return;
             }
         };
@@ -326,8 +334,9 @@ impl Watch<'_> {
             let same = done.size == look.size && done.modified_ns == Ingested::modified_ns(look.modified);
             if same && self.opts.then != Then::Keep {
                 // Ingested, and the watch stopped before deleting or moving it.
-                if let Err(e) = self.then(&path) {
-                    self.fail(&path, None, &e, on_event);
+                match self.then(&path) {
+                    Ok(()) => self.clear_failure(&path),
+                    Err(e) => self.fail(&path, None, &e, on_event),
                 }
                 return;
             }
@@ -440,6 +449,7 @@ impl Watch<'_> {
         };
         match result {
             Ok(()) => {
+                self.clear_failure(&f.local);
                 self.counts.done += 1;
                 self.counts.bytes += f.look.size;
                 on_event(Event::Ingested {
@@ -526,8 +536,15 @@ impl Watch<'_> {
         error: &Error,
         on_event: &(dyn Fn(Event<'_>) + Sync),
     ) {
-        self.counts.failed += 1;
+        self.failing.insert(local.to_owned());
+        self.counts.failed = self.failing.len() as u64;
         on_event(Event::Failed { local, path, error });
+    }
+
+    /// `local` succeeded, or is gone: not failing any more.
+    fn clear_failure(&mut self, local: &Path) {
+        self.failing.remove(local);
+        self.counts.failed = self.failing.len() as u64;
     }
 }
 

@@ -139,7 +139,7 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
         }));
     }
     ctx.info(format!(
-        "weft: watch: {} files ({}) ingested, {} failed, {} waiting to settle",
+        "weft: watch: {} files ({}) ingested, {} failing, {} waiting to settle",
         counts.done,
         super::output::human_bytes(counts.bytes),
         counts.failed,
@@ -150,7 +150,7 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
             EXIT_FAILURE,
             "partial",
             format!(
-                "{} failures (each printed above; a rescan tries them again)",
+                "{} files not ingested (each printed above with why)",
                 counts.failed
             ),
         ));
@@ -219,7 +219,7 @@ impl Status {
     fn show(&self, c: Counts) {
         if let Some(bar) = &self.bar {
             bar.set_message(format!(
-                "{} ingested ({}), {} settling, {} in flight, {} failed",
+                "{} ingested ({}), {} settling, {} in flight, {} failing",
                 c.done,
                 super::output::human_bytes(c.bytes),
                 c.waiting,
