@@ -133,6 +133,14 @@ fn a_file_written_slowly_is_taken_only_once_complete_and_a_burst_arrives_whole()
     assert_eq!(summary["event"], "summary");
     assert_eq!(summary["ingested"], 301);
     assert_eq!(summary["failed"], 0);
+    let lags: Vec<u64> = events.iter().filter_map(|e| e["lag_ms"].as_u64()).collect();
+    assert_eq!(lags.len(), 301, "each ingested file has its lag");
+    let p99 = summary["lag_p99_ms"].as_u64().unwrap();
+    assert!(summary["lag_median_ms"].as_u64().unwrap() <= p99);
+    assert!(
+        lags.contains(&p99),
+        "a lag of one of the files: {p99} in {lags:?}"
+    );
 
     let stat = z
         .weft(&["stat", "--json", "/testz/home/admin/krios/movie_0001.mrc"])

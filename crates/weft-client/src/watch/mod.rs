@@ -71,6 +71,9 @@ pub enum Event<'a> {
         local: &'a Path,
         path: &'a LogicalPath,
         bytes: u64,
+        /// From the moment the watch found the file complete to its object durable in the
+        /// zone and recorded.
+        lag: Duration,
     },
     /// Not ingested, or ingested but its source could not be deleted or moved: tried
     /// again at the next rescan.
@@ -94,6 +97,10 @@ pub struct Counts {
     pub waiting: u64,
     /// Files in the batch being sent.
     pub in_flight: u64,
+    /// The lag of the last files ingested ([`Event::Ingested`]), median and 99th
+    /// percentile.
+    pub lag_median: Duration,
+    pub lag_p99: Duration,
 }
 
 /// A file found complete, to send.
@@ -101,6 +108,8 @@ struct Candidate {
     local: PathBuf,
     rel: String,
     look: Look,
+    /// When the watch found it complete: the start of its lag.
+    found: Instant,
 }
 
 struct Watch<'a> {
@@ -113,6 +122,33 @@ struct Watch<'a> {
     counts: Counts,
     /// The files (or directories) whose last attempt failed.
     failing: HashSet<PathBuf>,
+    lags: Lags,
+}
+
+/// The lags of the last [`Lags::KEPT`] files ingested: memory stays bounded however long
+/// the watch runs.
+#[derive(Default)]
+struct Lags(std::collections::VecDeque<Duration>);
+
+impl Lags {
+    const KEPT: usize = 10_000;
+
+    fn push(&mut self, lag: Duration) {
+        if self.0.len() == Self::KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back(lag);
+    }
+
+    /// The `q` quantile (nearest rank); zero before any file.
+    fn quantile(&self, q: f64) -> Duration {
+        let mut v: Vec<Duration> = self.0.iter().copied().collect();
+        if v.is_empty() {
+            return Duration::ZERO;
+        }
+        let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+        *v.select_nth_unstable(rank).1
+    }
 }
 
 impl Client {
@@ -157,6 +193,7 @@ impl Client {
             settler: Settler::new(quiet),
             counts: Counts::default(),
             failing: HashSet::new(),
+            lags: Lags::default(),
         };
         let (events_tx, mut events) = mpsc::unbounded_channel::<PathBuf>();
         // Held for the watch's lifetime: dropping it ends the events.
@@ -365,6 +402,7 @@ impl Watch<'_> {
                 local: path,
                 rel,
                 look,
+                found: Instant::now(),
             },
         );
     }
@@ -432,6 +470,9 @@ impl Watch<'_> {
             self.fail(&f.local, Some(&logical), &e, on_event);
         }
         self.counts.in_flight = 0;
+        // Once a batch, not once a file: each costs a pass over the lags kept.
+        self.counts.lag_median = self.lags.quantile(0.5);
+        self.counts.lag_p99 = self.lags.quantile(0.99);
         on_status(self.counts);
     }
 
@@ -452,10 +493,13 @@ impl Watch<'_> {
                 self.clear_failure(&f.local);
                 self.counts.done += 1;
                 self.counts.bytes += f.look.size;
+                let lag = f.found.elapsed();
+                self.lags.push(lag);
                 on_event(Event::Ingested {
                     local: &f.local,
                     path: logical,
                     bytes: f.look.size,
+                    lag,
                 });
             }
             Err(e) => self.fail(&f.local, Some(logical), &e, on_event),
@@ -593,4 +637,30 @@ fn hash_file(path: &Path) -> Result<Checksum, Error> {
         h.update(&buf[..n]);
     }
     Ok(Checksum::blake3(&h.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lags_keep_the_last_ten_thousand_and_give_nearest_rank_quantiles() {
+        let mut lags = Lags::default();
+        assert_eq!(lags.quantile(0.5), Duration::ZERO);
+        for ms in 1..=100 {
+            lags.push(Duration::from_millis(ms));
+        }
+        assert_eq!(lags.quantile(0.5), Duration::from_millis(50));
+        assert_eq!(lags.quantile(0.99), Duration::from_millis(99));
+        assert_eq!(lags.quantile(1.0), Duration::from_millis(100));
+        for _ in 0..Lags::KEPT {
+            lags.push(Duration::from_secs(1));
+        }
+        assert_eq!(lags.0.len(), Lags::KEPT);
+        assert_eq!(
+            lags.quantile(0.0),
+            Duration::from_secs(1),
+            "the first ones dropped"
+        );
+    }
 }

@@ -102,11 +102,16 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
     let status = Status::new(ctx.quiet, &a.dir, &into.to_string());
     let json = a.json;
     let on_event = |e: Event<'_>| match e {
-        Event::Ingested { local, path, bytes } => {
+        Event::Ingested {
+            local,
+            path,
+            bytes,
+            lag,
+        } => {
             if json {
                 line(&serde_json::json!({
                     "event": "ingested", "local": local.display().to_string(),
-                    "path": path.to_string(), "bytes": bytes,
+                    "path": path.to_string(), "bytes": bytes, "lag_ms": lag.as_millis() as u64,
                 }));
             }
         }
@@ -136,6 +141,8 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
         line(&serde_json::json!({
             "event": "summary", "ingested": counts.done, "bytes": counts.bytes,
             "failed": counts.failed, "waiting": counts.waiting,
+            "lag_median_ms": counts.lag_median.as_millis() as u64,
+            "lag_p99_ms": counts.lag_p99.as_millis() as u64,
         }));
     }
     ctx.info(format!(
@@ -219,12 +226,14 @@ impl Status {
     fn show(&self, c: Counts) {
         if let Some(bar) = &self.bar {
             bar.set_message(format!(
-                "{} ingested ({}), {} settling, {} in flight, {} failing",
+                "{} ingested ({}), {} settling, {} in flight, {} failing; lag median {:.1} s, p99 {:.1} s",
                 c.done,
                 super::output::human_bytes(c.bytes),
                 c.waiting,
                 c.in_flight,
-                c.failed
+                c.failed,
+                c.lag_median.as_secs_f64(),
+                c.lag_p99.as_secs_f64()
             ));
         }
     }
