@@ -1,6 +1,8 @@
 //! What a watch has ingested, kept beside it so that a restart takes every file exactly
-//! once: one JSON line per file, appended and synced after the zone has the object and
-//! before the source is deleted or moved. A line cut short by a crash is the last one,
+//! once: one JSON line per file, appended once the zone has the object, and synced (for a
+//! group of files at once) before any of their sources is deleted or moved. A line lost
+//! with a crash before its sync is a file sent again, found in the zone with the same
+//! bytes, and recorded then. A line cut short by a crash is the last one,
 //! and is read as absent (its file is then found in the zone, the same bytes, and
 //! recorded again).
 
@@ -34,6 +36,7 @@ pub struct Journal {
     path: PathBuf,
     out: File,
     done: HashMap<String, Ingested>,
+    unsynced: bool,
 }
 
 fn io(path: &Path, what: &str, e: std::io::Error) -> Error {
@@ -75,6 +78,7 @@ impl Journal {
             path: path.to_owned(),
             out,
             done,
+            unsynced: false,
         })
     }
 
@@ -90,15 +94,26 @@ impl Journal {
         self.done.is_empty()
     }
 
-    /// Records `entry`, durable when this returns.
+    /// Records `entry`; durable after the next [`Journal::sync`].
     pub fn record(&mut self, entry: Ingested) -> Result<(), Error> {
         let mut line = serde_json::to_vec(&entry).map_err(|e| Error::internal(e.to_string()))?;
         line.push(b'\n');
         self.out
             .write_all(&line)
-            .and_then(|()| self.out.sync_data())
             .map_err(|e| io(&self.path, "cannot write", e))?;
         self.done.insert(entry.file.clone(), entry);
+        self.unsynced = true;
+        Ok(())
+    }
+
+    /// Makes what was recorded durable.
+    pub fn sync(&mut self) -> Result<(), Error> {
+        if self.unsynced {
+            self.out
+                .sync_data()
+                .map_err(|e| io(&self.path, "cannot sync", e))?;
+            self.unsynced = false;
+        }
         Ok(())
     }
 }
@@ -123,6 +138,7 @@ mod tests {
         j.record(entry("a.mrc", 1)).unwrap();
         j.record(entry("sub/b.tif", 2)).unwrap();
         j.record(entry("a.mrc", 3)).unwrap();
+        j.sync().unwrap();
         drop(j);
         // A crash in the middle of an append.
         std::fs::OpenOptions::new()

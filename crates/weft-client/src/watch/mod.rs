@@ -22,6 +22,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
 use weft_types::{Checksum, Error, ErrorCode, LogicalPath};
 
+/// The most files finished together: one sync of the journal for them all.
+const GROUP_MAX: usize = 512;
+
 /// What becomes of a source file once the zone has it, verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Then {
@@ -370,8 +373,9 @@ impl Watch<'_> {
         if let Some(done) = self.journal.get(&rel) {
             let same = done.size == look.size && done.modified_ns == Ingested::modified_ns(look.modified);
             if same && self.opts.then != Then::Keep {
-                // Ingested, and the watch stopped before deleting or moving it.
-                match self.then(&path) {
+                // Ingested, and the watch stopped before deleting or moving it (or could
+                // not). Its record must be durable first, as for any other.
+                match self.journal.sync().and_then(|()| self.then(&path)) {
                     Ok(()) => self.clear_failure(&path),
                     Err(e) => self.fail(&path, None, &e, on_event),
                 }
@@ -446,13 +450,29 @@ impl Watch<'_> {
             };
             client.run_batch(Direction::Put, planned, &opts, &on_done).await
         };
+        // Files are finished in groups, those that are there when the first arrives: one
+        // sync of the journal for the group, before any source is deleted or moved.
         let each = async {
-            while let Some((local, outcome)) = finished.recv().await {
-                let Some((f, logical)) = sent.remove(&local) else {
-                    continue;
-                };
-                self.counts.in_flight = self.counts.in_flight.saturating_sub(1);
-                self.finish(&f, &logical, outcome, on_event).await;
+            while let Some(first) = finished.recv().await {
+                let mut group = vec![first];
+                while group.len() < GROUP_MAX {
+                    match finished.try_recv() {
+                        Ok(next) => group.push(next),
+                        Err(_) => break,
+                    }
+                }
+                let mut recorded = Vec::with_capacity(group.len());
+                for (local, outcome) in group {
+                    let Some((f, logical)) = sent.remove(&local) else {
+                        continue;
+                    };
+                    self.counts.in_flight = self.counts.in_flight.saturating_sub(1);
+                    match self.record(&f, &logical, outcome).await {
+                        Ok(()) => recorded.push((f, logical)),
+                        Err(e) => self.fail(&f.local, Some(&logical), &e, on_event),
+                    }
+                }
+                self.finish(recorded, on_event);
                 on_status(self.counts);
             }
         };
@@ -476,38 +496,54 @@ impl Watch<'_> {
         on_status(self.counts);
     }
 
-    async fn finish(
+    /// Records `f` in the journal (not yet synced) if the zone has it.
+    async fn record(
         &mut self,
         f: &Candidate,
         logical: &LogicalPath,
         outcome: Option<Error>,
-        on_event: &(dyn Fn(Event<'_>) + Sync),
-    ) {
-        let result = match outcome {
-            None => self.settle_sent(f),
+    ) -> Result<(), Error> {
+        match outcome {
+            None => self.record_sent(f),
             Some(e) if e.code == ErrorCode::AlreadyExists => self.already_there(f, logical, e).await,
             Some(e) => Err(e),
-        };
-        match result {
-            Ok(()) => {
-                self.clear_failure(&f.local);
-                self.counts.done += 1;
-                self.counts.bytes += f.look.size;
-                let lag = f.found.elapsed();
-                self.lags.push(lag);
-                on_event(Event::Ingested {
-                    local: &f.local,
-                    path: logical,
-                    bytes: f.look.size,
-                    lag,
-                });
-            }
-            Err(e) => self.fail(&f.local, Some(logical), &e, on_event),
         }
     }
 
-    /// The zone has `f` as it was when found complete: recorded, then deleted or moved.
-    fn settle_sent(&mut self, f: &Candidate) -> Result<(), Error> {
+    /// Makes the journal's records of `recorded` durable, then deletes or moves their
+    /// sources.
+    fn finish(&mut self, recorded: Vec<(Candidate, LogicalPath)>, on_event: &(dyn Fn(Event<'_>) + Sync)) {
+        if recorded.is_empty() {
+            return;
+        }
+        if let Err(e) = self.journal.sync() {
+            for (f, logical) in &recorded {
+                self.fail(&f.local, Some(logical), &e, on_event);
+            }
+            return;
+        }
+        for (f, logical) in recorded {
+            match self.then(&f.local) {
+                Ok(()) => {
+                    self.clear_failure(&f.local);
+                    self.counts.done += 1;
+                    self.counts.bytes += f.look.size;
+                    let lag = f.found.elapsed();
+                    self.lags.push(lag);
+                    on_event(Event::Ingested {
+                        local: &f.local,
+                        path: &logical,
+                        bytes: f.look.size,
+                        lag,
+                    });
+                }
+                Err(e) => self.fail(&f.local, Some(&logical), &e, on_event),
+            }
+        }
+    }
+
+    /// The zone has `f`; recorded if the file is still as it was when found complete.
+    fn record_sent(&mut self, f: &Candidate) -> Result<(), Error> {
         let now = std::fs::symlink_metadata(&f.local).map_err(|e| io_error(&f.local, e))?;
         if now.len() != f.look.size || now.modified().ok() != Some(f.look.modified) {
             return Err(Error::new(
@@ -522,8 +558,7 @@ impl Watch<'_> {
             file: f.rel.clone(),
             size: f.look.size,
             modified_ns: Ingested::modified_ns(f.look.modified),
-        })?;
-        self.then(&f.local)
+        })
     }
 
     /// The object exists: the same bytes (an earlier run sent it and stopped before its
@@ -536,7 +571,7 @@ impl Watch<'_> {
             .await
             .map_err(|e| Error::internal(e.to_string()))??;
         if stat.size == f.look.size && theirs.as_ref() == Some(&ours) {
-            return self.settle_sent(f);
+            return self.record_sent(f);
         }
         Err(Error::new(
             e.code,
