@@ -363,14 +363,16 @@ impl Side for FileSide {
 
     async fn verify(&self, at: &Endpoint) -> Result<Checksum, Error> {
         let path = local(at)?;
-        blocking(move || {
-            let mut h = blake3::Hasher::new();
-            let file = File::open(&path).map_err(|e| io_error(&path, e))?;
-            h.update_reader(file).map_err(|e| io_error(&path, e))?;
-            Ok(Checksum::blake3(&h.finalize()))
-        })
-        .await
+        blocking(move || hash_local(&path)).await
     }
+}
+
+/// The BLAKE3 checksum of a local file, as a zone computes an object's (blocking).
+pub(crate) fn hash_local(path: &Path) -> Result<Checksum, Error> {
+    let mut h = blake3::Hasher::new();
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    h.update_reader(file).map_err(|e| io_error(path, e))?;
+    Ok(Checksum::blake3(&h.finalize()))
 }
 
 fn shorter(e: std::io::Error) -> std::io::Error {

@@ -8,8 +8,8 @@
 mod file;
 mod http;
 
-pub(crate) use file::io_error;
 pub use file::FileSide;
+pub(crate) use file::{hash_local, io_error};
 pub use http::{Connect, HttpSide};
 
 use crate::client::Client;

@@ -10,11 +10,10 @@ pub mod journal;
 pub mod settle;
 
 use crate::client::Client;
-use crate::mover::{io_error, Direction, Done, MoveOptions, Planned};
+use crate::mover::{hash_local, io_error, Direction, Done, MoveOptions, Planned};
 use journal::{Ingested, Journal};
 use settle::{Look, Ready, Settler};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -567,7 +566,7 @@ impl Watch<'_> {
         let stat = self.client.stat(logical).await.map_err(|e| e.into_error(None))?;
         let theirs = stat.checksum.as_deref().and_then(|c| Checksum::parse(c).ok());
         let local = f.local.clone();
-        let ours = tokio::task::spawn_blocking(move || hash_file(&local))
+        let ours = tokio::task::spawn_blocking(move || hash_local(&local))
             .await
             .map_err(|e| Error::internal(e.to_string()))??;
         if stat.size == f.look.size && theirs.as_ref() == Some(&ours) {
@@ -657,21 +656,6 @@ fn move_file(from: &Path, to: &Path) -> Result<(), Error> {
         }
         Err(e) => Err(cannot("move", from, e)),
     }
-}
-
-/// The BLAKE3 checksum of a local file, as a zone computes an object's.
-fn hash_file(path: &Path) -> Result<Checksum, Error> {
-    let mut f = std::fs::File::open(path).map_err(|e| io_error(path, e))?;
-    let mut h = blake3::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf).map_err(|e| io_error(path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(Checksum::blake3(&h.finalize()))
 }
 
 #[cfg(test)]
