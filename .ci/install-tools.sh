@@ -188,7 +188,7 @@ else
 fi
 
 # (j) The Python SDK's test stack (maturin, pytest, ruff, mypy, fsspec, pandas, pyarrow,
-# xarray, h5netcdf, zarr, dask, s3fs, selenium), pinned in python/requirements-test.txt, in a venv
+# xarray, h5netcdf, zarr, dask, s3fs, selenium, mrcfile, tifffile, astropy), pinned in python/requirements-test.txt, in a venv
 # rebuilt when that file changes. The SDK itself is built into it by scripts/test.
 step python-sdk
 REQS="$(cd "$(dirname "$0")/.." && pwd)/python/requirements-test.txt"

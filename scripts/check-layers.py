@@ -22,11 +22,13 @@ ALLOWED = {
     "weft-catalog": {"weft-types"},
     "weft-storage": {"weft-types", "weft-fileio"},
     "weft-policy": {"weft-types"},
+    # Header readers of instrument formats: bytes in, AVUs out, no I/O (the zone reads).
+    "weft-extract": {"weft-types"},
     # The engine keeps its plan and progress in a Journal the zone implements over its
     # catalog: it can run wherever a journal can be kept.
     "weft-transfer": {"weft-types"},
     # Zones speak to their peers through the typed client (which depends on types only).
-    "weft-zone": {"weft-types", "weft-catalog", "weft-storage", "weft-policy", "weft-transfer", "weft-client"},
+    "weft-zone": {"weft-types", "weft-catalog", "weft-storage", "weft-policy", "weft-extract", "weft-transfer", "weft-client"},
     "weft-api": {"weft-types", "weft-zone", "weft-client"},
     # Puts and gets run the transfer engine between local files and the zone; zones reach
     # their peers through the same HTTP side.
@@ -42,7 +44,7 @@ ALLOWED = {
     # Starts `weft serve` as a child process; names no weft crate.
     "weft-testkit": set(),
     # Dev-only: the fuzz targets' bodies, which call the parsers of these crates.
-    "weft-fuzzing": {"weft-types", "weft-policy", "weft-zone", "weft-api"},
+    "weft-fuzzing": {"weft-types", "weft-policy", "weft-extract", "weft-zone", "weft-api"},
 }
 ONLY = {"opendal": "weft-storage", "sqlx": "weft-catalog", "s3s": "weft-api"}
 
@@ -144,8 +146,9 @@ for cycle in module_cycles(ROOT / "crates/weft-zone/src"):
 # Use cases call downward (s3 -> namespace -> access); the arrows back are named.
 ZONE_AREAS = {
     "background": set(),
-    # Who a peer's user is here: federation maps remote principals.
-    "access": {"federation"},
+    # Who a peer's user is here: federation maps remote principals. ACL edits find their
+    # node (with the owner's check) through the namespace.
+    "access": {"federation", "namespace"},
     "resources": {
         # A resource added or removed may fulfil or break QoS: the engine is woken.
         "policy",
@@ -157,14 +160,22 @@ ZONE_AREAS = {
     "data": {"access", "resources", "namespace", "background", "s3",
              # Reads and verification of replicas kept in peer zones.
              "transfers"},
-    "uploads": {"access", "resources", "data", "background", "s3"},
+    "uploads": {"access", "resources", "data", "background", "s3",
+                # A completed upload registers its replica as transfers do.
+                "transfers"},
     "s3": {"access", "namespace"},
     # A peer added or removed changes the places QoS may use and the replica areas.
     "federation": {"access", "policy", "transfers"},
     "transfers": {"access", "resources", "namespace", "data", "uploads", "federation", "background",
                   # A transfer's end may fulfil a QoS requirement: the engine is woken.
                   "policy"},
-    "policy": {"namespace", "transfers", "background"},
+    "policy": {"namespace", "transfers", "background",
+               # QoS requirements need write permission; peers' places come from their zones.
+               "access", "federation",
+               # The action `extract`, and the collections that have it on.
+               "extract"},
+    # Reads a header through the data side's replica reads; permission by the namespace.
+    "extract": {"namespace", "data"},
 }
 
 
@@ -177,6 +188,8 @@ def area_edges(src):
             code = code_only(f.read_text())
             used.update(re.findall(r"\bcrate::(\w+)", code))
             used.update(re.findall(r"\.(\w+)\(\)\.", code))
+            # A handle of the zone taken on one line and used on the next (rustfmt).
+            used.update(re.findall(r"\bzone\s*\.(\w+)\(\)\s*\.", code))
         found[area] = {u for u in used if u in ZONE_AREAS and u != area}
     return found
 

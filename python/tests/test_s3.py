@@ -1094,19 +1094,7 @@ def test_multipart_on_an_s3_resource_keeps_parts_as_objects_and_leaves_none(
     try:
         minio.s3.create_bucket(Bucket="weft-objects")
         config = zone_root / "s3-resource.toml"
-        config.write_text(
-            f"""
-[[resources]]
-name = "objects"
-kind = "s3"
-default = true
-[resources.settings]
-endpoint = "{minio.url}"
-bucket = "weft-objects"
-access_key = "{MinioServer.KEY}"
-secret_key = "{MinioServer.SECRET}"
-"""
-        )
+        config.write_text(minio.resource_toml("weft-objects"))
         z = S3Zone("s3r", zone_root / "s3r-data")
         z.env["WEFT_CONFIG"] = str(config)
         z.run()

@@ -292,6 +292,21 @@ class Minio:
         stop_process(self.proc)
         _running.discard(self)
 
+    def resource_toml(self, bucket: str, name: str = "objects") -> str:
+        """The ``[[resources]]`` table of a zone's configuration file that stores in
+        ``bucket`` of this server, as the zone's default resource."""
+        return f"""
+[[resources]]
+name = "{name}"
+kind = "s3"
+default = true
+[resources.settings]
+endpoint = "{self.url}"
+bucket = "{bucket}"
+access_key = "{self.key}"
+secret_key = "{self.secret}"
+"""
+
 
 def make_tree(
     root: str | os.PathLike[str],

@@ -187,6 +187,18 @@ class QuotaExceeded(Error, OSError):
     code = "quota_exceeded"
 
 
+class UnsupportedFormat(Error):
+    """No metadata extractor of the zone reads the file: nothing was changed."""
+
+    code = "unsupported_format"
+
+
+class ExtractFailed(Error):
+    """The file's header is corrupt or truncated, or the plugin reading it failed."""
+
+    code = "extract_failed"
+
+
 class Unavailable(Error, ConnectionError):
     """The zone, a storage resource or a service it calls cannot be reached now."""
 

@@ -49,6 +49,8 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         C::LengthRequired => StatusCode::LENGTH_REQUIRED,
         C::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
         C::LimitExceeded => StatusCode::TOO_MANY_REQUESTS,
+        C::UnsupportedFormat => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        C::ExtractFailed => StatusCode::UNPROCESSABLE_ENTITY,
         C::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         // Another server (a peer zone, a PID registry) failed us: a gateway's error.
         C::ZoneUnreachable | C::ServiceUnavailable => StatusCode::BAD_GATEWAY,

@@ -4,7 +4,8 @@ use crate::client::Client;
 use crate::error::ClientError;
 use reqwest::Method;
 use weft_types::wire::{
-    AvuWire, ChecksumReport, CopyRequest, Health, MetaRequest, MoveRequest, NodeStat, Page, ZoneStatus,
+    AvuWire, ChecksumReport, CopyRequest, ExtractedWire, Health, MetaRequest, MoveRequest, NodeStat, Page,
+    ZoneStatus,
 };
 use weft_types::LogicalPath;
 
@@ -134,6 +135,12 @@ impl Client {
 
     pub async fn meta_edit(&self, path: &LogicalPath, edit: &MetaRequest) -> Result<(), ClientError> {
         self.empty(self.request(Method::POST, self.path_url("meta", path)).json(edit))
+            .await
+    }
+
+    /// Reads the object's header into its metadata (the zone's extractors).
+    pub async fn extract(&self, path: &LogicalPath) -> Result<ExtractedWire, ClientError> {
+        self.json(self.request(Method::POST, self.path_url("extract", path)))
             .await
     }
 

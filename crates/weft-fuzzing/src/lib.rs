@@ -4,6 +4,7 @@
 
 pub mod api_json;
 pub mod bundle_frames;
+pub mod extractors;
 pub mod paths_and_names;
 pub mod policy_file;
 pub mod qos_expr;

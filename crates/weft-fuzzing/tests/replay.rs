@@ -11,7 +11,7 @@ type Target = (&'static str, fn(&[u8]));
 #[test]
 fn seeds_and_regressions_replay() {
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-    let targets: [Target; 7] = [
+    let targets: [Target; 8] = [
         ("paths_and_names", paths_and_names::run),
         ("api_json", api_json::run),
         ("policy_file", policy_file::run),
@@ -19,8 +19,27 @@ fn seeds_and_regressions_replay() {
         ("range_header", range_header::run),
         ("bundle_frames", bundle_frames::run),
         ("tokens", tokens::run),
+        ("extractors", extractors::run),
     ];
     for (target, run) in targets {
         assert!(replay::replay(&fuzz, target, run) > 0, "{target}: no seeds");
+    }
+}
+
+/// The extractors' seeds are files each reader accepts, so the fuzzer starts inside the
+/// formats rather than at their first check.
+#[test]
+fn extractor_seeds_are_valid_files() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/extractors");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let data = std::fs::read(&path).unwrap();
+        let format = weft_extract::Format::BUILT_IN[data[0] as usize % 5];
+        if data[1] != 255 {
+            continue;
+        }
+        let avus = weft_extract::extract(format, &weft_extract::Known::whole(&data[2..]))
+            .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        assert!(avus.len() >= 3, "{}: {avus:?}", path.display());
     }
 }

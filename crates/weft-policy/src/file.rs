@@ -17,6 +17,7 @@
 //! younger_than = "30d"
 //!
 //! [rule.do]                     # at least one
+//! extract = true                # read the file's header into metadata (mrc.*, tiff.*, ...)
 //! set_meta = ["state=ingested"] # attr=value: sets the attribute
 //! mint_pid = true
 //! replicate = "zone != origin & tier = disk"
@@ -44,7 +45,8 @@ pub struct Rule {
     pub name: String,
     pub trigger: Trigger,
     pub condition: Condition,
-    /// In the order they run: set_meta, mint_pid, replicate, tier, trim, delete_after, webhook.
+    /// In the order they run: extract, set_meta, mint_pid, replicate, tier, trim,
+    /// delete_after, webhook.
     pub actions: Vec<Action>,
 }
 
@@ -70,6 +72,8 @@ pub struct Condition {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "action")]
 pub enum Action {
+    /// Read the object's header into its metadata (the zone's extractors).
+    Extract,
     SetMeta {
         attr: String,
         value: String,
@@ -162,6 +166,7 @@ struct RawIf {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDo {
+    extract: Option<Spanned<bool>>,
     set_meta: Option<Vec<Spanned<String>>>,
     mint_pid: Option<Spanned<bool>>,
     replicate: Option<Spanned<String>>,
@@ -424,6 +429,9 @@ fn expr(ctx: &Ctx, v: &Spanned<String>, field: &str) -> Result<TargetExpr, Error
 fn actions(ctx: &Ctx, d: &Spanned<RawDo>) -> Result<Vec<Action>, Error> {
     let a = d.get_ref();
     let mut out = Vec::new();
+    if a.extract.as_ref().is_some_and(|e| *e.get_ref()) {
+        out.push(Action::Extract);
+    }
     for m in a.set_meta.iter().flatten() {
         let (attr, value) = m
             .get_ref()
@@ -526,7 +534,7 @@ fn check_glob(g: &str) -> Result<(), String> {
 
 /// `*` and `?` within one component. Runs once per rule and component for every event, so
 /// literal components compare directly and ASCII ones without allocating.
-fn component_matches(pat: &str, s: &str) -> bool {
+pub fn component_matches(pat: &str, s: &str) -> bool {
     if !pat.contains(['*', '?']) {
         return pat == s;
     }

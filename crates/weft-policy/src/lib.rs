@@ -12,7 +12,7 @@ mod file;
 mod units;
 
 pub use expr::{Place, QosExpr, TargetExpr};
-pub use file::{Action, Condition, PolicySet, Rule, Trigger};
+pub use file::{component_matches as name_matches, Action, Condition, PolicySet, Rule, Trigger};
 pub use units::{parse_duration, parse_size};
 
 /// What happened to a data object.

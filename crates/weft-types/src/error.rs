@@ -60,6 +60,11 @@ error_codes! {
     /// A quota of the user or one of its groups would be exceeded (`weft quota`): nothing
     /// was stored.
     QuotaExceeded = "quota_exceeded",
+    /// No metadata extractor reads the file (`weft extract`): nothing was changed.
+    UnsupportedFormat = "unsupported_format",
+    /// A file's header is corrupt, truncated or hostile, or the plugin reading it failed;
+    /// the message names the file and why: nothing was changed.
+    ExtractFailed = "extract_failed",
     StorageUnavailable = "storage_unavailable",
     ZoneUnreachable = "zone_unreachable",
     /// An outside service the zone calls (a PID registry, a webhook receiver) did not

@@ -222,6 +222,16 @@ pub struct AvuWire {
     pub unit: String,
 }
 
+/// `POST /extract/{path}`: what the object's header gave, now its metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ExtractedWire {
+    pub path: String,
+    /// The format read (`mrc`, `tiff`, `fits`, `netcdf`, `mdoc`) or the plugin's name:
+    /// the first part of every attribute.
+    pub source: String,
+    pub avus: Vec<AvuWire>,
+}
+
 /// `PATCH /meta/{path}`: several edits of one node, applied in order, all or none.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct MetaBatch {

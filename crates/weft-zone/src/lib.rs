@@ -19,6 +19,7 @@ pub mod access;
 pub mod background;
 mod bootstrap;
 pub mod data;
+pub mod extract;
 pub mod failpoints;
 pub mod federation;
 pub mod keys;

@@ -45,6 +45,8 @@ pub struct Metrics {
     pub(crate) peer_bytes: Family<Labels, Counter>,
     /// Replicas the scrubber re-read, by what it found (intact, damaged, unreadable).
     pub(crate) scrubbed: Family<Labels, Counter>,
+    /// Objects whose header an extractor read, by source (format or plugin) and result.
+    pub(crate) extracted: Family<Labels, Counter>,
     /// How long the catalog took to register each group of new objects (one transaction:
     /// the statement latency of ingest, waits for a connection or the write lock included).
     pub(crate) catalog_commit: Histogram,
@@ -75,6 +77,7 @@ impl Default for Metrics {
             leases_lost: Counter::default(),
             peer_bytes: Family::default(),
             scrubbed: Family::default(),
+            extracted: Family::default(),
             catalog_commit: latency(),
             transfers: Family::default(),
             policy_tasks: Family::default(),
@@ -157,6 +160,11 @@ impl Default for Metrics {
                 "scrubbed_replicas",
                 "Replicas the scrubber re-read, by what it found",
                 m.scrubbed.clone(),
+            );
+            r.register(
+                "extracted_objects",
+                "Objects whose header was read into metadata, by source and result (ok, failed, unsupported)",
+                m.extracted.clone(),
             );
             r.register(
                 "transfers",
@@ -256,6 +264,17 @@ impl Metrics {
     /// A replica the scrubber re-read: `intact`, `damaged` or `unreadable`.
     pub(crate) fn scrubbed(&self, result: &'static str) {
         self.scrubbed.get_or_create(&label("result", result)).inc();
+    }
+
+    /// An extraction by `source` (a format or a plugin; empty when none was found) that
+    /// ended in `result`.
+    pub(crate) fn extracted(&self, source: &str, result: &'static str) {
+        self.extracted
+            .get_or_create(&vec![
+                ("source", source.to_owned()),
+                ("result", result.to_owned()),
+            ])
+            .inc();
     }
 
     /// A transfer file that ended in `state` after `attempts`, failed with `code` if so.

@@ -51,6 +51,7 @@ pub struct Zone {
     pub(crate) peer_places: crate::policy::rules::PeerPlaces,
     pub(crate) engine_state: crate::policy::engine::EngineState,
     pub(crate) pids: crate::namespace::pids::Pids,
+    pub(crate) extract_plugins: Vec<crate::extract::PluginSpec>,
 }
 
 impl Zone {
@@ -86,6 +87,10 @@ impl Zone {
 
     pub fn policy(self: &Arc<Self>) -> Policy<'_> {
         Policy { zone: self }
+    }
+
+    pub fn extract(self: &Arc<Self>) -> crate::extract::Extract<'_> {
+        crate::extract::Extract { zone: self }
     }
 
     pub fn resources(self: &Arc<Self>) -> Resources<'_> {

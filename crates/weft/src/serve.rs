@@ -67,7 +67,7 @@ pub struct ServeArgs {
     #[arg(long, env = "WEFT_S3_DOMAIN", value_name = "DOMAIN")]
     pub s3_domain: Option<String>,
     /// TOML file with the settings above plus [tls], [s3], [[resources]], [[staging]],
-    /// [[oidc]] and [pid] tables.
+    /// [[oidc]], [pid] and [[extract.plugins]] tables.
     #[arg(long, env = "WEFT_CONFIG")]
     pub config: Option<PathBuf>,
 }
@@ -90,6 +90,15 @@ pub enum LogFormat {
     #[default]
     Text,
     Json,
+}
+
+/// `[extract]` of the configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractFileConfig {
+    /// Commands that read formats no built-in extractor knows (`[[extract.plugins]]`).
+    #[serde(default)]
+    pub plugins: Vec<weft_zone::extract::PluginSpec>,
 }
 
 /// `[tls]` of the configuration file.
@@ -132,6 +141,9 @@ pub struct FileConfig {
     /// The S3 gateway (`listen`, `[[s3.buckets]]`).
     #[serde(default)]
     pub s3: S3FileConfig,
+    /// Metadata extractor plugins (`[[extract.plugins]]`).
+    #[serde(default)]
+    pub extract: ExtractFileConfig,
 }
 
 pub struct Settings {
@@ -204,6 +216,7 @@ impl ServeArgs {
                     None => weft_zone::background::LEASE_TTL_DEFAULT,
                 },
                 trusted_cas,
+                extract_plugins: file.extract.plugins,
                 ..ZoneConfig::new(zone, data_dir)
             },
             listen,

@@ -11,7 +11,7 @@ use http::StatusCode;
 use std::sync::Arc;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use weft_types::wire::{AvuWire, MetaBatch, MetaRequest, NodeStat, Page, META_BATCH_MAX};
+use weft_types::wire::{AvuWire, ExtractedWire, MetaBatch, MetaRequest, NodeStat, Page, META_BATCH_MAX};
 use weft_types::{ErrorCode, LogicalPath, MetaCondition, NodeKind};
 use weft_zone::namespace::{Avu, FindQuery, MetaEdit};
 
@@ -21,6 +21,27 @@ pub fn router() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(list, edit, edit_many))
         .routes(routes!(find))
         .routes(routes!(export_datacite))
+        .routes(routes!(extract))
+}
+
+/// Reads the object's header (MRC, TIFF, FITS, NetCDF classic, .mdoc, or what a plugin
+/// of the zone reads) into its metadata, replacing the values it had from the same
+/// source. Needs write permission on the object.
+#[utoipa::path(post, path = "/api/v1/extract/{*path}", tag = "metadata", params(("path" = String, Path)),
+    responses((status = 200, body = ExtractedWire),
+        (status = 415, body = weft_types::wire::ErrorBody, description = "no extractor reads the file (unsupported_format)"),
+        (status = 422, body = weft_types::wire::ErrorBody, description = "the header is corrupt or truncated, or the plugin failed (extract_failed); nothing changed")))]
+pub async fn extract(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    PathParam(p): PathParam,
+) -> ApiResult<Json<ExtractedWire>> {
+    let x = s.zone.extract().run(&c, &p).await?;
+    Ok(Json(ExtractedWire {
+        path: x.path.to_string(),
+        source: x.source,
+        avus: x.avus.iter().map(convert::avu).collect(),
+    }))
 }
 
 #[utoipa::path(get, path = "/api/v1/meta/{*path}", tag = "metadata", params(("path" = String, Path)),

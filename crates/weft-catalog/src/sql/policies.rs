@@ -77,9 +77,9 @@ pub(super) async fn record_events(
 }
 
 /// [`record_events`] as statements of `batch`. The events are recorded only while
-/// something listens for them, a policy rule or a QoS requirement, as the transaction sees
-/// it: a zone without either (most puts of most zones) writes no event rows, and its
-/// engine deletes none.
+/// something listens for them, a policy rule, a QoS requirement or a collection with
+/// extraction on ([`crate::EXTRACT_ON`]), as the transaction sees it: a zone without any
+/// (most puts of most zones) writes no event rows, and its engine deletes none.
 pub(super) fn push_events(batch: &mut Batch, kind: &str, items: &[(NodeId, Option<&str>)]) {
     let at = now_ms();
     for chunk in super::pow2_chunks(items, super::rows_per_statement(3)) {
@@ -100,7 +100,11 @@ pub(super) fn push_events(batch: &mut Batch, kind: &str, items: &[(NodeId, Optio
             ));
             args.extend([Arg::from(*node), Arg::from(*attr), Arg::from(at)]);
         }
-        sql.push_str(") AS listened WHERE EXISTS (SELECT 1 FROM policy_rules) OR EXISTS (SELECT 1 FROM qos)");
+        let (attr, value) = crate::EXTRACT_ON;
+        sql.push_str(&format!(
+            ") AS listened WHERE EXISTS (SELECT 1 FROM policy_rules) OR EXISTS (SELECT 1 FROM qos) \
+             OR EXISTS (SELECT 1 FROM avus WHERE attr = '{attr}' AND value = '{value}')"
+        ));
         batch.push(sql, args);
     }
 }

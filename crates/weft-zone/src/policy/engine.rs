@@ -14,6 +14,7 @@
 
 use super::Policy;
 use crate::background::worker::{self, Worker, WorkerState};
+use crate::extract::ENABLED_RULE;
 use crate::policy::rules::{place_name, Step};
 use crate::{now_ms, Caller, Zone};
 use async_trait::async_trait;
@@ -138,15 +139,22 @@ impl Policy<'_> {
         let now = now_ms();
         let mut tasks = Vec::new();
         let written = events.iter().any(|e| e.kind == "written");
+        // Collections with extraction on: a pseudo-rule that fires on every write below.
+        let extract_below = if written {
+            self.zone.extract().enabled_roots().await?
+        } else {
+            Vec::new()
+        };
+        let any = !rules.is_empty() || !extract_below.is_empty();
         // The nodes and their metadata for the whole batch at once: two queries, not two
         // per event (which made the engine lag seconds behind a put -r of 1,000 files).
         let ids: Vec<NodeId> = events.iter().map(|e| e.node_id).collect();
-        let nodes = if rules.is_empty() {
-            Vec::new()
-        } else {
+        let nodes = if any {
             self.zone.catalog.nodes_with_avus(&ids).await?
+        } else {
+            Vec::new()
         };
-        for ev in events.iter().filter(|_| !rules.is_empty()) {
+        for ev in events.iter().filter(|_| any) {
             let event = match ev.kind.as_str() {
                 "written" => Event::Created,
                 _ => Event::MetadataSet {
@@ -163,6 +171,15 @@ impl Policy<'_> {
             let meta: Vec<(String, String)> =
                 avus.iter().map(|a| (a.attr.clone(), a.value.clone())).collect();
             let facts = crate::policy::rules::facts(node, &meta, now);
+            if event == Event::Created && extract_below.iter().any(|root| node.path.starts_with(root)) {
+                tasks.push(NewPolicyTask {
+                    rule: ENABLED_RULE.to_owned(),
+                    node_id: node.id,
+                    path: node.path.clone(),
+                    action: PolicyActionJson::encode(&Action::Extract)?,
+                    due: now,
+                });
+            }
             for rule in rules.iter().filter(|r| r.fires(&event, &facts)) {
                 tasks.extend(tasks_for(rule, node, now)?);
             }
@@ -298,7 +315,7 @@ impl Policy<'_> {
             None => {
                 // Deleting what is gone is done; anything else has nothing left to act on.
                 let outcome = match action {
-                    Action::DeleteAfter { .. } => Ok(()),
+                    Action::DeleteAfter { .. } | Action::Extract => Ok(()),
                     _ => Err(Error::not_found(format_args!(
                         "{} (removed before the action ran)",
                         task.path
@@ -331,6 +348,7 @@ impl Policy<'_> {
     ) -> Result<(), Error> {
         match step {
             Step::Nothing | Step::Copy(_) => Ok(()),
+            Step::Extract => self.extract(task, node).await,
             Step::SetMeta(avu) => self.zone.catalog.set_avu(node.id, &avu).await,
             Step::MintPid => self
                 .zone
@@ -357,6 +375,17 @@ impl Policy<'_> {
                 _ => Ok(()),
             },
             Step::Webhook(url) => self.call_webhook(&url, task, node).await,
+        }
+    }
+
+    /// Extracts `node`'s header: for a collection with extraction on, as
+    /// [`crate::extract::Extract::in_background`] says; for a rule, failing the task.
+    async fn extract(self, task: &PolicyTask, node: &Node) -> Result<(), Error> {
+        let extract = self.zone.extract();
+        if task.rule == ENABLED_RULE {
+            extract.in_background(node).await
+        } else {
+            extract.object(node).await.map(|_| ())
         }
     }
 

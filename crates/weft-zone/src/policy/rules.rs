@@ -27,6 +27,8 @@ const TEST_LIMIT: usize = 100_000;
 pub(crate) enum Step {
     /// The object is already as the action wants it.
     Nothing,
+    /// Read the header into metadata (again: a rewritten object has a new header).
+    Extract,
     SetMeta(Avu),
     MintPid,
     /// Copies to make (each a transfer to `replica://ZONE:RESOURCE`); once they are good,
@@ -95,6 +97,7 @@ pub(crate) fn place_name(p: &Place) -> String {
 pub fn describe(a: &Action) -> String {
     match a {
         Action::SetMeta { attr, value } => format!("set_meta {attr}={value}"),
+        Action::Extract => "extract".into(),
         Action::MintPid => "mint_pid".into(),
         Action::Replicate { to, copies, evict } => {
             let mut s = format!("replicate to `{to}`");
@@ -255,6 +258,28 @@ impl Policy<'_> {
                     .await?,
                 last_run: r.last_run,
                 rule: name,
+            });
+        }
+        // Extraction for collections that have it on runs as a rule of its own.
+        let enabled: Vec<(TaskState, u64)> = counts
+            .iter()
+            .filter(|(rule, _, _)| rule == crate::extract::ENABLED_RULE)
+            .map(|(_, state, n)| (*state, *n))
+            .collect();
+        if !enabled.is_empty() {
+            out.push(RuleStatus {
+                rule: crate::extract::ENABLED_RULE.to_owned(),
+                last_run: None,
+                counts: enabled,
+                failures: self
+                    .zone
+                    .catalog
+                    .policy_tasks(
+                        Some(crate::extract::ENABLED_RULE),
+                        TaskState::Failed,
+                        FAILURES_SHOWN,
+                    )
+                    .await?,
             });
         }
         Ok(out)
@@ -463,6 +488,7 @@ impl Policy<'_> {
                     })
                 }
             }
+            Action::Extract => Step::Extract,
             Action::MintPid => Step::MintPid,
             Action::Replicate { to, copies, evict } => {
                 let have = good.iter().filter(|p| to.matches(p, origin)).count() as u32;

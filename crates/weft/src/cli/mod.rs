@@ -7,6 +7,7 @@ mod bench;
 mod config;
 mod data;
 mod export;
+mod extract;
 mod meta;
 mod namespace;
 pub mod output;
@@ -85,6 +86,9 @@ pub enum Command {
     Meta(meta::MetaArgs),
     /// Search below a collection by name and metadata.
     Find(meta::FindArgs),
+    /// Read data objects' headers (MRC, TIFF, FITS, NetCDF, .mdoc, plugins) into their
+    /// metadata now, or with `enable` for every object written below a collection.
+    Extract(extract::ExtractArgs),
     /// Metadata in standard formats: DataCite JSON.
     Export(export::ExportArgs),
     /// Manage users (administrators).
@@ -143,6 +147,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Checksum(a) => namespace::checksum(&ctx, a).await,
         Command::Meta(a) => meta::meta(&ctx, a).await,
         Command::Find(a) => meta::find(&ctx, a).await,
+        Command::Extract(a) => extract::extract(&ctx, a).await,
         Command::Export(a) => export::export(&ctx, a).await,
         Command::User(a) => principals::user(&ctx, a).await,
         Command::Group(a) => principals::group(&ctx, a).await,
