@@ -393,20 +393,39 @@ fn the_readme_watch_example_runs_as_written() {
         .split("```")
         .next()
         .unwrap();
-    let command = block
-        .lines()
-        .find(|l| l.starts_with("weft watch "))
-        .expect("a weft watch command");
+    let line = |start: &str| {
+        block
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("a line starting {start:?}"))
+    };
+    let (setup, command, find) = (line("weft mkdir "), line("weft watch "), line("weft find "));
     let z = ZoneProcess::start(WEFT, "lab").unwrap();
     let token = z.user_with_token("facility");
+    // Each command of the README as written, split into words (no quotes but the
+    // condition's, which the shell would take off).
+    let words = |cmd: &str| -> Vec<String> {
+        cmd.split('#')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .map(|w| w.trim_matches('\'').to_owned())
+            .collect()
+    };
+    for cmd in setup.split(" && ") {
+        z.weft_as(&token, &words(cmd).iter().map(String::as_str).collect::<Vec<_>>())
+            .ok();
+    }
     let krios = z.work().join("krios");
     let done = z.work().join("done");
     std::fs::create_dir_all(&krios).unwrap();
+    // Movies as EPU writes them: an MRC2014 header (0.83 Å pixels), then the frames.
     let movies: Vec<(String, Vec<u8>)> = (0..3)
         .map(|i| {
             (
                 format!("FoilHole_{i}_fractions.mrc"),
-                pseudo_random(300_000 + i, i as u64),
+                mrc_movie(64, 48, 10 + i as i32, 0.83, i as u64),
             )
         })
         .collect();
@@ -451,6 +470,35 @@ fn the_readme_watch_example_runs_as_written() {
         assert_eq!(stat["checksum"], b3(bytes));
     }
     assert_eq!(walk(&krios), Vec::<PathBuf>::new());
+    // The headers became metadata the README's find searches.
+    let find: Vec<String> = words(find);
+    let find: Vec<&str> = find.iter().map(String::as_str).collect();
+    let mut names: Vec<String> = Vec::new();
+    wait_for("the movies' headers in their metadata", || {
+        let out = z.weft_as(&token, &find).ok();
+        names = out.stdout.lines().map(str::to_owned).collect();
+        names.len() == movies.len()
+    });
+    let expected: Vec<String> = movies
+        .iter()
+        .map(|(n, _)| format!("/lab/home/facility/krios/{n}"))
+        .collect();
+    assert_eq!(names, expected);
+}
+
+/// An MRC2014 file of `nz` float32 frames of `nx` × `ny`, `pixel` Å, filled from `seed`.
+fn mrc_movie(nx: i32, ny: i32, nz: i32, pixel: f32, seed: u64) -> Vec<u8> {
+    let mut h = vec![0u8; 1024];
+    for (at, v) in [(0, nx), (4, ny), (8, nz), (12, 2), (28, nx), (32, ny), (36, nz)] {
+        h[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    for (at, n) in [(40, nx), (44, ny), (48, nz)] {
+        h[at..at + 4].copy_from_slice(&(n as f32 * pixel).to_le_bytes());
+    }
+    h[208..212].copy_from_slice(b"MAP ");
+    h[212] = 0x44;
+    h.extend(pseudo_random((nx * ny * nz * 4) as usize, seed));
+    h
 }
 
 /// Lines the journal at `path` holds (files recorded as ingested).
