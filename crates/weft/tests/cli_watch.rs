@@ -425,7 +425,7 @@ fn the_readme_watch_example_runs_as_written() {
         .map(|i| {
             (
                 format!("FoilHole_{i}_fractions.mrc"),
-                mrc_movie(64, 48, 10 + i as i32, 0.83, i as u64),
+                mrc_movie(64, 48, 10 + i, 0.83, i as u64),
             )
         })
         .collect();
