@@ -6,10 +6,6 @@ use weft_types::{
     Error, LogicalPath, Millis, QosStatus, ReplicaState, ResourceName, TaskState, TransferId, ZoneName,
 };
 
-/// The metadata (attribute, value) of a collection that has every object written below it
-/// extracted: like a policy rule or a QoS requirement, it makes writes record events.
-pub const EXTRACT_ON: (&str, &str) = ("weft.extract", "on");
-
 /// A change to a data object the policy engine reacts to. Written in the same transaction
 /// as the change, so none is lost to a crash; removed once handled.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! ```toml
 //! [[rule]]
 //! name = "replicate-cryoem"     # [a-z0-9][a-z0-9_-]{0,62}, unique in the file
-//! on = "created"                # "created" | "metadata" | "schedule"
+//! on = "created"                # "created" | "metadata" | "schedule" | "dataset_closed"
 //! # attr = "publish"            # on = "metadata" only: just this attribute (optional)
 //! # every = "1h"                # on = "schedule" only, and required there
 //!
@@ -54,8 +54,17 @@ pub struct Rule {
 #[serde(rename_all = "snake_case", tag = "on")]
 pub enum Trigger {
     Created,
-    Metadata { attr: Option<String> },
-    Schedule { every_s: u64 },
+    /// A collection's dataset was closed (`weft dataset close`, `weft watch --close-on`):
+    /// the condition holds for the collection; actions on copies (replicate, tier, trim,
+    /// extract, delete_after) run for every object below it, the others (mint_pid,
+    /// set_meta, webhook) for the collection.
+    DatasetClosed,
+    Metadata {
+        attr: Option<String>,
+    },
+    Schedule {
+        every_s: u64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -96,6 +105,17 @@ pub enum Action {
     Webhook {
         url: String,
     },
+}
+
+impl Action {
+    /// Whether, for a closed dataset, the action runs for every object below the
+    /// collection (what it does is to copies or content) rather than for the collection.
+    pub fn on_each_object(&self) -> bool {
+        !matches!(
+            self,
+            Action::MintPid | Action::SetMeta { .. } | Action::Webhook { .. }
+        )
+    }
 }
 
 // --- the file as written --------------------------------------------------------------
@@ -333,6 +353,7 @@ fn convert(text: &str, r: &RawRule) -> Result<Rule, Error> {
 fn trigger(ctx: &Ctx, r: &RawRule) -> Result<Trigger, Error> {
     let t = match r.on.get_ref().as_str() {
         "created" => Trigger::Created,
+        "dataset_closed" => Trigger::DatasetClosed,
         "metadata" => Trigger::Metadata {
             attr: r.attr.as_ref().map(|a| a.get_ref().clone()),
         },
@@ -351,7 +372,9 @@ fn trigger(ctx: &Ctx, r: &RawRule) -> Result<Trigger, Error> {
             return Err(ctx.at(
                 &r.on,
                 "on",
-                format!("{other:?} is not a trigger: use \"created\", \"metadata\" or \"schedule\""),
+                format!(
+                    "{other:?} is not a trigger: use \"created\", \"metadata\", \"schedule\" or \"dataset_closed\""
+                ),
             ))
         }
     };
@@ -680,6 +703,7 @@ impl Rule {
                 attr.as_ref().is_none_or(|a| a == set)
             }
             (Trigger::Schedule { .. }, Event::Tick) => true,
+            (Trigger::DatasetClosed, Event::DatasetClosed) => true,
             _ => false,
         };
         answers && self.condition.matches_split(object, comps)

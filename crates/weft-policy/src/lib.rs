@@ -24,6 +24,8 @@ pub enum Event {
     MetadataSet { attr: String },
     /// A schedule rule is due; it looks at every object under its path.
     Tick,
+    /// The dataset of a collection was closed: the facts are the collection's.
+    DatasetClosed,
 }
 
 /// What the zone knows of a data object when it evaluates rules.

@@ -565,3 +565,25 @@ fn parsers_never_panic() {
     let wide = vec!["(zone = a | zone = b)"; 40].join(" & ");
     let _ = TargetExpr::parse(&wide);
 }
+
+#[test]
+fn a_dataset_rule_fires_when_a_dataset_closes_and_extract_runs_first() {
+    let set = PolicySet::parse(
+        "[[rule]]\nname = \"to-hpc\"\non = \"dataset_closed\"\n[rule.if]\npath = \"/lrz/krios/*\"\n\
+         [rule.do]\nwebhook = \"https://example.org/h\"\nmint_pid = true\nreplicate = \"zone = it4i\"\nextract = true\n",
+    )
+    .unwrap();
+    let rule = &set.rules[0];
+    assert_eq!(rule.trigger, Trigger::DatasetClosed);
+    assert!(matches!(rule.actions[0], Action::Extract), "{:?}", rule.actions);
+    // Copies and headers are per object of the dataset; a PID and a webhook call are the
+    // collection's.
+    let each: Vec<bool> = rule.actions.iter().map(Action::on_each_object).collect();
+    assert_eq!(each, [true, false, true, false]);
+    let collection = facts("/lrz/krios/session1", 0, 0, &[]);
+    assert_eq!(set.fired(&Event::DatasetClosed, &collection).len(), 1);
+    assert!(set.fired(&Event::Created, &collection).is_empty());
+    assert!(set
+        .fired(&Event::DatasetClosed, &facts("/lrz/other/s", 0, 0, &[]))
+        .is_empty());
+}

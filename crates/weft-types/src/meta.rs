@@ -7,6 +7,16 @@ use std::fmt;
 /// Longest attribute, value or unit, in bytes.
 pub const MAX_AVU_LEN: usize = 2700;
 
+/// The metadata (attribute, value) of a collection that has every object written below it
+/// read by the zone's extractors (`weft extract enable`).
+pub const EXTRACT_ON: (&str, &str) = ("weft.extract", "on");
+/// The state of a collection's dataset: `open` while an instrument writes it, `closed`
+/// once it is complete (`weft dataset close`, `weft watch --close-on`), which fires the
+/// policy trigger `dataset_closed`.
+pub const DATASET: &str = "weft.dataset";
+pub const DATASET_OPEN: &str = "open";
+pub const DATASET_CLOSED: &str = "closed";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MetaOp {
     #[serde(rename = "=")]

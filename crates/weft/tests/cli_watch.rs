@@ -562,3 +562,126 @@ fn a_zone_restarted_during_ingest_loses_nothing_and_files_deleted_or_renamed_mea
         .ok();
     assert_same_tree(&inst, &got);
 }
+
+/// The instrument's dataset, end to end: a marker (`--close-on DONE`) closes the dataset
+/// of its directory only once every file below it is ingested (one of them still being
+/// written when the marker appears), and a rule on `dataset_closed` copies the dataset to
+/// a second zone and mints the collection's PID. A restarted watch does not close it again.
+#[test]
+fn a_marker_closes_the_dataset_and_a_rule_copies_it_to_a_second_zone_with_a_pid() {
+    let lrz = ZoneProcess::start(WEFT, "lrz").unwrap();
+    let it4i = ZoneProcess::start(WEFT, "it4i").unwrap();
+    let secret = lrz.work().join("shared.secret");
+    std::fs::write(&secret, "4b1c3e8a6f0d2b4c6e8a0f1d3b5c7e9a1f3d5b79c1e5f0c2a9e7d\n").unwrap();
+    let secret = secret.to_str().unwrap();
+    lrz.weft(&["zone", "add", "it4i", it4i.url(), "--secret-file", secret])
+        .ok();
+    it4i.weft(&["zone", "add", "lrz", lrz.url(), "--secret-file", secret])
+        .ok();
+    let policy = lrz.work().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[rule]]\nname = \"to-hpc\"\non = \"dataset_closed\"\n[rule.if]\npath = \"/lrz/home/admin/krios/*\"\n\
+         [rule.do]\nmint_pid = true\nreplicate = \"zone = it4i\"\n",
+    )
+    .unwrap();
+    lrz.weft(&["policy", "apply", policy.to_str().unwrap()]).ok();
+
+    let inst = lrz.work().join("inst");
+    let session = inst.join("session1");
+    std::fs::create_dir_all(session.join("GridSquare_1")).unwrap();
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("session1/a.tif", pseudo_random(200_000, 1)),
+        ("session1/GridSquare_1/b.tif", pseudo_random(300_000, 2)),
+    ];
+    for (rel, bytes) in &files {
+        std::fs::write(inst.join(rel), bytes).unwrap();
+    }
+    // c.tif is still being written when the marker appears.
+    let slow = pseudo_random(400_000, 3);
+    std::fs::write(session.join("c.tif"), &slow[..100_000]).unwrap();
+    std::fs::write(session.join("DONE"), b"").unwrap();
+    let journal = lrz.work().join("j.jsonl");
+    let args = [
+        inst.to_str().unwrap(),
+        "krios",
+        "--settle",
+        "1",
+        "--close-on",
+        "DONE",
+        "--journal",
+        journal.to_str().unwrap(),
+        "--json",
+    ];
+    let child = watch(&lrz, &args).spawn().unwrap();
+    for piece in slow[100_000..].chunks(100_000) {
+        std::thread::sleep(Duration::from_millis(400));
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(session.join("c.tif"))
+            .unwrap();
+        std::io::Write::write_all(&mut f, piece).unwrap();
+    }
+    let collection = "/lrz/home/admin/krios/session1";
+    wait_for("the dataset closed", || {
+        let meta = lrz.weft(&["meta", "ls", collection, "--json"]);
+        meta.code == 0
+            && serde_json::from_str::<serde_json::Value>(&meta.stdout).ok()
+                == Some(serde_json::json!([{"attr": "weft.dataset", "value": "closed", "unit": ""}]))
+    });
+    let (events, code) = stop(child);
+    assert_eq!(code, 0, "{events:?}");
+    // Closed once, after the last file of the dataset, the slow one among them.
+    let kinds: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["event"] != "summary")
+        .map(|e| (e["event"].as_str().unwrap(), e["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
+    assert_eq!(kinds[3], ("closed", collection), "{kinds:?}");
+    assert!(kinds[..3].iter().all(|(k, _)| *k == "ingested"), "{kinds:?}");
+    // The rule: every object below has a copy in it4i, and the collection a PID.
+    let all = [
+        ("session1/a.tif", files[0].1.clone()),
+        ("session1/GridSquare_1/b.tif", files[1].1.clone()),
+        ("session1/c.tif", slow.clone()),
+    ];
+    for (rel, bytes) in &all {
+        let path = format!("/lrz/home/admin/krios/{rel}");
+        wait_for("a copy in it4i", || {
+            let stat = lrz.weft(&["stat", &path, "--json"]).ok().json();
+            stat["replicas"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["zone"] == "it4i" && r["state"] == "good")
+        });
+        assert_eq!(
+            lrz.weft(&["stat", &path, "--json"]).ok().json()["checksum"],
+            b3(bytes)
+        );
+    }
+    wait_for("the dataset's PID", || {
+        lrz.weft(&["stat", collection])
+            .ok()
+            .stdout
+            .contains("pid       lrz/")
+    });
+    // Started again: nothing to send, nothing to close.
+    let mut again: Vec<&str> = args.to_vec();
+    again.push("--once");
+    let out = watch(&lrz, &again).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().all(|e| e["event"] == "summary"), "{stdout}");
+    // `weft dataset open` and `close` by hand: closing again fires the rule again, and
+    // what it finds done it leaves (the PID stays the same).
+    let pid = lrz.weft(&["stat", collection, "--json"]).ok().json()["pid"].clone();
+    lrz.weft(&["dataset", "open", collection]).ok();
+    lrz.weft(&["dataset", "close", collection]).ok();
+    lrz.weft(&["dataset", "close", "/lrz/home/admin/krios/session1/a.tif"])
+        .fails(2, "usage");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(lrz.weft(&["stat", collection, "--json"]).ok().json()["pid"], pid);
+}

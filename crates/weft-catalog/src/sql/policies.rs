@@ -78,7 +78,7 @@ pub(super) async fn record_events(
 
 /// [`record_events`] as statements of `batch`. The events are recorded only while
 /// something listens for them, a policy rule, a QoS requirement or a collection with
-/// extraction on ([`crate::EXTRACT_ON`]), as the transaction sees it: a zone without any
+/// extraction on ([`weft_types::meta::EXTRACT_ON`]), as the transaction sees it: a zone without any
 /// (most puts of most zones) writes no event rows, and its engine deletes none.
 pub(super) fn push_events(batch: &mut Batch, kind: &str, items: &[(NodeId, Option<&str>)]) {
     let at = now_ms();
@@ -100,7 +100,7 @@ pub(super) fn push_events(batch: &mut Batch, kind: &str, items: &[(NodeId, Optio
             ));
             args.extend([Arg::from(*node), Arg::from(*attr), Arg::from(at)]);
         }
-        let (attr, value) = crate::EXTRACT_ON;
+        let (attr, value) = weft_types::meta::EXTRACT_ON;
         sql.push_str(&format!(
             ") AS listened WHERE EXISTS (SELECT 1 FROM policy_rules) OR EXISTS (SELECT 1 FROM qos) \
              OR EXISTS (SELECT 1 FROM avus WHERE attr = '{attr}' AND value = '{value}')"

@@ -6,6 +6,7 @@
 //! end), recorded in the [`journal`], and only then deleted or moved if asked: kill the
 //! watcher at any moment and start it again, and every file arrives exactly once.
 
+mod datasets;
 pub mod journal;
 pub mod settle;
 
@@ -13,7 +14,7 @@ use crate::client::Client;
 use crate::mover::{hash_local, io_error, Direction, Done, MoveOptions, Planned};
 use journal::{Ingested, Journal};
 use settle::{Look, Ready, Settler};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -63,6 +64,8 @@ pub struct WatchOptions {
     pub moves: MoveOptions,
     /// Set to stop after the batch in flight.
     pub stop: Arc<AtomicBool>,
+    /// The name of the file that says its directory's dataset is complete (`DONE`).
+    pub close_on: Option<String>,
 }
 
 /// What a watch did to one file.
@@ -84,6 +87,9 @@ pub enum Event<'a> {
         path: Option<&'a LogicalPath>,
         error: &'a Error,
     },
+    /// Every file of the dataset that `marker` closes is ingested, and the zone has the
+    /// dataset of collection `path` closed.
+    Closed { marker: &'a Path, path: &'a LogicalPath },
 }
 
 /// The state of a watch, for a status line and metrics.
@@ -125,6 +131,8 @@ struct Watch<'a> {
     /// The files (or directories) whose last attempt failed.
     failing: HashSet<PathBuf>,
     lags: Lags,
+    /// Directories whose dataset marker was seen, not yet closed.
+    closing: BTreeSet<PathBuf>,
 }
 
 /// The lags of the last [`Lags::KEPT`] files ingested: memory stays bounded however long
@@ -196,6 +204,7 @@ impl Client {
             counts: Counts::default(),
             failing: HashSet::new(),
             lags: Lags::default(),
+            closing: BTreeSet::new(),
         };
         let (events_tx, mut events) = mpsc::unbounded_channel::<PathBuf>();
         // Held for the watch's lifetime: dropping it ends the events.
@@ -240,6 +249,9 @@ impl Client {
             let took = !ready.is_empty();
             if took {
                 w.ingest(ready.into_values().collect(), on_event, on_status).await;
+            }
+            if !w.closing.is_empty() {
+                w.close_datasets(on_event).await;
             }
             if opts.stop.load(Ordering::Relaxed) || (opts.once && !took) {
                 break;
@@ -339,6 +351,9 @@ impl Watch<'_> {
             Ready::Marker(m) => Some(m),
             Ready::Settled(_) => None,
         };
+        if self.is_close_marker(path) {
+            return;
+        }
         // A marker stands for its file.
         let path = match marker.and_then(|m| m.names(path)) {
             Some(file) => file,

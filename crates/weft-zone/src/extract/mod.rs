@@ -23,8 +23,8 @@ use weft_extract::Format;
 use weft_types::{Error, ErrorCode, LogicalPath, MetaCondition, MetaOp, NodeKind, Permission};
 
 /// The collection metadata that turns extraction on for every object written below.
-pub const ENABLE_ATTR: &str = weft_catalog::EXTRACT_ON.0;
-pub const ENABLE_VALUE: &str = weft_catalog::EXTRACT_ON.1;
+pub const ENABLE_ATTR: &str = weft_types::meta::EXTRACT_ON.0;
+pub const ENABLE_VALUE: &str = weft_types::meta::EXTRACT_ON.1;
 /// Where the background extraction of an object records why it failed (removed when a
 /// later one succeeds): a `weft find --meta` away for the collection's owner.
 pub const ERROR_ATTR: &str = "weft.extract.error";

@@ -23,12 +23,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use weft_catalog::{
-    CopyPlace, EventId, NewPolicyTask, Node, NodeEvent, NodeId, PolicyActionJson, PolicyTask, PolicyTaskId,
+    Avu, CopyPlace, EventId, NewPolicyTask, Node, NodeEvent, NodeId, PolicyActionJson, PolicyTask,
+    PolicyTaskId,
 };
 use weft_policy::{Action, Event, Place, Rule, Trigger};
 use weft_transfer::{TransferSpec, Verify};
 use weft_types::{
-    Endpoint, Error, ErrorCode, FileState, NodeKind, ResourceName, TaskState, TransferId, TransferKind,
+    meta, Endpoint, Error, ErrorCode, FileState, NodeKind, ResourceName, TaskState, TransferId, TransferKind,
     TransferState, ZoneName,
 };
 
@@ -165,12 +166,18 @@ impl Policy<'_> {
                 continue;
             };
             let (node, avus) = &nodes[i];
-            if node.kind != NodeKind::Object {
-                continue;
-            }
             let meta: Vec<(String, String)> =
                 avus.iter().map(|a| (a.attr.clone(), a.value.clone())).collect();
             let facts = crate::policy::rules::facts(node, &meta, now);
+            if node.kind != NodeKind::Object {
+                let closed = |a: &Avu| a.attr == meta::DATASET && a.value == meta::DATASET_CLOSED;
+                if ev.attr.as_deref() == Some(meta::DATASET) && avus.iter().any(closed) {
+                    for rule in rules.iter().filter(|r| r.fires(&Event::DatasetClosed, &facts)) {
+                        tasks.extend(self.dataset_tasks(rule, node, now).await?);
+                    }
+                }
+                continue;
+            }
             if event == Event::Created && extract_below.iter().any(|root| node.path.starts_with(root)) {
                 tasks.push(NewPolicyTask {
                     rule: ENABLED_RULE.to_owned(),
@@ -376,6 +383,33 @@ impl Policy<'_> {
             },
             Step::Webhook(url) => self.call_webhook(&url, task, node).await,
         }
+    }
+
+    /// The tasks of `rule` for the closed dataset `collection`: its per-object actions for
+    /// every object below it, the others for the collection.
+    async fn dataset_tasks(
+        self,
+        rule: &Rule,
+        collection: &Node,
+        now: i64,
+    ) -> Result<Vec<NewPolicyTask>, Error> {
+        let objects = if rule.actions.iter().any(Action::on_each_object) {
+            let service = self.zone.transfers().service_caller().await?;
+            self.objects_at(&service, &collection.path).await?
+        } else {
+            Vec::new()
+        };
+        let mut tasks = Vec::new();
+        for action in &rule.actions {
+            if action.on_each_object() {
+                for node in &objects {
+                    tasks.push(task_for(rule, node, action, now)?);
+                }
+            } else {
+                tasks.push(task_for(rule, collection, action, now)?);
+            }
+        }
+        Ok(tasks)
     }
 
     /// Extracts `node`'s header: for a collection with extraction on, as
@@ -720,20 +754,22 @@ impl TransferEnd {
 pub(crate) fn tasks_for(rule: &Rule, node: &Node, now: i64) -> Result<Vec<NewPolicyTask>, Error> {
     rule.actions
         .iter()
-        .map(|a| {
-            let due = match a {
-                Action::DeleteAfter { after_s } => node.created + *after_s as i64 * 1000,
-                _ => now,
-            };
-            Ok(NewPolicyTask {
-                rule: rule.name.clone(),
-                node_id: node.id,
-                path: node.path.clone(),
-                action: PolicyActionJson::encode(a)?,
-                due,
-            })
-        })
+        .map(|a| task_for(rule, node, a, now))
         .collect()
+}
+
+fn task_for(rule: &Rule, node: &Node, action: &Action, now: i64) -> Result<NewPolicyTask, Error> {
+    let due = match action {
+        Action::DeleteAfter { after_s } => node.created + *after_s as i64 * 1000,
+        _ => now,
+    };
+    Ok(NewPolicyTask {
+        rule: rule.name.clone(),
+        node_id: node.id,
+        path: node.path.clone(),
+        action: PolicyActionJson::encode(action)?,
+        due,
+    })
 }
 
 /// Who the audit log names for what a rule does: the zone's service principal, from the

@@ -119,6 +119,7 @@ pub fn describe(a: &Action) -> String {
 pub fn describe_trigger(t: &Trigger) -> String {
     match t {
         Trigger::Created => "created".into(),
+        Trigger::DatasetClosed => "dataset_closed".into(),
         Trigger::Metadata { attr: None } => "metadata".into(),
         Trigger::Metadata { attr: Some(a) } => format!("metadata {a}"),
         Trigger::Schedule { every_s } => format!("schedule every {}", human_secs(*every_s)),
@@ -546,12 +547,11 @@ impl Policy<'_> {
             Action::DeleteAfter { .. } => Step::Delete,
             Action::Webhook { url } => Step::Webhook(url.clone()),
         })
-        .map(|s| {
-            if node.kind == NodeKind::Object {
-                s
-            } else {
-                Step::Nothing
-            }
+        // A collection (a closed dataset's) takes a PID, metadata and a webhook call.
+        .map(|s| match s {
+            s if node.kind == NodeKind::Object => s,
+            s @ (Step::MintPid | Step::SetMeta(_) | Step::Webhook(_)) => s,
+            _ => Step::Nothing,
         })
     }
 

@@ -9,9 +9,7 @@ use weft_client::wire::{AvuWire, ExtractedWire, MetaRequest};
 use weft_client::{ClientError, FindParams};
 use weft_types::{escape_controls, LogicalPath};
 
-/// The attribute and value on a collection that turn extraction on below it.
-const ENABLE_ATTR: &str = "weft.extract";
-const ENABLE_VALUE: &str = "on";
+use weft_types::meta::EXTRACT_ON;
 /// Extractions in flight at once with -r.
 const CONCURRENCY: usize = 8;
 
@@ -185,8 +183,8 @@ async fn enable(ctx: &Ctx, collection: &str, on: bool) -> Result {
     }
     let edit = MetaRequest {
         op: if on { "set" } else { "rm" }.into(),
-        attr: ENABLE_ATTR.into(),
-        value: on.then(|| ENABLE_VALUE.into()),
+        attr: EXTRACT_ON.0.into(),
+        value: on.then(|| EXTRACT_ON.1.into()),
         unit: String::new(),
     };
     match ctx.client.meta_edit(&path, &edit).await {

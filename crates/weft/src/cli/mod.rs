@@ -6,6 +6,7 @@ mod auth;
 mod bench;
 mod config;
 mod data;
+mod dataset;
 mod export;
 mod extract;
 mod meta;
@@ -86,6 +87,9 @@ pub enum Command {
     Meta(meta::MetaArgs),
     /// Search below a collection by name and metadata.
     Find(meta::FindArgs),
+    /// Datasets: close a collection's (it is complete; rules `on = "dataset_closed"` fire)
+    /// or open it again.
+    Dataset(dataset::DatasetArgs),
     /// Read data objects' headers (MRC, TIFF, FITS, NetCDF, .mdoc, plugins) into their
     /// metadata now, or with `enable` for every object written below a collection.
     Extract(extract::ExtractArgs),
@@ -148,6 +152,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Meta(a) => meta::meta(&ctx, a).await,
         Command::Find(a) => meta::find(&ctx, a).await,
         Command::Extract(a) => extract::extract(&ctx, a).await,
+        Command::Dataset(a) => dataset::dataset(&ctx, a).await,
         Command::Export(a) => export::export(&ctx, a).await,
         Command::User(a) => principals::user(&ctx, a).await,
         Command::Group(a) => principals::group(&ctx, a).await,

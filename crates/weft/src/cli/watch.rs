@@ -36,6 +36,12 @@ pub struct WatchArgs {
     /// move:DIR (to the same relative path below DIR).
     #[arg(long, default_value = "keep", value_name = "ACTION")]
     then: Then,
+    /// A file of this name (such as DONE) says its directory's dataset is complete: once
+    /// every other file below that directory is ingested, the dataset of its collection is
+    /// closed (`weft.dataset = closed`, the policy trigger `dataset_closed`). The marker is
+    /// not ingested; it is kept, deleted or moved as the files are.
+    #[arg(long, value_name = "NAME", value_parser = marker_name)]
+    close_on: Option<String>,
     /// Scan once, take what is complete, and exit (for cron and workflow steps).
     #[arg(long)]
     once: bool,
@@ -58,6 +64,13 @@ pub struct WatchArgs {
     /// The collection it is ingested into (made if missing).
     #[arg(value_name = "COLLECTION")]
     collection: String,
+}
+
+fn marker_name(s: &str) -> std::result::Result<String, String> {
+    if s.is_empty() || s.contains('/') || s == "." || s == ".." {
+        return Err(format!("{s:?}: a file name, such as DONE (no directory)"));
+    }
+    Ok(s.to_owned())
 }
 
 fn seconds(s: &str) -> std::result::Result<Duration, String> {
@@ -98,6 +111,7 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
             ..MoveOptions::default()
         },
         stop,
+        close_on: a.close_on,
     };
     let status = Status::new(ctx.quiet, &a.dir, &into.to_string());
     let json = a.json;
@@ -124,6 +138,15 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
                 }));
             }
             status.println(&format!("weft: watch: {}: {}", local.display(), error.message));
+        }
+        Event::Closed { marker, path } => {
+            if json {
+                line(&serde_json::json!({
+                    "event": "closed", "local": marker.display().to_string(), "path": path.to_string(),
+                }));
+            } else {
+                status.println(&format!("weft: watch: closed the dataset {path}"));
+            }
         }
     };
     let on_status = |c: Counts| status.show(c);
