@@ -367,3 +367,55 @@ def test_the_readme_extract_commands_run(zone_root: pathlib.Path, tmp_path: path
         assert z.meta("/weft/home/admin/krios") == {"weft.extract": ("on", "")}
     finally:
         z.stop()
+
+
+def test_a_dataset_sidecar_describes_its_collection(xz: ExtractZone, coll: str, tmp_path: pathlib.Path) -> None:
+    """dataset.yaml (or .json) beside the data: its values become `dataset.*` metadata of
+    the collection, in an enabled collection as soon as it arrives, and by hand; a
+    broken one changes nothing; a user who may change the file but not the collection
+    may not extract it."""
+    session = f"{coll}/session1"
+    xz.ok("mkdir", "-p", session)
+    xz.ok("extract", "enable", coll)
+    (tmp_path / "dataset.yaml").write_text(
+        "title: Apoferritin, 300 kV\noperator: facility\nsample:\n  name: apoferritin\n  grid: 12\n"
+        "keywords: [cryo-em, benchmark]\n"
+    )
+    xz.ok("put", str(tmp_path / "dataset.yaml"), f"{session}/dataset.yaml")
+    meta = wait_for(lambda: (m := xz.meta(session)).get("dataset.title") and m, "the sidecar's values")
+    assert meta["dataset.title"] == ("Apoferritin, 300 kV", "")
+    assert meta["dataset.sample.grid"] == ("12", "")
+    assert {a["value"] for a in xz.json("meta", "ls", session) if a["attr"] == "dataset.keywords"} == {
+        "cryo-em",
+        "benchmark",
+    }
+    assert xz.meta(f"{session}/dataset.yaml") == {}
+    found = xz.ok("find", coll, "--kind", "collection", "--meta", "dataset.sample.name=apoferritin").split()
+    assert found == [session]
+    # JSON by hand replaces the values: nothing of the YAML stays.
+    (tmp_path / "dataset.json").write_text('{"title": "second", "sample": {"name": "x"}}')
+    xz.ok("put", str(tmp_path / "dataset.json"), f"{coll}/dataset.json")
+    xz.ok("extract", "disable", coll)
+    x = xz.json("extract", f"{coll}/dataset.json")
+    assert x["path"] == coll and x["source"] == "dataset"
+    assert {k: v for k, v in xz.meta(coll).items() if k.startswith("dataset.")} == {
+        "dataset.title": ("second", ""),
+        "dataset.sample.name": ("x", ""),
+    }
+    # Broken: a list at the top, and a hostile nesting; nothing changes.
+    for bad in ("- a\n- b\n", "[" * 50_000):
+        (tmp_path / "dataset.json").write_text(bad)
+        xz.ok("put", "-f", str(tmp_path / "dataset.json"), f"{coll}/dataset.json")
+        r = xz.weft("extract", f"{coll}/dataset.json")
+        assert r.returncode == 1 and "(extract_failed)" in r.stderr, r.stderr
+        assert xz.meta(coll)["dataset.title"] == ("second", "")
+    # Write on the sidecar alone is not enough to change its collection.
+    user = f"writer{os.getpid()}"
+    xz.ok("user", "add", user)
+    token = xz.ok("token", "create", "--user", user).strip()
+    (tmp_path / "dataset.json").write_text('{"title": "taken over"}')
+    xz.ok("put", "-f", str(tmp_path / "dataset.json"), f"{coll}/dataset.json")
+    xz.ok("acl", "set", f"{coll}/dataset.json", user, "write")
+    r = xz.weft("extract", f"{coll}/dataset.json", token=token)
+    assert r.returncode == 5 and "(forbidden)" in r.stderr, r
+    assert xz.meta(coll)["dataset.title"] == ("second", "")

@@ -12,6 +12,7 @@
 //!
 //! No I/O here, so every reader is fuzzed over arbitrary bytes (`fuzz/`).
 
+mod dataset;
 mod fits;
 mod mdoc;
 mod mrc;
@@ -50,6 +51,9 @@ pub enum Format {
     Hdf5,
     /// SerialEM and EPU `.mdoc` sidecars.
     Mdoc,
+    /// Dataset sidecars (`dataset.yaml`, `dataset.json`): named by the zone's
+    /// configuration, never detected.
+    Dataset,
 }
 
 impl Format {
@@ -62,16 +66,18 @@ impl Format {
             Format::NetCdf => "netcdf",
             Format::Hdf5 => "hdf5",
             Format::Mdoc => "mdoc",
+            Format::Dataset => "dataset",
         }
     }
 
     /// Every format whose header [`extract`] reads.
-    pub const BUILT_IN: [Format; 5] = [
+    pub const BUILT_IN: [Format; 6] = [
         Format::Mrc,
         Format::Tiff,
         Format::Fits,
         Format::NetCdf,
         Format::Mdoc,
+        Format::Dataset,
     ];
 
     /// The format of a file named `name` whose first bytes are `head` (as many as there
@@ -115,6 +121,7 @@ pub fn extract(format: Format, known: &Known) -> Result<Vec<Avu>, Problem> {
         Format::Fits => fits::read(known),
         Format::NetCdf => netcdf::read(known),
         Format::Mdoc => mdoc::read(known),
+        Format::Dataset => dataset::read(known),
         Format::Hdf5 => Err(Problem::bad(
             "no built-in reader; an administrator can name a plugin for it ([[extract.plugins]])",
         )),

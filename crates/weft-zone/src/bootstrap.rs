@@ -40,7 +40,7 @@ pub struct ZoneConfig {
     pub trusted_cas: weft_client::TrustedCas,
     /// Metadata extractor plugins (`[[extract.plugins]]`), tried in order before the
     /// built-in readers.
-    pub extract_plugins: Vec<crate::extract::PluginSpec>,
+    pub extract: crate::extract::ExtractConfig,
 }
 
 impl ZoneConfig {
@@ -60,7 +60,7 @@ impl ZoneConfig {
             orphan_grace: crate::data::ORPHAN_GRACE_DEFAULT,
             lease_ttl: crate::background::LEASE_TTL_DEFAULT,
             trusted_cas: Default::default(),
-            extract_plugins: vec![],
+            extract: Default::default(),
         }
     }
 }
@@ -192,9 +192,7 @@ impl Zone {
         let (pid_prefix, pid_landing) =
             crate::namespace::pid_registry::prefix_and_landing(&config.pid, config.name.as_str())?;
         let pid_registry = crate::namespace::pid_registry::open(&config.pid, &config.trusted_cas)?;
-        for p in &config.extract_plugins {
-            p.check()?;
-        }
+        config.extract.check()?;
         let outbound = config
             .trusted_cas
             .apply(reqwest::Client::builder())
@@ -255,7 +253,7 @@ impl Zone {
             peer_places: Default::default(),
             peer_traffic: Default::default(),
             engine_state: Default::default(),
-            extract_plugins: config.extract_plugins.clone(),
+            extract_config: config.extract.clone(),
             pids: crate::namespace::pids::Pids {
                 prefix: pid_prefix,
                 landing: pid_landing,

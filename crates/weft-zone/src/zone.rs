@@ -51,7 +51,7 @@ pub struct Zone {
     pub(crate) peer_places: crate::policy::rules::PeerPlaces,
     pub(crate) engine_state: crate::policy::engine::EngineState,
     pub(crate) pids: crate::namespace::pids::Pids,
-    pub(crate) extract_plugins: Vec<crate::extract::PluginSpec>,
+    pub(crate) extract_config: crate::extract::ExtractConfig,
 }
 
 impl Zone {

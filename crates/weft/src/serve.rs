@@ -92,15 +92,6 @@ pub enum LogFormat {
     Json,
 }
 
-/// `[extract]` of the configuration file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExtractFileConfig {
-    /// Commands that read formats no built-in extractor knows (`[[extract.plugins]]`).
-    #[serde(default)]
-    pub plugins: Vec<weft_zone::extract::PluginSpec>,
-}
-
 /// `[tls]` of the configuration file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -141,9 +132,9 @@ pub struct FileConfig {
     /// The S3 gateway (`listen`, `[[s3.buckets]]`).
     #[serde(default)]
     pub s3: S3FileConfig,
-    /// Metadata extractor plugins (`[[extract.plugins]]`).
+    /// Metadata extractors: plugins (`[[extract.plugins]]`) and dataset sidecar names.
     #[serde(default)]
-    pub extract: ExtractFileConfig,
+    pub extract: weft_zone::extract::ExtractConfig,
 }
 
 pub struct Settings {
@@ -216,7 +207,7 @@ impl ServeArgs {
                     None => weft_zone::background::LEASE_TTL_DEFAULT,
                 },
                 trusted_cas,
-                extract_plugins: file.extract.plugins,
+                extract: file.extract,
                 ..ZoneConfig::new(zone, data_dir)
             },
             listen,

@@ -32,6 +32,57 @@ pub const ERROR_ATTR: &str = "weft.extract.error";
 /// a policy file can have it: rule names have no dot).
 pub const ENABLED_RULE: &str = "weft.extract";
 
+/// `[extract]` of the configuration file.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractConfig {
+    /// Commands that read formats no built-in reader knows, tried first, in order.
+    #[serde(default)]
+    pub plugins: Vec<PluginSpec>,
+    /// Names of dataset sidecars, whose values go to their collection
+    /// [default: dataset.yaml, dataset.yml, dataset.json].
+    #[serde(default = "default_dataset_files")]
+    pub dataset_files: Vec<String>,
+}
+
+impl Default for ExtractConfig {
+    fn default() -> Self {
+        ExtractConfig {
+            plugins: Vec::new(),
+            dataset_files: default_dataset_files(),
+        }
+    }
+}
+
+fn default_dataset_files() -> Vec<String> {
+    ["dataset.yaml", "dataset.yml", "dataset.json"]
+        .map(String::from)
+        .to_vec()
+}
+
+impl ExtractConfig {
+    /// Errors: `invalid_argument` naming the plugin or sidecar name at fault.
+    pub fn check(&self) -> Result<(), Error> {
+        for p in &self.plugins {
+            p.check()?;
+        }
+        if let Some(n) = self
+            .dataset_files
+            .iter()
+            .find(|n| weft_types::path::validate_name(n).is_err())
+        {
+            return Err(Error::invalid(format!(
+                "extract dataset_files: {n:?} is not a file name"
+            )));
+        }
+        Ok(())
+    }
+
+    fn is_dataset_file(&self, name: &str) -> bool {
+        self.dataset_files.iter().any(|n| n == name)
+    }
+}
+
 /// What an extraction found for one object.
 #[derive(Debug, Clone)]
 pub struct Extracted {
@@ -67,6 +118,16 @@ impl Extract<'_> {
                 ),
             ));
         }
+        if self.zone.extract_config.is_dataset_file(node.path.name()) {
+            // Its values go to the collection: the caller must be allowed to change that.
+            let parent = path
+                .parent()
+                .ok_or_else(|| Error::internal("an object has a parent"))?;
+            self.zone
+                .namespace()
+                .node_as(caller, &parent, Permission::Write)
+                .await?;
+        }
         self.object(&node).await
     }
 
@@ -94,14 +155,16 @@ impl Extract<'_> {
     /// One extraction, counted; on failure, the source as far as known.
     async fn attempt(self, node: &Node) -> Result<Extracted, (String, Error)> {
         let outcome = match self.read(node).await {
-            Ok((source, avus)) => match self.replace(node, &source, &avus).await {
-                Ok(()) => Ok(Extracted {
-                    path: node.path.clone(),
-                    source,
-                    avus,
-                }),
-                Err(e) => Err((source, e)),
-            },
+            Ok((source, avus)) => {
+                let done = match self.target(node, &source).await {
+                    Ok(target) => self.replace(&target, &source, &avus).await.map(|()| target.path),
+                    Err(e) => Err(e),
+                };
+                match done {
+                    Ok(path) => Ok(Extracted { path, source, avus }),
+                    Err(e) => Err((source, e)),
+                }
+            }
             Err(failed) => Err(failed),
         };
         let (label, result) = match &outcome {
@@ -113,6 +176,23 @@ impl Extract<'_> {
         outcome
     }
 
+    /// What gets the values `source` read from `node`: the node, or for a dataset sidecar
+    /// its collection.
+    async fn target(self, node: &Node, source: &str) -> Result<Node, Error> {
+        if source != Format::Dataset.name() {
+            return Ok(node.clone());
+        }
+        let parent = node
+            .path
+            .parent()
+            .ok_or_else(|| Error::internal("an object has a parent"))?;
+        self.zone
+            .catalog
+            .get_node(&parent)
+            .await?
+            .ok_or_else(|| Error::not_found(&parent))
+    }
+
     /// The source's name and the values it read, or the source (as far as known) and why
     /// not.
     async fn read(self, node: &Node) -> Result<(String, Vec<Avu>), (String, Error)> {
@@ -120,8 +200,18 @@ impl Extract<'_> {
             .await
             .map_err(|e| (String::new(), e))?;
         let name = node.path.name();
-        let format = Format::detect(name, known.head());
-        if let Some(p) = self.zone.extract_plugins.iter().find(|p| p.reads(name, format)) {
+        let format = if self.zone.extract_config.is_dataset_file(name) {
+            Some(Format::Dataset)
+        } else {
+            Format::detect(name, known.head())
+        };
+        if let Some(p) = self
+            .zone
+            .extract_config
+            .plugins
+            .iter()
+            .find(|p| p.reads(name, format))
+        {
             let avus = self.with_plugin(p, node).await.map_err(|e| (p.name.clone(), e))?;
             return Ok((p.name.clone(), avus));
         }
@@ -134,9 +224,10 @@ impl Extract<'_> {
                     f.name().to_uppercase()
                 ),
                 None => format!(
-                    "no extractor reads {}: built in are MRC, TIFF, FITS, NetCDF classic and \
-                     .mdoc{}",
+                    "no extractor reads {}: built in are MRC, TIFF, FITS, NetCDF classic, \
+                     .mdoc and dataset sidecars ({}){}",
                     node.path,
+                    self.zone.extract_config.dataset_files.join(", "),
                     self.plugin_names()
                 ),
             };
@@ -160,7 +251,8 @@ impl Extract<'_> {
     fn plugin_names(self) -> String {
         let names: Vec<&str> = self
             .zone
-            .extract_plugins
+            .extract_config
+            .plugins
             .iter()
             .map(|p| p.name.as_str())
             .collect();
