@@ -346,6 +346,12 @@ fn bad_arguments_are_refused_before_anything_moves() {
     std::fs::write(inst.join("a"), b"x").unwrap();
     let dir = inst.to_str().unwrap();
     let inside = format!("move:{}", inst.join("done").display());
+    // A link outside that leads back in is inside too.
+    let link = z.work().join("looks-outside");
+    std::os::unix::fs::symlink(&inst, &link).unwrap();
+    let through_link = format!("move:{}", link.join("done").display());
+    let journal_inside = inst.join("sub").join("journal.jsonl");
+    let journal_inside = journal_inside.to_str().unwrap();
     for (args, code, says) in [
         (
             vec!["--once", "--ready-marker", "*", dir, "c"],
@@ -368,6 +374,16 @@ fn bad_arguments_are_refused_before_anything_moves() {
             2,
             "inside the watched directory",
         ),
+        (
+            vec!["--once", "--then", &through_link, dir, "c"],
+            2,
+            "inside the watched directory",
+        ),
+        (
+            vec!["--once", "--journal", journal_inside, dir, "c"],
+            2,
+            "--journal",
+        ),
         (vec!["--once", "/nonexistent/dir", "c"], 3, "/nonexistent/dir"),
     ] {
         let out = watch(&z, &args).output().unwrap();
@@ -377,6 +393,41 @@ fn bad_arguments_are_refused_before_anything_moves() {
     }
     assert!(inst.join("a").exists());
     assert!(!exists(&z, "/testz/home/admin/c/a"));
+}
+
+/// Links in the watched directory are never followed: a link to a file or a directory
+/// outside brings nothing of it into the zone, and is no failure.
+#[test]
+fn links_out_of_the_watched_directory_are_not_followed() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("inst");
+    let secret = z.work().join("secret");
+    std::fs::create_dir_all(inst.join("run")).unwrap();
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(secret.join("key"), b"not for the zone").unwrap();
+    std::fs::write(inst.join("run").join("frame.tif"), b"data").unwrap();
+    std::os::unix::fs::symlink(secret.join("key"), inst.join("run").join("key.tif")).unwrap();
+    std::os::unix::fs::symlink(&secret, inst.join("outside")).unwrap();
+    let journal = z.work().join("j.jsonl");
+    let out = watch(
+        &z,
+        &[
+            "--once",
+            "--settle",
+            "0",
+            "--journal",
+            journal.to_str().unwrap(),
+            "--json",
+            inst.to_str().unwrap(),
+            "c",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ls = z.weft(&["find", "/testz/home/admin/c"]).ok().stdout;
+    assert!(ls.contains("frame.tif"), "{ls}");
+    assert!(!ls.contains("key") && !ls.contains("outside"), "{ls}");
 }
 
 #[test]

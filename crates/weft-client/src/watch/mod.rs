@@ -179,13 +179,18 @@ impl Client {
             return Err(Error::invalid(format!("{}: not a directory", dir.display())));
         }
         if let Then::Move(to) = &opts.then {
-            let to = std::path::absolute(to).map_err(|e| io_error(to, e))?;
-            if to.starts_with(&dir) {
+            if resolved(to)?.starts_with(&dir) {
                 return Err(Error::invalid(format!(
                     "move:{}: inside the watched directory, its files would be ingested again",
                     to.display()
                 )));
             }
+        }
+        if resolved(&opts.journal)?.starts_with(&dir) {
+            return Err(Error::invalid(format!(
+                "--journal {}: inside the watched directory, it would be ingested as it changes",
+                opts.journal.display()
+            )));
         }
         self.mkdirs(std::slice::from_ref(into))
             .await
@@ -267,6 +272,26 @@ impl Client {
         }
         w.counts.waiting = w.settler.waiting_count() as u64;
         Ok(w.counts)
+    }
+}
+
+/// `path` made absolute with the links of its existing part resolved, as the watched
+/// directory is: a link into the watched directory is inside it.
+fn resolved(path: &Path) -> Result<PathBuf, Error> {
+    let path = std::path::absolute(path).map_err(|e| io_error(path, e))?;
+    let mut existing = path.as_path();
+    let mut rest = Vec::new();
+    loop {
+        match std::fs::canonicalize(existing) {
+            Ok(real) => return Ok(rest.iter().rev().fold(real, |p, c| p.join(c))),
+            Err(_) => match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_owned());
+                    existing = parent;
+                }
+                _ => return Ok(path),
+            },
+        }
     }
 }
 
