@@ -50,6 +50,9 @@ pub struct Metrics {
     /// How long the catalog took to register each group of new objects (one transaction:
     /// the statement latency of ingest, waits for a connection or the write lock included).
     pub(crate) catalog_commit: Histogram,
+    /// From an object's write to the copy a policy rule or QoS requirement made of it
+    /// being good: how far replicas trail ingest.
+    pub(crate) copy_lag: Histogram,
     // Read at each scrape.
     transfers: Family<Labels, Gauge>,
     policy_tasks: Family<Labels, Gauge>,
@@ -79,6 +82,8 @@ impl Default for Metrics {
             scrubbed: Family::default(),
             extracted: Family::default(),
             catalog_commit: latency(),
+            // 50 ms to about 14 h.
+            copy_lag: Histogram::new(exponential_buckets(0.05, 2.0, 21)),
             transfers: Family::default(),
             policy_tasks: Family::default(),
             replicas: Family::default(),
@@ -155,6 +160,12 @@ impl Default for Metrics {
                 "Time the catalog took to register a group of new objects (one transaction)",
                 Unit::Seconds,
                 m.catalog_commit.clone(),
+            );
+            r.register_with_unit(
+                "policy_copy_lag",
+                "Time from an object's write to the good copy a policy rule or QoS requirement made of it",
+                Unit::Seconds,
+                m.copy_lag.clone(),
             );
             r.register(
                 "scrubbed_replicas",

@@ -718,6 +718,27 @@ fn a_marker_closes_the_dataset_and_a_rule_copies_it_to_a_second_zone_with_a_pid(
             .stdout
             .contains("pid       lrz/")
     });
+    // How far the copies trailed the writes is measured, one sample per copy (taken when
+    // the engine sees the transfer ended, which may follow the replica's good state).
+    let copy_lags = || {
+        use std::io::{Read, Write};
+        let addr = lrz.url().trim_start_matches("http://").to_owned();
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "GET /metrics HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {}\r\nconnection: close\r\n\r\n",
+            lrz.admin_token()
+        )
+        .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("weft_policy_copy_lag_seconds_count "))
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    wait_for("a copy lag for each of the three copies", || {
+        copy_lags() == Some(3)
+    });
     // Started again: nothing to send, nothing to close.
     let mut again: Vec<&str> = args.to_vec();
     again.push("--once");

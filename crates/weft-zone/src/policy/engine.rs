@@ -558,7 +558,12 @@ impl Policy<'_> {
                         to.iter().map(place_name).collect::<Vec<_>>().join(", ")
                     ),
                 )),
-                Ok(Step::Nothing) => Ok(()),
+                Ok(Step::Nothing) => {
+                    // The copies it waited for are good: how long after the write.
+                    let lag_ms = now_ms().saturating_sub(node.modified).max(0);
+                    self.zone.metrics.copy_lag.observe(lag_ms as f64 / 1000.0);
+                    Ok(())
+                }
                 Ok(step) => {
                     let outcome = self.carry_out(&service, &task, &node, step).await;
                     subjects.touched(node.id);
