@@ -537,6 +537,29 @@ fn the_readme_watch_example_runs_as_written() {
     assert_eq!(names, expected);
 }
 
+/// `GET /metrics` of the server at `addr` (`HOST:PORT`).
+fn metrics_of(addr: &str, token: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
+}
+
+/// The value of the sample named `name` (its labels aside) in a metrics text.
+fn sample(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find(|l| l.split(['{', ' ']).next() == Some(name))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|v| v as u64)
+}
+
 /// An MRC2014 file of `nz` float32 frames of `nx` × `ny`, `pixel` Å, filled from `seed`.
 fn mrc_movie(nx: i32, ny: i32, nz: i32, pixel: f32, seed: u64) -> Vec<u8> {
     let mut h = vec![0u8; 1024];
@@ -653,6 +676,11 @@ fn a_marker_closes_the_dataset_and_a_rule_copies_it_to_a_second_zone_with_a_pid(
     std::fs::write(session.join("c.tif"), &slow[..100_000]).unwrap();
     std::fs::write(session.join("DONE"), b"").unwrap();
     let journal = lrz.work().join("j.jsonl");
+    let metrics_at = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
     let args = [
         inst.to_str().unwrap(),
         "krios",
@@ -664,7 +692,9 @@ fn a_marker_closes_the_dataset_and_a_rule_copies_it_to_a_second_zone_with_a_pid(
         journal.to_str().unwrap(),
         "--json",
     ];
-    let child = watch(&lrz, &args).spawn().unwrap();
+    let mut with_metrics = args.to_vec();
+    with_metrics.extend(["--metrics", &metrics_at]);
+    let child = watch(&lrz, &with_metrics).spawn().unwrap();
     for piece in slow[100_000..].chunks(100_000) {
         std::thread::sleep(Duration::from_millis(400));
         let mut f = std::fs::OpenOptions::new()
@@ -680,6 +710,16 @@ fn a_marker_closes_the_dataset_and_a_rule_copies_it_to_a_second_zone_with_a_pid(
             && serde_json::from_str::<serde_json::Value>(&meta.stdout).ok()
                 == Some(serde_json::json!([{"attr": "weft.dataset", "value": "closed", "unit": ""}]))
     });
+    // The watcher's own metrics, for the instrument machine's Prometheus (the zone has the
+    // dataset closed a moment before the watcher has recorded it).
+    wait_for("the watcher's count of closed datasets", || {
+        sample(&metrics_of(&metrics_at, ""), "weft_watch_datasets_closed_total") == Some(1)
+    });
+    let m = metrics_of(&metrics_at, "");
+    assert_eq!(sample(&m, "weft_watch_files_ingested_total"), Some(3), "{m}");
+    assert_eq!(sample(&m, "weft_watch_files_waiting"), Some(0), "{m}");
+    assert_eq!(sample(&m, "weft_watch_files_failing"), Some(0), "{m}");
+    assert!(m.contains("collection=\"/lrz/home/admin/krios\""), "{m}");
     let (events, code) = stop(child);
     assert_eq!(code, 0, "{events:?}");
     // Closed once, after the last file of the dataset, the slow one among them.
@@ -721,20 +761,11 @@ fn a_marker_closes_the_dataset_and_a_rule_copies_it_to_a_second_zone_with_a_pid(
     // How far the copies trailed the writes is measured, one sample per copy (taken when
     // the engine sees the transfer ended, which may follow the replica's good state).
     let copy_lags = || {
-        use std::io::{Read, Write};
-        let addr = lrz.url().trim_start_matches("http://").to_owned();
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        write!(
-            s,
-            "GET /metrics HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {}\r\nconnection: close\r\n\r\n",
-            lrz.admin_token()
+        let addr = lrz.url().trim_start_matches("http://");
+        sample(
+            &metrics_of(addr, lrz.admin_token()),
+            "weft_policy_copy_lag_seconds_count",
         )
-        .unwrap();
-        let mut text = String::new();
-        s.read_to_string(&mut text).unwrap();
-        text.lines()
-            .find_map(|l| l.strip_prefix("weft_policy_copy_lag_seconds_count "))
-            .and_then(|n| n.parse::<u64>().ok())
     };
     wait_for("a copy lag for each of the three copies", || {
         copy_lags() == Some(3)

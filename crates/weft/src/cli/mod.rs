@@ -23,6 +23,7 @@ mod s3;
 mod staging;
 mod transfer;
 mod watch;
+mod watch_metrics;
 mod zone;
 
 use clap::{Args, Subcommand};

@@ -55,6 +55,10 @@ pub struct WatchArgs {
     /// Files in flight at once.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     concurrency: u16,
+    /// Serve the watch's metrics for Prometheus at http://ADDR/metrics (files ingested,
+    /// failing, waiting, in flight; datasets closed; the lag's median and 99th percentile).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
     /// Print one JSON line per file on stdout (and a summary line at the end).
     #[arg(long)]
     json: bool,
@@ -113,6 +117,17 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
         stop,
         close_on: a.close_on,
     };
+    let metrics = match a.metrics {
+        Some(at) => {
+            let listener = tokio::net::TcpListener::bind(at)
+                .await
+                .map_err(|e| Failure::usage(format!("--metrics {at}: cannot listen: {e}")))?;
+            let m = super::watch_metrics::WatchMetrics::new(&a.dir.display().to_string(), &into.to_string());
+            m.serve(listener);
+            Some(m)
+        }
+        None => None,
+    };
     let status = Status::new(ctx.quiet, &a.dir, &into.to_string());
     let json = a.json;
     let on_event = |e: Event<'_>| match e {
@@ -140,6 +155,9 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
             status.println(&format!("weft: watch: {}: {}", local.display(), error.message));
         }
         Event::Closed { marker, path } => {
+            if let Some(m) = &metrics {
+                m.dataset_closed();
+            }
             if json {
                 line(&serde_json::json!({
                     "event": "closed", "local": marker.display().to_string(), "path": path.to_string(),
@@ -149,7 +167,12 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
             }
         }
     };
-    let on_status = |c: Counts| status.show(c);
+    let on_status = |c: Counts| {
+        if let Some(m) = &metrics {
+            m.update(c);
+        }
+        status.show(c)
+    };
     let counts = ctx
         .client
         .watch(&a.dir, &into, &opts, &on_event, &on_status)
