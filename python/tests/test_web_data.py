@@ -304,6 +304,32 @@ def test_mint_a_pid_and_follow_its_landing_link(b: WebDriver, zone: Zone) -> Non
     assert "paper-data.h5" in b.page_source
 
 
+def test_a_collection_shows_its_dataset_state(b: WebDriver, zone: Zone) -> None:
+    """An instrument's session: open while it is written, closed once complete, with its
+    PID and whether headers are read; the link leads to the copies per zone."""
+    d = f"/t/home/admin/{unique('session')}"
+    mkdir(zone, d)
+    put(zone, f"{d}/FoilHole_1_fractions.tiff", b"frames")
+    login(b, zone, zone.token)
+    open_page(b, zone, d)
+    assert not has(b, "p.dataset"), "a plain collection has no dataset line"
+    for args in (("extract", "enable", d), ("dataset", "open", d)):
+        r = zone.weft(*args)
+        assert r.returncode == 0, r.stderr
+    open_page(b, zone, d)
+    line = b.find_element(By.CSS_SELECTOR, "p.dataset").text
+    assert "Dataset open" in line and "being written" in line and "headers read" in line, line
+    for args in (("dataset", "close", d), ("pid", "mint", d)):
+        r = zone.weft(*args)
+        assert r.returncode == 0, r.stderr
+    open_page(b, zone, d)
+    line = b.find_element(By.CSS_SELECTOR, "p.dataset").text
+    assert "Dataset closed" in line and f"PID {stat(zone, d)['pid']}" in line, line
+    shot(b, "data-dataset.png")
+    follow(b, b.find_element(By.LINK_TEXT, "copies per zone"))
+    assert "/details/" in b.current_url
+
+
 # --- Renaming and moving ---
 
 

@@ -101,6 +101,9 @@ def site(zone_root: pathlib.Path, isolated_config: pathlib.Path) -> Iterator[Sit
         while json.loads(api(a, "GET", f"/api/v1/transfers/{tid}"))["state"] != "succeeded":
             assert time.monotonic() < deadline, "the copy to pb did not succeed"
             time.sleep(0.5)
+        # The session is a closed dataset whose new objects have their headers read.
+        weft_ok(a, "extract", "enable", d)
+        weft_ok(a, "dataset", "close", d)
         yield Site(a, b, d, obj, tid)
     finally:
         for z in (a, b):
@@ -228,6 +231,8 @@ def test_each_page_fits_a_phone(p: WebDriver, site: Site, name: str, where: Call
         assert "Nothing is here" in p.find_element(By.TAG_NAME, "h1").text
     else:
         assert "permission" not in p.find_element(By.TAG_NAME, "h1").text
+    if name == "data":
+        assert "Dataset closed" in p.find_element(By.CSS_SELECTOR, "p.dataset").text
     if name == "details":
         assert len(p.find_elements(By.CSS_SELECTOR, "table.distribution tbody tr")) == 2
     if name == "object":

@@ -88,8 +88,14 @@ pub async fn show(
                 .list_in(caller, &path, order, after.as_ref(), PAGE)
                 .await
                 .map_err(fail)?;
+            // What the instrument side says of it: its dataset's state, extraction on.
+            let meta = s.zone.namespace().list_meta(caller, &path).await.map_err(fail)?;
+            let value_of = |attr: &str| meta.iter().find(|a| a.attr == attr).map(|a| a.value.as_str());
             let view = Listed {
                 node: &info.node,
+                dataset: value_of(weft_types::meta::DATASET),
+                extract_on: value_of(weft_types::meta::EXTRACT_ON.0) == Some(weft_types::meta::EXTRACT_ON.1),
+                pid: info.pid.as_deref(),
                 items: &listing.items,
                 order,
                 first_page: after.is_none(),

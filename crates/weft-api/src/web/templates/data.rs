@@ -13,6 +13,11 @@ use weft_zone::namespace::{ChildKey, ChildOrder, ChildSort, Node};
 /// A page of a collection's listing.
 pub struct Listed<'a> {
     pub node: &'a Node,
+    /// `weft.dataset`: `open` while an instrument writes it, `closed` once complete.
+    pub dataset: Option<&'a str>,
+    /// Objects written below have their headers read into metadata.
+    pub extract_on: bool,
+    pub pid: Option<&'a str>,
     pub items: &'a [Node],
     pub order: ChildOrder,
     pub first_page: bool,
@@ -86,6 +91,22 @@ pub fn collection(user: &PageUser<'_>, c: &Crumbs, v: &Listed<'_>) -> Html<Strin
         (collection_heading(path, Tab::Contents, v.can_delete))
         p.facts {
             "Collection · owner " span.owner { (v.node.owner.as_str()) } " · modified " (time(v.node.modified))
+        }
+        @if v.dataset.is_some() || v.extract_on || v.pid.is_some() {
+            p.dataset {
+                @match v.dataset {
+                    Some("closed") => { span.state.state-done { "Dataset closed" } }
+                    Some(_) => { span.state.state-active { "Dataset open" } " · being written" }
+                    None => {}
+                }
+                @if let Some(pid) = v.pid {
+                    " · PID " code { (pid) }
+                }
+                @if v.extract_on {
+                    " · headers read into metadata on arrival"
+                }
+                " · " a href=(paths::to_url("/details", path)) { "copies per zone" }
+            }
         }
         (search::form(path, &search::Typed::default(), true))
         @if v.can_write {
