@@ -419,3 +419,22 @@ def test_a_dataset_sidecar_describes_its_collection(xz: ExtractZone, coll: str, 
     r = xz.weft("extract", f"{coll}/dataset.json", token=token)
     assert r.returncode == 5 and "(forbidden)" in r.stderr, r
     assert xz.meta(coll)["dataset.title"] == ("second", "")
+
+
+def test_the_python_sdk_extracts_with_the_same_errors(xz: ExtractZone, coll: str, tmp_path: pathlib.Path) -> None:
+    import weft
+
+    c = weft.Client(xz.url, xz.token, progress=False)
+    files = make_files(tmp_path / "src")
+    c.put(files["fits"], f"{coll}/m31.fits")
+    x = c.extract(f"{coll}/m31.fits")
+    assert x["source"] == "fits" and {"attr": "fits.exptime", "value": "120.5", "unit": "s"} in x["avus"]
+    (tmp_path / "notes.txt").write_text("hello")
+    c.put(tmp_path / "notes.txt", f"{coll}/notes.txt")
+    with pytest.raises(weft.UnsupportedFormat):
+        c.extract(f"{coll}/notes.txt")
+    (tmp_path / "cut.fits").write_bytes(files["fits"].read_bytes()[:3000])
+    c.put(tmp_path / "cut.fits", f"{coll}/cut.fits")
+    with pytest.raises(weft.ExtractFailed, match="truncated"):
+        c.extract(f"{coll}/cut.fits")
+    assert c.meta(f"{coll}/cut.fits") == []

@@ -407,6 +407,15 @@ class Client:
         result: list[dict[str, str]] = self._call("meta_ls", path=self.path(path))
         return result
 
+    def extract(self, path: PathLike) -> dict[str, Any]:
+        """Reads the data object's header (MRC, TIFF, FITS, NetCDF, ``.mdoc``, a dataset
+        sidecar, or what a plugin of the zone reads) into its metadata, replacing what the
+        same source gave before: ``{"path", "source", "avus"}``. Raises
+        :class:`UnsupportedFormat` when no extractor reads it and :class:`ExtractFailed`
+        when its header is corrupt or truncated; nothing is changed then."""
+        result: dict[str, Any] = self._call("extract", path=self.path(path))
+        return result
+
     def meta_add(self, path: PathLike, attr: str, value: Any, unit: str = "") -> None:
         """Adds one value of ``attr`` (an attribute may have several)."""
         self._meta(path, [{"op": "add", "attr": attr, "value": str(value), "unit": unit}])

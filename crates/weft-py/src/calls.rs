@@ -117,6 +117,7 @@ pub(crate) async fn call(c: &Client, op: &str, args: Value) -> Result<String, Fa
             json(c.find_all(&params).await)
         }
         "meta_ls" => json(c.meta_list(&a.path("path")?).await),
+        "extract" => json(c.extract(&a.path("path")?).await),
         "meta_edit" => {
             let ops: Vec<MetaRequest> = a.body("ops")?;
             json(c.meta_edit_many(&a.path("path")?, ops).await)
