@@ -788,3 +788,59 @@ fn a_marker_closes_the_dataset_and_a_rule_copies_it_to_a_second_zone_with_a_pid(
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(lrz.weft(&["stat", collection, "--json"]).ok().json()["pid"], pid);
 }
+
+/// `--close-after`: a directory directly below the watched one closes once all its files
+/// are in and none changed for the quiet period, as their modification times say (a cron
+/// `--once` agrees with a long-running watch); a directory with a recent file stays open,
+/// and a second run closes nothing twice.
+#[test]
+fn a_quiet_period_closes_the_directories_whose_files_are_all_in_and_old() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("inst");
+    for (rel, seed) in [
+        ("old/a.tif", 1),
+        ("old/sub/b.tif", 2),
+        ("new/c.tif", 3),
+        ("new/d.tif", 4),
+    ] {
+        let path = inst.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, pseudo_random(10_000, seed)).unwrap();
+    }
+    let aged = ["old/a.tif", "old/sub/b.tif", "new/c.tif"].map(|r| inst.join(r));
+    let status = Command::new("touch")
+        .args(["-d", "10 minutes ago"])
+        .args(&aged)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let journal = z.work().join("j.jsonl");
+    let args = [
+        "--once",
+        "--settle",
+        "0",
+        "--close-after",
+        "300",
+        "--journal",
+        journal.to_str().unwrap(),
+        "--json",
+        inst.to_str().unwrap(),
+        "krios",
+    ];
+    let run = || {
+        let out = watch(&z, &args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["event"] == "closed")
+            .map(|e| e["path"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(), ["/testz/home/admin/krios/old"]);
+    let meta = |p: &str| z.weft(&["meta", "ls", p, "--json"]).ok().json();
+    assert_eq!(meta("/testz/home/admin/krios/old")[0]["value"], "closed");
+    assert_eq!(meta("/testz/home/admin/krios/new"), serde_json::json!([]));
+    assert_eq!(run(), Vec::<String>::new(), "closed once");
+}

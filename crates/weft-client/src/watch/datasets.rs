@@ -4,6 +4,11 @@
 //! closed` on its collection, which fires the policy trigger `dataset_closed`), records
 //! the marker in its journal (so a restart does not close it again), and then keeps,
 //! deletes or moves the marker as it does the files.
+//!
+//! Without a marker, a quiet period (`--close-after 600`) closes each directory directly
+//! below the watched one once all its files are ingested and none was modified for that
+//! long (their modification times say so, so a restart or a cron `--once` agrees); the
+//! journal records the directory as `NAME/`.
 
 use super::journal::Ingested;
 use super::{io_error, Event, Ready, Watch};
@@ -85,52 +90,114 @@ impl Watch<'_> {
         }
     }
 
+    /// Closes the directories directly below the watched one that have been quiet for
+    /// `--close-after` (after a full scan: this walks them).
+    pub(super) async fn close_quiet(&mut self, on_event: &(dyn Fn(Event<'_>) + Sync)) {
+        let Some(quiet) = self.opts.close_after else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let tops: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        let close_on = self.opts.close_on.clone().unwrap_or_default();
+        let now = std::time::SystemTime::now();
+        for top in tops {
+            let Some(rel) = self.rel(&top).map(|r| format!("{r}/")) else {
+                continue;
+            };
+            if self.journal.get(&rel).is_some() {
+                continue;
+            }
+            let Some((files, newest)) = self.ingested_below(&top, &close_on) else {
+                continue;
+            };
+            if files == 0 || now.duration_since(newest).unwrap_or_default() < quiet {
+                continue;
+            }
+            let closed = match self.collection_of(&top) {
+                Ok(collection) => match self.close(&collection).await {
+                    Ok(()) => {
+                        let entry = Ingested {
+                            file: rel,
+                            size: 0,
+                            modified_ns: 0,
+                        };
+                        self.journal
+                            .record(entry)
+                            .and_then(|()| self.journal.sync())
+                            .map(|()| collection)
+                    }
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            };
+            match closed {
+                Ok(collection) => {
+                    self.clear_failure(&top);
+                    on_event(Event::Closed {
+                        marker: &top,
+                        path: &collection,
+                    });
+                }
+                Err(e) => self.fail(&top, None, &e, on_event),
+            }
+        }
+    }
+
     /// Every file below `dir` but markers is recorded as ingested as it is now, and none
     /// is failing or waiting.
     fn all_ingested(&self, dir: &Path, close_on: &str) -> bool {
+        self.ingested_below(dir, close_on).is_some()
+    }
+
+    /// How many files (markers aside) are below `dir` and when the newest was modified,
+    /// if every one is recorded as ingested as it is now and none is failing or waiting.
+    fn ingested_below(&self, dir: &Path, close_on: &str) -> Option<(u64, std::time::SystemTime)> {
         if self.failing.iter().any(|f| f.starts_with(dir))
             || self.settler.waiting().any(|f| f.starts_with(dir))
         {
-            return false;
+            return None;
         }
         let ready_marker = |p: &Path| match &self.opts.ready {
             Ready::Marker(m) => m.names(p).is_some(),
             Ready::Settled(_) => false,
         };
+        let (mut files, mut newest) = (0, std::time::UNIX_EPOCH);
         let mut stack = vec![dir.to_owned()];
         while let Some(d) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&d) else {
-                return false;
-            };
-            for entry in entries.flatten() {
+            for entry in std::fs::read_dir(&d).ok()?.flatten() {
                 let path = entry.path();
                 match entry.file_type() {
                     Ok(t) if t.is_dir() => stack.push(path),
                     Ok(t) if t.is_file() => {
-                        if path.file_name().and_then(|n| n.to_str()) == Some(close_on) || ready_marker(&path)
-                        {
+                        let name = path.file_name().and_then(|n| n.to_str());
+                        if name == Some(close_on) || ready_marker(&path) {
                             continue;
                         }
-                        let Ok(meta) = entry.metadata() else {
-                            return false;
-                        };
+                        let meta = entry.metadata().ok()?;
+                        let modified = meta.modified().ok()?;
                         let recorded = self
                             .rel(&path)
                             .and_then(|rel| self.journal.get(&rel))
                             .is_some_and(|done| {
-                                done.size == meta.len()
-                                    && Some(done.modified_ns)
-                                        == meta.modified().ok().map(Ingested::modified_ns)
+                                done.size == meta.len() && done.modified_ns == Ingested::modified_ns(modified)
                             });
                         if !recorded {
-                            return false;
+                            return None;
                         }
+                        files += 1;
+                        newest = newest.max(modified);
                     }
                     _ => {}
                 }
             }
         }
-        true
+        Some((files, newest))
     }
 
     fn rel(&self, path: &Path) -> Option<String> {

@@ -66,6 +66,9 @@ pub struct WatchOptions {
     pub stop: Arc<AtomicBool>,
     /// The name of the file that says its directory's dataset is complete (`DONE`).
     pub close_on: Option<String>,
+    /// Close each directory directly below the watched one once no file below it has
+    /// changed for this long and all are ingested.
+    pub close_after: Option<Duration>,
 }
 
 /// What a watch did to one file.
@@ -226,7 +229,8 @@ impl Client {
         let mut woke = None;
         loop {
             let mut ready = BTreeMap::new();
-            if Instant::now() >= next_scan {
+            let scanned = Instant::now() >= next_scan;
+            if scanned {
                 w.scan(&mut ready, on_event);
                 next_scan = Instant::now() + opts.rescan;
             }
@@ -257,6 +261,9 @@ impl Client {
             }
             if !w.closing.is_empty() {
                 w.close_datasets(on_event).await;
+            }
+            if scanned || (opts.once && !took) {
+                w.close_quiet(on_event).await;
             }
             if opts.stop.load(Ordering::Relaxed) || (opts.once && !took) {
                 break;

@@ -42,6 +42,10 @@ pub struct WatchArgs {
     /// not ingested; it is kept, deleted or moved as the files are.
     #[arg(long, value_name = "NAME", value_parser = marker_name)]
     close_on: Option<String>,
+    /// Close the dataset of each directory directly below DIR once all its files are
+    /// ingested and none has changed for SECONDS (their modification times say so).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    close_after: Option<Duration>,
     /// Scan once, take what is complete, and exit (for cron and workflow steps).
     #[arg(long)]
     once: bool,
@@ -116,6 +120,7 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
         },
         stop,
         close_on: a.close_on,
+        close_after: a.close_after,
     };
     let metrics = match a.metrics {
         Some(at) => {
