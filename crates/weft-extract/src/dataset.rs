@@ -3,7 +3,7 @@
 //! mapping at the top; nested mappings are flattened with dots (`sample.name`), lists give
 //! one value per item. The zone puts the values on the sidecar's collection.
 
-use crate::read::{clean, Found, Known, Problem};
+use crate::read::{clean, whole_text, Found, Known, Problem};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// Largest sidecar read.
@@ -12,14 +12,7 @@ const MAX_LEN: u64 = 256 * 1024;
 const MAX_DEPTH: usize = 8;
 
 pub(crate) fn read(k: &Known) -> Result<Found, Problem> {
-    if k.len() > MAX_LEN {
-        return Err(Problem::bad(format!(
-            "{} bytes; sidecars of at most {MAX_LEN} are read",
-            k.len()
-        )));
-    }
-    let text = std::str::from_utf8(k.bytes(0, k.len())?)
-        .map_err(|e| Problem::bad(format!("not UTF-8 text (at byte {})", e.valid_up_to())))?;
+    let text = whole_text(k, MAX_LEN)?;
     let docs = YamlLoader::load_from_str(text).map_err(|e| Problem::bad(format!("not YAML or JSON: {e}")))?;
     let [doc] = docs.as_slice() else {
         return Err(Problem::bad(format!(

@@ -2,7 +2,7 @@
 //! `[ZValue = N]` (or `[FrameSet = N]`) section per image. The global keys and those of
 //! the first section become metadata; the sections are counted.
 
-use crate::read::{clean, Found, Known, Problem};
+use crate::read::{clean, whole_text, Found, Known, Problem};
 
 /// Largest sidecar read: a tilt series of a few hundred sections is far below.
 const MAX_LEN: u64 = 4 << 20;
@@ -26,14 +26,7 @@ const UNITS: &[(&str, &str)] = &[
 ];
 
 pub(crate) fn read(k: &Known) -> Result<Found, Problem> {
-    if k.len() > MAX_LEN {
-        return Err(Problem::bad(format!(
-            "{} bytes; sidecars of at most {MAX_LEN} are read",
-            k.len()
-        )));
-    }
-    let text = std::str::from_utf8(k.bytes(0, k.len())?)
-        .map_err(|e| Problem::bad(format!("not UTF-8 text (at byte {})", e.valid_up_to())))?;
+    let text = whole_text(k, MAX_LEN)?;
     let mut f = Found::default();
     let mut sections = 0u64;
     let mut keys = 0u64;

@@ -103,6 +103,18 @@ impl Known {
     }
 }
 
+/// A whole file of text (a sidecar) of at most `max` bytes.
+pub(crate) fn whole_text(k: &Known, max: u64) -> Result<&str, Problem> {
+    if k.len() > max {
+        return Err(Problem::bad(format!(
+            "{} bytes; sidecars of at most {max} are read",
+            k.len()
+        )));
+    }
+    std::str::from_utf8(k.bytes(0, k.len())?)
+        .map_err(|e| Problem::bad(format!("not UTF-8 text (at byte {})", e.valid_up_to())))
+}
+
 /// Byte order of a header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Endian {
