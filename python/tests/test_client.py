@@ -174,6 +174,32 @@ def test_metadata_acls_users_groups_tokens(client, zone, home) -> None:
     client.admin.rm_group(group)
 
 
+def test_import_in_place_registers_files_where_they_are(client, zone, home) -> None:
+    root = zone.data_dir.parent / f"hpc-{os.getpid()}-{abs(hash(home)) % 10000}"
+    res = root.name
+    out = zone.weft("resource", "add", res, "--kind", "fs", "--root", str(root))
+    assert out.returncode == 0, out.stderr
+    run = root / "projects" / "run1"
+    (run / "out").mkdir(parents=True)
+    (run / "a.nc").write_bytes(payload(70_000, 1))
+    (run / "out" / "b.txt").write_bytes(b"b\n")
+    (run / "out" / "link").symlink_to("/etc/passwd")
+
+    report = client.import_in_place(res, "projects/run1", f"{home}/run1")
+    assert (report["registered"], report["refused"]) == (2, 1), report
+    assert report["refusals"][0]["path"] == "projects/run1/out/link"
+    assert "symbolic link" in report["refusals"][0]["why"]
+    assert client.read_bytes(f"{home}/run1/a.nc") == payload(70_000, 1)
+    assert client.stat(f"{home}/run1/out/b.txt").size == 2
+    assert not client.exists(f"{home}/run1/out/link")
+    again = client.import_in_place(res, "projects/run1", f"{home}/run1")
+    assert (again["registered"], again["unchanged"]) == (0, 2), again
+    with pytest.raises(weft.InvalidArgument, match="weft keeps its own files"):
+        client.import_in_place(res, "data", f"{home}/x")
+    with pytest.raises(weft.NotFound):
+        client.import_in_place(res, "projects/none", f"{home}/x")
+
+
 def test_managed_transfers_replicas_pids_qos_policies_datacite(client, zone, home, tmp_path) -> None:
     # A second resource to replicate to.
     root = zone.data_dir.parent / f"fast-{os.getpid()}-{abs(hash(home)) % 10000}"

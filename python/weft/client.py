@@ -190,6 +190,16 @@ class Client:
         result: list[dict[str, Any]] = self._call("resources")
         return result
 
+    def import_in_place(self, resource: str, dir: str, into: PathLike) -> dict[str, Any]:
+        """Registers the files below ``dir`` (relative to the root of the file-system
+        resource ``resource``) as data objects under the collection ``into``, without
+        copying them (administrators only). Run again, it registers only what is new or
+        changed. Returns the report: ``registered``, ``updated``, ``unchanged``, ``bytes``,
+        ``refused`` and the first ``refusals`` (``{"path", "why"}``: links, special files,
+        names in use), which are not imported."""
+        result: dict[str, Any] = self._call("import_in_place", resource=resource, dir=dir, into=self.path(into))
+        return result
+
     # -- namespace ---------------------------------------------------------------------
 
     def stat(self, path: PathLike) -> Node:

@@ -66,6 +66,24 @@ pub fn acl(a: &weft_zone::access::AclEntry) -> AclWire {
     }
 }
 
+pub fn import_report(r: weft_zone::resources::ImportReport) -> weft_types::wire::ImportReportWire {
+    weft_types::wire::ImportReportWire {
+        registered: r.registered,
+        updated: r.updated,
+        unchanged: r.unchanged,
+        bytes: r.bytes,
+        refused: r.refused,
+        refusals: r
+            .refusals
+            .into_iter()
+            .map(|f| weft_types::wire::RefusalWire {
+                path: f.key,
+                why: f.why,
+            })
+            .collect(),
+    }
+}
+
 pub fn resource(r: &ResourceInfo) -> ResourceWire {
     ResourceWire {
         name: r.resource.name.to_string(),

@@ -78,7 +78,12 @@ pub struct NewObject {
     pub path: LogicalPath,
     pub owner_id: PrincipalId,
     pub size: i64,
-    pub checksum: Checksum,
+    /// `None`: pending, the bytes not read yet (a file imported in place); the scrubber
+    /// records it on its first pass over the replica.
+    pub checksum: Option<Checksum>,
+    /// When the bytes were last changed, if not now (a file imported in place keeps its
+    /// modification time).
+    pub modified: Option<Millis>,
     pub resource_id: ResourceId,
     pub physical_key: String,
     /// Replace an existing data object at `path` (never a collection).

@@ -102,6 +102,28 @@ pub trait Replicas: Send + Sync {
     /// As [`Replicas::remove_replica`], for a copy in another zone.
     async fn remove_remote_replica(&self, id: RemoteReplicaId) -> Result<RemoteReplica, Error>;
 
+    /// Which of `keys` name a replica on `resource_id`, and of which data object: what an
+    /// import in place has registered already (a few queries, however many keys).
+    async fn replica_keys(
+        &self,
+        resource_id: ResourceId,
+        keys: &[String],
+    ) -> Result<Vec<(String, NodeId)>, Error>;
+
+    /// Good local replicas whose checksum is still pending (imported in place, not read
+    /// yet), by id: the first of the scrubber's queues.
+    async fn replicas_pending_checksum(&self, limit: u32) -> Result<Vec<Replica>, Error>;
+
+    /// Records what a pending replica hashes to, as verified now, and makes it its object's
+    /// checksum where that is pending too and the sizes agree. Returns the object's
+    /// checksum afterwards: another than `checksum` means the replica's bytes are not the
+    /// object's. Errors: `not_found`.
+    async fn record_checksum(
+        &self,
+        replica_id: ReplicaId,
+        checksum: &Checksum,
+    ) -> Result<Option<Checksum>, Error>;
+
     /// Local replicas (`good` or `bad`) last verified (or made) before `before`, oldest
     /// first: the scrubber's queue.
     async fn replicas_to_scrub(&self, before: Millis, limit: u32) -> Result<Vec<Replica>, Error>;

@@ -4,9 +4,9 @@ use crate::client::Client;
 use crate::error::ClientError;
 use reqwest::Method;
 use weft_types::wire::{
-    AclRequest, AclWire, AuditWire, NewGroup, NewPeerZone, NewResourceWire, NewStagingArea, NewUser, Page,
-    PeerZoneWire, PrincipalWire, QuotaRequest, QuotaWire, ResourceWire, StagingAreaWire, TokenCreated,
-    TokenRequest, TokenWire, UserMapWire, WhoAmI,
+    AclRequest, AclWire, AuditWire, ImportReportWire, ImportWire, NewGroup, NewPeerZone, NewResourceWire,
+    NewStagingArea, NewUser, Page, PeerZoneWire, PrincipalWire, QuotaRequest, QuotaWire, ResourceWire,
+    StagingAreaWire, TokenCreated, TokenRequest, TokenWire, UserMapWire, WhoAmI,
 };
 use weft_types::LogicalPath;
 
@@ -107,6 +107,22 @@ impl Client {
     pub async fn add_resource(&self, req: &NewResourceWire) -> Result<ResourceWire, ClientError> {
         self.json(self.request(Method::POST, self.url("/resources")).json(req))
             .await
+    }
+
+    /// `POST /resources/{name}/import`: registers the files below `path` of the resource as
+    /// data objects under `into`, without a copy (administrators).
+    pub async fn import_in_place(
+        &self,
+        name: &str,
+        path: &str,
+        into: &str,
+    ) -> Result<ImportReportWire, ClientError> {
+        let url = format!("{}/import", self.name_url("resources", name));
+        let req = ImportWire {
+            path: path.to_owned(),
+            into: into.to_owned(),
+        };
+        self.json(self.request(Method::POST, url).json(&req)).await
     }
 
     pub async fn remove_resource(&self, name: &str) -> Result<(), ClientError> {

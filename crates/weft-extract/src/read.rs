@@ -160,13 +160,7 @@ pub(crate) fn clean(bytes: &[u8]) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     let mut text = text.trim().to_owned();
-    if text.len() > MAX_AVU_LEN {
-        let mut cut = MAX_AVU_LEN;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-    }
+    weft_types::text::truncate(&mut text, MAX_AVU_LEN);
     text
 }
 

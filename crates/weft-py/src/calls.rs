@@ -118,6 +118,10 @@ pub(crate) async fn call(c: &Client, op: &str, args: Value) -> Result<String, Fa
         }
         "meta_ls" => json(c.meta_list(&a.path("path")?).await),
         "extract" => json(c.extract(&a.path("path")?).await),
+        "import_in_place" => json(
+            c.import_in_place(&a.str("resource")?, &a.str("dir")?, a.path("into")?.as_str())
+                .await,
+        ),
         "meta_edit" => {
             let ops: Vec<MetaRequest> = a.body("ops")?;
             json(c.meta_edit_many(&a.path("path")?, ops).await)

@@ -10,6 +10,7 @@
 mod beneath;
 mod config;
 mod fs;
+mod import;
 mod multipart;
 mod pack;
 mod s3;
@@ -34,6 +35,7 @@ pub struct Packed {
     pub keys: Vec<String>,
     _hold: Option<std::fs::File>,
 }
+pub use import::{importable, Met};
 pub use scan::DataFile;
 pub use staged::{S3_PARTS_MAX, S3_PART_MIN};
 pub use tree::KeyInfo;

@@ -29,6 +29,17 @@ pub fn check_text(what: &str, s: &str, max: usize, tab: bool) -> Result<(), Erro
     Ok(())
 }
 
+/// Cuts `s` to at most `max` bytes, at a character boundary.
+pub fn truncate(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+}
+
 /// `s` with its control characters written as escapes (`\n`, `\t`, `\u{1b}`) and its
 /// backslashes doubled when it has any, so that an escape cannot be mistaken for text;
 /// unchanged (and not copied) otherwise.
@@ -51,6 +62,16 @@ pub fn escape_controls(s: &str) -> Cow<'_, str> {
 mod tests {
     use super::*;
     use crate::ErrorCode;
+
+    #[test]
+    fn truncation_keeps_whole_characters() {
+        let mut s = "aé".to_owned(); // 'é' is two bytes
+        truncate(&mut s, 2);
+        assert_eq!(s, "a");
+        let mut s = "abc".to_owned();
+        truncate(&mut s, 5);
+        assert_eq!(s, "abc");
+    }
 
     #[test]
     fn control_characters_are_refused_and_lengths_bounded() {

@@ -343,6 +343,36 @@ pub struct NewResourceWire {
     pub settings: serde_json::Value,
 }
 
+/// An import in place: the files below `path` (relative to the resource's root) become
+/// data objects under the collection `into`, without a copy.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ImportWire {
+    pub path: String,
+    pub into: String,
+}
+
+/// What an import in place did; run again, it is a rescan (`unchanged` files are skipped).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ImportReportWire {
+    pub registered: u64,
+    /// Files changed since they were registered, registered again.
+    pub updated: u64,
+    pub unchanged: u64,
+    /// Bytes of the files registered or updated; none were read or copied (their checksums
+    /// are pending until the zone's scrubber reads them).
+    pub bytes: u64,
+    pub refused: u64,
+    /// The first refusals (at most 1000), each naming the file and why.
+    pub refusals: Vec<RefusalWire>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RefusalWire {
+    /// The file, relative to the resource's root.
+    pub path: String,
+    pub why: String,
+}
+
 fn default_tier() -> String {
     "disk".into()
 }

@@ -11,14 +11,15 @@ use http::StatusCode;
 use std::sync::Arc;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use weft_types::wire::{NewResourceWire, ResourceWire};
-use weft_types::{ResourceKind, ResourceName};
+use weft_types::wire::{ImportReportWire, ImportWire, NewResourceWire, ResourceWire};
+use weft_types::{LogicalPath, ResourceKind, ResourceName};
 
 /// This file's routes, each with its OpenAPI entry.
 pub fn router() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::default()
         .routes(routes!(list_resources, add_resource))
         .routes(routes!(remove_resource))
+        .routes(routes!(import_in_place))
 }
 
 #[utoipa::path(get, path = "/api/v1/resources", tag = "resources", responses((status = 200, body = Vec<ResourceWire>)))]
@@ -66,4 +67,28 @@ pub async fn remove_resource(
         .remove(&c, &ResourceName::parse(&name)?)
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Registers the files below `path` of a file-system resource as data objects under `into`,
+/// without copying them (administrators only). Run again, it registers what is new and
+/// what changed.
+#[utoipa::path(post, path = "/api/v1/resources/{name}/import", tag = "resources", params(("name" = String, Path)),
+    request_body = ImportWire, responses((status = 200, body = ImportReportWire)))]
+pub async fn import_in_place(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    WirePath(name): WirePath<String>,
+    WireJson(req): WireJson<ImportWire>,
+) -> ApiResult<Json<ImportReportWire>> {
+    let report = s
+        .zone
+        .resources()
+        .import(
+            &c,
+            &ResourceName::parse(&name)?,
+            &req.path,
+            &LogicalPath::parse(&req.into)?,
+        )
+        .await?;
+    Ok(Json(convert::import_report(report)))
 }

@@ -200,6 +200,11 @@ const SQLITE_MIGRATIONS: Embedded = &[
         "transfer_oidc",
         include_str!("../../migrations/sqlite/0026_transfer_oidc.sql"),
     ),
+    (
+        27,
+        "pending_checksums",
+        include_str!("../../migrations/sqlite/0027_pending_checksums.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Embedded = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -319,6 +324,11 @@ const POSTGRES_MIGRATIONS: Embedded = &[
         26,
         "transfer_oidc",
         include_str!("../../migrations/postgres/0026_transfer_oidc.sql"),
+    ),
+    (
+        27,
+        "pending_checksums",
+        include_str!("../../migrations/postgres/0027_pending_checksums.sql"),
     ),
 ];
 

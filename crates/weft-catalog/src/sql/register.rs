@@ -69,7 +69,7 @@ pub(super) async fn register_objects(
                     charges.new_object(o.owner_id, o.resource_id, o.size);
                     out.push(new_node(&resolved, o, id, now));
                 }
-                None => out.push(overwrite(&mut tx, o, sum, now, &mut charges).await?),
+                None => out.push(overwrite(&mut tx, o, sum.as_deref(), now, &mut charges).await?),
             }
         }
         let batch = rest(c.dialect, objects, range, &checksums, (&out, &overwrote), now);
@@ -179,6 +179,12 @@ fn invalid(o: &NewObject) -> Option<Error> {
     if o.physical_key.is_empty() {
         return Some(Error::invalid(format!("{}: empty physical key", o.path)));
     }
+    if o.s3.is_some() && o.checksum.is_none() {
+        return Some(Error::invalid(format!(
+            "{}: an S3 write without a checksum",
+            o.path
+        )));
+    }
     None
 }
 
@@ -203,8 +209,11 @@ fn chunks(objects: &[NewObject]) -> Vec<Range<usize>> {
     out
 }
 
-fn checksums(chunk: &[NewObject]) -> Vec<String> {
-    chunk.iter().map(|o| o.checksum.to_string()).collect()
+fn checksums(chunk: &[NewObject]) -> Vec<Option<String>> {
+    chunk
+        .iter()
+        .map(|o| o.checksum.as_ref().map(ToString::to_string))
+        .collect()
 }
 
 /// What the registration needs to know about the rows the objects refer to.
@@ -305,7 +314,7 @@ fn nodes_statement(
     dialect: Dialect,
     resolved: &Resolved,
     chunk: &[NewObject],
-    checksums: &[String],
+    checksums: &[Option<String>],
     now: Millis,
 ) -> (String, Vec<Arg>) {
     let mut sql = String::with_capacity(200 + chunk.len() * 40);
@@ -326,10 +335,10 @@ fn nodes_statement(
             Arg::from(o.path.as_str()),
             Arg::from(o.path.name()),
             Arg::from(o.size),
-            Arg::from(sum.as_str()),
+            Arg::from(sum.as_deref()),
             Arg::from(o.owner_id),
             Arg::from(now),
-            Arg::from(now),
+            Arg::from(o.modified.unwrap_or(now)),
         ]);
     }
     sql.push_str(" ON CONFLICT DO NOTHING RETURNING id, path");
@@ -344,11 +353,11 @@ fn new_node(resolved: &Resolved, o: &NewObject, id: NodeId, now: Millis) -> Regi
             path: o.path.clone(),
             kind: NodeKind::Object,
             size: o.size,
-            checksum: Some(o.checksum.clone()),
+            checksum: o.checksum.clone(),
             owner_id: o.owner_id,
             owner: resolved.owners[&o.owner_id].clone(),
             created: now,
-            modified: now,
+            modified: o.modified.unwrap_or(now),
         },
         replaced: Vec::new(),
     }
@@ -361,7 +370,7 @@ fn rest(
     dialect: Dialect,
     objects: &[NewObject],
     range: Range<usize>,
-    checksums: &[String],
+    checksums: &[Option<String>],
     (out, overwrote): (&[Registered], &[bool]),
     now: Millis,
 ) -> Batch {
@@ -384,13 +393,14 @@ fn rest(
             Arg::from(o.resource_id),
             Arg::from(o.physical_key.as_str()),
             Arg::from(o.size),
-            Arg::from(sum.as_str()),
+            Arg::from(sum.as_deref()),
             Arg::from(now),
         ]);
     }
     batch.push(sql, args);
     for (((o, sum), r), replaced) in chunk.iter().zip(checksums).zip(registered).zip(replaced) {
-        if let Some(w) = &o.s3 {
+        // `invalid` refuses an S3 write without a checksum.
+        if let (Some(w), Some(sum)) = (&o.s3, sum) {
             super::s3::push_attrs(&mut batch, r.node.id, sum, w, *replaced);
         }
     }
@@ -407,7 +417,7 @@ fn rest(
 async fn overwrite(
     conn: &mut AnyConnection,
     o: &NewObject,
-    sum: &str,
+    sum: Option<&str>,
     now: Millis,
     charges: &mut Charges,
 ) -> Result<Registered, Error> {
@@ -455,13 +465,13 @@ async fn overwrite(
         .bind(node.id)
         .bind(o.size)
         .bind(sum)
-        .bind(now)
+        .bind(o.modified.unwrap_or(now))
         .execute(&mut *conn)
         .await
         .map_err(db)?;
     node.size = o.size;
-    node.checksum = Some(o.checksum.clone());
-    node.modified = now;
+    node.checksum = o.checksum.clone();
+    node.modified = o.modified.unwrap_or(now);
     // Bytes under the very key being registered again are not garbage.
     let replaced = replaced
         .into_iter()

@@ -10,7 +10,7 @@ use crate::{
 };
 use async_trait::async_trait;
 use sqlx::{Any, AnyConnection, Transaction};
-use weft_types::{Error, ErrorCode, LogicalPath, Millis, ReplicaState, ResourceName, ZoneName};
+use weft_types::{Checksum, Error, ErrorCode, LogicalPath, Millis, ReplicaState, ResourceName, ZoneName};
 
 #[async_trait]
 impl Replicas for SqlCatalog {
@@ -26,11 +26,24 @@ impl Replicas for SqlCatalog {
         let sum: Option<String> = get(&object, 0)?;
         let path = rows::path(&get::<String>(&object, 1)?)?;
         let owner_id: PrincipalId = get(&object, 2)?;
-        if sum.as_deref() != Some(r.checksum.to_string().as_str()) {
-            return Err(Error::new(
-                ErrorCode::Conflict,
-                "the object was overwritten while it was being replicated; replicate it again",
-            ));
+        let copied = r.checksum.to_string();
+        match sum.as_deref() {
+            Some(sum) if sum == copied => {}
+            // Imported in place and not read until this copy read it whole.
+            None => {
+                sqlx::query("UPDATE nodes SET checksum = $2 WHERE id = $1 AND checksum IS NULL")
+                    .bind(r.node_id)
+                    .bind(&copied)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+            }
+            Some(_) => {
+                return Err(Error::new(
+                    ErrorCode::Conflict,
+                    "the object was overwritten while it was being replicated; replicate it again",
+                ))
+            }
         }
         let now = now_ms();
         let replaced = match &r.at {
@@ -273,6 +286,81 @@ impl Replicas for SqlCatalog {
         .await
         .map_err(db)?;
         found.iter().map(|r| rows::get(r, 0)).collect()
+    }
+
+    async fn replica_keys(
+        &self,
+        resource_id: ResourceId,
+        keys: &[String],
+    ) -> Result<Vec<(String, NodeId)>, Error> {
+        let mut out = Vec::new();
+        for chunk in keys.chunks(super::rows_per_statement(1) - 1) {
+            let sql = format!(
+                "SELECT physical_key, node_id FROM replicas WHERE resource_id = $1 AND physical_key IN ({})",
+                placeholders(2, chunk.len())
+            );
+            let mut q = sqlx::query(&sql).bind(resource_id);
+            for key in chunk {
+                q = q.bind(key.as_str());
+            }
+            for row in q.fetch_all(self.pool()).await.map_err(db)? {
+                out.push((get(&row, 0)?, get(&row, 1)?));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn replicas_pending_checksum(&self, limit: u32) -> Result<Vec<Replica>, Error> {
+        let sql = format!(
+            "SELECT {REPLICA_COLS} FROM {REPLICA_FROM} WHERE r.checksum IS NULL AND r.state = 'good' \
+             ORDER BY r.id LIMIT $1"
+        );
+        sqlx::query(&sql)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db)?
+            .iter()
+            .map(rows::replica)
+            .collect()
+    }
+
+    async fn record_checksum(
+        &self,
+        replica_id: ReplicaId,
+        checksum: &Checksum,
+    ) -> Result<Option<Checksum>, Error> {
+        let mut tx = self.begin_write().await?;
+        let sum = checksum.to_string();
+        let found = sqlx::query("SELECT node_id, size FROM replicas WHERE id = $1")
+            .bind(replica_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or_else(|| Error::not_found(format_args!("replica {replica_id}")))?;
+        let (node_id, size): (NodeId, i64) = (get(&found, 0)?, get(&found, 1)?);
+        sqlx::query("UPDATE replicas SET checksum = $2, verified = $3 WHERE id = $1 AND checksum IS NULL")
+            .bind(replica_id)
+            .bind(&sum)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        sqlx::query("UPDATE nodes SET checksum = $2 WHERE id = $1 AND checksum IS NULL AND size = $3")
+            .bind(node_id)
+            .bind(&sum)
+            .bind(size)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let now: Option<String> = sqlx::query_scalar("SELECT checksum FROM nodes WHERE id = $1")
+            .bind(node_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .flatten();
+        tx.commit().await.map_err(db)?;
+        rows::checksum(now)
     }
 
     async fn touch_replica_verified(&self, replica_id: ReplicaId, at: Millis) -> Result<(), Error> {

@@ -2,7 +2,91 @@
 
 use super::*;
 
-conformance!(touch_replica_verified, replicas_local_and_remote,);
+conformance!(
+    touch_replica_verified,
+    replicas_local_and_remote,
+    pending_checksums_are_recorded_once,
+);
+
+/// Objects imported in place: registered without a checksum, found by key, queued for the
+/// scrubber, and given the checksum of their first read (or of their first copy).
+async fn pending_checksums_are_recorded_once(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    let tape = c.create_resource(&new_resource("tape")).await.unwrap().id;
+    let pending = |path: &str, key: &str| NewObject {
+        checksum: None,
+        modified: Some(1_600_000_000_000),
+        ..obj(path, admin, disk, key)
+    };
+    let a = c
+        .register_object(&pending("/z/a", "projects/a"))
+        .await
+        .unwrap()
+        .node;
+    let b = c
+        .register_object(&pending("/z/b", "projects/bb"))
+        .await
+        .unwrap()
+        .node;
+    c.register_object(&obj("/z/c", admin, disk, "k")).await.unwrap();
+    assert_eq!((a.checksum.clone(), a.modified), (None, 1_600_000_000_000));
+    assert_eq!(
+        c.get_node(&p("/z/a")).await.unwrap().unwrap().modified,
+        1_600_000_000_000
+    );
+
+    let keys = ["projects/a", "projects/bb", "projects/zz", "k"].map(String::from);
+    let mut found = c.replica_keys(disk, &keys).await.unwrap();
+    found.sort();
+    assert_eq!(found.len(), 3);
+    assert_eq!(found[1], ("projects/a".to_owned(), a.id));
+    assert!(c.replica_keys(tape, &keys).await.unwrap().is_empty());
+
+    let queue = c.replicas_pending_checksum(10).await.unwrap();
+    assert_eq!(queue.iter().map(|r| r.node_id).collect::<Vec<_>>(), [a.id, b.id]);
+    // The first read records it on the replica and its object.
+    let read = sum("projects/a".len() as u64);
+    assert_eq!(
+        c.record_checksum(queue[0].id, &read).await.unwrap(),
+        Some(read.clone())
+    );
+    assert_eq!(
+        c.get_node(&p("/z/a")).await.unwrap().unwrap().checksum,
+        Some(read.clone())
+    );
+    assert_eq!(c.replicas(a.id).await.unwrap()[0].checksum, Some(read.clone()));
+    assert!(c.replicas(a.id).await.unwrap()[0].verified.is_some());
+    // Recorded, it is no longer pending; a second record changes nothing and tells the
+    // object's checksum.
+    assert_eq!(c.replicas_pending_checksum(10).await.unwrap().len(), 1);
+    assert_eq!(
+        c.record_checksum(queue[0].id, &sum(99)).await.unwrap(),
+        Some(read)
+    );
+    assert_eq!(
+        code(c.record_checksum(ReplicaId(queue[0].id.0 + 1000), &sum(1)).await),
+        ErrorCode::NotFound
+    );
+    // A copy of a pending object gives it the checksum the copy read.
+    let copied = sum(7);
+    let copy = NewReplica {
+        node_id: b.id,
+        at: ReplicaPlace::Local {
+            resource_id: tape,
+            physical_key: "t".into(),
+        },
+        size: b.size,
+        checksum: copied.clone(),
+    };
+    c.add_replica(&copy).await.unwrap();
+    assert_eq!(
+        c.get_node(&p("/z/b")).await.unwrap().unwrap().checksum,
+        Some(copied.clone())
+    );
+    // Its own replica, read later, is judged against that.
+    let own = queue[1].id;
+    assert_eq!(c.record_checksum(own, &sum(8)).await.unwrap(), Some(copied));
+}
 
 async fn touch_replica_verified(c: &SqlCatalog) {
     let n = one_object(c).await;

@@ -132,7 +132,7 @@ async fn s3_keys_buckets_and_object_attributes(c: &SqlCatalog) {
     assert_eq!(c.s3_list("/z/", "/z0", "", 1).await.unwrap().len(), 1);
     let other = weft_types::Checksum::blake3(&blake3::hash(b"other content"));
     c.register_object(&NewObject {
-        checksum: other.clone(),
+        checksum: Some(other.clone()),
         overwrite: true,
         ..obj("/z/f.csv", admin, disk, "k3")
     })

@@ -780,17 +780,16 @@ impl Data<'_> {
         let node = self
             .zone
             .namespace()
-            .node_as(caller, path, Permission::Own)
+            .object_as(caller, path, Permission::Own, "verify its objects")
             .await?;
-        if node.kind != NodeKind::Object {
-            return Err(Error::new(
-                ErrorCode::IsACollection,
-                format!("{path} is a collection; verify its objects"),
-            ));
-        }
         let mut out = Vec::new();
-        for r in self.zone.catalog.replicas(node.id).await? {
+        for mut r in self.zone.catalog.replicas(node.id).await? {
             let sum = self.hash_replica(&r).await?;
+            if r.checksum.is_none() {
+                // Imported in place, pending: this read is its first. Recorded, it is judged
+                // as any replica is, against its object's checksum.
+                r.checksum = self.zone.catalog.record_checksum(r.id, &sum).await?;
+            }
             let mut info = self.zone.namespace().replica_info(&r);
             if r.checksum.as_ref() == Some(&sum) {
                 self.zone
@@ -906,7 +905,8 @@ fn new_object(
         path: path.clone(),
         owner_id: caller.user_id,
         size: size as i64,
-        checksum,
+        checksum: Some(checksum),
+        modified: None,
         resource_id: target.resource.id,
         physical_key: key,
         overwrite,

@@ -104,20 +104,13 @@ impl Extract<'_> {
     /// reader knows the file), `extract_failed` (its header is corrupt or truncated, or a
     /// plugin failed on it), and those of reading it.
     pub async fn run(self, caller: &Caller, path: &LogicalPath) -> Result<Extracted, Error> {
+        let instead = "extract its objects one by one (`weft extract -r`), \
+                       or have every new one extracted (`weft extract enable`)";
         let node = self
             .zone
             .namespace()
-            .node_as(caller, path, Permission::Write)
+            .object_as(caller, path, Permission::Write, instead)
             .await?;
-        if node.kind != NodeKind::Object {
-            return Err(Error::new(
-                ErrorCode::IsACollection,
-                format!(
-                    "{path} is a collection; extract its objects one by one (`weft extract -r`), \
-                     or have every new one extracted (`weft extract enable`)"
-                ),
-            ));
-        }
         if self.zone.extract_config.is_dataset_file(node.path.name()) {
             // Its values go to the collection: the caller must be allowed to change that.
             let parent = path
@@ -333,15 +326,8 @@ impl Extract<'_> {
 
     /// Records why the background extraction of `node` by `source` failed.
     async fn record_failure(self, node: &Node, source: &str, e: &Error) -> Result<(), Error> {
-        let value = weft_types::text::escape_controls(&e.message);
-        let mut value = value.into_owned();
-        if value.len() > weft_types::meta::MAX_AVU_LEN {
-            let mut cut = weft_types::meta::MAX_AVU_LEN;
-            while !value.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            value.truncate(cut);
-        }
+        let mut value = weft_types::text::escape_controls(&e.message).into_owned();
+        weft_types::text::truncate(&mut value, weft_types::meta::MAX_AVU_LEN);
         let avu = Avu {
             attr: ERROR_ATTR.into(),
             value,

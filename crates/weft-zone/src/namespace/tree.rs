@@ -94,6 +94,25 @@ impl Namespace<'_> {
         self.node(path).await
     }
 
+    /// As [`Self::node_as`], for a data object: a collection is `is_a_collection`, with
+    /// `instead` saying what to do.
+    pub(crate) async fn object_as(
+        self,
+        caller: &Caller,
+        path: &LogicalPath,
+        need: Permission,
+        instead: &str,
+    ) -> Result<Node, Error> {
+        let node = self.node_as(caller, path, need).await?;
+        if node.kind != NodeKind::Object {
+            return Err(Error::new(
+                ErrorCode::IsACollection,
+                format!("{path} is a collection; {instead}"),
+            ));
+        }
+        Ok(node)
+    }
+
     pub async fn stat(self, caller: &Caller, path: &LogicalPath) -> Result<NodeInfo, Error> {
         let node = self.node_as(caller, path, Permission::Read).await?;
         let replicas = match node.kind {

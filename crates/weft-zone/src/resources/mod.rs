@@ -4,8 +4,10 @@
 //! reloaded when a resource is not in it, and before a write picks a resource once it is
 //! older than `STORES_FRESH`.
 
+pub(crate) mod import;
 pub(crate) mod space;
 
+pub use import::{ImportReport, Refusal};
 pub use space::{ResourceSpace, StagingSpace};
 pub use weft_catalog::ResourceId;
 pub use weft_storage::Space;

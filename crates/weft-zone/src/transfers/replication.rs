@@ -22,8 +22,8 @@ use weft_catalog::{NewReplica, NodeId, RemoteReplica, Replica, ReplicaPlace, Tra
 use weft_storage::ByteStream;
 use weft_transfer::{TransferSpec, Verify};
 use weft_types::{
-    Checksum, Endpoint, Error, ErrorCode, LogicalPath, NodeKind, Permission, PrincipalName, ResourceName,
-    TransferKind, ZoneName,
+    Checksum, Endpoint, Error, ErrorCode, LogicalPath, Permission, PrincipalName, ResourceName, TransferKind,
+    ZoneName,
 };
 
 /// The collection below each zone root where the copies other zones keep there live.
@@ -94,14 +94,8 @@ impl Transfers<'_> {
         let node = self
             .zone
             .namespace()
-            .node_as(caller, path, Permission::Write)
+            .object_as(caller, path, Permission::Write, "trim its data objects")
             .await?;
-        if node.kind != NodeKind::Object {
-            return Err(Error::new(
-                ErrorCode::IsACollection,
-                format!("{path} is a collection; trim its data objects"),
-            ));
-        }
         let pick = |n: usize, what: &str| match n {
             0 => Err(Error::not_found(format_args!("a replica of {path} at {from}"))),
             1 => Ok(()),

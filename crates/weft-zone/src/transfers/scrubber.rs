@@ -104,8 +104,8 @@ impl Transfers<'_> {
     /// reported as the pass's error.
     pub async fn scrub(self, interval: Duration) -> Result<u64, Error> {
         let before = now_ms() - interval.as_millis() as i64;
-        let mut checked = 0;
         let mut last_error = None;
+        let mut checked = self.hash_pending(&mut last_error).await?;
         for remote in [false, true] {
             // Copies that could not be read stay queued but are not fetched again now.
             let mut unreadable: HashSet<i64> = HashSet::new();
@@ -152,6 +152,49 @@ impl Transfers<'_> {
                 format!("checked {checked} replicas; could not read some, e.g. {e}"),
             )),
             None => Ok(checked),
+        }
+    }
+
+    /// Reads the replicas whose checksum is pending (imported in place) and records it; a
+    /// copy that hashes to another checksum than its object's is damaged. How many were read.
+    async fn hash_pending(self, last_error: &mut Option<String>) -> Result<u64, Error> {
+        let mut hashed = 0;
+        let mut unreadable: HashSet<i64> = HashSet::new();
+        loop {
+            let batch: Vec<Replica> = self
+                .zone
+                .catalog
+                .replicas_pending_checksum(BATCH)
+                .await?
+                .into_iter()
+                .filter(|r| !unreadable.contains(&r.id.0))
+                .collect();
+            if batch.is_empty() {
+                return Ok(hashed);
+            }
+            for r in batch {
+                let found = match self.zone.data().hash_replica(&r).await {
+                    Ok(got) => match self.zone.catalog.record_checksum(r.id, &got).await? {
+                        Some(want) if want != got => {
+                            Found::Damaged(format!("hashes to {got}, its object's checksum is {want}"))
+                        }
+                        _ => Found::Intact,
+                    },
+                    Err(e) if e.code == ErrorCode::NotFound => Found::Damaged(format!("bytes missing: {e}")),
+                    Err(e) => {
+                        self.zone.metrics.scrubbed("unreadable");
+                        unreadable.insert(r.id.0);
+                        *last_error = Some(format!("{}: {e}", Copy::Local(r).describe()));
+                        continue;
+                    }
+                };
+                self.zone.metrics.scrubbed(match found {
+                    Found::Intact => "intact",
+                    Found::Damaged(_) => "damaged",
+                });
+                self.settle_local(&r, found).await?;
+                hashed += 1;
+            }
         }
     }
 

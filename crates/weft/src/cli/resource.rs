@@ -1,10 +1,14 @@
 //! `weft resource`: the zone's storage resources.
 
-use super::output::{print_json, Failure, Result};
+use super::output::{human_bytes, print_json, Failure, Result, EXIT_FAILURE};
 use super::Ctx;
 use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Map, Value};
-use weft_client::wire::NewResourceWire;
+use std::collections::HashSet;
+use std::time::Duration;
+use weft_client::wire::{ImportReportWire, NewResourceWire};
+use weft_types::LogicalPath;
 
 #[derive(Debug, Args)]
 pub struct ResourceArgs {
@@ -32,6 +36,31 @@ enum ResourceCmd {
     Add(AddArgs),
     /// Remove a resource (it must hold no replicas).
     Rm { name: String },
+    /// Register the files below a directory of a file-system resource as data objects,
+    /// without copying them (administrators). Run again, it registers what is new or
+    /// changed; links, devices and names weft cannot carry are refused and named.
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+struct ImportArgs {
+    /// The file-system resource.
+    resource: String,
+    /// The directory, relative to the resource's root (e.g. projects/run1).
+    #[arg(long, value_name = "SUBDIR")]
+    path: String,
+    /// The collection the files go into (made if missing); the objects are its owner's.
+    #[arg(long, value_name = "COLLECTION")]
+    into: String,
+    /// Keep rescanning (every --every seconds) until interrupted.
+    #[arg(long)]
+    watch: bool,
+    /// Seconds between rescans with --watch.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    every: u64,
+    /// Print each scan's report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -88,6 +117,97 @@ pub async fn resource(ctx: &Ctx, a: ResourceArgs) -> Result {
             Ok(())
         }
         ResourceCmd::Rm { name } => Ok(ctx.client.remove_resource(&name).await?),
+        ResourceCmd::Import(a) => import(ctx, a).await,
+    }
+}
+
+/// One scan, or with `--watch` one every `--every` seconds until Ctrl-C; a later scan that
+/// fails is reported and retried at the next (a file server's hiccup must not end it).
+async fn import(ctx: &Ctx, a: ImportArgs) -> Result {
+    let into = ctx.resolve(&a.into).await?;
+    let mut named: HashSet<String> = HashSet::new();
+    let mut first = true;
+    loop {
+        let spinner = Spinner::start(
+            ctx.quiet,
+            &format!("importing {} of {} into {into}", a.path, a.resource),
+        );
+        let scanned = ctx
+            .client
+            .import_in_place(&a.resource, &a.path, into.as_str())
+            .await;
+        drop(spinner);
+        match scanned {
+            Ok(report) => {
+                if a.json {
+                    print_json(&report)?;
+                } else if first || report.registered + report.updated + report.refused > 0 {
+                    print_report(&report, &into);
+                }
+                for r in &report.refusals {
+                    if named.insert(r.path.clone()) && !a.json {
+                        eprintln!("weft: not imported: {}: {}", r.path, r.why);
+                    }
+                }
+                if !a.watch && report.refused > 0 {
+                    return Err(Failure::new(
+                        EXIT_FAILURE,
+                        "import_refused",
+                        format!("{} files were not imported (named above); the rest were", report.refused),
+                    )
+                    .hint("move or fix them on the resource, then run the import again: it registers only what is new"));
+                }
+            }
+            Err(e) if first || !a.watch => return Err(e.into()),
+            Err(e) => Failure::from(e)
+                .context("rescan failed; trying again at the next")
+                .print(),
+        }
+        if !a.watch {
+            return Ok(());
+        }
+        first = false;
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(a.every)) => {}
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+    }
+}
+
+fn print_report(r: &ImportReportWire, into: &LogicalPath) {
+    println!(
+        "{into}: {} new, {} updated, {} unchanged, {} refused ({} registered, none copied; checksums pending)",
+        r.registered,
+        r.updated,
+        r.unchanged,
+        r.refused,
+        human_bytes(r.bytes)
+    );
+}
+
+/// A spinner on a terminal while the zone scans; nothing otherwise.
+struct Spinner(Option<ProgressBar>);
+
+impl Spinner {
+    fn start(quiet: bool, msg: &str) -> Spinner {
+        if quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return Spinner(None);
+        }
+        let b = ProgressBar::new_spinner();
+        b.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}").expect("valid template"),
+        );
+        b.set_message(msg.to_owned());
+        b.enable_steady_tick(Duration::from_millis(200));
+        Spinner(Some(b))
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
     }
 }
 
