@@ -320,3 +320,45 @@ fn only_an_administrator_imports_and_only_below_the_resource_root() {
     assert_eq!(checksum_of(&z, "/testz/home/alice/p/f.bin"), b3(&file));
     assert_eq!(z.weft_as(&alice, &["checksum", "--verify", "p/f.bin"]).code, 0);
 }
+
+#[test]
+fn the_readme_import_example_runs_as_written() {
+    let readme = include_str!("../../../README.md");
+    let block = readme
+        .split("### Files already on a resource: `weft resource import`")
+        .nth(1)
+        .expect("the README's import section")
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let z = ZoneProcess::start(WEFT, "weft").unwrap();
+    z.user_with_token("alice");
+    let lustre = z.work().join("lustre");
+    let file = pseudo_random(50_000, 9);
+    write(&lustre.join("weft/projects/climate-42/t2m/2026.nc"), &file);
+    let mut lines = block.lines();
+    for expect in ["weft resource add ", "weft resource import "] {
+        let line = lines.next().unwrap();
+        assert!(line.starts_with(expect), "{line}");
+        let args: Vec<String> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|w| w.replace("/lustre", lustre.to_str().unwrap()))
+            .collect();
+        z.weft(&args.iter().map(String::as_str).collect::<Vec<_>>()).ok();
+    }
+    let stat = z
+        .weft(&["stat", "--json", "/weft/home/alice/climate-42/t2m/2026.nc"])
+        .ok()
+        .json();
+    assert_eq!(
+        (stat["owner"].as_str(), stat["size"].as_u64()),
+        (Some("alice"), Some(50_000))
+    );
+    assert_eq!(get(&z, "/weft/home/alice/climate-42/t2m/2026.nc"), file);
+    let watch = lines.next().unwrap();
+    assert!(watch.contains("--watch --every 300"), "{watch}");
+}
