@@ -844,3 +844,88 @@ fn a_quiet_period_closes_the_directories_whose_files_are_all_in_and_old() {
     assert_eq!(meta("/testz/home/admin/krios/new"), serde_json::json!([]));
     assert_eq!(run(), Vec::<String>::new(), "closed once");
 }
+
+/// A read-only bind mount of a directory over itself, undone when dropped: an instrument's
+/// share exported read-only, which even root cannot delete from.
+struct ReadOnly(PathBuf);
+
+impl ReadOnly {
+    fn mount(dir: &Path) -> ReadOnly {
+        let ok = |args: &[&str]| {
+            let st = Command::new("mount")
+                .args(args)
+                .arg(dir)
+                .arg(dir)
+                .status()
+                .unwrap();
+            assert!(st.success(), "mount {args:?} {}", dir.display());
+        };
+        ok(&["--bind"]);
+        let ro = ReadOnly(dir.to_owned());
+        ok(&["-o", "remount,bind,ro"]);
+        ro
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_source_that_cannot_be_deleted_is_kept_and_named_and_sent_once() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("ro");
+    std::fs::create_dir_all(&inst).unwrap();
+    let movie = pseudo_random(3 << 20, 5);
+    std::fs::write(inst.join("movie.mrc"), &movie).unwrap();
+    let _ro = ReadOnly::mount(&inst);
+    let journal = z.work().join("j.jsonl");
+    let args = [
+        "--once",
+        "--settle",
+        "0",
+        "--json",
+        "--journal",
+        journal.to_str().unwrap(),
+        "--then",
+        "delete",
+        inst.to_str().unwrap(),
+        "/testz/home/admin/ro",
+    ];
+    let mut written = Vec::new();
+    for round in 0..2 {
+        let out = watch(&z, &args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "round {round}: a failure is the exit code"
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let events: Vec<serde_json::Value> =
+            stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let failed: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "failed").collect();
+        assert_eq!(failed.len(), 1, "round {round}: {stdout}");
+        let message = failed[0]["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("movie.mrc") && message.contains("Read-only file system"),
+            "round {round}: the file and the cause are named: {message}"
+        );
+        // Sent once: the second round finds it in the journal and only retries the delete.
+        assert_eq!(ingested(&events).len(), 0, "round {round}: {stdout}");
+        assert_eq!(
+            std::fs::read(inst.join("movie.mrc")).unwrap(),
+            movie,
+            "nothing lost"
+        );
+        let stat = z
+            .weft(&["stat", "--json", "/testz/home/admin/ro/movie.mrc"])
+            .ok()
+            .json();
+        assert_eq!(stat["checksum"], b3(&movie), "the zone has it, verified");
+        assert!(stat["modified"].is_i64(), "{stat}");
+        written.push(stat["modified"].clone());
+    }
+    assert_eq!(written[0], written[1], "written once, not again");
+}
