@@ -111,6 +111,67 @@ impl Client {
         self.json(req).await
     }
 
+    /// `POST /append/{path}`: sends the bytes of the local file `local` past `from` (the
+    /// object's size now), with the checksum of the whole file, which the zone checks
+    /// against the object's old bytes followed by these. The file is read as long as it
+    /// was when this began (it may grow meanwhile). Errors of the zone: `conflict` (the
+    /// object is not `from` bytes long), `checksum_mismatch` (the file changed before
+    /// `from`: not an append).
+    pub async fn append_file(
+        &self,
+        local: &Path,
+        logical: &LogicalPath,
+        from: u64,
+    ) -> Result<NodeStat, ClientError> {
+        let path = local.to_owned();
+        let (len, sum) = blocking(move || {
+            use std::io::Read;
+            let file = std::fs::File::open(&path)?;
+            let len = file.metadata()?.len();
+            let mut hasher = blake3::Hasher::new();
+            let copied = std::io::copy(&mut file.take(len), &mut hasher)?;
+            if copied != len {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("shrank from {len} to {copied} bytes while read"),
+                ));
+            }
+            Ok((len, Checksum::blake3(&hasher.finalize())))
+        })
+        .await
+        .map_err(ClientError::local(local))?;
+        if len < from {
+            return Err(ClientError::Invalid(format!(
+                "{} has {len} bytes, fewer than the {from} the object holds: not an append",
+                local.display()
+            )));
+        }
+        let mut file = tokio::fs::File::open(local)
+            .await
+            .map_err(ClientError::local(local))?;
+        tokio::io::AsyncSeekExt::seek(&mut file, std::io::SeekFrom::Start(from))
+            .await
+            .map_err(ClientError::local(local))?;
+        let tail = futures::stream::unfold((file, len - from), |(mut file, left)| async move {
+            if left == 0 {
+                return None;
+            }
+            let n = left.min(1 << 20);
+            let mut buf = vec![0u8; n as usize];
+            match tokio::io::AsyncReadExt::read_exact(&mut file, &mut buf).await {
+                Ok(_) => Some((Ok(Bytes::from(buf)), (file, left - n))),
+                Err(e) => Some((Err(e), (file, 0))),
+            }
+        });
+        let req = self
+            .request(Method::POST, self.path_url("append", logical))
+            .query(&[("from", from.to_string())])
+            .header(CHECKSUM_HEADER, sum.to_string())
+            .header(CONTENT_LENGTH, len - from)
+            .body(reqwest::Body::wrap_stream(tail));
+        self.json(req).await
+    }
+
     /// `POST /bundles`: several small files in one request; one outcome per file, in
     /// order (a file can fail while the others are stored).
     pub async fn put_bundle(

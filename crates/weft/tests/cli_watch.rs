@@ -929,3 +929,92 @@ fn a_source_that_cannot_be_deleted_is_kept_and_named_and_sent_once() {
     }
     assert_eq!(written[0], written[1], "written once, not again");
 }
+
+#[test]
+fn a_file_that_grows_again_sends_only_its_new_bytes_with_append() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("logs");
+    std::fs::create_dir_all(&inst).unwrap();
+    let file = inst.join("run.log");
+    let first = pseudo_random(2 << 20, 1);
+    std::fs::write(&file, &first).unwrap();
+    let journal = z.work().join("j.jsonl");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--once",
+            "--settle",
+            "0",
+            "--json",
+            "--journal",
+            journal.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        args.extend([inst.to_str().unwrap(), "/testz/home/admin/logs"]);
+        watch(&z, &args).output().unwrap()
+    };
+    let addr = z.url().trim_start_matches("http://").to_owned();
+    let read = || {
+        sample(
+            &metrics_of(&addr, z.admin_token()),
+            "weft_resource_read_bytes_total",
+        )
+        .unwrap_or(0)
+    };
+    let object = || {
+        let out = z.work().join("got");
+        let _ = std::fs::remove_file(&out);
+        z.weft(&["get", "/testz/home/admin/logs/run.log", out.to_str().unwrap()])
+            .ok();
+        std::fs::read(out).unwrap()
+    };
+    assert!(run(&["--append"]).status.success());
+    assert_eq!(object(), first);
+
+    // It stopped growing, then grows again: only the new bytes go; the zone reads the
+    // old ones from its own replica, and the whole is checked.
+    let more = pseudo_random(1 << 20, 2);
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap()
+        .write_all(&more)
+        .unwrap();
+    let before = read();
+    let out = run(&["--append"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""event":"ingested""#));
+    assert_eq!(
+        read() - before,
+        first.len() as u64,
+        "the old bytes came from the zone's replica"
+    );
+    let whole = [first.clone(), more].concat();
+    assert_eq!(object(), whole);
+    let stat = z
+        .weft(&["stat", "--json", "/testz/home/admin/logs/run.log"])
+        .ok()
+        .json();
+    assert_eq!(stat["checksum"], b3(&whole));
+
+    // A file rewritten before its end is not an append: refused, named, the object kept;
+    // with --sync it is sent whole.
+    let mut changed = whole.clone();
+    changed[10] ^= 0xff;
+    changed.extend_from_slice(b"tail");
+    std::fs::write(&file, &changed).unwrap();
+    let out = run(&["--append"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("not an append") && stdout.contains("checksum_mismatch"),
+        "{stdout}"
+    );
+    assert_eq!(object(), whole, "the object is as it was");
+    assert!(run(&["--append", "--sync"]).status.success());
+    assert_eq!(object(), changed);
+
+    // --append keeps its sources.
+    let out = run(&["--append", "--then", "delete"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--append keeps each source"));
+}

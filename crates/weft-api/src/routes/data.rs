@@ -27,6 +27,7 @@ use weft_types::{Checksum, Error, ErrorCode, LogicalPath, ResourceName};
 pub fn router() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::default()
         .routes(routes!(put, get))
+        .routes(routes!(append))
         .routes(routes!(bundle))
         .routes(routes!(checksum))
 }
@@ -81,6 +82,44 @@ pub async fn put(
         )
         .await?;
     Ok((StatusCode::CREATED, Json(convert::node(&out.node))))
+}
+
+/// Appends the body to the data object, which must hold `from` bytes now: its content
+/// becomes the old bytes and then these (the zone copies the old ones), checked whole
+/// against `x-weft-checksum` before it replaces the old content.
+#[utoipa::path(post, path = "/api/v1/append/{*path}", tag = "data",
+    params(("path" = String, Path), ("from" = u64, Query, description = "the object's size now: where the body goes"),
+        ("x-weft-checksum" = String, Header, description = "blake3:<hex> of the whole new content")),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
+    responses((status = 200, body = NodeStat), (status = 409, body = weft_types::wire::ErrorBody, description = "the object does not hold `from` bytes"),
+        (status = 411)))]
+pub async fn append(
+    State(s): State<Arc<AppState>>,
+    Authed(c): Authed,
+    PathParam(p): PathParam,
+    q: QueryPairs,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Json<NodeStat>> {
+    let size = content_length(&headers)?;
+    let from = q.number::<u64>("from")?.ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::InvalidArgument,
+            "say where the bytes go: ?from=<the object's size>",
+        )
+    })?;
+    let expected = expected_checksum(&headers)?.ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::InvalidArgument,
+            format!("an append needs {CHECKSUM_HEADER}: the checksum of the whole new content"),
+        )
+    })?;
+    let out = s
+        .zone
+        .data()
+        .append(&c, &p, (from, size), &expected, body_stream(body))
+        .await?;
+    Ok(Json(convert::node(&out.node)))
 }
 
 /// Bounds the header line of a bundle (paths and checksums of up to BUNDLE_MAX_FILES).

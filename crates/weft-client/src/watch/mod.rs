@@ -56,6 +56,9 @@ pub struct WatchOptions {
     /// Send a file again when it changed after it was ingested (replacing the object);
     /// otherwise each file is ingested once.
     pub sync: bool,
+    /// A file that grew after it was ingested sends only its new bytes, appended to its
+    /// object (a file that changed otherwise fails, or with `sync` is sent whole).
+    pub append: bool,
     pub then: Then,
     /// One scan: take what is complete now, report what is not, and return.
     pub once: bool,
@@ -121,6 +124,8 @@ struct Candidate {
     look: Look,
     /// When the watch found it complete: the start of its lag.
     found: Instant,
+    /// Ingested before at this size, and grown since: send the bytes past it (`--append`).
+    append_from: Option<u64>,
 }
 
 struct Watch<'a> {
@@ -416,6 +421,7 @@ impl Watch<'_> {
             size: meta.len(),
             modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         };
+        let mut append_from = None;
         if let Some(done) = self.journal.get(&rel) {
             let same = done.size == look.size && done.modified_ns == Ingested::modified_ns(look.modified);
             if same && self.opts.then != Then::Keep {
@@ -427,7 +433,12 @@ impl Watch<'_> {
                 }
                 return;
             }
-            if same || !self.opts.sync {
+            if same {
+                return;
+            }
+            if self.opts.append && look.size > done.size {
+                append_from = Some(done.size);
+            } else if !self.opts.sync {
                 return;
             }
         }
@@ -453,6 +464,7 @@ impl Watch<'_> {
                 rel,
                 look,
                 found: Instant::now(),
+                append_from,
             },
         );
     }
@@ -465,6 +477,7 @@ impl Watch<'_> {
         on_event: &(dyn Fn(Event<'_>) + Sync),
         on_status: &(dyn Fn(Counts) + Sync),
     ) {
+        let files = self.append(files, on_event).await;
         let mut planned = Vec::with_capacity(files.len());
         let mut sent = HashMap::with_capacity(files.len());
         for f in files {
@@ -540,6 +553,58 @@ impl Watch<'_> {
         self.counts.lag_median = self.lags.quantile(0.5);
         self.counts.lag_p99 = self.lags.quantile(0.99);
         on_status(self.counts);
+    }
+
+    /// Sends the files of `files` that grew since they were ingested as appends, one at a
+    /// time; returns the others, and with `--sync` those whose change was not an append
+    /// (their object then replaced whole).
+    async fn append(
+        &mut self,
+        files: Vec<Candidate>,
+        on_event: &(dyn Fn(Event<'_>) + Sync),
+    ) -> Vec<Candidate> {
+        let (grown, mut rest): (Vec<Candidate>, Vec<Candidate>) =
+            files.into_iter().partition(|f| f.append_from.is_some());
+        for mut f in grown {
+            let from = f.append_from.expect("partitioned");
+            let logical = match self.into.join(&f.rel) {
+                Ok(l) => l,
+                Err(e) => {
+                    self.fail(&f.local, None, &e, on_event);
+                    continue;
+                }
+            };
+            let outcome = self
+                .client
+                .append_file(&f.local, &logical, from)
+                .await
+                .err()
+                .map(|e| e.into_error(None));
+            let not_an_append = outcome
+                .as_ref()
+                .is_some_and(|e| matches!(e.code, ErrorCode::Conflict | ErrorCode::ChecksumMismatch));
+            if not_an_append && self.opts.sync {
+                f.append_from = None;
+                rest.push(f);
+                continue;
+            }
+            let outcome = outcome.map(|e| match not_an_append {
+                true => Error::new(
+                    e.code,
+                    format!(
+                        "{}: not an append ({}); --sync sends a changed file whole",
+                        f.local.display(),
+                        e.message
+                    ),
+                ),
+                false => e,
+            });
+            match self.record(&f, &logical, outcome).await {
+                Ok(()) => self.finish(vec![(f, logical)], on_event),
+                Err(e) => self.fail(&f.local, Some(&logical), &e, on_event),
+            }
+        }
+        rest
     }
 
     /// Records `f` in the journal (not yet synced) if the zone has it.

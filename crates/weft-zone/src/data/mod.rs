@@ -1,6 +1,7 @@
 //! The bytes of data objects: streaming puts with the checksum computed in flight, group
 //! commit, ranged reads, server-side copies, verification and the sweep of orphans.
 
+pub(crate) mod append;
 pub(crate) mod committer;
 pub(crate) mod objects;
 pub(crate) mod orphans;

@@ -853,7 +853,11 @@ where
     Ok(Checksum::blake3(&hasher.finalize()))
 }
 
-fn check_expected(path: &LogicalPath, got: Checksum, expected: Option<&Checksum>) -> Result<Checksum, Error> {
+pub(crate) fn check_expected(
+    path: &LogicalPath,
+    got: Checksum,
+    expected: Option<&Checksum>,
+) -> Result<Checksum, Error> {
     match expected {
         Some(want) if *want != got => Err(Error::new(
             ErrorCode::ChecksumMismatch,

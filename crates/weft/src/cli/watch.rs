@@ -32,6 +32,11 @@ pub struct WatchArgs {
     /// [default: each file is ingested once].
     #[arg(long)]
     sync: bool,
+    /// A file that grows after it was ingested (a log, a movie written frame by frame)
+    /// sends only its new bytes, appended to its object once it settles again; the zone
+    /// checks the whole. A file that changed otherwise fails, or with --sync is sent whole.
+    #[arg(long)]
+    append: bool,
     /// What becomes of a source once the zone has it, verified: keep, delete, or
     /// move:DIR (to the same relative path below DIR).
     #[arg(long, default_value = "keep", value_name = "ACTION")]
@@ -100,6 +105,11 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
     if a.rescan.is_zero() {
         return Err(Failure::usage("--rescan: at least a fraction of a second"));
     }
+    if a.append && a.then != Then::Keep {
+        return Err(Failure::usage(
+            "--append keeps each source to see it grow; it cannot go with --then delete or move",
+        ));
+    }
     let journal = match a.journal {
         Some(j) => j,
         None => default_journal(&a.dir, &into.to_string())?,
@@ -110,6 +120,7 @@ pub async fn watch(ctx: &Ctx, a: WatchArgs) -> Result {
         ready,
         rescan: a.rescan,
         sync: a.sync,
+        append: a.append,
         then: a.then,
         once: a.once,
         journal,
