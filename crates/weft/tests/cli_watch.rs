@@ -1018,3 +1018,99 @@ fn a_file_that_grows_again_sends_only_its_new_bytes_with_append() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--append keeps each source"));
 }
+
+#[test]
+fn a_second_interrupt_cancels_the_files_in_flight_and_loses_nothing() {
+    let z = ZoneProcess::start(WEFT, "testz").unwrap();
+    let inst = z.work().join("inst");
+    std::fs::create_dir_all(&inst).unwrap();
+    let large = pseudo_random(40 << 20, 4);
+    std::fs::write(inst.join("large.mrc"), &large).unwrap();
+    let journal = z.work().join("j.jsonl");
+    let metrics_at = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let args = [
+        "--settle",
+        "0",
+        "--json",
+        "--journal",
+        journal.to_str().unwrap(),
+        "--then",
+        "delete",
+        inst.to_str().unwrap(),
+        "/testz/home/admin/inst",
+    ];
+    // 5 MB/s to the zone: the 40 MiB file is in flight for seconds.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
+    let upstream = z.url().trim_start_matches("http://").to_owned();
+    let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
+    rt.block_on(toxi.add_toxic_on("zone", "bandwidth", "upstream", serde_json::json!({"rate": 5000})))
+        .unwrap();
+    let mut with_metrics = args.to_vec();
+    with_metrics.extend(["--metrics", &metrics_at]);
+    let mut child = watch_via(&z, &format!("http://{listen}"), &with_metrics)
+        .spawn()
+        .unwrap();
+    // Its standard error, line by line, as it comes.
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let (said, err) = (said.clone(), child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let line = line.unwrap();
+                said.lock().unwrap().push_str(&line);
+                said.lock().unwrap().push('\n');
+            }
+        })
+    };
+    wait_for("the large file in flight", || {
+        std::net::TcpStream::connect(&metrics_at).is_ok()
+            && sample(&metrics_of(&metrics_at, ""), "weft_watch_files_in_flight") == Some(1)
+    });
+    let signal = || {
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+    };
+    signal();
+    wait_for("the first interrupt acknowledged", || {
+        said.lock().unwrap().contains("interrupt again to cancel")
+    });
+    assert_eq!(
+        sample(&metrics_of(&metrics_at, ""), "weft_watch_files_in_flight"),
+        Some(1),
+        "still in flight after the first"
+    );
+    signal();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let stderr = said.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("cancelled"), "{stderr}");
+    assert_eq!(
+        std::fs::read(inst.join("large.mrc")).unwrap(),
+        large,
+        "the source stays"
+    );
+    assert!(
+        !exists(&z, "/testz/home/admin/inst/large.mrc"),
+        "nothing half-written is visible"
+    );
+
+    // The next watch sends it, once.
+    let mut once = args.to_vec();
+    once.insert(0, "--once");
+    let out = watch(&z, &once).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!inst.join("large.mrc").exists());
+    let stat = z
+        .weft(&["stat", "--json", "/testz/home/admin/inst/large.mrc"])
+        .ok()
+        .json();
+    assert_eq!(stat["checksum"], b3(&large));
+}

@@ -14,6 +14,8 @@ pub const EXIT_INTEGRITY: u8 = 7;
 pub const EXIT_UNREACHABLE: u8 = 8;
 pub const EXIT_TLS: u8 = 9;
 pub const EXIT_QUOTA: u8 = 10;
+/// Interrupted (as a shell reports SIGINT): `weft watch` cancelled by a second Ctrl-C.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// The exit codes as `weft --help` lists them.
 pub const EXIT_CODES_HELP: &str = "\
@@ -28,7 +30,8 @@ Exit codes:
   7  checksum or integrity failure
   8  cannot reach the zone
   9  TLS failed: the zone's certificate is not trusted (see WEFT_CA_FILE), or it does not speak TLS
- 10  a quota would be exceeded (`weft quota ls` shows what is used)";
+ 10  a quota would be exceeded (`weft quota ls` shows what is used)
+130  interrupted: a second Ctrl-C cancelled `weft watch`'s files in flight";
 
 const LOGIN_HINT: &str = "set WEFT_TOKEN or run `weft login URL --token T`";
 const TLS_HINT: &str =

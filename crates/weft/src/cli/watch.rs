@@ -1,7 +1,7 @@
 //! `weft watch DIR COLLECTION`: ingest what an instrument writes, as its files become
 //! complete, until stopped (Ctrl-C, SIGTERM) or, with `--once`, after one scan.
 
-use super::output::{Failure, Result, EXIT_FAILURE};
+use super::output::{Failure, Result, EXIT_FAILURE, EXIT_INTERRUPTED};
 use super::Ctx;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -253,17 +253,31 @@ fn default_journal(dir: &Path, collection: &str) -> Result<PathBuf> {
 }
 
 /// Ctrl-C or SIGTERM: stop after the batch in flight.
+/// The first Ctrl-C or SIGTERM stops the watch once the files in flight are in; a second
+/// cancels them and exits at once (130). Nothing is lost either way: a file's source is
+/// deleted or moved only after its object is in the zone and recorded, and a file not
+/// recorded is sent again by the next watch.
 fn spawn_stopper(stop: Arc<AtomicBool>) {
+    use tokio::signal::unix::{signal, SignalKind};
     tokio::spawn(async move {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(t) => t,
-            Err(_) => return,
+        // One listener each for both signals: one that comes while the first is handled
+        // is kept for the second `recv`.
+        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+        else {
+            return;
         };
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            _ = int.recv() => {}
             _ = term.recv() => {}
         }
         stop.store(true, Ordering::Relaxed);
+        eprintln!("weft: watch: stopping once the files in flight are in; interrupt again to cancel them");
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        eprintln!("weft: watch: cancelled; the files in flight are sent again by the next watch");
+        std::process::exit(EXIT_INTERRUPTED.into());
     });
 }
 
