@@ -30,14 +30,6 @@ pub enum Met {
     Refused { key: String, why: String },
 }
 
-impl Met {
-    pub fn key(&self) -> &str {
-        match self {
-            Met::File { key, .. } | Met::Refused { key, .. } => key,
-        }
-    }
-}
-
 /// `dir` as a directory that may be imported: relative, no `.`/`..`, nothing weft keeps.
 pub fn importable(dir: &str) -> Result<&str, Error> {
     let dir = dir.trim_end_matches('/');

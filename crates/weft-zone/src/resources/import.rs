@@ -20,6 +20,9 @@ use weft_types::{Error, LogicalPath, ResourceName};
 
 /// Refusals a report names; the rest are counted.
 const REFUSALS_NAMED: usize = 1000;
+/// Collections remembered as made; past this the memory starts again (a tree of a million
+/// directories must not hold them all: making one again costs a lookup).
+const COLLECTIONS_KEPT: usize = 10_000;
 
 /// What an import did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -116,7 +119,7 @@ struct Run<'a> {
     dir: String,
     into: LogicalPath,
     owner: PrincipalId,
-    /// Collections known to exist.
+    /// Collections known to exist (some of them).
     collections: HashSet<LogicalPath>,
     report: ImportReport,
 }
@@ -240,6 +243,9 @@ impl Run<'_> {
             let Some(parent) = o.path.parent() else { continue };
             if self.collections.contains(&parent) {
                 continue;
+            }
+            if self.collections.len() >= COLLECTIONS_KEPT {
+                self.collections.clear();
             }
             // An object in the way is an error (`not_a_collection`, `already_exists`).
             self.resources
