@@ -111,23 +111,22 @@ impl Client {
         self.json(req).await
     }
 
-    /// `POST /append/{path}`: sends the bytes of the local file `local` past `from` (the
-    /// object's size now), with the checksum of the whole file, which the zone checks
-    /// against the object's old bytes followed by these. The file is read as long as it
-    /// was when this began (it may grow meanwhile). Errors of the zone: `conflict` (the
-    /// object is not `from` bytes long), `checksum_mismatch` (the file changed before
-    /// `from`: not an append).
+    /// `POST /append/{path}`: sends bytes `from..len` of the local file `local` (`from`
+    /// being the object's size now), with the checksum of its first `len` bytes, which the
+    /// zone checks against the object's old bytes followed by these. Bytes the file gains
+    /// meanwhile are left for the next append. Errors of the zone: `conflict` (the object
+    /// is not `from` bytes long), `checksum_mismatch` (the file changed before `from`: not
+    /// an append).
     pub async fn append_file(
         &self,
         local: &Path,
         logical: &LogicalPath,
-        from: u64,
+        (from, len): (u64, u64),
     ) -> Result<NodeStat, ClientError> {
         let path = local.to_owned();
-        let (len, sum) = blocking(move || {
+        let sum = blocking(move || {
             use std::io::Read;
             let file = std::fs::File::open(&path)?;
-            let len = file.metadata()?.len();
             let mut hasher = blake3::Hasher::new();
             let copied = std::io::copy(&mut file.take(len), &mut hasher)?;
             if copied != len {
@@ -136,7 +135,7 @@ impl Client {
                     format!("shrank from {len} to {copied} bytes while read"),
                 ));
             }
-            Ok((len, Checksum::blake3(&hasher.finalize())))
+            Ok(Checksum::blake3(&hasher.finalize()))
         })
         .await
         .map_err(ClientError::local(local))?;

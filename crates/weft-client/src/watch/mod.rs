@@ -576,7 +576,7 @@ impl Watch<'_> {
             };
             let outcome = self
                 .client
-                .append_file(&f.local, &logical, from)
+                .append_file(&f.local, &logical, (from, f.look.size))
                 .await
                 .err()
                 .map(|e| e.into_error(None));
