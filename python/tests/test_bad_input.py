@@ -196,3 +196,41 @@ def test_a_refused_upload_is_answered_with_its_error_not_a_broken_pipe(client, h
         with pytest.raises(weft.AlreadyExists):
             client.put(data, f"{home}/exists")
     assert client.read_bytes(f"{home}/exists") == b"x"
+
+
+def test_an_append_that_does_not_fit_its_object_is_refused_and_changes_nothing(zone, client, home) -> None:
+    import json
+    import urllib.error
+    import urllib.request
+
+    client.put(b"abc", f"{home}/log")
+    some_sum = "blake3:" + "0" * 64
+
+    def append(query: str, body: bytes, headers: dict[str, str], token: str | None = None) -> str | None:
+        req = urllib.request.Request(
+            f"{zone.url}/api/v1/append{home}/log{query}",
+            method="POST",
+            data=body,
+            headers={"Authorization": f"Bearer {token or zone.token}", **headers},
+        )
+        try:
+            urllib.request.urlopen(req).read()
+            return None
+        except urllib.error.HTTPError as e:
+            code: str = json.loads(e.read())["code"]
+            return code
+
+    with_sum = {"x-weft-checksum": some_sum}
+    assert append("", b"de", with_sum) == "invalid_argument"  # where it goes: not said
+    assert append("?from=3", b"de", {}) == "invalid_argument"  # no checksum of the whole
+    assert append("?from=3", b"de", {"x-weft-checksum": "md5:zz"}) == "invalid_argument"
+    assert append("?from=2", b"de", with_sum) == "conflict"  # not the object's end
+    assert append(f"?from={2**64 - 1}", b"de", with_sum) == "conflict"
+    assert append("?from=-1", b"de", with_sum) == "invalid_argument"
+    assert append("?from=3", b"de", with_sum) == "checksum_mismatch"  # not abc + de
+    user = f"appender{os.getpid()}"
+    assert zone.weft("user", "add", user).returncode == 0
+    token = zone.weft("token", "create", "--user", user).stdout.strip().splitlines()[-1]
+    assert append("?from=3", b"de", with_sum, token) == "forbidden"  # another user's object
+    assert client.read_bytes(f"{home}/log") == b"abc"
+    assert client.stat(f"{home}/log").size == 3

@@ -115,6 +115,20 @@ pub fn run(cmd: &mut Command) -> Run {
     }
 }
 
+/// The first `sh` code block under the README heading `heading` (the whole line after
+/// `### `): the commands a test runs as a user would copy them.
+pub fn readme_block(heading: &str) -> &'static str {
+    const README: &str = include_str!("../../../README.md");
+    README
+        .split(&format!("### {heading}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("the README has no section {heading:?}"))
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap_or_else(|| panic!("the README's section {heading:?} has no sh block"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,9 +4,11 @@
 //! and named; the checksums pending after the import are filled in by the scrubber or by the
 //! first replication.
 
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use weft_testkit::cli::readme_block;
 use weft_testkit::data::{b3, pseudo_random};
 use weft_testkit::zone::ZoneProcess;
 
@@ -91,6 +93,15 @@ fn a_project_directory_is_imported_in_place_and_a_rescan_registers_only_what_cha
     write(&outside.join("key"), b"not for weft");
     symlink(outside.join("key"), run.join("escape")).unwrap();
     symlink(&outside, run.join("out/linkdir")).unwrap();
+    // A name a logical path cannot carry, and a pipe.
+    let not_utf8 = run.join(std::ffi::OsStr::from_bytes(b"out/bad\xff.dat"));
+    write(&not_utf8, b"x");
+    let pipe = run.join("out/pipe");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap()
+        .success());
 
     let r = import_run1(&z, &["--json"]);
     assert_eq!(r.code, 1, "refusals make the exit code 1: {r:?}");
@@ -101,7 +112,7 @@ fn a_project_directory_is_imported_in_place_and_a_rescan_registers_only_what_cha
             report["updated"].as_u64(),
             report["refused"].as_u64()
         ),
-        (Some(3), Some(0), Some(2)),
+        (Some(3), Some(0), Some(4)),
         "{report}"
     );
     assert_eq!(report["bytes"], (big.len() + 5) as u64);
@@ -117,9 +128,19 @@ fn a_project_directory_is_imported_in_place_and_a_rescan_registers_only_what_cha
         "{refused:?}"
     );
     assert!(
-        refused[1].starts_with("projects/run1/out/linkdir a symbolic link"),
+        refused[1].starts_with("projects/run1/out/bad\u{fffd}.dat its name is not UTF-8"),
         "{refused:?}"
     );
+    assert!(
+        refused[2].starts_with("projects/run1/out/linkdir a symbolic link"),
+        "{refused:?}"
+    );
+    assert!(
+        refused[3].starts_with("projects/run1/out/pipe not a regular file"),
+        "{refused:?}"
+    );
+    std::fs::remove_file(not_utf8).unwrap();
+    std::fs::remove_file(pipe).unwrap();
     let listed = z.weft(&["find", "run1"]).ok().stdout;
     assert!(listed.contains("b.bin") && !listed.contains("escape"), "{listed}");
 
@@ -323,17 +344,7 @@ fn only_an_administrator_imports_and_only_below_the_resource_root() {
 
 #[test]
 fn the_readme_import_example_runs_as_written() {
-    let readme = include_str!("../../../README.md");
-    let block = readme
-        .split("### Files already on a resource: `weft resource import`")
-        .nth(1)
-        .expect("the README's import section")
-        .split("```sh\n")
-        .nth(1)
-        .unwrap()
-        .split("```")
-        .next()
-        .unwrap();
+    let block = readme_block("Files already on a resource: `weft resource import`");
     let z = ZoneProcess::start(WEFT, "weft").unwrap();
     z.user_with_token("alice");
     let lustre = z.work().join("lustre");

@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use weft_testkit::cli::readme_block;
 use weft_testkit::data::{assert_same_tree, b3, pseudo_random};
 use weft_testkit::toxiproxy::Toxiproxy;
 use weft_testkit::zone::ZoneProcess;
@@ -38,6 +39,27 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
         assert!(Instant::now() < until, "never happened: {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The zone behind a link of 5 MB/s towards it (toxiproxy): the URL to reach it through,
+/// and the proxy, which keeps the link while it lives.
+fn slow_link(z: &ZoneProcess) -> (String, Toxiproxy) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
+    let upstream = z.url().trim_start_matches("http://").to_owned();
+    let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
+    rt.block_on(toxi.add_toxic_on("zone", "bandwidth", "upstream", serde_json::json!({"rate": 5000})))
+        .unwrap();
+    (format!("http://{listen}"), toxi)
+}
+
+/// A loopback address nothing listens on now (`HOST:PORT`), for a server the test starts.
+fn free_addr() -> String {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string()
 }
 
 fn exists(z: &ZoneProcess, path: &str) -> bool {
@@ -185,16 +207,11 @@ fn a_watcher_killed_mid_batch_takes_every_file_exactly_once_when_started_again()
         inst.to_str().unwrap(),
         "/testz/home/admin/inst",
     ];
-    // The first run reaches the zone through a slow link (20 MB/s in all), so the large
+    // The first run reaches the zone through a slow link (5 MB/s), so the large
     // file is still on its way when the first small ones are in and moved: it is killed
     // there.
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
-    let upstream = z.url().trim_start_matches("http://").to_owned();
-    let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
-    rt.block_on(toxi.add_toxic_on("zone", "bandwidth", "upstream", serde_json::json!({"rate": 5000})))
-        .unwrap();
-    let mut first = watch_via(&z, &format!("http://{listen}"), &args).spawn().unwrap();
+    let (slow_url, _link) = slow_link(&z);
+    let mut first = watch_via(&z, &slow_url, &args).spawn().unwrap();
     wait_for("a first file moved", || {
         done.join("sub").read_dir().is_ok_and(|mut d| d.next().is_some())
     });
@@ -432,18 +449,7 @@ fn links_out_of_the_watched_directory_are_not_followed() {
 
 #[test]
 fn the_readme_watch_example_runs_as_written() {
-    let readme = include_str!("../../../README.md");
-    let section = readme
-        .split("### From an instrument: `weft watch`")
-        .nth(1)
-        .expect("the README's weft watch section");
-    let block = section
-        .split("```sh\n")
-        .nth(1)
-        .unwrap()
-        .split("```")
-        .next()
-        .unwrap();
+    let block = readme_block("From an instrument: `weft watch`");
     let line = |start: &str| {
         block
             .lines()
@@ -676,11 +682,7 @@ fn a_marker_closes_the_dataset_and_a_rule_copies_it_to_a_second_zone_with_a_pid(
     std::fs::write(session.join("c.tif"), &slow[..100_000]).unwrap();
     std::fs::write(session.join("DONE"), b"").unwrap();
     let journal = lrz.work().join("j.jsonl");
-    let metrics_at = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .to_string();
+    let metrics_at = free_addr();
     let args = [
         inst.to_str().unwrap(),
         "krios",
@@ -1027,11 +1029,7 @@ fn a_second_interrupt_cancels_the_files_in_flight_and_loses_nothing() {
     let large = pseudo_random(40 << 20, 4);
     std::fs::write(inst.join("large.mrc"), &large).unwrap();
     let journal = z.work().join("j.jsonl");
-    let metrics_at = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .to_string();
+    let metrics_at = free_addr();
     let args = [
         "--settle",
         "0",
@@ -1044,17 +1042,10 @@ fn a_second_interrupt_cancels_the_files_in_flight_and_loses_nothing() {
         "/testz/home/admin/inst",
     ];
     // 5 MB/s to the zone: the 40 MiB file is in flight for seconds.
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
-    let upstream = z.url().trim_start_matches("http://").to_owned();
-    let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
-    rt.block_on(toxi.add_toxic_on("zone", "bandwidth", "upstream", serde_json::json!({"rate": 5000})))
-        .unwrap();
+    let (slow_url, _link) = slow_link(&z);
     let mut with_metrics = args.to_vec();
     with_metrics.extend(["--metrics", &metrics_at]);
-    let mut child = watch_via(&z, &format!("http://{listen}"), &with_metrics)
-        .spawn()
-        .unwrap();
+    let mut child = watch_via(&z, &slow_url, &with_metrics).spawn().unwrap();
     // Its standard error, line by line, as it comes.
     let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let reader = {
