@@ -142,6 +142,15 @@ else
   done_msg "installed via apt"
 fi
 
+# (f2) rsync (the `weft mount` tests copy trees into a mount with it, as users do).
+step rsync
+if command -v rsync >/dev/null; then
+  done_msg "present"
+else
+  apt_install rsync
+  done_msg "installed via apt"
+fi
+
 # (g) The DataCite metadata schema's own validator (inveniosoftware's `datacite` package,
 # which ships the official kernel-4.3 JSON schema), in a venv of its own: the tests check
 # `weft export datacite` against it.

@@ -33,6 +33,8 @@ ALLOWED = {
     # Puts and gets run the transfer engine between local files and the zone; zones reach
     # their peers through the same HTTP side.
     "weft-client": {"weft-types", "weft-fileio", "weft-transfer"},
+    # `weft mount`: a FUSE file system that is a client like the CLI.
+    "weft-mount": {"weft-types", "weft-client"},
     # The benchmarks are a client like any other.
     "weft-bench": {"weft-types", "weft-client"},
     # The Python SDK: the client and its data path, behind a Python module.
@@ -40,7 +42,7 @@ ALLOWED = {
     # weft-testkit: `weft bench` starts its embedded zones (`weft serve` of this binary)
     # with the tests' one launcher, ZoneProcess. The binary is the composition root, so
     # it alone may; no library depends on the test kit.
-    "weft": {"weft-types", "weft-api", "weft-zone", "weft-client", "weft-bench", "weft-testkit"},
+    "weft": {"weft-types", "weft-api", "weft-zone", "weft-client", "weft-bench", "weft-mount", "weft-testkit"},
     # Starts `weft serve` as a child process; names no weft crate.
     "weft-testkit": set(),
     # Dev-only: the fuzz targets' bodies, which call the parsers of these crates.

@@ -193,5 +193,12 @@ pub trait Namespace: Send + Sync {
     /// `not_a_collection`, `invalid_argument` (into itself, zone root).
     async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error>;
 
+    /// As `move_node`, as rename(2) does it: an existing target is removed in the same
+    /// transaction (a data object by a data object, an empty collection by a collection)
+    /// and its replicas returned as garbage. Errors besides `move_node`'s:
+    /// `is_a_collection` (an object onto a collection), `not_a_collection` (a collection
+    /// onto an object), `collection_not_empty`.
+    async fn replace_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<(Node, Removed), Error>;
+
     async fn get_node_by_id(&self, id: NodeId) -> Result<Option<Node>, Error>;
 }

@@ -92,11 +92,18 @@ impl Client {
         self.empty(req).await
     }
 
-    /// Renames `from` to exactly `to` (server-side, no bytes move).
-    pub async fn rename(&self, from: &LogicalPath, to: &LogicalPath) -> Result<NodeStat, ClientError> {
+    /// Renames `from` to exactly `to` (server-side, no bytes move); with `replace`, an
+    /// existing `to` is replaced in the same step, as rename(2) does.
+    pub async fn rename(
+        &self,
+        from: &LogicalPath,
+        to: &LogicalPath,
+        replace: bool,
+    ) -> Result<NodeStat, ClientError> {
         let body = MoveRequest {
             from: from.to_string(),
             to: to.to_string(),
+            replace,
         };
         self.json(self.request(Method::POST, self.url("/move")).json(&body))
             .await

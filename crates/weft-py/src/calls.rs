@@ -93,7 +93,7 @@ pub(crate) async fn call(c: &Client, op: &str, args: Value) -> Result<String, Fa
         }
         "mkdir" => json(c.mkdir(&a.path("path")?, a.flag("parents")).await),
         "rm" => json(c.remove(&a.path("path")?, a.flag("recursive")).await),
-        "mv" => json(c.rename(&a.path("from")?, &a.path("to")?).await),
+        "mv" => json(c.rename(&a.path("from")?, &a.path("to")?, false).await),
         "cp" => {
             let resource = a.opt_str("resource")?;
             json(

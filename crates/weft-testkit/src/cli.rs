@@ -129,6 +129,17 @@ pub fn readme_block(heading: &str) -> &'static str {
         .unwrap_or_else(|| panic!("the README's section {heading:?} has no sh block"))
 }
 
+/// Waits for `cond`, failing with `what` after a minute (a condition, not a timing: what
+/// the tests wait for happens within milliseconds unless it is broken).
+#[track_caller]
+pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cond() {
+        assert!(std::time::Instant::now() < until, "never happened: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -139,6 +139,10 @@ pub struct Page<T> {
 pub struct MoveRequest {
     pub from: String,
     pub to: String,
+    /// Replace an existing `to` in the same step, as rename(2) does: a data object by a
+    /// data object, an empty collection by a collection (default: `already_exists`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replace: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

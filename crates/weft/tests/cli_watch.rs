@@ -6,8 +6,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-use weft_testkit::cli::readme_block;
+use std::time::Duration;
+use weft_testkit::cli::{readme_block, wait_for};
 use weft_testkit::data::{assert_same_tree, b3, pseudo_random};
 use weft_testkit::toxiproxy::Toxiproxy;
 use weft_testkit::zone::ZoneProcess;
@@ -29,16 +29,6 @@ fn watch_via(z: &ZoneProcess, url: &str, args: &[&str]) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd
-}
-
-/// Waits for `cond`, failing with `what` after a minute (a condition, not a timing).
-#[track_caller]
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let until = Instant::now() + Duration::from_secs(60);
-    while !cond() {
-        assert!(Instant::now() < until, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// The zone behind a link of 5 MB/s towards it (toxiproxy): the URL to reach it through,

@@ -91,7 +91,12 @@ pub async fn rename(
     let n = s
         .zone
         .namespace()
-        .rename(&c, &LogicalPath::parse(&r.from)?, &LogicalPath::parse(&r.to)?)
+        .rename(
+            &c,
+            &LogicalPath::parse(&r.from)?,
+            &LogicalPath::parse(&r.to)?,
+            r.replace,
+        )
         .await?;
     Ok(Json(convert::node(&n)))
 }

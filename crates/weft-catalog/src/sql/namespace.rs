@@ -13,7 +13,7 @@ use crate::{
 };
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
-use sqlx::AnyConnection;
+use sqlx::{Any, AnyConnection, Transaction};
 use std::collections::HashMap;
 use weft_types::{Error, ErrorCode, LogicalPath, Millis, NodeKind, PrincipalName};
 
@@ -309,19 +309,97 @@ impl Namespace for SqlCatalog {
     }
 
     async fn delete_node(&self, path: &LogicalPath, recursive: bool) -> Result<Removed, Error> {
+        let mut tx = self.begin_write().await?;
+        let removed = self.delete_in(&mut tx, path, recursive).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(removed)
+    }
+
+    async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
+        let mut tx = self.begin_write().await?;
+        let node = self.move_in(&mut tx, from, to).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(node)
+    }
+
+    async fn replace_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<(Node, Removed), Error> {
+        let mut tx = self.begin_write().await?;
+        let sql = format!(
+            "SELECT path, kind FROM nodes WHERE path IN ($1, $2){}",
+            self.lock_parent()
+        );
+        let found = sqlx::query(&sql)
+            .bind(from.as_str())
+            .bind(to.as_str())
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+        let mut kinds = (None, None);
+        for row in &found {
+            let p: String = rows::get(row, 0)?;
+            let kind = kind_of(row, 1)?;
+            if p == from.as_str() {
+                kinds.0 = Some(kind);
+            } else {
+                kinds.1 = Some(kind);
+            }
+        }
+        let removed = match kinds {
+            (None, _) => return Err(Error::not_found(from)),
+            (Some(_), None) => Removed::default(),
+            (Some(NodeKind::Object), Some(NodeKind::Object)) => self.delete_in(&mut tx, to, false).await?,
+            // rename(2): a collection replaces an empty collection only.
+            (Some(NodeKind::Collection), Some(NodeKind::Collection)) => {
+                self.delete_in(&mut tx, to, false).await?
+            }
+            (Some(NodeKind::Object), Some(NodeKind::Collection)) => {
+                return Err(Error::new(
+                    ErrorCode::IsACollection,
+                    format!("{to} is a collection: a data object cannot replace it"),
+                ))
+            }
+            (Some(NodeKind::Collection), Some(NodeKind::Object)) => {
+                return Err(not_a_collection(to.as_str()))
+            }
+        };
+        let node = self.move_in(&mut tx, from, to).await?;
+        tx.commit().await.map_err(db)?;
+        Ok((node, removed))
+    }
+
+    async fn get_node_by_id(&self, id: NodeId) -> Result<Option<Node>, Error> {
+        let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.id = $1");
+        sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db)?
+            .as_ref()
+            .map(rows::node)
+            .transpose()
+    }
+}
+
+impl SqlCatalog {
+    /// Removes `path` (with its subtree if `recursive`) inside `tx`: `delete_node`.
+    async fn delete_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        path: &LogicalPath,
+        recursive: bool,
+    ) -> Result<Removed, Error> {
         if path.is_zone_root() {
             return Err(Error::invalid(format!(
                 "{path} is a zone root and cannot be deleted"
             )));
         }
-        let mut tx = self.begin_write().await?;
         let sql = format!(
             "SELECT id, kind FROM nodes WHERE path = $1{}",
             self.lock_subtree()
         );
         let row = sqlx::query(&sql)
             .bind(path.as_str())
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await
             .map_err(db)?
             .ok_or_else(|| Error::not_found(path))?;
@@ -330,7 +408,7 @@ impl Namespace for SqlCatalog {
         if kind == NodeKind::Collection && !recursive {
             let child = sqlx::query("SELECT 1 FROM nodes WHERE parent_id = $1 LIMIT 1")
                 .bind(id)
-                .fetch_optional(&mut *tx)
+                .fetch_optional(&mut **tx)
                 .await
                 .map_err(db)?;
             if child.is_some() {
@@ -351,7 +429,7 @@ impl Namespace for SqlCatalog {
             sqlx::query(&sql)
                 .bind(&lo)
                 .bind(&hi)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await
                 .map_err(db)?;
         }
@@ -362,7 +440,7 @@ impl Namespace for SqlCatalog {
             .bind(path.as_str())
             .bind(&lo)
             .bind(&hi)
-            .fetch_all(&mut *tx)
+            .fetch_all(&mut **tx)
             .await
             .map_err(db)?
             .iter()
@@ -375,7 +453,7 @@ impl Namespace for SqlCatalog {
             .bind(path.as_str())
             .bind(&lo)
             .bind(&hi)
-            .fetch_all(&mut *tx)
+            .fetch_all(&mut **tx)
             .await
             .map_err(db)?
             .iter()
@@ -386,7 +464,7 @@ impl Namespace for SqlCatalog {
             .bind(&lo)
             .bind(&hi)
             .bind(now_ms())
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await
             .map_err(db)?;
         for table in [
@@ -401,7 +479,7 @@ impl Namespace for SqlCatalog {
                 .bind(path.as_str())
                 .bind(&lo)
                 .bind(&hi)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await
                 .map_err(db)?;
         }
@@ -409,7 +487,7 @@ impl Namespace for SqlCatalog {
             .bind(path.as_str())
             .bind(&lo)
             .bind(&hi)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await
             .map_err(db)?;
         let detail = match (kind, recursive) {
@@ -417,12 +495,17 @@ impl Namespace for SqlCatalog {
             (NodeKind::Collection, false) => "collection".to_owned(),
             (NodeKind::Collection, true) => format!("collection, recursive: {} nodes", affected(gone)),
         };
-        audit::record(&mut tx, "rm", Some(path), detail).await?;
-        tx.commit().await.map_err(db)?;
+        audit::record(tx, "rm", Some(path), detail).await?;
         Ok(Removed { local, remote })
     }
 
-    async fn move_node(&self, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
+    /// Moves `from` to `to` inside `tx`: `move_node`.
+    async fn move_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        from: &LogicalPath,
+        to: &LogicalPath,
+    ) -> Result<Node, Error> {
         if from.is_zone_root() {
             return Err(Error::invalid(format!(
                 "{from} is a zone root and cannot be moved"
@@ -443,7 +526,6 @@ impl Namespace for SqlCatalog {
         }
         let to_parent = to.parent().expect("checked: not a zone root");
 
-        let mut tx = self.begin_write().await?;
         let sql = format!(
             "SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.path = $1{}",
             if self.lock_subtree().is_empty() {
@@ -454,7 +536,7 @@ impl Namespace for SqlCatalog {
         );
         let mut node = sqlx::query(&sql)
             .bind(from.as_str())
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await
             .map_err(db)?
             .as_ref()
@@ -470,7 +552,7 @@ impl Namespace for SqlCatalog {
         let found = sqlx::query(&sql)
             .bind(to_parent.as_str())
             .bind(to.as_str())
-            .fetch_all(&mut *tx)
+            .fetch_all(&mut **tx)
             .await
             .map_err(db)?;
         let mut new_parent = None;
@@ -499,7 +581,7 @@ impl Namespace for SqlCatalog {
             sqlx::query(&sql)
                 .bind(&lo)
                 .bind(&hi)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await
                 .map_err(db)?;
         }
@@ -508,7 +590,7 @@ impl Namespace for SqlCatalog {
             .bind(new_parent)
             .bind(to.as_str())
             .bind(to.name())
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await
             .map_err(|e| db_ctx(e, to))?;
         if node.kind == NodeKind::Collection {
@@ -522,27 +604,14 @@ impl Namespace for SqlCatalog {
             .bind(keep_from)
             .bind(&lo)
             .bind(&hi)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await
             .map_err(|e| db_ctx(e, to))?;
         }
-        audit::record(&mut tx, "mv", Some(from), format!("to {to}")).await?;
-        tx.commit().await.map_err(db)?;
+        audit::record(tx, "mv", Some(from), format!("to {to}")).await?;
         node.parent_id = Some(new_parent);
         node.path = to.clone();
         Ok(node)
-    }
-
-    async fn get_node_by_id(&self, id: NodeId) -> Result<Option<Node>, Error> {
-        let sql = format!("SELECT {NODE_COLS} FROM {NODE_FROM} WHERE n.id = $1");
-        sqlx::query(&sql)
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(db)?
-            .as_ref()
-            .map(rows::node)
-            .transpose()
     }
 }
 

@@ -289,14 +289,33 @@ impl Namespace<'_> {
         }
     }
 
-    pub async fn rename(self, caller: &Caller, from: &LogicalPath, to: &LogicalPath) -> Result<Node, Error> {
+    /// Renames `from` to `to`; with `replace`, an existing `to` is replaced in the same
+    /// step, as rename(2) does (`weft mount`), which needs write permission on it too.
+    pub async fn rename(
+        self,
+        caller: &Caller,
+        from: &LogicalPath,
+        to: &LogicalPath,
+        replace: bool,
+    ) -> Result<Node, Error> {
         self.zone.local(to)?;
         let to_parent = to
             .parent()
             .ok_or_else(|| Error::invalid("cannot move onto a zone root"))?;
         self.node_as(caller, from, Permission::Write).await?;
         self.node_as(caller, &to_parent, Permission::Write).await?;
-        self.zone.catalog.move_node(from, to).await
+        if !replace {
+            return self.zone.catalog.move_node(from, to).await;
+        }
+        match self.node_as(caller, to, Permission::Write).await {
+            Ok(_) => {}
+            Err(e) if e.code == ErrorCode::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let (node, garbage) = self.zone.catalog.replace_node(from, to).await?;
+        self.delete_bytes(&garbage.local).await;
+        self.zone.transfers().delete_remote(&garbage.remote).await;
+        Ok(node)
     }
 }
 

@@ -10,6 +10,7 @@ mod dataset;
 mod export;
 mod extract;
 mod meta;
+mod mount;
 mod namespace;
 pub mod output;
 mod pid;
@@ -68,6 +69,9 @@ pub enum Command {
     /// Ingest the files an instrument writes into DIR as they become complete (settled, or
     /// named by a marker), exactly once across restarts; then keep, delete or move them.
     Watch(watch::WatchArgs),
+    /// Mount a collection as a local file system (FUSE) for programs that open files by
+    /// path; a file closed in it is in the zone when close() returns.
+    Mount(mount::MountArgs),
     /// Managed transfers between zones and staging endpoints, run by the zones.
     Transfer(transfer::TransferArgs),
     /// Copy data objects to another resource or zone as further replicas (a managed
@@ -143,6 +147,7 @@ pub async fn run(global: Global, cmd: Command) -> Result {
         Command::Mv(a) => namespace::mv(&ctx, a).await,
         Command::Cp(a) => namespace::cp(&ctx, a).await,
         Command::Watch(a) => watch::watch(&ctx, a).await,
+        Command::Mount(a) => mount::mount(&ctx, a).await,
         Command::Transfer(a) => transfer::transfer(&ctx, a).await,
         Command::Replicate(a) => replica::replicate(&ctx, a).await,
         Command::Trim(a) => replica::trim(&ctx, a).await,

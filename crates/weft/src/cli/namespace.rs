@@ -225,7 +225,7 @@ pub async fn mv(ctx: &Ctx, a: MvArgs) -> Result {
     let dst = into_collection(ctx, &src, ctx.resolve(&a.dst).await?).await?;
     let outcome = ctx
         .client
-        .rename(&src, &dst)
+        .rename(&src, &dst, false)
         .await
         .map(drop)
         .map_err(Failure::from);

@@ -98,7 +98,7 @@ pub async fn quota(ctx: &Ctx, a: QuotaArgs) -> Result {
 }
 
 /// `500G`, `1.5T`, `4096`: K, M, G, T, P are powers of 1024 (with an optional `iB`/`B`).
-fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
     scaled(s, 1024, &["iB", "B"])
 }
 

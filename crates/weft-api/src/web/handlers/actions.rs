@@ -218,7 +218,10 @@ pub async fn rename(State(s): State<Arc<AppState>>, posted: Posted) -> Response 
             return Err(protected(path));
         }
         let to = target(required(form, "into")?, required(form, "name")?, path)?;
-        s.zone.namespace().rename(&user.session.caller, path, &to).await?;
+        s.zone
+            .namespace()
+            .rename(&user.session.caller, path, &to, false)
+            .await?;
         Ok::<_, Error>((Done::Moved, to))
     };
     answer(&s, user, path, Part::Move, form, act).await

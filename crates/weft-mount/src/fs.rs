@@ -1,0 +1,639 @@
+//! The file system's operations over a zone, in the kernel's terms (inodes, handles,
+//! offsets) but without the kernel: the FUSE adapter calls these, and the tests call them
+//! directly.
+
+use crate::cache::Cache;
+use crate::dirs::{DirEntry, Listing, DOTS};
+use crate::errno::{Errno, FsResult};
+use crate::inodes::{Inodes, ROOT};
+use crate::reader::{ReadFile, Reader};
+use crate::writer::{Dirty, Writer};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use weft_client::Client;
+use weft_types::wire::{MetaRequest, NodeStat};
+use weft_types::LogicalPath;
+
+/// How a mount behaves.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The directory the read cache and the spooled writes live in.
+    pub cache_dir: PathBuf,
+    /// The bound of the cache in bytes.
+    pub cache_size: u64,
+    /// How long the kernel and the mount may reuse what the zone said of a name.
+    pub attr_ttl: Duration,
+    /// Pieces read from the zone at once, all files together.
+    pub streams: usize,
+}
+
+impl Options {
+    pub fn new(cache_dir: PathBuf) -> Options {
+        Options {
+            cache_dir,
+            cache_size: 10 << 30,
+            attr_ttl: Duration::from_secs(1),
+            streams: 16,
+        }
+    }
+}
+
+/// What `stat` shows of a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: u64,
+    pub dir: bool,
+    pub size: u64,
+    pub mtime: SystemTime,
+    pub ctime: SystemTime,
+    pub perm: u16,
+}
+
+/// The file system's figures for `statfs`.
+#[derive(Debug, Clone, Copy)]
+pub struct Space {
+    pub block_size: u32,
+    pub blocks: u64,
+    pub free: u64,
+}
+
+enum Handle {
+    Read(Arc<ReadFile>),
+    Write(Arc<Dirty>),
+}
+
+pub struct Fs {
+    client: Client,
+    options: Options,
+    inodes: Mutex<Inodes>,
+    reader: Reader,
+    writer: Writer,
+    cache: Arc<Cache>,
+    handles: Mutex<HashMap<u64, Handle>>,
+    listings: Mutex<HashMap<u64, Arc<tokio::sync::Mutex<Listing>>>>,
+    next_fh: AtomicU64,
+    /// The files open for writing, by path.
+    writing: Mutex<HashMap<LogicalPath, Arc<Dirty>>>,
+}
+
+/// `xattr` names of the zone's own facts, read-only.
+const XATTR_CHECKSUM: &str = "user.weft.checksum";
+const XATTR_REPLICAS: &str = "user.weft.replicas";
+
+impl Fs {
+    /// A file system showing the collection `root` (which must exist). Must be called
+    /// inside a Tokio runtime: the uploads run on it.
+    pub async fn new(client: Client, root: LogicalPath, options: Options) -> Result<Fs, String> {
+        let stat = client.stat(&root).await.map_err(|e| format!("{root}: {e}"))?;
+        if stat.kind != "collection" {
+            return Err(format!("{root} is a data object: mount a collection"));
+        }
+        std::fs::create_dir_all(&options.cache_dir)
+            .map_err(|e| format!("{}: {e}", options.cache_dir.display()))?;
+        let cache = Arc::new(
+            Cache::open(&options.cache_dir, options.cache_size)
+                .map_err(|e| format!("{}: {e}", options.cache_dir.display()))?,
+        );
+        let writer = Writer::new(client.clone(), cache.clone(), &options.cache_dir)
+            .map_err(|e| format!("{}: {e}", options.cache_dir.display()))?;
+        let mut inodes = Inodes::new(root, options.attr_ttl);
+        inodes.cache(ROOT, stat);
+        Ok(Fs {
+            reader: Reader::new(client.clone(), cache.clone(), options.streams),
+            writer,
+            cache,
+            client,
+            options,
+            inodes: Mutex::new(inodes),
+            handles: Mutex::new(HashMap::new()),
+            listings: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            writing: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn attr_ttl(&self) -> Duration {
+        self.options.attr_ttl
+    }
+
+    fn path(&self, ino: u64) -> FsResult<LogicalPath> {
+        self.inodes.lock().expect("inodes").path(ino).ok_or(Errno::ENOENT)
+    }
+
+    fn child(&self, parent: u64, name: &str) -> FsResult<LogicalPath> {
+        let parent = self.path(parent)?;
+        if name.len() > 255 {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        parent.join(name).map_err(|e| Errno::of_error(&e))
+    }
+
+    fn dirty(&self, path: &LogicalPath) -> Option<Arc<Dirty>> {
+        self.writing.lock().expect("writing").get(path).cloned()
+    }
+
+    /// The zone's answer about `path`, or this mount's file being written there.
+    async fn stat_path(&self, path: &LogicalPath, ino: Option<u64>) -> FsResult<NodeStat> {
+        if let Some(d) = self.dirty(path) {
+            return Ok(dirty_stat(path, &d));
+        }
+        if let Some(s) = ino.and_then(|i| self.inodes.lock().expect("inodes").cached(i)) {
+            return Ok(s);
+        }
+        self.client.stat(path).await.map_err(|e| Errno::of_client(&e))
+    }
+
+    /// Tells the kernel of `path` (one more lookup of its inode).
+    fn remember(&self, path: &LogicalPath, stat: NodeStat) -> Attr {
+        let ino = self
+            .inodes
+            .lock()
+            .expect("inodes")
+            .remember(path, Some(stat.clone()));
+        attr(ino, &stat)
+    }
+
+    /// This mount changed `path`: what it knew of it and of its parent is stale.
+    fn changed(&self, path: &LogicalPath) {
+        let mut inodes = self.inodes.lock().expect("inodes");
+        inodes.invalidate(path);
+        if let Some(p) = path.parent() {
+            inodes.invalidate(&p);
+        }
+    }
+
+    pub async fn lookup(&self, parent: u64, name: &str) -> FsResult<Attr> {
+        let path = self.child(parent, name)?;
+        let stat = self.stat_path(&path, None).await?;
+        Ok(self.remember(&path, stat))
+    }
+
+    pub fn forget(&self, ino: u64, n: u64) {
+        self.inodes.lock().expect("inodes").forget(ino, n);
+    }
+
+    pub async fn getattr(&self, ino: u64) -> FsResult<Attr> {
+        let path = self.path(ino)?;
+        let stat = self.stat_path(&path, Some(ino)).await?;
+        self.inodes.lock().expect("inodes").cache(ino, stat.clone());
+        Ok(attr(ino, &stat))
+    }
+
+    /// `truncate`, `chmod`, `utimes`: only the size is the zone's to keep; modes and
+    /// times are accepted and left as the zone has them (as on S3-backed mounts).
+    pub async fn setattr(&self, ino: u64, size: Option<u64>, fh: Option<u64>) -> FsResult<Attr> {
+        let path = self.path(ino)?;
+        if let Some(len) = size {
+            let open = match fh.and_then(|fh| self.write_handle(fh)) {
+                Some(d) => Some(d),
+                None => self.dirty(&path),
+            };
+            match open {
+                Some(d) => self.writer.truncate(&d, len).await?,
+                None => {
+                    // Not open here: fetched (unless emptied), cut, and stored again.
+                    let stat = self.stat_path(&path, Some(ino)).await?;
+                    if stat.kind == "collection" {
+                        return Err(Errno::EISDIR);
+                    }
+                    let d = if len == 0 {
+                        self.writer.create(path.clone(), true)?
+                    } else {
+                        self.writer.open_existing(path.clone(), &stat).await?
+                    };
+                    let stored = async {
+                        self.writer.truncate(&d, len).await?;
+                        self.writer.flush(&d).await
+                    }
+                    .await;
+                    self.writer.release(&d).await;
+                    stored?;
+                    self.changed(&path);
+                }
+            }
+        }
+        self.getattr(ino).await
+    }
+
+    pub async fn mkdir(&self, parent: u64, name: &str) -> FsResult<Attr> {
+        let path = self.child(parent, name)?;
+        let stat = self
+            .client
+            .mkdir(&path, false)
+            .await
+            .map_err(|e| Errno::of_client(&e))?;
+        self.changed(&path);
+        Ok(self.remember(&path, stat))
+    }
+
+    /// `unlink` (`dir` false) or `rmdir` (`dir` true) of `name`.
+    pub async fn remove(&self, parent: u64, name: &str, dir: bool) -> FsResult<()> {
+        let path = self.child(parent, name)?;
+        let open = self.dirty(&path);
+        if let Some(d) = &open {
+            if dir {
+                return Err(Errno::ENOTDIR);
+            }
+            d.unlink();
+            self.writing.lock().expect("writing").remove(&path);
+        }
+        match self.client.stat(&path).await {
+            Ok(stat) => {
+                let is_dir = stat.kind == "collection";
+                if is_dir && !dir {
+                    return Err(Errno::EISDIR);
+                }
+                if !is_dir && dir {
+                    return Err(Errno::ENOTDIR);
+                }
+                self.client
+                    .remove(&path, false)
+                    .await
+                    .map_err(|e| Errno::of_client(&e))?;
+            }
+            // A file created here and never stored: removing it is forgetting it.
+            Err(e) if e.is_not_found() && open.is_some() => {}
+            Err(e) => return Err(Errno::of_client(&e)),
+        }
+        let mut inodes = self.inodes.lock().expect("inodes");
+        inodes.removed(&path);
+        if let Some(p) = path.parent() {
+            inodes.invalidate(&p);
+        }
+        Ok(())
+    }
+
+    /// `rename(2)`: an existing target is replaced (a data object by a data object, an
+    /// empty collection by a collection) unless `noreplace`.
+    pub async fn rename(
+        &self,
+        parent: u64,
+        name: &str,
+        new_parent: u64,
+        new_name: &str,
+        noreplace: bool,
+    ) -> FsResult<()> {
+        let from = self.child(parent, name)?;
+        let to = self.child(new_parent, new_name)?;
+        if from == to {
+            return Ok(());
+        }
+        // A file being written is stored first, so that the zone has what it moves.
+        if let Some(d) = self.dirty(&from) {
+            self.writer.flush(&d).await?;
+        }
+        self.client
+            .rename(&from, &to, !noreplace)
+            .await
+            .map_err(|e| Errno::of_client(&e))?;
+        {
+            let mut writing = self.writing.lock().expect("writing");
+            let moved: Vec<LogicalPath> = writing.keys().filter(|p| p.starts_with(&from)).cloned().collect();
+            for old in moved {
+                if let (Some(d), Some(new)) = (writing.remove(&old), old.rebase(&from, &to)) {
+                    d.set_path(new.clone());
+                    writing.insert(new, d);
+                }
+            }
+        }
+        let mut inodes = self.inodes.lock().expect("inodes");
+        inodes.renamed(&from, &to);
+        for p in [from.parent(), to.parent()].into_iter().flatten() {
+            inodes.invalidate(&p);
+        }
+        Ok(())
+    }
+
+    fn handle(&self, h: Handle) -> u64 {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        self.handles.lock().expect("handles").insert(fh, h);
+        fh
+    }
+
+    fn write_handle(&self, fh: u64) -> Option<Arc<Dirty>> {
+        match self.handles.lock().expect("handles").get(&fh) {
+            Some(Handle::Write(d)) => Some(d.clone()),
+            _ => None,
+        }
+    }
+
+    /// `open(2)` of an existing node with the flags the program gave.
+    pub async fn open(&self, ino: u64, flags: i32) -> FsResult<u64> {
+        let path = self.path(ino)?;
+        let writes = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        let truncate = flags & libc::O_TRUNC != 0;
+        if let Some(d) = self.dirty(&path) {
+            // Open for writing here already: every handle shares its bytes.
+            d.retain();
+            if writes && truncate {
+                if let Err(e) = self.writer.truncate(&d, 0).await {
+                    self.writer.release(&d).await;
+                    return Err(e);
+                }
+            }
+            return Ok(self.handle(Handle::Write(d)));
+        }
+        // Close-to-open: what another client stored before this open is what it reads.
+        let stat = self.client.stat(&path).await.map_err(|e| Errno::of_client(&e))?;
+        self.inodes.lock().expect("inodes").cache(ino, stat.clone());
+        if stat.kind == "collection" {
+            return Err(Errno::EISDIR);
+        }
+        if !writes {
+            let f = self.reader.open(path, &stat)?;
+            return Ok(self.handle(Handle::Read(Arc::new(f))));
+        }
+        let d = if truncate {
+            self.writer.create(path.clone(), true)?
+        } else {
+            self.writer.open_existing(path.clone(), &stat).await?
+        };
+        self.writing.lock().expect("writing").insert(path, d.clone());
+        Ok(self.handle(Handle::Write(d)))
+    }
+
+    /// `open(2)` with `O_CREAT` of a name that does not exist: the file exists in the zone
+    /// from its first close on.
+    pub async fn create(&self, parent: u64, name: &str) -> FsResult<(Attr, u64)> {
+        let path = self.child(parent, name)?;
+        if self.dirty(&path).is_some() {
+            return Err(Errno::EEXIST);
+        }
+        let d = self.writer.create(path.clone(), false)?;
+        self.writing
+            .lock()
+            .expect("writing")
+            .insert(path.clone(), d.clone());
+        let attr = self.remember(&path, dirty_stat(&path, &d));
+        Ok((attr, self.handle(Handle::Write(d))))
+    }
+
+    pub async fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Vec<u8>> {
+        let h = match self.handles.lock().expect("handles").get(&fh) {
+            Some(Handle::Read(f)) => Handle::Read(f.clone()),
+            Some(Handle::Write(d)) => Handle::Write(d.clone()),
+            None => return Err(Errno::EBADF),
+        };
+        match h {
+            Handle::Read(f) => self.reader.read(&f, offset, size).await,
+            Handle::Write(d) => self.writer.read(&d, offset, size).await,
+        }
+    }
+
+    pub async fn write(&self, fh: u64, offset: u64, data: &[u8]) -> FsResult<u32> {
+        let d = self.write_handle(fh).ok_or(Errno::EBADF)?;
+        self.writer.write(&d, offset, data).await
+    }
+
+    /// `close(2)` (each close of a descriptor) and `fsync(2)`: a file written is stored
+    /// in the zone before this returns.
+    pub async fn flush(&self, fh: u64) -> FsResult<()> {
+        let Some(d) = self.write_handle(fh) else {
+            return Ok(());
+        };
+        self.writer.flush(&d).await?;
+        self.changed(&d.path());
+        Ok(())
+    }
+
+    /// The last close of a handle.
+    pub async fn release(&self, fh: u64) {
+        let Some(h) = self.handles.lock().expect("handles").remove(&fh) else {
+            return;
+        };
+        if let Handle::Write(d) = h {
+            if self.writer.release(&d).await {
+                let mut writing = self.writing.lock().expect("writing");
+                let path = d.path();
+                if writing.get(&path).is_some_and(|w| Arc::ptr_eq(w, &d)) {
+                    writing.remove(&path);
+                }
+            }
+        }
+    }
+
+    pub async fn opendir(&self, ino: u64) -> FsResult<u64> {
+        let path = self.path(ino)?;
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        self.listings
+            .lock()
+            .expect("listings")
+            .insert(fh, Arc::new(tokio::sync::Mutex::new(Listing::new(path))));
+        Ok(fh)
+    }
+
+    /// The children of an open directory from the directory offset `offset` on (0 and 1
+    /// are `.` and `..`, which the caller lists), each with the offset to continue after
+    /// it: up to the end of a page of the zone's listing.
+    pub async fn readdir(&self, fh: u64, offset: u64) -> FsResult<Vec<DirEntry>> {
+        let listing = self
+            .listings
+            .lock()
+            .expect("listings")
+            .get(&fh)
+            .cloned()
+            .ok_or(Errno::EBADF)?;
+        let mut listing = listing.lock().await;
+        let mut entries = listing.from(&self.client, offset).await?;
+        if !listing.at_end() {
+            return Ok(entries);
+        }
+        // Files created here and not stored yet come after the zone's children.
+        let base = listing.path().clone();
+        let mut new: Vec<(LogicalPath, NodeStat)> = self
+            .writing
+            .lock()
+            .expect("writing")
+            .iter()
+            .filter(|(p, d)| p.parent().as_ref() == Some(&base) && !d.in_zone())
+            .map(|(p, d)| (p.clone(), dirty_stat(p, d)))
+            .collect();
+        new.sort_by(|a, b| a.0.cmp(&b.0));
+        let first = listing.end() as u64 + DOTS;
+        for (k, (path, stat)) in new.into_iter().enumerate() {
+            let at = first + k as u64;
+            if at >= offset {
+                entries.push(DirEntry {
+                    name: path.name().to_owned(),
+                    path,
+                    stat,
+                    next: at + 1,
+                });
+            }
+        }
+        Ok(entries)
+    }
+
+    pub fn releasedir(&self, fh: u64) {
+        self.listings.lock().expect("listings").remove(&fh);
+    }
+
+    /// Tells the kernel of a directory entry it took (readdirplus counts as a lookup).
+    pub fn entry_attr(&self, e: &DirEntry) -> Attr {
+        self.remember(&e.path, e.stat.clone())
+    }
+
+    pub fn statfs(&self) -> Space {
+        // The zone shows no bound of its own here: the cache's bound and use are what a
+        // program filling the mount runs into first.
+        let block_size = 4096u32;
+        let blocks = self.cache.limit() / block_size as u64;
+        let used = self.cache.used() / block_size as u64;
+        Space {
+            block_size,
+            blocks,
+            free: blocks.saturating_sub(used),
+        }
+    }
+
+    pub async fn getxattr(&self, ino: u64, name: &str) -> FsResult<Vec<u8>> {
+        let path = self.path(ino)?;
+        match name {
+            XATTR_CHECKSUM => {
+                let stat = self.client.stat(&path).await.map_err(|e| Errno::of_client(&e))?;
+                stat.checksum.map(String::into_bytes).ok_or(Errno::ENODATA)
+            }
+            XATTR_REPLICAS => {
+                let stat = self.client.stat(&path).await.map_err(|e| Errno::of_client(&e))?;
+                let lines: Vec<String> = stat
+                    .replicas
+                    .iter()
+                    .map(|r| format!("{}/{} {}", r.zone, r.resource, r.state))
+                    .collect();
+                Ok(lines.join("\n").into_bytes())
+            }
+            _ => {
+                let attr = avu_name(name)?;
+                let avus = self
+                    .client
+                    .meta_list(&path)
+                    .await
+                    .map_err(|e| Errno::of_client(&e))?;
+                let values: Vec<&str> = avus
+                    .iter()
+                    .filter(|a| a.attr == attr)
+                    .map(|a| a.value.as_str())
+                    .collect();
+                if values.is_empty() {
+                    return Err(Errno::ENODATA);
+                }
+                Ok(values.join("\n").into_bytes())
+            }
+        }
+    }
+
+    pub async fn listxattr(&self, ino: u64) -> FsResult<Vec<String>> {
+        let path = self.path(ino)?;
+        let avus = self
+            .client
+            .meta_list(&path)
+            .await
+            .map_err(|e| Errno::of_client(&e))?;
+        let mut names = vec![XATTR_CHECKSUM.to_owned(), XATTR_REPLICAS.to_owned()];
+        for a in avus {
+            let n = format!("user.{}", a.attr);
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        Ok(names)
+    }
+
+    /// `setxattr user.NAME VALUE`: the metadata attribute NAME set to VALUE (its earlier
+    /// values replaced, as an extended attribute has one value).
+    pub async fn setxattr(&self, ino: u64, name: &str, value: &[u8]) -> FsResult<()> {
+        let path = self.path(ino)?;
+        if name == XATTR_CHECKSUM || name == XATTR_REPLICAS {
+            return Err(Errno::EPERM);
+        }
+        let attr = avu_name(name)?;
+        let value = std::str::from_utf8(value).map_err(|_| Errno::EINVAL)?;
+        let edit = MetaRequest {
+            op: "set".into(),
+            attr: attr.to_owned(),
+            value: Some(value.to_owned()),
+            unit: String::new(),
+        };
+        self.client
+            .meta_edit(&path, &edit)
+            .await
+            .map_err(|e| Errno::of_client(&e))
+    }
+
+    pub async fn removexattr(&self, ino: u64, name: &str) -> FsResult<()> {
+        let path = self.path(ino)?;
+        if name == XATTR_CHECKSUM || name == XATTR_REPLICAS {
+            return Err(Errno::EPERM);
+        }
+        let attr = avu_name(name)?;
+        let avus = self
+            .client
+            .meta_list(&path)
+            .await
+            .map_err(|e| Errno::of_client(&e))?;
+        if !avus.iter().any(|a| a.attr == attr) {
+            return Err(Errno::ENODATA);
+        }
+        let edit = MetaRequest {
+            op: "rm".into(),
+            attr: attr.to_owned(),
+            value: None,
+            unit: String::new(),
+        };
+        self.client
+            .meta_edit(&path, &edit)
+            .await
+            .map_err(|e| Errno::of_client(&e))
+    }
+
+    /// Files open for writing now, by path (what an unmount would wait for).
+    pub fn open_for_writing(&self) -> Vec<LogicalPath> {
+        self.writing.lock().expect("writing").keys().cloned().collect()
+    }
+
+    pub fn inode_count(&self) -> usize {
+        self.inodes.lock().expect("inodes").len()
+    }
+}
+
+/// The metadata attribute an extended attribute names: only the `user.` namespace maps.
+fn avu_name(name: &str) -> FsResult<&str> {
+    match name.strip_prefix("user.") {
+        Some(a) if !a.is_empty() => Ok(a),
+        _ => Err(Errno::ENOTSUP),
+    }
+}
+
+fn dirty_stat(path: &LogicalPath, d: &Dirty) -> NodeStat {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    NodeStat {
+        path: path.to_string(),
+        name: path.name().to_owned(),
+        kind: "object".into(),
+        size: d.size(),
+        checksum: None,
+        owner: String::new(),
+        created: now,
+        modified: now,
+        replicas: Vec::new(),
+        pid: None,
+    }
+}
+
+fn attr(ino: u64, s: &NodeStat) -> Attr {
+    let time = |ms: i64| UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
+    let dir = s.kind == "collection";
+    Attr {
+        ino,
+        dir,
+        size: if dir { 0 } else { s.size },
+        mtime: time(s.modified),
+        ctime: time(s.created.max(s.modified)),
+        perm: if dir { 0o755 } else { 0o644 },
+    }
+}

@@ -1,0 +1,213 @@
+//! `weft mount` with the kernel: a real FUSE mount of a zone's collection, driven by the
+//! tools users drive it with (cp, rsync, tar, find, dd, python, git), every byte compared
+//! with what the zone then holds; the errors programs see; a zone killed under a close.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use weft_testkit::cli::wait_for;
+use weft_testkit::data::{assert_same_tree, b3, files_below, pseudo_random};
+use weft_testkit::zone::ZoneProcess;
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+
+fn mounted(dir: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let dir = dir.to_str().unwrap();
+    info.lines()
+        .any(|l| l.split(' ').nth(4) == Some(dir) && l.contains(" - fuse weft:"))
+}
+
+/// `weft mount COLLECTION DIR` running as a child, unmounted (lazily) and stopped when
+/// dropped if the test did not unmount it.
+struct Mount {
+    child: Option<Child>,
+    dir: PathBuf,
+    log: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+impl Mount {
+    #[track_caller]
+    fn start(z: &ZoneProcess, token: &str, collection: &str) -> Mount {
+        Mount::start_via(z, z.url(), token, collection)
+    }
+
+    #[track_caller]
+    fn start_via(z: &ZoneProcess, url: &str, token: &str, collection: &str) -> Mount {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("mnt");
+        std::fs::create_dir(&dir).unwrap();
+        let log = tmp.path().join("mount.log");
+        let child = z
+            .command()
+            .env("WEFT_URL", url)
+            .env("WEFT_TOKEN", token)
+            .env("WEFT_LOG", "info")
+            .args(["mount", collection])
+            .arg(&dir)
+            .arg("--cache-dir")
+            .arg(tmp.path().join("cache"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut m = Mount {
+            child: Some(child),
+            dir,
+            log,
+            _tmp: tmp,
+        };
+        wait_for("the mount", || {
+            if let Some(status) = m.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("weft mount ended ({status}): {}", m.log());
+            }
+            mounted(&m.dir)
+        });
+        m
+    }
+
+    fn at(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `umount DIR`, then the mount process's exit code.
+    #[track_caller]
+    fn unmount(mut self) -> i32 {
+        sh(&format!("umount {}", self.dir.display()));
+        let status = self.child.take().unwrap().wait().unwrap();
+        assert!(!mounted(&self.dir));
+        status.code().unwrap_or(-1)
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Runs `script` with `sh -c`, failing with its output unless it succeeds.
+#[track_caller]
+fn sh(script: &str) -> String {
+    let out = Command::new("sh").args(["-c", script]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A tree of small files in nested directories and one file of five pieces.
+fn source_tree(root: &Path) {
+    for i in 0..40usize {
+        let dir = root.join(format!("d{}/e{}", i % 3, i % 2));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(format!("f{i}.dat")),
+            pseudo_random(i * 997 + 1, i as u64),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        root.join("big.bin"),
+        pseudo_random(5 * weft_mount::PIECE as usize - 12_345, 99),
+    )
+    .unwrap();
+    std::fs::write(root.join("empty"), b"").unwrap();
+}
+
+/// What the zone holds below `collection`, fetched with `weft get -r` into `into`.
+#[track_caller]
+fn zone_tree(z: &ZoneProcess, collection: &str, into: &Path) -> PathBuf {
+    std::fs::create_dir_all(into).unwrap();
+    z.weft(&["get", "-r", collection, into.to_str().unwrap()]).ok();
+    into.join(collection.rsplit('/').next().unwrap())
+}
+
+#[test]
+fn ordinary_tools_work_in_the_mount_and_the_zone_has_every_byte() {
+    let z = ZoneProcess::start(WEFT, "mnt").unwrap();
+    let home = "/mnt/home/admin";
+    let m = Mount::start(&z, z.admin_token(), home);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    source_tree(&src);
+    let (s, d) = (src.display(), m.dir.display());
+
+    sh(&format!("cp -r {s} {d}/cp"));
+    sh(&format!("rsync -a {s}/ {d}/rsync/"));
+    sh(&format!(
+        "mkdir {d}/tar && tar cf - -C {s} . | tar xf - -C {d}/tar"
+    ));
+    sh(&format!(
+        "python3 -c 'import shutil; shutil.copytree(\"{s}\", \"{d}/py\")'"
+    ));
+    for copy in ["cp", "rsync", "tar", "py"] {
+        assert_same_tree(&src, &m.at(copy));
+    }
+    let orig = tmp.path().join("orig");
+    sh(&format!("cp -a {s} {}", orig.display()));
+    let found = sh(&format!("find {d}/cp -type f | wc -l"));
+    assert_eq!(found.trim().parse::<usize>().unwrap(), files_below(&src).len());
+    // tar reading back out of the mount gives the tree it was given.
+    sh(&format!(
+        "mkdir {}/untar && tar cf - -C {d}/tar . | tar xf - -C {}/untar",
+        tmp.path().display(),
+        tmp.path().display()
+    ));
+    assert_same_tree(&src, &tmp.path().join("untar"));
+
+    // A write inside an existing file (the file is fetched first) and one past its end.
+    let big = src.join("big.bin");
+    sh(&format!(
+        "dd if=/dev/zero of={d}/cp/big.bin bs=4096 seek=1000 count=256 conv=notrunc status=none"
+    ));
+    sh(&format!(
+        "dd if=/dev/zero of={s}/big.bin bs=4096 seek=1000 count=256 conv=notrunc status=none"
+    ));
+    sh(&format!(
+        "printf tail >> {d}/cp/empty && printf tail >> {s}/empty"
+    ));
+    assert_eq!(
+        b3(&std::fs::read(m.at("cp/big.bin")).unwrap()),
+        b3(&std::fs::read(&big).unwrap())
+    );
+
+    // Replacing a file by renaming another onto it, as editors and `os.replace` do.
+    sh(&format!(
+        "python3 -c 'import os\nfor v in (\"one\", \"two\"):\n    open(\"{d}/cp/r.tmp\", \"w\").write(v)\n    os.replace(\"{d}/cp/r.tmp\", \"{d}/cp/r.txt\")'"
+    ));
+    std::fs::write(src.join("r.txt"), "two").unwrap();
+
+    // git: many small files, renames onto lock files, an index written in place.
+    let repo = tmp.path().join("repo");
+    sh(&format!(
+        "git init -q {r} && cd {r} && for i in 1 2 3; do echo $i > f$i; done && git add . && git -c user.email=a@b -c user.name=n commit -qm one && git clone -q {r} {d}/repo && git -C {d}/repo fsck --strict",
+        r = repo.display()
+    ));
+    assert_eq!(sh(&format!("git -C {d}/repo status --porcelain")), "");
+    assert_eq!(std::fs::read_to_string(m.at("repo/f2")).unwrap(), "2\n");
+
+    assert_eq!(m.unmount(), 0, "a clean stop");
+    // Everything closed was in the zone when close() returned: after the unmount, the
+    // zone's copy is the source, byte for byte.
+    let got = zone_tree(&z, &format!("{home}/cp"), &tmp.path().join("zone"));
+    assert_same_tree(&src, &got);
+    let rs = zone_tree(&z, &format!("{home}/rsync"), &tmp.path().join("zone-rsync"));
+    assert_same_tree(&orig, &rs);
+    let verify = z
+        .weft(&["checksum", "--verify", &format!("{home}/cp/big.bin")])
+        .ok();
+    assert!(verify.stdout.contains(": ok"), "{}", verify.stdout);
+}
