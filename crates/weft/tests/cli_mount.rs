@@ -211,3 +211,187 @@ fn ordinary_tools_work_in_the_mount_and_the_zone_has_every_byte() {
         .ok();
     assert!(verify.stdout.contains(": ok"), "{}", verify.stdout);
 }
+
+/// The raw OS error of `r`, which must have failed.
+#[track_caller]
+fn errno<T: std::fmt::Debug>(r: std::io::Result<T>) -> i32 {
+    r.expect_err("should have failed")
+        .raw_os_error()
+        .expect("an OS error")
+}
+
+#[test]
+fn programs_see_errnos_they_understand_and_xattrs_are_metadata() {
+    let z = ZoneProcess::start(WEFT, "mer").unwrap();
+    let bob = z.user_with_token("bob");
+    z.weft(&["mkdir", "/mer/home/admin/shared"]).ok();
+    let src = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(src.path(), b"read me").unwrap();
+    z.weft(&[
+        "put",
+        src.path().to_str().unwrap(),
+        "/mer/home/admin/shared/ro.txt",
+    ])
+    .ok();
+    z.weft(&["acl", "set", "-r", "/mer/home/admin/shared", "bob", "read"])
+        .ok();
+    z.weft(&["quota", "set", "bob", "--bytes", "1M"]).ok();
+
+    let home = Mount::start(&z, &bob, "/mer/home/bob");
+    std::fs::create_dir(home.at("d")).unwrap();
+    std::fs::write(home.at("d/f"), b"x").unwrap();
+    assert_eq!(errno(std::fs::read(home.at("missing"))), libc::ENOENT);
+    assert_eq!(errno(std::fs::create_dir(home.at("d"))), libc::EEXIST);
+    assert_eq!(errno(std::fs::remove_dir(home.at("d"))), libc::ENOTEMPTY);
+    assert_eq!(errno(std::fs::remove_file(home.at("d"))), libc::EISDIR);
+    assert_eq!(errno(std::fs::remove_dir(home.at("d/f"))), libc::ENOTDIR);
+    // rename(2) as the kernel's own file systems answer it.
+    assert_eq!(
+        errno(std::fs::rename(home.at("d"), home.at("d/e"))),
+        libc::EINVAL,
+        "into itself"
+    );
+    std::fs::create_dir(home.at("e")).unwrap();
+    assert_eq!(
+        errno(std::fs::rename(home.at("e"), home.at("d/f"))),
+        libc::ENOTDIR
+    );
+    assert_eq!(errno(std::fs::rename(home.at("d/f"), home.at("e"))), libc::EISDIR);
+    assert_eq!(
+        errno(std::fs::rename(home.at("e"), home.at("d"))),
+        libc::ENOTEMPTY
+    );
+
+    // Over the quota: the close fails, and nothing of the file is in the zone.
+    use std::io::Write;
+    let mut f = std::fs::File::create(home.at("big")).unwrap();
+    f.write_all(&pseudo_random(2 << 20, 1)).unwrap();
+    assert_eq!(errno(f.sync_all()), libc::EDQUOT);
+    drop(f);
+    z.weft(&["stat", "/mer/home/bob/big"]).fails(3, "not_found");
+
+    // Extended attributes `user.*` are the object's metadata.
+    sh(&format!(
+        "python3 -c 'import os; os.setxattr(\"{f}\", \"user.sample\", b\"S-17\")'",
+        f = home.at("d/f").display()
+    ));
+    let meta = z.weft(&["meta", "ls", "/mer/home/bob/d/f"]).ok();
+    assert!(
+        meta.stdout.contains("sample") && meta.stdout.contains("S-17"),
+        "{}",
+        meta.stdout
+    );
+    let sum = z.weft(&["stat", "--json", "/mer/home/bob/d/f"]).ok().json()["checksum"].clone();
+    let shown = sh(&format!(
+        "python3 -c 'import os,sys; sys.stdout.write(os.getxattr(\"{f}\", \"user.weft.checksum\").decode())'",
+        f = home.at("d/f").display()
+    ));
+    assert_eq!(serde_json::Value::String(shown), sum);
+    let listed = sh(&format!(
+        "python3 -c 'import os; print(sorted(os.listxattr(\"{f}\")))'",
+        f = home.at("d/f").display()
+    ));
+    assert!(
+        listed.contains("user.sample") && listed.contains("user.weft.replicas"),
+        "{listed}"
+    );
+    let refused = sh(&format!(
+        "python3 -c 'import os\ntry:\n    os.setxattr(\"{f}\", \"user.weft.checksum\", b\"x\")\nexcept OSError as e:\n    print(e.errno)'",
+        f = home.at("d/f").display()
+    ));
+    assert_eq!(
+        refused.trim(),
+        libc::EPERM.to_string(),
+        "the zone's checksum is read-only"
+    );
+
+    // Read-only access: reads work, writes are refused by the zone.
+    let shared = Mount::start(&z, &bob, "/mer/home/admin/shared");
+    assert_eq!(std::fs::read(shared.at("ro.txt")).unwrap(), b"read me");
+    assert_eq!(errno(std::fs::create_dir(shared.at("no"))), libc::EACCES);
+    assert_eq!(errno(std::fs::remove_file(shared.at("ro.txt"))), libc::EACCES);
+    let mut f = std::fs::File::create(shared.at("new")).unwrap();
+    f.write_all(b"refused").unwrap();
+    assert_eq!(errno(f.sync_all()), libc::EACCES);
+    drop(f);
+    z.weft(&["stat", "/mer/home/admin/shared/new"])
+        .fails(3, "not_found");
+}
+
+#[test]
+fn a_close_while_the_zone_is_down_fails_with_eio_and_the_mount_recovers() {
+    use std::io::Write;
+    let mut z = ZoneProcess::start(WEFT, "mdown").unwrap();
+    let m = Mount::start(&z, z.admin_token(), "/mdown/home/admin");
+    let mut f = std::fs::File::create(m.at("lost")).unwrap();
+    f.write_all(&pseudo_random(6 << 20, 3)).unwrap();
+    z.kill9();
+    // The client's retries run out: the program is told its data is not stored.
+    assert_eq!(errno(f.sync_all()), libc::EIO);
+    drop(f);
+    z.restart().unwrap();
+    // Never a partial object: the file is not there at all.
+    z.weft(&["stat", "/mdown/home/admin/lost"]).fails(3, "not_found");
+    // The mount stayed up and works again.
+    let data = pseudo_random(6 << 20, 4);
+    std::fs::write(m.at("kept"), &data).unwrap();
+    assert_eq!(b3(&std::fs::read(m.at("kept")).unwrap()), b3(&data));
+    let sum = z.weft(&["stat", "--json", "/mdown/home/admin/kept"]).ok().json()["checksum"].clone();
+    assert_eq!(sum, serde_json::Value::String(b3(&data)));
+    assert_eq!(m.unmount(), 0);
+}
+
+#[test]
+fn two_mounts_of_one_collection_see_what_the_other_closed() {
+    let z = ZoneProcess::start(WEFT, "mtwo").unwrap();
+    let a = Mount::start(&z, z.admin_token(), "/mtwo/home/admin");
+    let b = Mount::start(&z, z.admin_token(), "/mtwo/home/admin");
+    for (i, text) in ["one", "two", "three, longer", "4"].iter().enumerate() {
+        std::fs::write(a.at("f"), text).unwrap();
+        // Close-to-open: an open after the other's close reads what it closed.
+        assert_eq!(std::fs::read_to_string(b.at("f")).unwrap(), *text, "version {i}");
+    }
+    std::fs::create_dir(b.at("dir")).unwrap();
+    std::fs::write(b.at("dir/g"), "from b").unwrap();
+    assert_eq!(std::fs::read_to_string(a.at("dir/g")).unwrap(), "from b");
+    std::fs::remove_file(a.at("dir/g")).unwrap();
+    wait_for("b to see the removal", || !b.at("dir/g").exists());
+}
+
+#[test]
+fn the_readme_mount_example_runs_as_written() {
+    let block = weft_testkit::cli::readme_block("A collection as a file system: `weft mount`");
+    let z = ZoneProcess::start(WEFT, "weft").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("results/sub")).unwrap();
+    std::fs::write(home.path().join("results/a.csv"), "x,y\n1,2\n").unwrap();
+    std::fs::write(home.path().join("results/sub/b.bin"), pseudo_random(300_000, 5)).unwrap();
+    // The block as written, with `weft` this build and HOME a fresh directory.
+    let out = Command::new("bash")
+        .args(["-euc", block])
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                Path::new(WEFT).parent().unwrap().display(),
+                std::env::var("PATH").unwrap()
+            ),
+        )
+        .env("WEFT_URL", z.url())
+        .env("WEFT_TOKEN", z.admin_token())
+        .env("XDG_CACHE_HOME", home.path().join(".cache"))
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("a.csv"), "ls -l through the mount: {said}");
+    assert!(!mounted(&home.path().join("weft")), "umount ended it");
+    let got = zone_tree(&z, "/weft/home/admin/run-7", &home.path().join("back"));
+    assert_same_tree(&home.path().join("results"), &got);
+}

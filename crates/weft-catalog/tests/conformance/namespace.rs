@@ -14,6 +14,7 @@ conformance!(
     delete_node_single_and_recursive,
     move_rewrites_subtree_paths,
     move_errors,
+    replace_is_one_step_as_rename_does_it,
     concurrent_writers,
     long_incompressible_keys,
 );
@@ -622,6 +623,60 @@ async fn move_errors(c: &SqlCatalog) {
     );
     // Nothing moved.
     assert!(c.get_node(&p("/z/a/b")).await.unwrap().is_some());
+}
+
+async fn replace_is_one_step_as_rename_does_it(c: &SqlCatalog) {
+    let (admin, disk) = zone(c).await;
+    c.create_collection(&p("/z/full/x"), admin, true).await.unwrap();
+    c.create_collection(&p("/z/empty"), admin, false).await.unwrap();
+    c.create_collection(&p("/z/d"), admin, false).await.unwrap();
+    let new = c
+        .register_object(&obj("/z/new", admin, disk, "k-new"))
+        .await
+        .unwrap()
+        .node;
+    c.register_object(&obj("/z/old", admin, disk, "k-old"))
+        .await
+        .unwrap();
+    let e = |r: Result<(weft_catalog::Node, weft_catalog::Removed), weft_types::Error>| code(r);
+
+    // An object onto an object: the old one's replicas are the garbage.
+    let (moved, removed) = c.replace_node(&p("/z/new"), &p("/z/old")).await.unwrap();
+    assert_eq!((moved.id, moved.path.as_str()), (new.id, "/z/old"));
+    let keys: Vec<&str> = removed.local.iter().map(|r| r.physical_key.as_str()).collect();
+    assert_eq!(keys, ["k-old"]);
+    assert!(c.get_node(&p("/z/new")).await.unwrap().is_none());
+    // Onto nothing: a move, nothing removed.
+    let (_, removed) = c.replace_node(&p("/z/old"), &p("/z/third")).await.unwrap();
+    assert_eq!(removed, weft_catalog::Removed::default());
+    // A collection onto an empty one; never onto one that holds something.
+    c.replace_node(&p("/z/d"), &p("/z/empty")).await.unwrap();
+    assert_eq!(
+        e(c.replace_node(&p("/z/empty"), &p("/z/full")).await),
+        ErrorCode::CollectionNotEmpty
+    );
+    assert_eq!(
+        e(c.replace_node(&p("/z/third"), &p("/z/full")).await),
+        ErrorCode::IsACollection
+    );
+    assert_eq!(
+        e(c.replace_node(&p("/z/empty"), &p("/z/third")).await),
+        ErrorCode::NotACollection
+    );
+    assert_eq!(
+        e(c.replace_node(&p("/z/none"), &p("/z/third")).await),
+        ErrorCode::NotFound
+    );
+    // Into itself, after its target was removed in the same step: all undone.
+    c.create_collection(&p("/z/empty/in"), admin, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        e(c.replace_node(&p("/z/empty"), &p("/z/empty/in")).await),
+        ErrorCode::InvalidArgument
+    );
+    assert!(c.get_node(&p("/z/empty/in")).await.unwrap().is_some());
+    assert!(c.get_node(&p("/z/full/x")).await.unwrap().is_some());
 }
 
 /// Paths and AVUs up to the vocabulary's limits. PostgreSQL's B-tree keys stop at 2704
