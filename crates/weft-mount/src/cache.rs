@@ -144,10 +144,11 @@ impl Cache {
         Ok(Pin { entry })
     }
 
-    /// Makes room for `bytes` of a piece about to be read: clean bytes of files not open
-    /// are evicted; if that is not enough the cache goes over its bound by what open
-    /// files read, as nothing else could be done but fail the read.
-    pub fn reserve_read(&self, bytes: u64) {
+    /// Makes room for `bytes` that must be held (a piece about to be read, a closed file
+    /// an earlier mount left to upload): clean bytes of files not open are evicted; if
+    /// that is not enough the cache goes over its bound, as nothing else could be done
+    /// but fail the read or drop the file.
+    pub fn reserve_anyway(&self, bytes: u64) {
         let mut st = self.state.lock().expect("cache state");
         self.evict(&mut st, bytes);
         st.used += bytes;

@@ -28,6 +28,8 @@ pub struct Options {
     pub attr_ttl: Duration,
     /// Pieces read from the zone at once, all files together.
     pub streams: usize,
+    /// `close()` returns once the file is durable on local disk; uploads run behind.
+    pub write_back: bool,
 }
 
 impl Options {
@@ -37,6 +39,7 @@ impl Options {
             cache_size: 10 << 30,
             attr_ttl: Duration::from_secs(1),
             streams: 16,
+            write_back: false,
         }
     }
 }
@@ -82,6 +85,8 @@ pub struct Fs {
 /// `xattr` names of the zone's own facts, read-only.
 const XATTR_CHECKSUM: &str = "user.weft.checksum";
 const XATTR_REPLICAS: &str = "user.weft.replicas";
+/// The files at or below a node closed here and not uploaded yet (write-back).
+const XATTR_PENDING: &str = "user.weft.pending";
 
 impl Fs {
     /// A file system showing the collection `root` (which must exist). Must be called
@@ -97,8 +102,13 @@ impl Fs {
             Cache::open(&options.cache_dir, options.cache_size)
                 .map_err(|e| format!("{}: {e}", options.cache_dir.display()))?,
         );
-        let writer = Writer::new(client.clone(), cache.clone(), &options.cache_dir)
-            .map_err(|e| format!("{}: {e}", options.cache_dir.display()))?;
+        let writer = Writer::new(
+            client.clone(),
+            cache.clone(),
+            &options.cache_dir,
+            options.write_back,
+        )
+        .map_err(|e| format!("{}: {e}", options.cache_dir.display()))?;
         let mut inodes = Inodes::new(root, options.attr_ttl);
         inodes.cache(ROOT, stat);
         Ok(Fs {
@@ -138,7 +148,10 @@ impl Fs {
     /// The zone's answer about `path`, or this mount's file being written there.
     async fn stat_path(&self, path: &LogicalPath, ino: Option<u64>) -> FsResult<NodeStat> {
         if let Some(d) = self.dirty(path) {
-            return Ok(dirty_stat(path, &d));
+            return Ok(dirty_stat(path, d.size()));
+        }
+        if let Some(size) = self.writer.journal().and_then(|j| j.pending(path)) {
+            return Ok(dirty_stat(path, size));
         }
         if let Some(s) = ino.and_then(|i| self.inodes.lock().expect("inodes").cached(i)) {
             return Ok(s);
@@ -195,6 +208,7 @@ impl Fs {
                 Some(d) => self.writer.truncate(&d, len).await?,
                 None => {
                     // Not open here: fetched (unless emptied), cut, and stored again.
+                    self.settle(&path).await;
                     let stat = self.stat_path(&path, Some(ino)).await?;
                     if stat.kind == "collection" {
                         return Err(Errno::EISDIR);
@@ -232,6 +246,8 @@ impl Fs {
     /// `unlink` (`dir` false) or `rmdir` (`dir` true) of `name`.
     pub async fn remove(&self, parent: u64, name: &str, dir: bool) -> FsResult<()> {
         let path = self.child(parent, name)?;
+        // An upload still to come would bring back what is removed.
+        self.settle(&path).await;
         let open = self.dirty(&path);
         if let Some(d) = &open {
             if dir {
@@ -281,23 +297,37 @@ impl Fs {
         if from == to {
             return Ok(());
         }
-        // A file being written is stored first, so that the zone has what it moves.
-        if let Some(d) = self.dirty(&from) {
-            self.writer.flush(&d).await?;
-        }
-        self.client
-            .rename(&from, &to, !noreplace)
-            .await
-            .map_err(|e| Errno::of_client(&e))?;
-        {
-            let mut writing = self.writing.lock().expect("writing");
-            let moved: Vec<LogicalPath> = writing.keys().filter(|p| p.starts_with(&from)).cloned().collect();
-            for old in moved {
-                if let (Some(d), Some(new)) = (writing.remove(&old), old.rebase(&from, &to)) {
-                    d.set_path(new.clone());
-                    writing.insert(new, d);
-                }
+        // Uploads still to come land before the move, not after it.
+        self.settle(&from).await;
+        self.settle(&to).await;
+        let open = self.dirty(&from);
+        let local_only = match &open {
+            // With write-back, a new file's upload simply goes to the new name.
+            Some(d) if self.writer.write_back() => !d.in_zone(),
+            // A file being written is stored first, so that the zone has what it moves.
+            Some(d) => {
+                self.writer.flush(d).await?;
+                false
             }
+            None => false,
+        };
+        if !local_only {
+            self.client
+                .rename(&from, &to, !noreplace)
+                .await
+                .map_err(|e| Errno::of_client(&e))?;
+        }
+        let moved: Vec<(LogicalPath, Arc<Dirty>)> = {
+            let mut writing = self.writing.lock().expect("writing");
+            let paths: Vec<LogicalPath> = writing.keys().filter(|p| p.starts_with(&from)).cloned().collect();
+            paths
+                .into_iter()
+                .filter_map(|old| Some((old.rebase(&from, &to)?, writing.remove(&old)?)))
+                .collect()
+        };
+        for (new, d) in moved {
+            self.writer.renamed(&d, new.clone()).await?;
+            self.writing.lock().expect("writing").insert(new, d);
         }
         let mut inodes = self.inodes.lock().expect("inodes");
         inodes.renamed(&from, &to);
@@ -320,14 +350,17 @@ impl Fs {
         }
     }
 
-    /// `open(2)` of an existing node with the flags the program gave.
-    pub async fn open(&self, ino: u64, flags: i32) -> FsResult<u64> {
+    /// `open(2)` of an existing node by the process `pid` with the flags it gave.
+    pub async fn open(&self, ino: u64, flags: i32, pid: u32) -> FsResult<u64> {
         let path = self.path(ino)?;
         let writes = flags & libc::O_ACCMODE != libc::O_RDONLY;
         let truncate = flags & libc::O_TRUNC != 0;
         if let Some(d) = self.dirty(&path) {
             // Open for writing here already: every handle shares its bytes.
             d.retain();
+            if writes {
+                d.written_by(pid);
+            }
             if writes && truncate {
                 if let Err(e) = self.writer.truncate(&d, 0).await {
                     self.writer.release(&d).await;
@@ -336,6 +369,9 @@ impl Fs {
             }
             return Ok(self.handle(Handle::Write(d)));
         }
+        // What this mount closed and has not uploaded yet is read from the zone once it is
+        // there.
+        self.settle(&path).await;
         // Close-to-open: what another client stored before this open is what it reads.
         let stat = self.client.stat(&path).await.map_err(|e| Errno::of_client(&e))?;
         self.inodes.lock().expect("inodes").cache(ino, stat.clone());
@@ -351,23 +387,25 @@ impl Fs {
         } else {
             self.writer.open_existing(path.clone(), &stat).await?
         };
+        d.written_by(pid);
         self.writing.lock().expect("writing").insert(path, d.clone());
         Ok(self.handle(Handle::Write(d)))
     }
 
     /// `open(2)` with `O_CREAT` of a name that does not exist: the file exists in the zone
     /// from its first close on.
-    pub async fn create(&self, parent: u64, name: &str) -> FsResult<(Attr, u64)> {
+    pub async fn create(&self, parent: u64, name: &str, pid: u32) -> FsResult<(Attr, u64)> {
         let path = self.child(parent, name)?;
         if self.dirty(&path).is_some() {
             return Err(Errno::EEXIST);
         }
         let d = self.writer.create(path.clone(), false)?;
+        d.written_by(pid);
         self.writing
             .lock()
             .expect("writing")
             .insert(path.clone(), d.clone());
-        let attr = self.remember(&path, dirty_stat(&path, &d));
+        let attr = self.remember(&path, dirty_stat(&path, 0));
         Ok((attr, self.handle(Handle::Write(d))))
     }
 
@@ -383,18 +421,34 @@ impl Fs {
         }
     }
 
-    pub async fn write(&self, fh: u64, offset: u64, data: &[u8]) -> FsResult<u32> {
+    /// `write(2)` by the process `pid`.
+    pub async fn write(&self, fh: u64, offset: u64, data: &[u8], pid: u32) -> FsResult<u32> {
         let d = self.write_handle(fh).ok_or(Errno::EBADF)?;
+        d.written_by(pid);
         self.writer.write(&d, offset, data).await
     }
 
-    /// `close(2)` (each close of a descriptor) and `fsync(2)`: a file written is stored
-    /// in the zone before this returns.
-    pub async fn flush(&self, fh: u64) -> FsResult<()> {
-        let Some(d) = self.write_handle(fh) else {
-            return Ok(());
-        };
-        self.writer.flush(&d).await?;
+    /// `close(2)` of a descriptor by the process `pid`: a file it wrote (or created, or
+    /// opened for writing) is stored before this returns. A close by a process that only
+    /// inherited the descriptor (a child between `fork` and `exec`, which closes every
+    /// descriptor of its parent's) stores nothing: it would put a file half written.
+    pub async fn close(&self, fh: u64, pid: u32) -> FsResult<()> {
+        match self.write_handle(fh) {
+            Some(d) if d.was_written_by(pid) => self.store(&d).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// `fsync(2)`: a file written is stored before this returns.
+    pub async fn fsync(&self, fh: u64) -> FsResult<()> {
+        match self.write_handle(fh) {
+            Some(d) => self.store(&d).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn store(&self, d: &Dirty) -> FsResult<()> {
+        self.writer.flush(d).await?;
         self.changed(&d.path());
         Ok(())
     }
@@ -449,8 +503,16 @@ impl Fs {
             .expect("writing")
             .iter()
             .filter(|(p, d)| p.parent().as_ref() == Some(&base) && !d.in_zone())
-            .map(|(p, d)| (p.clone(), dirty_stat(p, d)))
+            .map(|(p, d)| (p.clone(), dirty_stat(p, d.size())))
             .collect();
+        if let Some(j) = self.writer.journal() {
+            for (path, size) in j.pending_in(&base) {
+                let listed = self.client.stat(&path).await.is_ok();
+                if !listed && !new.iter().any(|(p, _)| *p == path) {
+                    new.push((path.clone(), dirty_stat(&path, size)));
+                }
+            }
+        }
         new.sort_by(|a, b| a.0.cmp(&b.0));
         let first = listing.end() as u64 + DOTS;
         for (k, (path, stat)) in new.into_iter().enumerate() {
@@ -495,6 +557,15 @@ impl Fs {
             XATTR_CHECKSUM => {
                 let stat = self.client.stat(&path).await.map_err(|e| Errno::of_client(&e))?;
                 stat.checksum.map(String::into_bytes).ok_or(Errno::ENODATA)
+            }
+            XATTR_PENDING => {
+                let pending: Vec<String> = self
+                    .pending()
+                    .into_iter()
+                    .filter(|p| p.starts_with(&path))
+                    .map(|p| p.to_string())
+                    .collect();
+                Ok(pending.join("\n").into_bytes())
             }
             XATTR_REPLICAS => {
                 let stat = self.client.stat(&path).await.map_err(|e| Errno::of_client(&e))?;
@@ -546,7 +617,7 @@ impl Fs {
     /// values replaced, as an extended attribute has one value).
     pub async fn setxattr(&self, ino: u64, name: &str, value: &[u8]) -> FsResult<()> {
         let path = self.path(ino)?;
-        if name == XATTR_CHECKSUM || name == XATTR_REPLICAS {
+        if [XATTR_CHECKSUM, XATTR_REPLICAS, XATTR_PENDING].contains(&name) {
             return Err(Errno::EPERM);
         }
         let attr = avu_name(name)?;
@@ -565,7 +636,7 @@ impl Fs {
 
     pub async fn removexattr(&self, ino: u64, name: &str) -> FsResult<()> {
         let path = self.path(ino)?;
-        if name == XATTR_CHECKSUM || name == XATTR_REPLICAS {
+        if [XATTR_CHECKSUM, XATTR_REPLICAS, XATTR_PENDING].contains(&name) {
             return Err(Errno::EPERM);
         }
         let attr = avu_name(name)?;
@@ -589,9 +660,50 @@ impl Fs {
             .map_err(|e| Errno::of_client(&e))
     }
 
-    /// Files open for writing now, by path (what an unmount would wait for).
+    /// Files open for writing now, by path.
     pub fn open_for_writing(&self) -> Vec<LogicalPath> {
         self.writing.lock().expect("writing").keys().cloned().collect()
+    }
+
+    /// Files closed and not uploaded yet (write-back), by path.
+    pub fn pending(&self) -> Vec<LogicalPath> {
+        self.writer.journal().map(|j| j.paths()).unwrap_or_default()
+    }
+
+    /// Waits until every file closed is uploaded (or given up, kept in `failed/`).
+    pub async fn drain(&self) {
+        if let Some(j) = self.writer.journal() {
+            j.drain().await;
+        }
+    }
+
+    /// Waits until nothing at or below `path` waits to go up.
+    async fn settle(&self, path: &LogicalPath) {
+        if let Some(j) = self.writer.journal() {
+            j.settle(path).await;
+        }
+    }
+
+    /// While files wait to go up, holds the mount's root open, so that `umount` refuses
+    /// (`target is busy`) rather than ending the mount before they are in the zone.
+    /// `held` tells whether it is held now.
+    pub fn hold_while_pending(&self, mountpoint: PathBuf) -> tokio::sync::watch::Receiver<bool> {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let Some(j) = self.writer.journal().cloned() else {
+            return rx;
+        };
+        tokio::spawn(async move {
+            loop {
+                j.wait_pending().await;
+                let mp = mountpoint.clone();
+                let held = tokio::task::spawn_blocking(move || std::fs::File::open(mp)).await;
+                let _ = tx.send(true);
+                j.drain().await;
+                drop(held);
+                let _ = tx.send(false);
+            }
+        });
+        rx
     }
 
     pub fn inode_count(&self) -> usize {
@@ -607,7 +719,8 @@ fn avu_name(name: &str) -> FsResult<&str> {
     }
 }
 
-fn dirty_stat(path: &LogicalPath, d: &Dirty) -> NodeStat {
+/// What `stat` shows of a file written here and not in the zone yet.
+fn dirty_stat(path: &LogicalPath, size: u64) -> NodeStat {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
@@ -615,7 +728,7 @@ fn dirty_stat(path: &LogicalPath, d: &Dirty) -> NodeStat {
         path: path.to_string(),
         name: path.name().to_owned(),
         kind: "object".into(),
-        size: d.size(),
+        size,
         checksum: None,
         owner: String::new(),
         created: now,

@@ -235,9 +235,9 @@ impl Filesystem for Adapter {
         });
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let fs = self.fs.clone();
-        self.opened(reply, async move { fs.open(ino.0, flags.0).await });
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let (fs, pid) = (self.fs.clone(), req.pid());
+        self.opened(reply, async move { fs.open(ino.0, flags.0, pid).await });
     }
 
     fn read(
@@ -262,7 +262,7 @@ impl Filesystem for Adapter {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -272,27 +272,20 @@ impl Filesystem for Adapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let fs = self.fs.clone();
+        let (fs, pid) = (self.fs.clone(), req.pid());
         // The kernel's buffer is lent for this call only.
         let data = data.to_vec();
         self.spawn(async move {
-            match fs.write(fh.0, offset, &data).await {
+            match fs.write(fh.0, offset, &data, pid).await {
                 Ok(n) => reply.written(n),
                 Err(e) => reply.error(errno(e)),
             }
         });
     }
 
-    fn flush(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
-        _lock_owner: LockOwner,
-        reply: ReplyEmpty,
-    ) {
-        let fs = self.fs.clone();
-        self.empty(reply, async move { fs.flush(fh.0).await });
+    fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        let (fs, pid) = (self.fs.clone(), req.pid());
+        self.empty(reply, async move { fs.close(fh.0, pid).await });
     }
 
     fn release(
@@ -314,7 +307,7 @@ impl Filesystem for Adapter {
 
     fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         let fs = self.fs.clone();
-        self.empty(reply, async move { fs.flush(fh.0).await });
+        self.empty(reply, async move { fs.fsync(fh.0).await });
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -437,7 +430,7 @@ impl Filesystem for Adapter {
 
     fn create(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         _mode: u32,
@@ -448,9 +441,9 @@ impl Filesystem for Adapter {
         let Some(name) = utf8(name) else {
             return reply.error(fuser::Errno::EINVAL);
         };
-        let (fs, uid, gid) = (self.fs.clone(), self.uid, self.gid);
+        let (fs, uid, gid, pid) = (self.fs.clone(), self.uid, self.gid, req.pid());
         self.spawn(async move {
-            match fs.create(parent.0, &name).await {
+            match fs.create(parent.0, &name, pid).await {
                 Ok((a, fh)) => reply.created(
                     &fs.attr_ttl(),
                     &file_attr(&a, uid, gid),

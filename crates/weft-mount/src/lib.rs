@@ -13,6 +13,7 @@ pub mod errno;
 pub mod fs;
 mod fuse;
 mod inodes;
+mod journal;
 mod reader;
 mod writer;
 
@@ -30,8 +31,11 @@ use tokio::sync::oneshot;
 /// A mount being served: its session runs on a thread of its own, the operations on the
 /// Tokio runtime it was made on.
 pub struct Mounted {
+    fs: Arc<Fs>,
     mountpoint: PathBuf,
     ended: oneshot::Receiver<io::Result<()>>,
+    /// Whether the mount holds itself busy, files waiting to go up.
+    held: tokio::sync::watch::Receiver<bool>,
 }
 
 /// How to unmount.
@@ -59,7 +63,7 @@ impl Mounted {
         if allow_other {
             config.acl = fuser::SessionACL::All;
         }
-        let adapter = fuse::Adapter::new(fs, tokio::runtime::Handle::current());
+        let adapter = fuse::Adapter::new(fs.clone(), tokio::runtime::Handle::current());
         let session = fuser::Session::new(adapter, mountpoint, &config)?;
         let (tx, ended) = oneshot::channel();
         std::thread::Builder::new()
@@ -67,10 +71,24 @@ impl Mounted {
             .spawn(move || {
                 let _ = tx.send(session.run());
             })?;
+        let held = fs.hold_while_pending(mountpoint.to_owned());
         Ok(Mounted {
+            fs,
             mountpoint: mountpoint.to_owned(),
             ended,
+            held,
         })
+    }
+
+    pub fn fs(&self) -> &Arc<Fs> {
+        &self.fs
+    }
+
+    /// Waits until every file closed in the mount is uploaded and the mount no longer
+    /// holds itself busy: then an unmount ends it.
+    pub async fn drain(&mut self) {
+        self.fs.drain().await;
+        let _ = self.held.wait_for(|held| !*held).await;
     }
 
     pub fn mountpoint(&self) -> &Path {

@@ -148,7 +148,7 @@ impl Reader {
             let range = PieceSize::new(PIECE)
                 .expect("a power of two")
                 .range(i as u64, f.size);
-            self.cache.reserve_read(range.end - range.start);
+            self.cache.reserve_anyway(range.end - range.start);
             let fetch = Fetch {
                 client: self.client.clone(),
                 cache: self.cache.clone(),

@@ -96,7 +96,9 @@ fn main() -> ExitCode {
 /// Client commands log only warnings (e.g. a piece sent again) unless `WEFT_LOG` asks for
 /// more; `serve` sets up its own logging.
 fn init_client_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("WEFT_LOG").unwrap_or_else(|_| "warn".into());
+    // fuser warns of the unmount it tries after the kernel's own (`weft mount`).
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("WEFT_LOG").unwrap_or_else(|_| "warn,fuser=error".into());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

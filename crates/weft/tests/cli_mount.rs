@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use weft_testkit::cli::wait_for;
 use weft_testkit::data::{assert_same_tree, b3, files_below, pseudo_random};
+use weft_testkit::toxiproxy::Toxiproxy;
 use weft_testkit::zone::ZoneProcess;
 
 const WEFT: &str = env!("CARGO_BIN_EXE_weft");
@@ -29,31 +30,47 @@ struct Mount {
 impl Mount {
     #[track_caller]
     fn start(z: &ZoneProcess, token: &str, collection: &str) -> Mount {
-        Mount::start_via(z, z.url(), token, collection)
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, cache) = (tmp.path().join("mnt"), tmp.path().join("cache"));
+        std::fs::create_dir(&dir).unwrap();
+        Mount::start_at(z, z.url(), token, collection, &dir, &cache, &[], tmp)
     }
 
+    /// `weft mount COLLECTION DIR --cache-dir CACHE EXTRA` (`tmp` kept while it runs).
     #[track_caller]
-    fn start_via(z: &ZoneProcess, url: &str, token: &str, collection: &str) -> Mount {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("mnt");
-        std::fs::create_dir(&dir).unwrap();
-        let log = tmp.path().join("mount.log");
+    #[allow(clippy::too_many_arguments)]
+    fn start_at(
+        z: &ZoneProcess,
+        url: &str,
+        token: &str,
+        collection: &str,
+        dir: &Path,
+        cache: &Path,
+        extra: &[&str],
+        tmp: tempfile::TempDir,
+    ) -> Mount {
+        let log = tmp.path().join(format!("mount-{}.log", std::process::id()));
+        let log = (1..)
+            .map(|i| log.with_extension(format!("{i}.log")))
+            .find(|l| !l.exists())
+            .unwrap();
         let child = z
             .command()
             .env("WEFT_URL", url)
             .env("WEFT_TOKEN", token)
             .env("WEFT_LOG", "info")
             .args(["mount", collection])
-            .arg(&dir)
+            .arg(dir)
             .arg("--cache-dir")
-            .arg(tmp.path().join("cache"))
+            .arg(cache)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
         let mut m = Mount {
             child: Some(child),
-            dir,
+            dir: dir.to_owned(),
             log,
             _tmp: tmp,
         };
@@ -61,7 +78,8 @@ impl Mount {
             if let Some(status) = m.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!("weft mount ended ({status}): {}", m.log());
             }
-            mounted(&m.dir)
+            // What the mount says once served (a dead mount there before is in mountinfo too).
+            m.log().contains(" is mounted at ") && mounted(&m.dir)
         });
         m
     }
@@ -394,4 +412,139 @@ fn the_readme_mount_example_runs_as_written() {
     assert!(!mounted(&home.path().join("weft")), "umount ended it");
     let got = zone_tree(&z, "/weft/home/admin/run-7", &home.path().join("back"));
     assert_same_tree(&home.path().join("results"), &got);
+}
+
+#[test]
+fn write_back_keeps_closed_files_through_a_killed_mount_and_a_slow_zone() {
+    let z = ZoneProcess::start(WEFT, "mwb").unwrap();
+    // Uploads crawl through a link of 100 KB/s; names and listings are small and pass.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
+    let upstream = z.url().trim_start_matches("http://").to_owned();
+    let url = format!(
+        "http://{}",
+        rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap()
+    );
+    let slow = || {
+        rt.block_on(toxi.add_toxic_on("zone", "bandwidth", "upstream", serde_json::json!({"rate": 100})))
+            .unwrap()
+    };
+    slow();
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, cache) = (tmp.path().join("mnt"), tmp.path().join("cache"));
+    std::fs::create_dir(&dir).unwrap();
+    let home = "/mwb/home/admin";
+    let start = || {
+        let flags = ["--write-back"];
+        Mount::start_at(
+            &z,
+            &url,
+            z.admin_token(),
+            home,
+            &dir,
+            &cache,
+            &flags,
+            tempfile::tempdir().unwrap(),
+        )
+    };
+    let mut m = start();
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 0..20usize {
+        std::fs::write(src.join(format!("f{i}")), pseudo_random(i * 3001 + 7, i as u64)).unwrap();
+    }
+    std::fs::write(src.join("big"), pseudo_random(9 << 20, 77)).unwrap();
+    // A close returns once the file is safe on local disk, long before the upload ends.
+    sh(&format!("cp -r {}/. {}/", src.display(), dir.display()));
+    let pending = sh(&format!(
+        "python3 -c 'import os,sys; sys.stdout.write(os.getxattr(\"{}\", \"user.weft.pending\").decode())'",
+        dir.display()
+    ));
+    assert!(pending.lines().any(|l| l == format!("{home}/big")), "{pending}");
+    // `umount` refuses while files wait: nothing ends the mount before they are in.
+    let out = Command::new("umount").arg(&dir).output().unwrap();
+    assert!(!out.status.success(), "umount must refuse with files waiting");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("busy"), "{out:?}");
+
+    // The mount killed with files waiting: they are in its journal, and the next mount
+    // with the same cache directory (the dead mount detached) takes them up.
+    let mut child = m.child.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut m2 = start();
+    assert!(m2.log().contains("mount whose process had ended"), "{}", m2.log());
+    // Stopped while the link still crawls, it finishes the uploads rather than leave.
+    let pid = m2.child.as_ref().unwrap().id().to_string();
+    sh(&format!("kill -TERM {pid}"));
+    wait_for("the mount to say it uploads first", || {
+        m2.log().contains("files closed and not in the zone yet")
+    });
+    assert!(
+        m2.child.as_mut().unwrap().try_wait().unwrap().is_none(),
+        "it waits for the uploads"
+    );
+    rt.block_on(toxi.remove_toxic("zone", "bandwidth")).unwrap();
+    let status = m2.child.take().unwrap().wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", m2.log());
+    assert!(!mounted(&dir));
+    let got = zone_tree(&z, home, &tmp.path().join("zone"));
+    assert_same_tree(&src, &got);
+    drop(m);
+}
+
+#[test]
+fn a_write_that_does_not_fit_the_cache_is_enospc_and_evicts_nothing_dirty() {
+    use std::io::Write;
+    let z = ZoneProcess::start(WEFT, "mfull").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, cache) = (tmp.path().join("mnt"), tmp.path().join("cache"));
+    std::fs::create_dir(&dir).unwrap();
+    let m = Mount::start_at(
+        &z,
+        z.url(),
+        z.admin_token(),
+        "/mfull/home/admin",
+        &dir,
+        &cache,
+        &["--cache-size", "1M"],
+        tempfile::tempdir().unwrap(),
+    );
+    let mut a = std::fs::File::create(m.at("a")).unwrap();
+    a.write_all(&pseudo_random(700_000, 1)).unwrap();
+    // A second file open at once does not fit beside the first.
+    let mut b = std::fs::File::create(m.at("b")).unwrap();
+    let full = b.write_all(&pseudo_random(700_000, 2)).and_then(|()| b.flush());
+    assert_eq!(errno(full), libc::ENOSPC);
+    drop(b);
+    a.sync_all().unwrap();
+    drop(a);
+    let sum = z.weft(&["stat", "--json", "/mfull/home/admin/a"]).ok().json()["checksum"].clone();
+    assert_eq!(sum, serde_json::Value::String(b3(&pseudo_random(700_000, 1))));
+    // Closed, the first file's bytes are free again: the next one fits.
+    std::fs::write(m.at("c"), pseudo_random(900_000, 3)).unwrap();
+    assert_eq!(
+        b3(&std::fs::read(m.at("c")).unwrap()),
+        b3(&pseudo_random(900_000, 3))
+    );
+}
+
+#[test]
+fn a_child_closing_an_inherited_descriptor_stores_nothing_half_written() {
+    use std::io::Write;
+    let z = ZoneProcess::start(WEFT, "mfork").unwrap();
+    let m = Mount::start(&z, z.admin_token(), "/mfork/home/admin");
+    let mut f = std::fs::File::create(m.at("half")).unwrap();
+    f.write_all(&pseudo_random(1 << 20, 1)).unwrap();
+    // Every fork+exec of this process closes a copy of the descriptor in the child (it
+    // is close-on-exec): the kernel sends the mount a flush for each.
+    for _ in 0..3 {
+        assert!(Command::new("true").status().unwrap().success());
+    }
+    z.weft(&["stat", "/mfork/home/admin/half"]).fails(3, "not_found");
+    f.write_all(&pseudo_random(1 << 20, 2)).unwrap();
+    drop(f);
+    let mut whole = pseudo_random(1 << 20, 1);
+    whole.extend(pseudo_random(1 << 20, 2));
+    let sum = z.weft(&["stat", "--json", "/mfork/home/admin/half"]).ok().json()["checksum"].clone();
+    assert_eq!(sum, serde_json::Value::String(b3(&whole)));
 }

@@ -37,6 +37,13 @@ pub struct MountArgs {
     /// Let other local users into the mount (they act as you towards the zone).
     #[arg(long)]
     allow_other: bool,
+    /// Return from close() once the file is safe on local disk (a journal in the cache
+    /// directory, fsync'ed) and upload behind. Files not uploaded when the mount stops are
+    /// uploaded by the next mount with the same cache directory; `umount` refuses while
+    /// files wait (`getfattr -n user.weft.pending MOUNTPOINT` names them); Ctrl-C or
+    /// SIGTERM uploads them, then unmounts.
+    #[arg(long)]
+    write_back: bool,
     /// Return once mounted and serve in the background; its log goes to mount.log in the
     /// cache directory. Stop it with `umount MOUNTPOINT`.
     #[arg(long)]
@@ -53,6 +60,7 @@ pub async fn mount(ctx: &Ctx, a: MountArgs) -> Result {
         Some(p) => ctx.resolve(p).await?,
         None => ctx.home().await?.clone(),
     };
+    detach_dead_mount(ctx, Path::new(mountpoint));
     let mountpoint = std::fs::canonicalize(mountpoint).map_err(|e| {
         Failure::usage(format!("mount point {mountpoint}: {e}")).hint("make it with mkdir first")
     })?;
@@ -74,6 +82,7 @@ pub async fn mount(ctx: &Ctx, a: MountArgs) -> Result {
     let _lock = lock(&cache_dir)?;
     let mut options = Options::new(cache_dir.clone());
     options.cache_size = a.cache_size;
+    options.write_back = a.write_back;
     let fs = Fs::new(ctx.client.clone(), root.clone(), options)
         .await
         .map_err(|e| Failure::new(EXIT_FAILURE, "mount", e))?;
@@ -109,6 +118,20 @@ async fn serve(ctx: &Ctx, mounted: &mut Mounted) -> Result {
         _ = int.recv() => {}
         _ = term.recv() => {}
     }
+    let pending = mounted.fs().pending();
+    if !pending.is_empty() {
+        ctx.info(format!(
+            "weft: mount: uploading the {} files closed and not in the zone yet ({}{}); interrupt again to stop now (the next mount with this cache directory uploads them)",
+            pending.len(),
+            pending.iter().take(3).map(|p| p.to_string()).collect::<Vec<_>>().join(", "),
+            if pending.len() > 3 { ", ..." } else { "" }
+        ));
+        tokio::select! {
+            _ = mounted.drain() => {}
+            _ = int.recv() => std::process::exit(EXIT_INTERRUPTED.into()),
+            _ = term.recv() => std::process::exit(EXIT_INTERRUPTED.into()),
+        }
+    }
     match mounted.unmount(Unmount::Now) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
@@ -128,6 +151,22 @@ async fn serve(ctx: &Ctx, mounted: &mut Mounted) -> Result {
         r = mounted.ended() => ended(r),
         _ = int.recv() => std::process::exit(EXIT_INTERRUPTED.into()),
         _ = term.recv() => std::process::exit(EXIT_INTERRUPTED.into()),
+    }
+}
+
+/// A weft mount whose process was killed leaves its mount point unusable (`Transport
+/// endpoint is not connected`): it is detached, so that the new mount can take its place
+/// (and upload what its journal kept).
+fn detach_dead_mount(ctx: &Ctx, mountpoint: &Path) {
+    let dead = std::fs::metadata(mountpoint).is_err_and(|e| e.raw_os_error() == Some(libc::ENOTCONN));
+    let Ok(path) = std::path::absolute(mountpoint) else {
+        return;
+    };
+    if dead && is_mounted(&path) && weft_mount::unmount(&path, Unmount::Detach).is_ok() {
+        ctx.info(format!(
+            "weft: mount: {} was a mount whose process had ended: detached it",
+            path.display()
+        ));
     }
 }
 
