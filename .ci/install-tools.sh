@@ -142,12 +142,14 @@ else
   done_msg "installed via apt"
 fi
 
-# (f2) rsync (the `weft mount` tests copy trees into a mount with it, as users do).
-step rsync
-if command -v rsync >/dev/null; then
+# (f2) rsync (the `weft mount` tests copy trees into a mount with it, as users do), and
+# the peers of `weft bench mount`: fuse3 (fusermount3, which `rclone mount` needs) and
+# s3fs.
+step mount-tools
+if command -v rsync >/dev/null && command -v fusermount3 >/dev/null && command -v s3fs >/dev/null; then
   done_msg "present"
 else
-  apt_install rsync
+  apt_install rsync fuse3 s3fs
   done_msg "installed via apt"
 fi
 

@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod load;
 pub mod model;
+pub mod mount;
 pub mod peers;
 pub mod plot;
 pub mod procstat;

@@ -23,7 +23,7 @@ pub async fn compare(b: &Bench) -> Result<(Vec<Series>, Vec<String>, Vec<PeerCom
 }
 
 /// A file on `PATH`.
-fn tool(name: &str) -> Option<PathBuf> {
+pub(crate) fn tool(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
@@ -54,12 +54,12 @@ pub async fn versions() -> Vec<ToolVersion> {
     found
 }
 
-fn local(what: &str, e: impl std::fmt::Display) -> BenchError {
+pub(crate) fn local(what: &str, e: impl std::fmt::Display) -> BenchError {
     BenchError::Local(format!("{what}: {e}"))
 }
 
 /// Runs `cmd` to its end; its error output in the error when it fails.
-async fn run(cmd: &mut Command, what: &str) -> Result<Vec<u8>, BenchError> {
+pub(crate) async fn run(cmd: &mut Command, what: &str) -> Result<Vec<u8>, BenchError> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
@@ -266,7 +266,7 @@ async fn iperf3(iperf: &Path, size: u64) -> Result<f64, BenchError> {
         })
 }
 
-fn free_port() -> Result<u16, BenchError> {
+pub(crate) fn free_port() -> Result<u16, BenchError> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -387,16 +387,16 @@ async fn run_rclone(rclone: &Path, dir: &Path, to: &str, transfers: u32) -> Resu
 }
 
 /// A MinIO server on a free loopback port for the run, killed when dropped.
-struct Minio {
+pub(crate) struct Minio {
     _child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Minio {
-    const USER: &'static str = "weftbench";
-    const PASSWORD: &'static str = "weftbench-secret";
+    pub(crate) const USER: &'static str = "weftbench";
+    pub(crate) const PASSWORD: &'static str = "weftbench-secret";
 
-    async fn start(minio: &Path, dir: &Path) -> Result<Minio, BenchError> {
+    pub(crate) async fn start(minio: &Path, dir: &Path) -> Result<Minio, BenchError> {
         let (port, console) = (free_port()?, free_port()?);
         let child = Command::new(minio)
             .arg("server")

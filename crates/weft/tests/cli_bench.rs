@@ -268,3 +268,59 @@ fn an_existing_zone_keeps_nothing_and_foreign_collections_are_refused() {
         0
     );
 }
+
+#[test]
+fn the_mount_benchmark_runs_nsdf_s_jobs_on_every_contender_and_checks_their_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    let mut cmd = clean_command(WEFT, dir.path(), &dir.path().join("config"));
+    // The peers as the test command installs them (rclone, MinIO; fuse3 and s3fs from the
+    // system).
+    let path = std::env::join_paths(std::iter::once(weft_testkit::tools_dir().join("bin")).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    cmd.env("PATH", path);
+    let args = [
+        "bench",
+        "mount",
+        "--quick",
+        "--max-size-mib",
+        "2",
+        "--small-files",
+        "3",
+        "--json",
+        "--out",
+    ];
+    let report = run(cmd.args(args).arg(&out)).ok().json();
+    let on_disk: Value = serde_json::from_slice(&std::fs::read(out.join("mount.json")).unwrap()).unwrap();
+    assert_eq!(report, on_disk);
+    assert_eq!(report["sizes"]["file_bytes"], 2 << 20);
+    let results = report["results"].as_array().unwrap();
+    let contenders: Vec<&str> = results.iter().map(|r| r["contender"].as_str().unwrap()).collect();
+    for c in [
+        "local disk (bind mount)",
+        "weft mount",
+        "weft mount --write-back",
+        "rclone mount, --vfs-cache-mode off (weft's S3 gateway)",
+        "s3fs (MinIO)",
+    ] {
+        assert_eq!(contenders.iter().filter(|x| **x == c).count(), 6, "{c}: {report}");
+    }
+    for r in results
+        .iter()
+        .filter(|r| r["contender"].as_str().unwrap().starts_with("weft"))
+    {
+        assert!(finite(&r["mib_s"]) > 0.0, "{r}");
+        assert_eq!(r["error"], Value::Null, "{r}");
+        if matches!(r["job"].as_u64(), Some(1 | 3 | 5)) {
+            assert_eq!(r["intact"], true, "weft lost a file: {r}");
+        }
+        assert!(finite(&r["peak_rss_mib"]) > 0.0, "{r}");
+    }
+    let md = std::fs::read_to_string(out.join("mount.md")).unwrap();
+    assert!(
+        md.contains("| weft mount |") && md.contains("1 seq write"),
+        "{md}"
+    );
+}

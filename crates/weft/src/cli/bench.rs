@@ -20,7 +20,10 @@ use weft_testkit::zone::ZoneProcess;
 pub struct BenchArgs {
     /// Scenarios to run: stages, parallel, directory, sizes, metadata, catalog-stress,
     /// growth, model, streams, peers [default: all]; or `load` alone: many clients mixing
-    /// every operation at once, then every object read back (see --clients).
+    /// every operation at once, then every object read back (see --clients); or `mount`
+    /// alone: NSDF's six file-system jobs against `weft mount`, the local disk, `rclone
+    /// mount` and `s3fs` (8 files of 1 GiB, 16 writers of 2,048 files of 64 KiB; --quick:
+    /// 8 of 64 MiB, 128 files; --max-size-mib and --small-files change them).
     #[arg(value_name = "SCENARIO")]
     scenarios: Vec<String>,
     /// Measure this zone (token from WEFT_TOKEN or `weft login`, a private CA from
@@ -52,6 +55,9 @@ pub struct BenchArgs {
     /// machine, for the staging route. The embedded zone has one of its own.
     #[arg(long, value_name = "URL")]
     staging: Option<String>,
+    /// mount: small files each writer copies in jobs 5-6 [default: 2048, NSDF's; quick: 128].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    small_files: Option<u32>,
     /// Objects the growth scenario ingests, in ten steps [default: 1000000; quick: 2000].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(10..))]
     growth_objects: Option<u64>,
@@ -78,6 +84,14 @@ pub struct BenchArgs {
 }
 
 pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
+    if args.scenarios.iter().any(|s| s == MOUNT) {
+        if args.scenarios.len() > 1 || args.zone.is_some() {
+            return Err(Failure::usage(
+                "the mount benchmark runs alone, on a zone of its own: `weft bench mount`",
+            ));
+        }
+        return bench_mount(args, quiet).await;
+    }
     let load = args.scenarios.iter().any(|s| s == LOAD);
     if load && args.scenarios.len() > 1 {
         return Err(Failure::usage("the load runs alone: `weft bench load`"));
@@ -240,6 +254,107 @@ pub async fn bench(args: BenchArgs, quiet: bool) -> Result {
 
 /// The scenario name that is not a scenario of the report but a pass-or-fail run of its own.
 const LOAD: &str = "load";
+/// The NSDF object-storage-as-a-file-system jobs, run alone.
+const MOUNT: &str = "mount";
+
+/// `weft bench mount`: NSDF's six jobs against `weft mount` of a zone of its own (with its
+/// S3 gateway, for `rclone mount`), the local disk and the peers installed.
+async fn bench_mount(args: BenchArgs, quiet: bool) -> Result {
+    use weft_bench::mount::{Sizes, Zone, S3};
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from(format!("weft-bench-mount-{}", std::process::id())));
+    let mut sizes = if args.quick {
+        Sizes::quick()
+    } else {
+        Sizes::paper()
+    };
+    if let Some(mib) = args.max_size_mib {
+        sizes.file_bytes = mib << 20;
+    }
+    if let Some(n) = args.small_files {
+        sizes.small_files = n;
+    }
+    let work = WorkDir::create()?;
+    let exe = std::env::current_exe().map_err(|e| {
+        Failure::new(
+            EXIT_FAILURE,
+            "embedded_zone",
+            format!("cannot find this binary: {e}"),
+        )
+    })?;
+    let s3_addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("a free port: {e}")))?;
+    let zone = ZoneProcess::options(&exe, "bench")
+        .dir(work.join("zone"))
+        .arg("--s3-listen")
+        .arg(s3_addr.to_string())
+        .start()
+        .map_err(not_started)?;
+    let run = |args: &[&str]| {
+        let out = zone
+            .command()
+            .env("WEFT_URL", zone.url())
+            .env("WEFT_TOKEN", zone.admin_token())
+            .args(args)
+            .output()
+            .map_err(|e| Failure::new(EXIT_FAILURE, "bench", e.to_string()))?;
+        if !out.status.success() {
+            return Err(Failure::new(
+                EXIT_FAILURE,
+                "bench",
+                format!(
+                    "weft {}: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let collection = "/bench/home/admin/weft-bench-mount";
+    run(&["mkdir", "-p", collection])?;
+    let key: serde_json::Value = serde_json::from_str(&run(&["s3", "key", "create", "--json"])?)
+        .map_err(|e| Failure::new(EXIT_FAILURE, "bench", format!("weft s3 key create: {e}")))?;
+    let field = |k: &str| key[k].as_str().unwrap_or_default().to_owned();
+    let target = Zone {
+        weft: exe.clone(),
+        url: zone.url().to_owned(),
+        token: zone.admin_token().to_owned(),
+        collection: collection.into(),
+        s3: Some(S3 {
+            endpoint: format!("http://{s3_addr}"),
+            access_key: field("access_key"),
+            secret_key: field("secret_key"),
+            bucket: field("home_bucket"),
+            prefix: "weft-bench-mount/".into(),
+        }),
+    };
+    let steps = Steps::new(quiet);
+    let report = weft_bench::mount::run(&target, &sizes, &work.join("mount"), &|what: &str| {
+        steps.step("mount", what, 0, 1)
+    })
+    .await;
+    steps.bar.finish_and_clear();
+    drop(zone);
+    drop(work);
+    let report = report.map_err(failure)?;
+    let local = |e: std::io::Error| Failure::new(EXIT_FAILURE, "local", format!("{}: {e}", out.display()));
+    std::fs::create_dir_all(&out).map_err(local)?;
+    let body = serde_json::to_vec_pretty(&report).expect("the report serializes");
+    std::fs::write(out.join("mount.json"), body).map_err(local)?;
+    let md = weft_bench::mount::markdown(&report);
+    std::fs::write(out.join("mount.md"), &md).map_err(local)?;
+    if args.json {
+        output::print_json(&report)?;
+    }
+    if !quiet {
+        eprint!("{md}");
+        eprintln!("weft bench: report in {}", out.join("mount.md").display());
+    }
+    Ok(())
+}
 
 /// Writes load.json and load.md, prints the summary, and fails unless the zone passed.
 fn report_load(report: LoadReport, out: &Path, json: bool, quiet: bool) -> Result {
