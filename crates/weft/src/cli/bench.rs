@@ -276,13 +276,7 @@ async fn bench_mount(args: BenchArgs, quiet: bool) -> Result {
         sizes.small_files = n;
     }
     let work = WorkDir::create()?;
-    let exe = std::env::current_exe().map_err(|e| {
-        Failure::new(
-            EXIT_FAILURE,
-            "embedded_zone",
-            format!("cannot find this binary: {e}"),
-        )
-    })?;
+    let exe = this_binary()?;
     let s3_addr = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| Failure::new(EXIT_FAILURE, "local", format!("a free port: {e}")))?;
@@ -458,14 +452,18 @@ impl Progress for Steps {
 ///
 /// It blocks while the zone starts: this runs on the multi-threaded runtime's `block_on`
 /// (main.rs), where the test kit lets the runtime's other tasks go on meanwhile.
-fn embedded_zone(name: &str, dir: &Path) -> Result<ZoneProcess> {
-    let exe = std::env::current_exe().map_err(|e| {
+fn this_binary() -> Result<PathBuf> {
+    std::env::current_exe().map_err(|e| {
         Failure::new(
             EXIT_FAILURE,
             "embedded_zone",
             format!("cannot find this binary: {e}"),
         )
-    })?;
+    })
+}
+
+fn embedded_zone(name: &str, dir: &Path) -> Result<ZoneProcess> {
+    let exe = this_binary()?;
     ZoneProcess::options(exe, name)
         .dir(dir)
         .start()
