@@ -18,6 +18,7 @@ pub fn node(n: &Node) -> NodeStat {
         modified: n.modified,
         replicas: Vec::new(),
         pid: None,
+        access: None,
     }
 }
 
@@ -25,6 +26,7 @@ pub fn node_info(i: &NodeInfo) -> NodeStat {
     NodeStat {
         replicas: i.replicas.iter().map(replica).collect(),
         pid: i.pid.clone(),
+        access: i.access.map(|a| a.as_str().to_owned()),
         ..node(&i.node)
     }
 }

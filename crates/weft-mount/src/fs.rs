@@ -534,8 +534,18 @@ impl Fs {
     }
 
     /// Tells the kernel of a directory entry it took (readdirplus counts as a lookup).
+    /// A listing does not say what you may do with each entry: at least what you may do
+    /// with its collection, as permissions are inherited downwards.
     pub fn entry_attr(&self, e: &DirEntry) -> Attr {
-        self.remember(&e.path, e.stat.clone())
+        let mut stat = e.stat.clone();
+        if stat.access.is_none() {
+            stat.access = e
+                .path
+                .parent()
+                .and_then(|p| self.inodes.lock().expect("inodes").cached_path(&p))
+                .and_then(|s| s.access);
+        }
+        self.remember(&e.path, stat)
     }
 
     pub fn statfs(&self) -> Space {
@@ -735,18 +745,26 @@ fn dirty_stat(path: &LogicalPath, size: u64) -> NodeStat {
         modified: now,
         replicas: Vec::new(),
         pid: None,
+        access: Some("write".into()),
     }
 }
 
 fn attr(ino: u64, s: &NodeStat) -> Attr {
     let time = |ms: i64| UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
     let dir = s.kind == "collection";
+    // The mode shows what the zone lets you do; the zone decides each operation itself.
+    let read_only = s.access.as_deref() == Some("read");
     Attr {
         ino,
         dir,
         size: if dir { 0 } else { s.size },
         mtime: time(s.modified),
         ctime: time(s.created.max(s.modified)),
-        perm: if dir { 0o755 } else { 0o644 },
+        perm: match (dir, read_only) {
+            (true, false) => 0o755,
+            (true, true) => 0o555,
+            (false, false) => 0o644,
+            (false, true) => 0o444,
+        },
     }
 }

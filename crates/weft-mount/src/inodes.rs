@@ -99,6 +99,12 @@ impl Inodes {
         (at.elapsed() < self.ttl).then(|| stat.clone())
     }
 
+    /// The last stat of `path`, however old (what it says of permissions changes seldom).
+    pub fn cached_path(&self, path: &LogicalPath) -> Option<NodeStat> {
+        let ino = self.by_path.get(path)?;
+        self.by_ino.get(ino)?.stat.as_ref().map(|(s, _)| s.clone())
+    }
+
     pub fn cache(&mut self, ino: u64, stat: NodeStat) {
         if let Some(node) = self.by_ino.get_mut(&ino) {
             node.stat = Some((stat, Instant::now()));

@@ -126,6 +126,9 @@ pub struct NodeStat {
     /// Its persistent identifier, `<prefix>/<suffix>` (`stat` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<String>,
+    /// What the caller may do with it: `read`, `write` or `own` (`stat` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -326,6 +326,19 @@ fn programs_see_errnos_they_understand_and_xattrs_are_metadata() {
     // Read-only access: reads work, writes are refused by the zone.
     let shared = Mount::start(&z, &bob, "/mer/home/admin/shared");
     assert_eq!(std::fs::read(shared.at("ro.txt")).unwrap(), b"read me");
+    // The modes show what the zone lets bob do (`stat` says it: `access`).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: PathBuf| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        (mode(shared.at("ro.txt")), mode(shared.dir.clone())),
+        (0o444, 0o555)
+    );
+    assert_eq!((mode(home.at("d/f")), mode(home.at("d"))), (0o644, 0o755));
+    let seen = z
+        .weft_as(&bob, &["stat", "--json", "/mer/home/admin/shared/ro.txt"])
+        .ok()
+        .json();
+    assert_eq!(seen["access"], "read");
     assert_eq!(errno(std::fs::create_dir(shared.at("no"))), libc::EACCES);
     assert_eq!(errno(std::fs::remove_file(shared.at("ro.txt"))), libc::EACCES);
     let mut f = std::fs::File::create(shared.at("new")).unwrap();

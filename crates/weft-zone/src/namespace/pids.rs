@@ -141,6 +141,7 @@ impl Namespace<'_> {
                 node: n,
                 replicas,
                 pid: None,
+                access: None,
             });
         }
         Ok(PidInfo {

@@ -15,6 +15,8 @@ pub struct NodeInfo {
     pub replicas: Vec<ReplicaInfo>,
     /// Its persistent identifier, if one was minted.
     pub pid: Option<String>,
+    /// What the caller may do with it (`stat` only).
+    pub access: Option<Permission>,
 }
 
 #[derive(Debug, Clone)]
@@ -114,13 +116,24 @@ impl Namespace<'_> {
     }
 
     pub async fn stat(self, caller: &Caller, path: &LogicalPath) -> Result<NodeInfo, Error> {
-        let node = self.node_as(caller, path, Permission::Read).await?;
+        // One look at the ACLs: what the caller holds answers both whether it may see the
+        // node and what it may do with it.
+        let access = self.zone.access().permission(caller, path).await?;
+        if access < Permission::Read {
+            self.zone.access().require(caller, path, Permission::Read).await?;
+        }
+        let node = self.node(path).await?;
         let replicas = match node.kind {
             NodeKind::Object => self.replicas_of(node.id).await?,
             NodeKind::Collection => Vec::new(),
         };
         let pid = self.pid_of(node.id).await?;
-        Ok(NodeInfo { node, replicas, pid })
+        Ok(NodeInfo {
+            node,
+            replicas,
+            pid,
+            access: Some(access),
+        })
     }
 
     /// Every replica of a data object, this zone's first, then those in other zones.
