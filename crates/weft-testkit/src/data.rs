@@ -70,6 +70,39 @@ pub fn files_below(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The file of the default resource holding exactly `content`.
+pub fn replica_file(data_dir: &Path, content: &[u8]) -> PathBuf {
+    let mut stack = vec![data_dir.join("resources")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::metadata(&p).unwrap().len() == content.len() as u64
+                && std::fs::read(&p).unwrap() == content
+            {
+                return p;
+            }
+        }
+    }
+    panic!(
+        "no replica file with the expected bytes under {}",
+        data_dir.display()
+    );
+}
+
+pub fn flip_byte(path: &Path, at: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    f.write_all_at(&[b[0] ^ 0x55], at).unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

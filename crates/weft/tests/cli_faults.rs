@@ -2,34 +2,12 @@
 //! (the download must fail with exit 7 and keep nothing), and connections cut mid-piece by
 //! toxiproxy (pieces must be sent or fetched again and the result be byte-identical).
 
-use std::path::{Path, PathBuf};
 use weft_testkit::cli::run;
-use weft_testkit::data::{b3, pseudo_random};
+use weft_testkit::data::{b3, flip_byte, pseudo_random, replica_file};
 use weft_testkit::toxiproxy::Toxiproxy;
 use weft_testkit::zone::ZoneProcess;
 
 const WEFT: &str = env!("CARGO_BIN_EXE_weft");
-
-/// The file of the default resource holding exactly `content`.
-fn replica_file(data_dir: &Path, content: &[u8]) -> PathBuf {
-    let mut stack = vec![data_dir.join("resources")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if std::fs::metadata(&p).unwrap().len() == content.len() as u64
-                && std::fs::read(&p).unwrap() == content
-            {
-                return p;
-            }
-        }
-    }
-    panic!(
-        "no replica file with the expected bytes under {}",
-        data_dir.display()
-    );
-}
 
 /// A toxiproxy in front of `z` (proxy `zone`), the runtime its calls block on, and the
 /// address it listens at.
@@ -39,18 +17,6 @@ fn proxied(z: &ZoneProcess) -> (tokio::runtime::Runtime, Toxiproxy, String) {
     let upstream = z.url().trim_start_matches("http://").to_owned();
     let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
     (rt, toxi, listen.to_string())
-}
-
-fn flip_byte(path: &Path, at: u64) {
-    use std::os::unix::fs::FileExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .unwrap();
-    let mut b = [0u8; 1];
-    f.read_exact_at(&mut b, at).unwrap();
-    f.write_all_at(&[b[0] ^ 0x55], at).unwrap();
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use weft_testkit::cli::wait_for;
-use weft_testkit::data::{assert_same_tree, b3, files_below, pseudo_random};
+use weft_testkit::data::{assert_same_tree, b3, files_below, flip_byte, pseudo_random, replica_file};
 use weft_testkit::toxiproxy::Toxiproxy;
 use weft_testkit::zone::ZoneProcess;
 
@@ -560,4 +560,111 @@ fn a_child_closing_an_inherited_descriptor_stores_nothing_half_written() {
     whole.extend(pseudo_random(1 << 20, 2));
     let sum = z.weft(&["stat", "--json", "/mfork/home/admin/half"]).ok().json()["checksum"].clone();
     assert_eq!(sum, serde_json::Value::String(b3(&whole)));
+}
+
+#[test]
+fn hdf5_and_netcdf_files_are_written_and_changed_in_place() {
+    let z = ZoneProcess::start(WEFT, "mh5").unwrap();
+    let m = Mount::start(&z, z.admin_token(), "/mh5/home/admin");
+    let python = weft_testkit::tools_dir().join("pysdk/bin/python");
+    let script = r#"
+import sys, h5py, numpy as np, xarray as xr
+d = sys.argv[1]
+with h5py.File(f"{d}/run.h5", "w") as f:
+    f.create_dataset("frames", data=np.arange(1_000_000, dtype="f8").reshape(1000, 1000), chunks=(100, 1000))
+# HDF5 in place ("r+"): a slab rewritten, an attribute and a dataset added.
+with h5py.File(f"{d}/run.h5", "r+") as f:
+    f["frames"][500:510, :] = -1.0
+    f["frames"].attrs["pixel_size"] = 0.83
+    f.create_dataset("dark", data=np.ones((64, 64)))
+with h5py.File(f"{d}/run.h5", "r") as f:
+    a = f["frames"][...]
+    assert a[505, 3] == -1.0 and a[499, 0] == 499000.0 and a[999, 999] == 999999.0
+    assert f["frames"].attrs["pixel_size"] == 0.83 and f["dark"].shape == (64, 64)
+ds = xr.Dataset({"t": (("x", "y"), np.random.default_rng(1).random((200, 300)))}, attrs={"site": "lrz"})
+ds.to_netcdf(f"{d}/t.nc", engine="h5netcdf")
+back = xr.open_dataset(f"{d}/t.nc", engine="h5netcdf").load()
+assert back.attrs["site"] == "lrz" and (back["t"] == ds["t"]).all()
+print("ok")
+"#;
+    let out = Command::new(python)
+        .args(["-c", script])
+        .arg(&m.dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // What the zone holds is what the programs wrote: its checksum re-read and verified.
+    for f in ["run.h5", "t.nc"] {
+        let local = std::fs::read(m.at(f)).unwrap();
+        let sum = z
+            .weft(&["stat", "--json", &format!("/mh5/home/admin/{f}")])
+            .ok()
+            .json()["checksum"]
+            .clone();
+        assert_eq!(sum, serde_json::Value::String(b3(&local)), "{f}");
+        let verified = z
+            .weft(&["checksum", "--verify", &format!("/mh5/home/admin/{f}")])
+            .ok();
+        assert!(verified.stdout.contains(": ok"), "{}", verified.stdout);
+    }
+}
+
+#[test]
+fn reads_are_verified_and_a_rotten_replica_is_eio_not_wrong_bytes() {
+    let z = ZoneProcess::start(WEFT, "mrot").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // A file of several pieces, read through, and one of a single piece.
+    let (big, small) = (
+        pseudo_random(3 * weft_mount::PIECE as usize + 777, 4),
+        pseudo_random(40_000, 5),
+    );
+    for (name, bytes) in [("big", &big), ("small", &small)] {
+        std::fs::write(tmp.path().join(name), bytes).unwrap();
+        z.weft(&[
+            "put",
+            tmp.path().join(name).to_str().unwrap(),
+            &format!("/mrot/home/admin/{name}"),
+        ])
+        .ok();
+        flip_byte(&replica_file(z.data_dir(), bytes), bytes.len() as u64 / 2);
+    }
+    let m = Mount::start(&z, z.admin_token(), "/mrot/home/admin");
+    assert_eq!(
+        errno(std::fs::read(m.at("big"))),
+        libc::EIO,
+        "a whole read ends in EIO"
+    );
+    assert_eq!(
+        errno(std::fs::read(m.at("small"))),
+        libc::EIO,
+        "checked before its first byte"
+    );
+    // Still wrong on the next open: nothing of it was kept.
+    assert_eq!(errno(std::fs::read(m.at("big"))), libc::EIO);
+    assert!(
+        m.log().contains("do not hash to the object's checksum"),
+        "{}",
+        m.log()
+    );
+}
+
+#[test]
+fn a_permission_revoked_while_a_file_is_open_fails_its_close_and_stores_nothing() {
+    use std::io::Write;
+    let z = ZoneProcess::start(WEFT, "mrev").unwrap();
+    let bob = z.user_with_token("bob");
+    z.weft(&["mkdir", "/mrev/home/admin/team"]).ok();
+    z.weft(&["acl", "set", "/mrev/home/admin/team", "bob", "write"])
+        .ok();
+    let m = Mount::start(&z, &bob, "/mrev/home/admin/team");
+    let mut f = std::fs::File::create(m.at("draft")).unwrap();
+    f.write_all(b"written while allowed").unwrap();
+    z.weft(&["acl", "set", "/mrev/home/admin/team", "bob", "none"])
+        .ok();
+    assert_eq!(errno(f.sync_all()), libc::EACCES);
+    drop(f);
+    z.weft(&["stat", "/mrev/home/admin/team/draft"])
+        .fails(3, "not_found");
+    let listing = std::fs::read_dir(m.at(".")).unwrap().next().expect("an outcome");
+    assert_eq!(errno(listing), libc::EACCES);
 }
