@@ -6,7 +6,7 @@ use reqwest::Method;
 use weft_types::wire::{
     AclRequest, AclWire, AuditWire, ImportReportWire, ImportWire, NewGroup, NewPeerZone, NewResourceWire,
     NewStagingArea, NewUser, Page, PeerZoneWire, PrincipalWire, QuotaRequest, QuotaWire, ResourceWire,
-    StagingAreaWire, TokenCreated, TokenRequest, TokenWire, UserMapWire, WhoAmI,
+    SpaceWire, StagingAreaWire, TokenCreated, TokenRequest, TokenWire, UserMapWire, WhoAmI,
 };
 use weft_types::LogicalPath;
 
@@ -102,6 +102,12 @@ impl Client {
 
     pub async fn resources(&self) -> Result<Vec<ResourceWire>, ClientError> {
         self.json(self.request(Method::GET, self.url("/resources"))).await
+    }
+
+    /// The default resource's space (what a put lands on), as `df` shows it.
+    pub async fn default_space(&self) -> Result<SpaceWire, ClientError> {
+        self.json(self.request(Method::GET, self.url("/resources/default/space")))
+            .await
     }
 
     pub async fn add_resource(&self, req: &NewResourceWire) -> Result<ResourceWire, ClientError> {

@@ -80,7 +80,12 @@ pub struct Fs {
     next_fh: AtomicU64,
     /// The files open for writing, by path.
     writing: Mutex<HashMap<LogicalPath, Arc<Dirty>>>,
+    /// What `statfs` last read: total and available bytes, and when.
+    space: Mutex<Option<((u64, u64), std::time::Instant)>>,
 }
+
+/// How long `statfs` reuses what it read of the zone's space.
+const SPACE_FRESH: Duration = Duration::from_secs(5);
 
 /// `xattr` names of the zone's own facts, read-only.
 const XATTR_CHECKSUM: &str = "user.weft.checksum";
@@ -122,6 +127,7 @@ impl Fs {
             listings: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             writing: Mutex::new(HashMap::new()),
+            space: Mutex::new(None),
         })
     }
 
@@ -548,16 +554,39 @@ impl Fs {
         self.remember(&e.path, stat)
     }
 
-    pub fn statfs(&self) -> Space {
-        // The zone shows no bound of its own here: the cache's bound and use are what a
-        // program filling the mount runs into first.
-        let block_size = 4096u32;
-        let blocks = self.cache.limit() / block_size as u64;
-        let used = self.cache.used() / block_size as u64;
+    /// `statfs`: the space of the zone's default resource (where what is written lands),
+    /// read at most every few seconds. An S3 resource does not say: then the cache's
+    /// bound and what is left of it, which a program filling the mount meets first.
+    pub async fn statfs(&self) -> Space {
+        let block_size = 4096u64;
+        let fresh = self
+            .space
+            .lock()
+            .expect("space")
+            .filter(|(_, at)| at.elapsed() < SPACE_FRESH)
+            .map(|(s, _)| s);
+        let (total, available) = match fresh {
+            Some(s) => s,
+            None => {
+                let s = match self.client.default_space().await {
+                    Ok(w) => w.total_bytes.zip(w.available_bytes),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "the zone's space could not be read");
+                        None
+                    }
+                }
+                .unwrap_or((
+                    self.cache.limit(),
+                    self.cache.limit().saturating_sub(self.cache.used()),
+                ));
+                *self.space.lock().expect("space") = Some((s, std::time::Instant::now()));
+                s
+            }
+        };
         Space {
-            block_size,
-            blocks,
-            free: blocks.saturating_sub(used),
+            block_size: block_size as u32,
+            blocks: total / block_size,
+            free: available / block_size,
         }
     }
 

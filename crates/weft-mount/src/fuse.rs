@@ -378,8 +378,11 @@ impl Filesystem for Adapter {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        let s = self.fs.statfs();
-        reply.statfs(s.blocks, s.free, s.free, 0, 0, s.block_size, 255, s.block_size);
+        let fs = self.fs.clone();
+        self.spawn(async move {
+            let s = fs.statfs().await;
+            reply.statfs(s.blocks, s.free, s.free, 0, 0, s.block_size, 255, s.block_size);
+        });
     }
 
     fn setxattr(

@@ -338,6 +338,15 @@ pub struct ResourceWire {
     pub settings: serde_json::Value,
 }
 
+/// `GET /resources/default/space`: the default resource's file system, as `df` shows it
+/// (both absent for S3, which does not say).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SpaceWire {
+    pub resource: String,
+    pub total_bytes: Option<u64>,
+    pub available_bytes: Option<u64>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct NewResourceWire {
     pub name: String,

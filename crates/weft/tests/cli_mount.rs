@@ -217,6 +217,10 @@ fn ordinary_tools_work_in_the_mount_and_the_zone_has_every_byte() {
     assert_eq!(sh(&format!("git -C {d}/repo status --porcelain")), "");
     assert_eq!(std::fs::read_to_string(m.at("repo/f2")).unwrap(), "2\n");
 
+    // `df` of the mount is the space of the zone's default resource.
+    let size = |dir: &Path| sh(&format!("df --output=size -B4096 {} | tail -1", dir.display()));
+    assert_eq!(size(&m.dir), size(z.data_dir()));
+
     assert_eq!(m.unmount(), 0, "a clean stop");
     // Everything closed was in the zone when close() returned: after the unmount, the
     // zone's copy is the source, byte for byte.

@@ -11,13 +11,14 @@ use http::StatusCode;
 use std::sync::Arc;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use weft_types::wire::{ImportReportWire, ImportWire, NewResourceWire, ResourceWire};
+use weft_types::wire::{ImportReportWire, ImportWire, NewResourceWire, ResourceWire, SpaceWire};
 use weft_types::{LogicalPath, ResourceKind, ResourceName};
 
 /// This file's routes, each with its OpenAPI entry.
 pub fn router() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::default()
         .routes(routes!(list_resources, add_resource))
+        .routes(routes!(default_space))
         .routes(routes!(remove_resource))
         .routes(routes!(import_in_place))
 }
@@ -36,6 +37,17 @@ pub async fn list_resources(
             .map(convert::resource)
             .collect(),
     ))
+}
+
+#[utoipa::path(get, path = "/api/v1/resources/default/space", tag = "resources",
+    responses((status = 200, body = SpaceWire)))]
+pub async fn default_space(State(s): State<Arc<AppState>>, Authed(c): Authed) -> ApiResult<Json<SpaceWire>> {
+    let (resource, space) = s.zone.resources().default_space(&c).await?;
+    Ok(Json(SpaceWire {
+        resource: resource.name.to_string(),
+        total_bytes: space.as_ref().map(|s| s.total),
+        available_bytes: space.map(|s| s.available),
+    }))
 }
 
 #[utoipa::path(post, path = "/api/v1/resources", tag = "resources", request_body = NewResourceWire,

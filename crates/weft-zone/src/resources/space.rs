@@ -54,6 +54,15 @@ impl Resources<'_> {
     }
 }
 
+impl Resources<'_> {
+    /// The zone's default resource (where a put lands) and its space, for any user: what
+    /// `df` of a mount shows. `None` for S3, which does not say.
+    pub async fn default_space(self, _caller: &Caller) -> Result<(Resource, Option<Space>), Error> {
+        let (resource, store) = self.store_for_write(None).await?;
+        Ok((resource, on_thread(store).await?))
+    }
+}
+
 /// `statvfs` may wait on a slow or hung mount: off the runtime's threads.
 async fn on_thread(store: Store) -> Result<Option<Space>, Error> {
     tokio::task::spawn_blocking(move || store.space())
