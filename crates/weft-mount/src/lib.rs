@@ -8,7 +8,7 @@
 //! - [`Mounted`]: a mount being served, and how it ends.
 
 mod cache;
-mod dirs;
+pub mod dirs;
 pub mod errno;
 pub mod fs;
 mod fuse;
