@@ -1,5 +1,5 @@
 //! `weft bench mount`: object storage as a file system, measured as NSDF measured eight
-//! such mounts (Olaya et al., NSDF-FUSE; their script nsdf-fabric/nsdf-fuse,
+//! such mounts (Luettgau et al., "NSDF-Services"; their script nsdf-fabric/nsdf-fuse,
 //! `RunSimpleBenchmark`). Six jobs, each from mount to unmount: 1 `cp` of N large files
 //! one after another into the mount, 2 the same read back, 3 N `cp` at once, 4 N reads at
 //! once, 5 W writers each copying a tree of small files with `find -exec cp`, 6 W readers
