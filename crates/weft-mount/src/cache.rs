@@ -105,12 +105,33 @@ impl Cache {
         self.state.lock().expect("cache state").used
     }
 
+    /// Object versions with bytes here (or on their way).
+    pub fn files(&self) -> usize {
+        self.state.lock().expect("cache state").entries.len()
+    }
+
     /// The cached bytes of the object version `key` (its checksum) of `size` bytes, in
     /// pieces of `piece` bytes, pinned for an open file.
     pub fn pin(&self, key: &str, size: u64, piece: u64) -> FsResult<Pin> {
         let mut st = self.state.lock().expect("cache state");
-        let entry = match st.entries.get(key) {
-            Some(e) if e.bad.lock().expect("bad").is_none() => e.clone(),
+        let (entry, _) = self.entry_in(&mut st, key, size, piece)?;
+        entry.opens.fetch_add(1, Ordering::AcqRel);
+        Ok(Pin { entry })
+    }
+
+    /// A new entry for `key` to fetch ahead of its first open (not pinned: evicted as any
+    /// clean bytes); `None` if the cache has it already.
+    pub fn ahead(&self, key: &str, size: u64, piece: u64) -> FsResult<Option<Arc<Entry>>> {
+        let mut st = self.state.lock().expect("cache state");
+        let (entry, new) = self.entry_in(&mut st, key, size, piece)?;
+        Ok(new.then_some(entry))
+    }
+
+    /// The entry of `key`, made if missing (or if the one there holds wrong bytes), and
+    /// whether it was made now.
+    fn entry_in(&self, st: &mut State, key: &str, size: u64, piece: u64) -> FsResult<(Arc<Entry>, bool)> {
+        Ok(match st.entries.get(key) {
+            Some(e) if e.bad.lock().expect("bad").is_none() => (e.clone(), false),
             _ => {
                 let path = self.read_dir.join(file_name(key));
                 let file = File::options()
@@ -137,11 +158,9 @@ impl Cache {
                     st.used = st.used.saturating_sub(present_bytes(&old));
                     let _ = std::fs::remove_file(&old.path);
                 }
-                entry
+                (entry, true)
             }
-        };
-        entry.opens.fetch_add(1, Ordering::AcqRel);
-        Ok(Pin { entry })
+        })
     }
 
     /// Makes room for `bytes` that must be held (a piece about to be read, a closed file

@@ -82,7 +82,15 @@ pub struct Fs {
     writing: Mutex<HashMap<LogicalPath, Arc<Dirty>>>,
     /// What `statfs` last read: total and available bytes, and when.
     space: Mutex<Option<((u64, u64), std::time::Instant)>>,
+    /// The last page listed of the last few directories: what is read ahead of a
+    /// program reading a directory's small files one after another.
+    listed: Mutex<std::collections::VecDeque<(LogicalPath, Vec<NodeStat>)>>,
 }
+
+/// Directories whose last listed page is kept for reading ahead.
+const LISTED_DIRS: usize = 8;
+/// Small files fetched ahead of the one a program opens, in listing order.
+const READ_AHEAD_FILES: usize = 16;
 
 /// How long `statfs` reuses what it read of the zone's space.
 const SPACE_FRESH: Duration = Duration::from_secs(5);
@@ -128,6 +136,7 @@ impl Fs {
             next_fh: AtomicU64::new(1),
             writing: Mutex::new(HashMap::new()),
             space: Mutex::new(None),
+            listed: Mutex::new(std::collections::VecDeque::new()),
         })
     }
 
@@ -385,6 +394,7 @@ impl Fs {
             return Err(Errno::EISDIR);
         }
         if !writes {
+            self.read_ahead_after(&path);
             let f = self.reader.open(path, &stat)?;
             return Ok(self.handle(Handle::Read(Arc::new(f))));
         }
@@ -498,6 +508,7 @@ impl Fs {
             .ok_or(Errno::EBADF)?;
         let mut listing = listing.lock().await;
         let mut entries = listing.from(&self.client, offset).await?;
+        self.listed(listing.path(), &entries);
         if !listing.at_end() {
             return Ok(entries);
         }
@@ -533,6 +544,43 @@ impl Fs {
             }
         }
         Ok(entries)
+    }
+
+    fn listed(&self, dir: &LogicalPath, entries: &[DirEntry]) {
+        let mut listed = self.listed.lock().expect("listed");
+        listed.retain(|(d, _)| d != dir);
+        if listed.len() == LISTED_DIRS {
+            listed.pop_front();
+        }
+        listed.push_back((dir.clone(), entries.iter().map(|e| e.stat.clone()).collect()));
+    }
+
+    /// `path` is opened for reading: the small files listed after it in its directory
+    /// are fetched ahead, whole, as a program reading the directory through opens them
+    /// next. A file changed since it was listed has another checksum, so what was
+    /// fetched of it is never served for the new version.
+    fn read_ahead_after(&self, path: &LogicalPath) {
+        let Some(dir) = path.parent() else { return };
+        let next: Vec<NodeStat> = {
+            let listed = self.listed.lock().expect("listed");
+            let Some((_, stats)) = listed.iter().find(|(d, _)| *d == dir) else {
+                return;
+            };
+            let Some(at) = stats.iter().position(|s| s.name == path.name()) else {
+                return;
+            };
+            stats[at + 1..]
+                .iter()
+                .filter(|s| s.kind == "object" && s.size <= crate::reader::PIECE)
+                .take(READ_AHEAD_FILES)
+                .cloned()
+                .collect()
+        };
+        for stat in next {
+            if let Ok(p) = dir.join(&stat.name) {
+                self.reader.ahead(p, &stat);
+            }
+        }
     }
 
     pub fn releasedir(&self, fh: u64) {
@@ -743,6 +791,11 @@ impl Fs {
             }
         });
         rx
+    }
+
+    /// Object versions in the read cache (or on their way into it).
+    pub fn cached_files(&self) -> usize {
+        self.cache.files()
     }
 
     pub fn inode_count(&self) -> usize {

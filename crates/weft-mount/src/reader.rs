@@ -57,16 +57,7 @@ impl Reader {
 
     /// Opens the version of `path` that `stat` describes.
     pub fn open(&self, path: LogicalPath, stat: &NodeStat) -> FsResult<ReadFile> {
-        let checksum = stat.checksum.as_deref().and_then(|c| Checksum::parse(c).ok());
-        // An object whose checksum is still being computed (registered in place) is cached
-        // by its path, size and time, and served unverified.
-        let key = match &checksum {
-            Some(c) => c.to_string(),
-            None => format!(
-                "unverified:{}",
-                blake3::hash(format!("{path}\n{}\n{}", stat.size, stat.modified).as_bytes()).to_hex()
-            ),
-        };
+        let (key, checksum) = key_of(&path, stat);
         let pin = self.cache.pin(&key, stat.size, PIECE)?;
         Ok(ReadFile {
             path,
@@ -131,9 +122,31 @@ impl Reader {
             .all(|p| matches!(p, Piece::Present(_) | Piece::Fetching))
     }
 
+    /// Fetches a small file (one piece) whole before it is opened: a program reading a
+    /// directory through (`find -exec cp`, `cat dir/*`) then finds it here.
+    pub fn ahead(&self, path: LogicalPath, stat: &NodeStat) {
+        let (key, checksum) = key_of(&path, stat);
+        if stat.size > PIECE || checksum.is_none() {
+            return;
+        }
+        if let Ok(Some(entry)) = self.cache.ahead(&key, stat.size, PIECE) {
+            self.fetch(&entry, &path, checksum.as_ref(), stat.size, 0..=0);
+        }
+    }
+
     /// Starts fetching the pieces `range` of `f` not yet present or on their way.
     fn start(&self, f: &ReadFile, range: std::ops::RangeInclusive<usize>) {
-        let entry = &f.pin.entry;
+        self.fetch(&f.pin.entry, &f.path, f.checksum.as_ref(), f.size, range);
+    }
+
+    fn fetch(
+        &self,
+        entry: &Arc<Entry>,
+        path: &LogicalPath,
+        checksum: Option<&Checksum>,
+        size: u64,
+        range: std::ops::RangeInclusive<usize>,
+    ) {
         let mut wanted = Vec::new();
         {
             let mut pieces = entry.pieces.lock().expect("piece table");
@@ -147,14 +160,14 @@ impl Reader {
         for i in wanted {
             let range = PieceSize::new(PIECE)
                 .expect("a power of two")
-                .range(i as u64, f.size);
+                .range(i as u64, size);
             self.cache.reserve_anyway(range.end - range.start);
             let fetch = Fetch {
                 client: self.client.clone(),
                 cache: self.cache.clone(),
                 entry: entry.clone(),
-                path: f.path.clone(),
-                checksum: f.checksum.clone(),
+                path: path.clone(),
+                checksum: checksum.cloned(),
                 index: i,
                 range,
             };
@@ -165,6 +178,21 @@ impl Reader {
             });
         }
     }
+}
+
+/// The cache key of the version of `path` that `stat` describes (its checksum), and the
+/// checksum. An object whose checksum is still being computed (registered in place) is
+/// keyed by its path, size and time, and served unverified.
+fn key_of(path: &LogicalPath, stat: &NodeStat) -> (String, Option<Checksum>) {
+    let checksum = stat.checksum.as_deref().and_then(|c| Checksum::parse(c).ok());
+    let key = match &checksum {
+        Some(c) => c.to_string(),
+        None => format!(
+            "unverified:{}",
+            blake3::hash(format!("{path}\n{}\n{}", stat.size, stat.modified).as_bytes()).to_hex()
+        ),
+    };
+    (key, checksum)
 }
 
 /// Waits until the pieces `range` are present; a failed piece fails the read (and is

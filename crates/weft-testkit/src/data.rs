@@ -4,9 +4,13 @@
 use std::path::{Path, PathBuf};
 
 /// Deterministic bytes that do not compress or repeat at piece boundaries (xorshift): the
-/// same `len` and `seed` give the same bytes.
+/// same `len` and `seed` give the same bytes, and different seeds different ones (the
+/// seed is spread first: `seed | 1` alone gave seeds 2k and 2k+1 the same bytes).
 pub fn pseudo_random(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
+    let mut x = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(0xD1B5_4A32_D192_ED03)
+        | 1;
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {
         x ^= x << 13;
@@ -116,6 +120,13 @@ mod tests {
         // A shorter run is a prefix of a longer one with the same seed.
         assert_eq!(pseudo_random(13, 7), a[..13]);
         assert!(pseudo_random(0, 1).is_empty());
+    }
+
+    #[test]
+    fn every_seed_gives_bytes_of_its_own() {
+        let all: std::collections::HashSet<Vec<u8>> = (0..64).map(|seed| pseudo_random(64, seed)).collect();
+        assert_eq!(all.len(), 64);
+        assert_eq!(pseudo_random(100, 7), pseudo_random(100, 7));
     }
 
     #[test]

@@ -150,3 +150,47 @@ fn walkdir(dir: &std::path::Path) -> u64 {
         })
         .unwrap_or(0)
 }
+
+#[test]
+fn a_directory_read_through_has_its_next_small_files_fetched_ahead() {
+    let z = ZoneProcess::start(WEFT, "mahead").unwrap();
+    let src = z.work().join("small");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..40u64 {
+        std::fs::write(src.join(format!("f{i:02}")), pseudo_random(64 << 10, i)).unwrap();
+    }
+    z.weft(&[
+        "put",
+        "-r",
+        "--quiet",
+        src.to_str().unwrap(),
+        "/mahead/home/admin/small",
+    ])
+    .ok();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = fs_of(&z, "/mahead/home/admin/small", tmp.path(), &rt);
+    rt.block_on(async {
+        // As `find -exec cat` does: the directory listed, then its files opened in turn.
+        let fh = fs.opendir(ROOT).await.unwrap();
+        assert_eq!(fs.readdir(fh, 2).await.unwrap().len(), 40);
+        let f = fs.lookup(ROOT, "f05").await.unwrap();
+        let h = fs.open(f.ino, libc::O_RDONLY, 1).await.unwrap();
+        assert_eq!(fs.read(h, 0, 1 << 20).await.unwrap(), pseudo_random(64 << 10, 5));
+        fs.release(h).await;
+        // The one opened and the 16 listed after it.
+        assert_eq!(fs.cached_files(), 17);
+        // What was fetched ahead is what the next opens read, verified as any read.
+        for i in 6..22u64 {
+            let f = fs.lookup(ROOT, &format!("f{i:02}")).await.unwrap();
+            let h = fs.open(f.ino, libc::O_RDONLY, 1).await.unwrap();
+            assert_eq!(fs.read(h, 0, 1 << 20).await.unwrap(), pseudo_random(64 << 10, i));
+            fs.release(h).await;
+        }
+        assert_eq!(
+            fs.cached_files(),
+            17 + 16,
+            "each open fetches the files after it ahead"
+        );
+    });
+}
