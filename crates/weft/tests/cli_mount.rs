@@ -672,3 +672,69 @@ fn a_permission_revoked_while_a_file_is_open_fails_its_close_and_stores_nothing(
     let listing = std::fs::read_dir(m.at(".")).unwrap().next().expect("an outcome");
     assert_eq!(errno(listing), libc::EACCES);
 }
+
+#[test]
+fn the_zone_killed_during_a_close_gives_eio_or_the_whole_object_never_a_part() {
+    use std::io::Write;
+    let mut z = ZoneProcess::start(WEFT, "mkill").unwrap();
+    // The upload crawls (2 MB/s) so that the zone dies in its middle.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
+    let upstream = z.url().trim_start_matches("http://").to_owned();
+    let url = format!(
+        "http://{}",
+        rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap()
+    );
+    rt.block_on(toxi.add_toxic_on("zone", "bandwidth", "upstream", serde_json::json!({"rate": 2000})))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, cache) = (tmp.path().join("mnt"), tmp.path().join("cache"));
+    std::fs::create_dir(&dir).unwrap();
+    let m = Mount::start_at(
+        &z,
+        &url,
+        z.admin_token(),
+        "/mkill/home/admin",
+        &dir,
+        &cache,
+        &[],
+        tempfile::tempdir().unwrap(),
+    );
+    let data = pseudo_random(24 << 20, 8);
+    let (path, bytes) = (m.at("big"), data.clone());
+    let writer = std::thread::spawn(move || {
+        let mut f = std::fs::File::create(path)?;
+        f.write_all(&bytes)?;
+        f.sync_all()
+    });
+    // Bytes of the upload have reached the zone's temporary files.
+    let tmp_dirs = || {
+        let resources = z.data_dir().join("resources");
+        std::fs::read_dir(resources)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|r| {
+                std::fs::read_dir(r.path().join(".weft-tmp"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+            })
+            .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
+    };
+    wait_for("the upload to be under way", tmp_dirs);
+    z.kill9();
+    z.restart().unwrap();
+    match writer.join().unwrap() {
+        // The client's retries reached the restarted zone: the whole file is there.
+        Ok(()) => {
+            let sum = z.weft(&["stat", "--json", "/mkill/home/admin/big"]).ok().json()["checksum"].clone();
+            assert_eq!(sum, serde_json::Value::String(b3(&data)));
+        }
+        // Or the program was told, and nothing of the file is visible.
+        Err(e) => {
+            assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+            z.weft(&["stat", "/mkill/home/admin/big"]).fails(3, "not_found");
+        }
+    }
+}

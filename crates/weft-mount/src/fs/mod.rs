@@ -8,13 +8,15 @@ use crate::errno::{Errno, FsResult};
 use crate::inodes::{Inodes, ROOT};
 use crate::reader::{ReadFile, Reader};
 use crate::writer::{Dirty, Writer};
+
+mod xattrs;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use weft_client::Client;
-use weft_types::wire::{MetaRequest, NodeStat};
+use weft_types::wire::NodeStat;
 use weft_types::LogicalPath;
 
 /// How a mount behaves.
@@ -94,12 +96,6 @@ const READ_AHEAD_FILES: usize = 16;
 
 /// How long `statfs` reuses what it read of the zone's space.
 const SPACE_FRESH: Duration = Duration::from_secs(5);
-
-/// `xattr` names of the zone's own facts, read-only.
-const XATTR_CHECKSUM: &str = "user.weft.checksum";
-const XATTR_REPLICAS: &str = "user.weft.replicas";
-/// The files at or below a node closed here and not uploaded yet (write-back).
-const XATTR_PENDING: &str = "user.weft.pending";
 
 impl Fs {
     /// A file system showing the collection `root` (which must exist). Must be called
@@ -638,115 +634,6 @@ impl Fs {
         }
     }
 
-    pub async fn getxattr(&self, ino: u64, name: &str) -> FsResult<Vec<u8>> {
-        let path = self.path(ino)?;
-        match name {
-            XATTR_CHECKSUM => {
-                let stat = self.client.stat(&path).await.map_err(|e| Errno::of_client(&e))?;
-                stat.checksum.map(String::into_bytes).ok_or(Errno::ENODATA)
-            }
-            XATTR_PENDING => {
-                let pending: Vec<String> = self
-                    .pending()
-                    .into_iter()
-                    .filter(|p| p.starts_with(&path))
-                    .map(|p| p.to_string())
-                    .collect();
-                Ok(pending.join("\n").into_bytes())
-            }
-            XATTR_REPLICAS => {
-                let stat = self.client.stat(&path).await.map_err(|e| Errno::of_client(&e))?;
-                let lines: Vec<String> = stat
-                    .replicas
-                    .iter()
-                    .map(|r| format!("{}/{} {}", r.zone, r.resource, r.state))
-                    .collect();
-                Ok(lines.join("\n").into_bytes())
-            }
-            _ => {
-                let attr = avu_name(name)?;
-                let avus = self
-                    .client
-                    .meta_list(&path)
-                    .await
-                    .map_err(|e| Errno::of_client(&e))?;
-                let values: Vec<&str> = avus
-                    .iter()
-                    .filter(|a| a.attr == attr)
-                    .map(|a| a.value.as_str())
-                    .collect();
-                if values.is_empty() {
-                    return Err(Errno::ENODATA);
-                }
-                Ok(values.join("\n").into_bytes())
-            }
-        }
-    }
-
-    pub async fn listxattr(&self, ino: u64) -> FsResult<Vec<String>> {
-        let path = self.path(ino)?;
-        let avus = self
-            .client
-            .meta_list(&path)
-            .await
-            .map_err(|e| Errno::of_client(&e))?;
-        let mut names = vec![XATTR_CHECKSUM.to_owned(), XATTR_REPLICAS.to_owned()];
-        for a in avus {
-            let n = format!("user.{}", a.attr);
-            if !names.contains(&n) {
-                names.push(n);
-            }
-        }
-        Ok(names)
-    }
-
-    /// `setxattr user.NAME VALUE`: the metadata attribute NAME set to VALUE (its earlier
-    /// values replaced, as an extended attribute has one value).
-    pub async fn setxattr(&self, ino: u64, name: &str, value: &[u8]) -> FsResult<()> {
-        let path = self.path(ino)?;
-        if [XATTR_CHECKSUM, XATTR_REPLICAS, XATTR_PENDING].contains(&name) {
-            return Err(Errno::EPERM);
-        }
-        let attr = avu_name(name)?;
-        let value = std::str::from_utf8(value).map_err(|_| Errno::EINVAL)?;
-        let edit = MetaRequest {
-            op: "set".into(),
-            attr: attr.to_owned(),
-            value: Some(value.to_owned()),
-            unit: String::new(),
-        };
-        self.client
-            .meta_edit(&path, &edit)
-            .await
-            .map_err(|e| Errno::of_client(&e))
-    }
-
-    pub async fn removexattr(&self, ino: u64, name: &str) -> FsResult<()> {
-        let path = self.path(ino)?;
-        if [XATTR_CHECKSUM, XATTR_REPLICAS, XATTR_PENDING].contains(&name) {
-            return Err(Errno::EPERM);
-        }
-        let attr = avu_name(name)?;
-        let avus = self
-            .client
-            .meta_list(&path)
-            .await
-            .map_err(|e| Errno::of_client(&e))?;
-        if !avus.iter().any(|a| a.attr == attr) {
-            return Err(Errno::ENODATA);
-        }
-        let edit = MetaRequest {
-            op: "rm".into(),
-            attr: attr.to_owned(),
-            value: None,
-            unit: String::new(),
-        };
-        self.client
-            .meta_edit(&path, &edit)
-            .await
-            .map_err(|e| Errno::of_client(&e))
-    }
-
     /// Files open for writing now, by path.
     pub fn open_for_writing(&self) -> Vec<LogicalPath> {
         self.writing.lock().expect("writing").keys().cloned().collect()
@@ -800,14 +687,6 @@ impl Fs {
 
     pub fn inode_count(&self) -> usize {
         self.inodes.lock().expect("inodes").len()
-    }
-}
-
-/// The metadata attribute an extended attribute names: only the `user.` namespace maps.
-fn avu_name(name: &str) -> FsResult<&str> {
-    match name.strip_prefix("user.") {
-        Some(a) if !a.is_empty() => Ok(a),
-        _ => Err(Errno::ENOTSUP),
     }
 }
 
