@@ -112,6 +112,19 @@ impl Drop for Mount {
     }
 }
 
+/// The zone behind a toxiproxy whose link towards it carries `kb_s` KB/s (the toxic
+/// `bandwidth`): the runtime its calls block on, the proxy (kept while it lives) and the
+/// URL to reach the zone through.
+fn slow_link(z: &ZoneProcess, kb_s: u64) -> (tokio::runtime::Runtime, Toxiproxy, String) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
+    let upstream = z.url().trim_start_matches("http://").to_owned();
+    let listen = rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap();
+    rt.block_on(toxi.add_toxic_on("zone", "bandwidth", "upstream", serde_json::json!({"rate": kb_s})))
+        .unwrap();
+    (rt, toxi, format!("http://{listen}"))
+}
+
 /// Runs `script` with `sh -c`, failing with its output unless it succeeds.
 #[track_caller]
 fn sh(script: &str) -> String {
@@ -435,18 +448,7 @@ fn the_readme_mount_example_runs_as_written() {
 fn write_back_keeps_closed_files_through_a_killed_mount_and_a_slow_zone() {
     let z = ZoneProcess::start(WEFT, "mwb").unwrap();
     // Uploads crawl through a link of 100 KB/s; names and listings are small and pass.
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
-    let upstream = z.url().trim_start_matches("http://").to_owned();
-    let url = format!(
-        "http://{}",
-        rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap()
-    );
-    let slow = || {
-        rt.block_on(toxi.add_toxic_on("zone", "bandwidth", "upstream", serde_json::json!({"rate": 100})))
-            .unwrap()
-    };
-    slow();
+    let (rt, toxi, url) = slow_link(&z, 100);
     let tmp = tempfile::tempdir().unwrap();
     let (dir, cache) = (tmp.path().join("mnt"), tmp.path().join("cache"));
     std::fs::create_dir(&dir).unwrap();
@@ -678,15 +680,7 @@ fn the_zone_killed_during_a_close_gives_eio_or_the_whole_object_never_a_part() {
     use std::io::Write;
     let mut z = ZoneProcess::start(WEFT, "mkill").unwrap();
     // The upload crawls (2 MB/s) so that the zone dies in its middle.
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let toxi = Toxiproxy::start().expect("toxiproxy (install with .ci/install-tools.sh)");
-    let upstream = z.url().trim_start_matches("http://").to_owned();
-    let url = format!(
-        "http://{}",
-        rt.block_on(toxi.create_proxy("zone", &upstream)).unwrap()
-    );
-    rt.block_on(toxi.add_toxic_on("zone", "bandwidth", "upstream", serde_json::json!({"rate": 2000})))
-        .unwrap();
+    let (_rt, _toxi, url) = slow_link(&z, 2000);
     let tmp = tempfile::tempdir().unwrap();
     let (dir, cache) = (tmp.path().join("mnt"), tmp.path().join("cache"));
     std::fs::create_dir(&dir).unwrap();
