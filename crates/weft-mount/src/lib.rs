@@ -125,3 +125,26 @@ pub fn unmount(mountpoint: &Path, how: Unmount) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Whether a weft mount is at `path` (as `/proc/self/mountinfo` writes paths: space, tab,
+/// newline and backslash in octal; a weft mount's source is `weft:COLLECTION`).
+pub fn is_mounted(path: &Path) -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let want: String = path
+        .to_string_lossy()
+        .chars()
+        .map(|c| match c {
+            ' ' => "\\040".to_owned(),
+            '\t' => "\\011".to_owned(),
+            '\n' => "\\012".to_owned(),
+            '\\' => "\\134".to_owned(),
+            c => c.to_string(),
+        })
+        .collect();
+    info.lines().any(|l| {
+        let mut fields = l.split(' ');
+        fields.nth(4) == Some(want.as_str()) && l.contains(" - fuse weft:")
+    })
+}

@@ -11,13 +11,6 @@ use weft_testkit::zone::ZoneProcess;
 
 const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 
-fn mounted(dir: &Path) -> bool {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let dir = dir.to_str().unwrap();
-    info.lines()
-        .any(|l| l.split(' ').nth(4) == Some(dir) && l.contains(" - fuse weft:"))
-}
-
 /// `weft mount COLLECTION DIR` running as a child, unmounted (lazily) and stopped when
 /// dropped if the test did not unmount it.
 struct Mount {
@@ -79,7 +72,7 @@ impl Mount {
                 panic!("weft mount ended ({status}): {}", m.log());
             }
             // What the mount says once served (a dead mount there before is in mountinfo too).
-            m.log().contains(" is mounted at ") && mounted(&m.dir)
+            m.log().contains(" is mounted at ") && weft_mount::is_mounted(&m.dir)
         });
         m
     }
@@ -97,7 +90,7 @@ impl Mount {
     fn unmount(mut self) -> i32 {
         sh(&format!("umount {}", self.dir.display()));
         let status = self.child.take().unwrap().wait().unwrap();
-        assert!(!mounted(&self.dir));
+        assert!(!weft_mount::is_mounted(&self.dir));
         status.code().unwrap_or(-1)
     }
 }
@@ -297,6 +290,27 @@ fn programs_see_errnos_they_understand_and_xattrs_are_metadata() {
         libc::ENOTEMPTY
     );
 
+    // Hostile names: a control character or an over-long name is refused at create and
+    // nothing reaches the zone; markup is an ordinary name.
+    assert_eq!(errno(std::fs::write(home.at("a\nb"), b"x")), libc::EINVAL);
+    assert_eq!(
+        errno(std::fs::write(home.at(&"n".repeat(256)), b"x")),
+        libc::ENAMETOOLONG
+    );
+    assert_eq!(errno(std::fs::create_dir(home.at("tab\there"))), libc::EINVAL);
+    std::fs::write(home.at("<script>alert(1)"), b"x").unwrap();
+    let listed = z.weft_as(&bob, &["ls", "/mer/home/bob"]).ok().stdout;
+    assert!(
+        listed.contains("<script>alert(1)") && !listed.contains("tab"),
+        "{listed}"
+    );
+    // An extended attribute's value must be text (it becomes a metadata value).
+    let refused = sh(&format!(
+        "python3 -c 'import os\ntry:\n    os.setxattr(\"{f}\", \"user.bin\", bytes([0xff, 0xfe]))\nexcept OSError as e:\n    print(e.errno)'",
+        f = home.at("d/f").display()
+    ));
+    assert_eq!(refused.trim(), libc::EINVAL.to_string());
+
     // Over the quota: the close fails, and nothing of the file is in the zone.
     use std::io::Write;
     let mut f = std::fs::File::create(home.at("big")).unwrap();
@@ -439,7 +453,10 @@ fn the_readme_mount_example_runs_as_written() {
     );
     assert!(out.status.success(), "{said}");
     assert!(said.contains("a.csv"), "ls -l through the mount: {said}");
-    assert!(!mounted(&home.path().join("weft")), "umount ended it");
+    assert!(
+        !weft_mount::is_mounted(&home.path().join("weft")),
+        "umount ended it"
+    );
     let got = zone_tree(&z, "/weft/home/admin/run-7", &home.path().join("back"));
     assert_same_tree(&home.path().join("results"), &got);
 }
@@ -505,7 +522,7 @@ fn write_back_keeps_closed_files_through_a_killed_mount_and_a_slow_zone() {
     rt.block_on(toxi.remove_toxic("zone", "bandwidth")).unwrap();
     let status = m2.child.take().unwrap().wait().unwrap();
     assert_eq!(status.code(), Some(0), "{}", m2.log());
-    assert!(!mounted(&dir));
+    assert!(!weft_mount::is_mounted(&dir));
     let got = zone_tree(&z, home, &tmp.path().join("zone"));
     assert_same_tree(&src, &got);
     drop(m);

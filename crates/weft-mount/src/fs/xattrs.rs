@@ -4,7 +4,8 @@
 
 use super::Fs;
 use crate::errno::{Errno, FsResult};
-use weft_types::wire::MetaRequest;
+use weft_types::wire::{AvuWire, MetaRequest};
+use weft_types::LogicalPath;
 
 /// `xattr` names of the zone's own facts, read-only.
 const XATTR_CHECKSUM: &str = "user.weft.checksum";
@@ -39,34 +40,38 @@ impl Fs {
                 Ok(lines.join("\n").into_bytes())
             }
             _ => {
-                let attr = avu_name(name)?;
-                let avus = self
-                    .client
-                    .meta_list(&path)
-                    .await
-                    .map_err(|e| Errno::of_client(&e))?;
-                let values: Vec<&str> = avus
-                    .iter()
-                    .filter(|a| a.attr == attr)
-                    .map(|a| a.value.as_str())
-                    .collect();
-                if values.is_empty() {
-                    return Err(Errno::ENODATA);
-                }
+                let values = self.values(&path, avu_name(name)?).await?;
                 Ok(values.join("\n").into_bytes())
             }
         }
     }
 
+    async fn avus(&self, path: &LogicalPath) -> FsResult<Vec<AvuWire>> {
+        self.client
+            .meta_list(path)
+            .await
+            .map_err(|e| Errno::of_client(&e))
+    }
+
+    /// The values of the attribute `attr`; `ENODATA` when it has none.
+    async fn values(&self, path: &LogicalPath, attr: &str) -> FsResult<Vec<String>> {
+        let values: Vec<String> = self
+            .avus(path)
+            .await?
+            .into_iter()
+            .filter(|a| a.attr == attr)
+            .map(|a| a.value)
+            .collect();
+        if values.is_empty() {
+            return Err(Errno::ENODATA);
+        }
+        Ok(values)
+    }
+
     pub async fn listxattr(&self, ino: u64) -> FsResult<Vec<String>> {
         let path = self.path(ino)?;
-        let avus = self
-            .client
-            .meta_list(&path)
-            .await
-            .map_err(|e| Errno::of_client(&e))?;
         let mut names = vec![XATTR_CHECKSUM.to_owned(), XATTR_REPLICAS.to_owned()];
-        for a in avus {
+        for a in self.avus(&path).await? {
             let n = format!("user.{}", a.attr);
             if !names.contains(&n) {
                 names.push(n);
@@ -102,14 +107,7 @@ impl Fs {
             return Err(Errno::EPERM);
         }
         let attr = avu_name(name)?;
-        let avus = self
-            .client
-            .meta_list(&path)
-            .await
-            .map_err(|e| Errno::of_client(&e))?;
-        if !avus.iter().any(|a| a.attr == attr) {
-            return Err(Errno::ENODATA);
-        }
+        self.values(&path, attr).await?;
         let edit = MetaRequest {
             op: "rm".into(),
             attr: attr.to_owned(),

@@ -162,7 +162,7 @@ fn detach_dead_mount(ctx: &Ctx, mountpoint: &Path) {
     let Ok(path) = std::path::absolute(mountpoint) else {
         return;
     };
-    if dead && is_mounted(&path) && weft_mount::unmount(&path, Unmount::Detach).is_ok() {
+    if dead && weft_mount::is_mounted(&path) && weft_mount::unmount(&path, Unmount::Detach).is_ok() {
         ctx.info(format!(
             "weft: mount: {} was a mount whose process had ended: detached it",
             path.display()
@@ -233,7 +233,7 @@ fn daemonize(ctx: &Ctx, mountpoint: &Path, cache_dir: &Path) -> Result {
         })?;
     let until = Instant::now() + Duration::from_secs(60);
     loop {
-        if is_mounted(mountpoint) {
+        if weft_mount::is_mounted(mountpoint) {
             ctx.info(format!(
                 "mounted at {} (process {}, log {}); stop with `umount {}`",
                 mountpoint.display(),
@@ -261,27 +261,4 @@ fn daemonize(ctx: &Ctx, mountpoint: &Path, cache_dir: &Path) -> Result {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Whether a weft mount is at `path` (as `/proc/self/mountinfo` writes paths: space, tab,
-/// newline and backslash in octal; a weft mount's source is `weft:COLLECTION`).
-pub fn is_mounted(path: &Path) -> bool {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    let want: String = path
-        .to_string_lossy()
-        .chars()
-        .map(|c| match c {
-            ' ' => "\\040".to_owned(),
-            '\t' => "\\011".to_owned(),
-            '\n' => "\\012".to_owned(),
-            '\\' => "\\134".to_owned(),
-            c => c.to_string(),
-        })
-        .collect();
-    info.lines().any(|l| {
-        let mut fields = l.split(' ');
-        fields.nth(4) == Some(want.as_str()) && l.contains(" - fuse weft:")
-    })
 }
